@@ -1,0 +1,29 @@
+# Two commands do all set-up on a fresh machine:
+#   make test   - virtual environment, project + test extras, control plane build, full test suite
+#   make demo   - the same set-up, then the agent syncing sample-repo/ into a local control plane
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: test demo cluster unit clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+cluster: $(VENV)/.installed
+	$(PY) -m tests.cluster build
+
+test: cluster
+	$(PY) -m pytest -v $(PYTEST_ARGS)
+
+unit: $(VENV)/.installed
+	$(PY) -m pytest -v tests/unit $(PYTEST_ARGS)
+
+demo: cluster
+	PY=$(PY) bash scripts/demo.sh
+
+clean:
+	rm -rf $(VENV) .cluster .demo

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The demo: a local control plane, the Application CRD, a real Git repository made from
+# sample-repo/, one sync, then a commit (one app's replicas changed, one app removed) and a second
+# sync that shows the update and the prune. Run it through `make demo`, which sets up .venv first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+DEMO=$(pwd)/.demo
+STATE=$DEMO/cluster
+rm -rf "$DEMO"
+mkdir -p "$DEMO"
+
+kubectl() { "$PY" -m tests.cluster kubectl --state-dir "$STATE" -- "$@"; }
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+stop() { step "stopping the control plane"; "$PY" -m tests.cluster down --state-dir "$STATE"; }
+
+step "starting the local control plane (built from Go modules; the first build takes a while)"
+KUBECONFIG_FILE=$("$PY" -m tests.cluster up --state-dir "$STATE")
+trap stop EXIT
+
+step "installing the Application CRD"
+kubectl apply -f crd.yaml
+kubectl wait --for=condition=Established crd/applications.heumsi.github.io --timeout=60s
+
+step "making a Git repository from sample-repo/"
+REPO=$DEMO/repo
+cp -r sample-repo "$REPO"
+git -C "$REPO" init -q -b main
+git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com add -A
+git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com commit -q -m "Applications"
+git -C "$REPO" log --oneline
+
+sync() {
+  step "python -m agent sync --once --repo $REPO"
+  "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache"
+}
+sync
+sleep 3  # let the fake node report the pods Ready
+sync
+kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
+
+step "commit: frontend scaled to 3 replicas, redis removed"
+sed -i '0,/replicas: 2/s//replicas: 3/' "$REPO/apps/team-web/web.yaml"  # the first one: frontend
+git -C "$REPO" rm -q apps/team-data/redis.yaml
+git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com commit -q -am "Scale frontend, retire redis"
+git -C "$REPO" show --stat --oneline HEAD
+sync
+kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent

@@ -1,0 +1,108 @@
+"""Shared fixtures: the real local control plane, fresh namespaces, real Git repositories and
+the agent run as a user types it.
+
+Set ``GITOPS_AGENT_TEST_STATE_DIR`` to the state directory of a control plane started with
+``python -m tests.cluster up`` to reuse it across test runs; otherwise the session starts its own
+and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests import cluster as cluster_mod
+from tests.support import Agent, GitRepo, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """A running control plane (tests.cluster.Cluster) for the whole session."""
+    reuse = os.environ.get("GITOPS_AGENT_TEST_STATE_DIR")
+    if reuse:
+        yield cluster_mod.attach(reuse)
+        return
+    state = tmp_path_factory.mktemp("cluster")
+    started = time.monotonic()
+    running = cluster_mod.up(state)
+    print(f"\ncontrol plane ready in {time.monotonic() - started:.1f}s", file=sys.stderr)
+    try:
+        yield running
+    finally:
+        cluster_mod.down(state)
+
+
+@pytest.fixture(scope="session")
+def api(cluster):
+    """``kubernetes.client.ApiClient`` configured only from the cluster's kubeconfig."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=configuration)
+    with client.ApiClient(configuration) as api_client:
+        yield api_client
+
+
+@pytest.fixture(scope="session")
+def crd(cluster):
+    """The Application CRD from ``crd.yaml``, installed and Established."""
+    cluster.kubectl("apply", "-f", str(ROOT / "crd.yaml"))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/applications.heumsi.github.io")
+    return "applications.heumsi.github.io"
+
+
+@pytest.fixture
+def namespaces(cluster):
+    """Factory of fresh namespaces (``new()`` returns a name); all are deleted after the test
+    and the fixture waits until they are gone, so tests never see each other's objects."""
+    from kubernetes import client
+
+    created: list[str] = []
+
+    def new(prefix: str = "t") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        cluster.kubectl("create", "namespace", name)
+        created.append(name)
+        return name
+
+    yield new
+    for name in created:
+        cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+    for name in created:
+        wait_for(lambda: cluster.kubectl("get", "namespace", name, check=False).returncode != 0,
+                 timeout=120, what=f"namespace {name} to be deleted")
+
+
+@pytest.fixture
+def namespace(namespaces):
+    """One fresh namespace, deleted after the test."""
+    return namespaces()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A real Git repository in a temporary directory (tests.support.GitRepo)."""
+    return GitRepo.create(tmp_path / "repo")
+
+
+@pytest.fixture
+def agent(cluster, tmp_path):
+    """Runs ``python -m agent`` as a subprocess against the cluster (tests.support.Agent)."""
+    return Agent(kubeconfig=cluster.kubeconfig, cache_dir=tmp_path / "cache", cwd=ROOT)
+
+
+@pytest.fixture
+def objects(api):
+    """Live objects as dicts (tests.support.Objects)."""
+    from tests.support import Objects
+
+    return Objects(api)

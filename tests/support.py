@@ -1,0 +1,146 @@
+"""Test helpers: real Git repositories, the agent as a subprocess, and reading cluster objects."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value (returned); AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def app_yaml(name: str, image: str = "nginx:latest", replicas: int = 1, port: int = 80,
+             namespace: str | None = None) -> str:
+    """An Application document as a user writes it."""
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return yaml.safe_dump({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": meta,
+                           "spec": {"image": image, "replicas": replicas, "port": port}}, sort_keys=False)
+
+
+@dataclass
+class GitRepo:
+    """A real Git repository with a work tree; ``commit`` returns the new HEAD's full SHA."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, path: Path) -> "GitRepo":
+        path.mkdir(parents=True, exist_ok=True)
+        repo = cls(path)
+        repo.git("init", "-q", "-b", "main")
+        repo.git("config", "user.email", "dev@example.com")
+        repo.git("config", "user.name", "Dev")
+        return repo
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(["git", *args], cwd=self.path, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    def write(self, rel: str, text: str) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text) if text.startswith("\n") else text)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def remove(self, rel: str) -> None:
+        self.git("rm", "-q", "-r", rel)
+
+    def move(self, src: str, dst: str) -> None:
+        (self.path / dst).parent.mkdir(parents=True, exist_ok=True)
+        self.git("mv", src, dst)
+
+    def commit(self, message: str = "change") -> str:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+
+@dataclass
+class Agent:
+    """Runs ``python -m agent ARGS`` the way a user types it; returns CompletedProcess."""
+
+    kubeconfig: Path
+    cache_dir: Path
+    cwd: Path
+
+    def sync(self, repo: str | Path, *args: str, timeout: float = 120, env: dict | None = None):
+        cmd = [sys.executable, "-m", "agent", "sync", "--once", "--repo", str(repo),
+               "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache_dir), *args]
+        return self.run(cmd, timeout=timeout, env=env)
+
+    def run(self, cmd: list[str], timeout: float = 120, env: dict | None = None):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")}
+        full_env.update(env or {})
+        proc = subprocess.run(cmd, cwd=self.cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
+        print(f"$ {' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+        return proc
+
+
+class Objects:
+    """Reads live objects as plain dicts through the official client (None when absent)."""
+
+    def __init__(self, api_client):
+        from kubernetes import client
+
+        self.apps = client.AppsV1Api(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        self.api_client = api_client
+
+    def _get(self, call, *args):
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            result = call(*args)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return result if isinstance(result, dict) else self.api_client.sanitize_for_serialization(result)
+
+    def app(self, namespace: str, name: str) -> dict | None:
+        return self._get(self.custom.get_namespaced_custom_object, "heumsi.github.io", "v1", namespace,
+                         "applications", name)
+
+    def deployment(self, namespace: str, name: str) -> dict | None:
+        return self._get(self.apps.read_namespaced_deployment, name, namespace)
+
+    def service(self, namespace: str, name: str) -> dict | None:
+        return self._get(self.core.read_namespaced_service, name, namespace)
+
+    def trio(self, namespace: str, name: str) -> tuple:
+        return self.app(namespace, name), self.deployment(namespace, name), self.service(namespace, name)
+
+    def events(self, namespace: str) -> list[dict]:
+        return self.api_client.sanitize_for_serialization(self.core.list_namespaced_event(namespace).items)
+
+    def versions(self, namespace: str, names: list[str]) -> dict:
+        """resourceVersion of every trio object, keyed by ``Kind/name``."""
+        out = {}
+        for name in names:
+            for kind, obj in zip(("Application", "Deployment", "Service"), self.trio(namespace, name)):
+                out[f"{kind}/{name}"] = obj["metadata"]["resourceVersion"] if obj else None
+        return out
