@@ -1,0 +1,211 @@
+"""The agent's only door to the cluster: list, server-side apply, delete, status and events.
+
+Built on the official ``kubernetes`` client's configuration, authentication and REST layer,
+speaking plain JSON dicts so the pure steps never see client model objects. Transient faults
+(connection errors, 429 and 5xx answers) are retried with exponential backoff (``tenacity``);
+everything else raises ``ApiError`` at once.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import uuid
+
+import tenacity
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from .render import AGENT_NAME
+from .schema import GROUP, PLURAL, VERSION
+
+log = logging.getLogger(__name__)
+
+# (group, kind) -> (API prefix, resource plural, namespaced)
+RESOURCES = {
+    ("apps", "Deployment"): ("/apis/apps/v1", "deployments", True),
+    ("", "Service"): ("/api/v1", "services", True),
+    (GROUP, "Application"): (f"/apis/{GROUP}/{VERSION}", PLURAL, True),
+    ("", "Namespace"): ("/api/v1", "namespaces", False),
+    ("", "Event"): ("/api/v1", "events", True),
+}
+TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
+
+
+class ApiError(Exception):
+    """An API call failed: ``status`` is the HTTP status (0 when no answer came), ``reason``
+    the Kubernetes Status reason (e.g. NotFound, Conflict), ``message`` the server's text."""
+
+    def __init__(self, status: int, reason: str, message: str, what: str = ""):
+        self.status, self.reason, self.message, self.what = status, reason, message, what
+        super().__init__(f"{what}: {status} {reason}: {message}" if what else f"{status} {reason}: {message}")
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, ApiError) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
+
+
+def path(group: str, kind: str, namespace: str | None = None, name: str | None = None,
+         subresource: str | None = None) -> str:
+    """REST path for a kind in ``RESOURCES``; all namespaces when ``namespace`` is None."""
+    prefix, plural, namespaced = RESOURCES[(group, kind)]
+    parts = [prefix]
+    if namespaced and namespace:
+        parts += ["namespaces", namespace]
+    parts.append(plural)
+    if name:
+        parts.append(name)
+    if subresource:
+        parts.append(subresource)
+    return "/".join(parts)
+
+
+def _path_of(obj: dict, subresource: str | None = None) -> str:
+    group = obj["apiVersion"].rpartition("/")[0]
+    meta = obj["metadata"]
+    return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
+
+
+class Kube:
+    """A connection to one cluster.
+
+    ``kubeconfig``/``context`` select a kubeconfig file and context; with neither, the
+    in-cluster service account is tried first, then the default kubeconfig (``~/.kube/config``
+    or ``$KUBECONFIG``), as kubectl does. Raises ``ApiError`` (status 0) when no configuration
+    can be loaded.
+    """
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None,
+                 retry_seconds: float = 20.0):
+        configuration = client.Configuration()
+        try:
+            if kubeconfig or context:
+                config.load_kube_config(config_file=kubeconfig, context=context,
+                                        client_configuration=configuration)
+            else:
+                try:
+                    config.load_incluster_config(client_configuration=configuration)
+                except config.ConfigException:
+                    config.load_kube_config(client_configuration=configuration)
+        except (config.ConfigException, OSError) as err:
+            raise ApiError(0, "NoConfiguration", str(err), "loading the cluster configuration") from err
+        configuration.retries = False
+        self.api = client.ApiClient(configuration)
+        self._retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_transient),
+            wait=tenacity.wait_exponential(multiplier=0.2, max=5),
+            stop=tenacity.stop_after_delay(retry_seconds),
+            reraise=True,
+        )
+
+    def close(self) -> None:
+        self.api.close()
+
+    # -- raw request -------------------------------------------------------------------------
+
+    def request(self, method: str, url_path: str, *, body=None, query=None,
+                content_type: str = "application/json") -> dict | None:
+        """One API request with transient-fault retries; returns the JSON body as a dict,
+        or None for 404 on GET/DELETE. Raises ApiError otherwise."""
+        return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type)
+
+    def _request_once(self, method, url_path, body, query, content_type):
+        what = f"{method} {url_path}"
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        req = self.api.param_serialize(method, url_path, query_params=list((query or {}).items()),
+                                       header_params=headers, body=body, auth_settings=["BearerToken"])
+        try:
+            resp = self.api.call_api(*req, _request_timeout=REQUEST_TIMEOUT)
+            resp.read()
+        except ApiException as err:  # raised by the REST layer for TLS/protocol faults
+            raise ApiError(err.status or 0, err.reason or "Error", str(err.body or err), what) from err
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise ApiError(0, "Unreachable", str(err), what) from err
+        if resp.status == 404 and method in ("GET", "DELETE"):
+            return None
+        data = json.loads(resp.data) if resp.data else {}
+        if not 200 <= resp.status <= 299:
+            raise ApiError(resp.status, data.get("reason", ""), data.get("message", resp.data[:200]), what)
+        return data
+
+    # -- verbs -------------------------------------------------------------------------------
+
+    def get(self, obj: dict) -> dict | None:
+        """The live object with ``obj``'s identity, or None when it does not exist."""
+        return self.request("GET", _path_of(obj))
+
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+        """Every object of a kind across all namespaces, each with apiVersion and kind set
+        (list items omit them). Raises ApiError, so a caller can tell "none" from "unknown"."""
+        query = {"labelSelector": label_selector} if label_selector else None
+        data = self.request("GET", path(group, kind), query=query)
+        if data is None:
+            raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
+                           f"listing {kind}")
+        api_version = data.get("apiVersion", "v1")
+        for item in data.get("items", []):
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return data.get("items", [])
+
+    def apply(self, obj: dict, force: bool = True) -> dict:
+        """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
+        object. ``force`` takes over fields another manager set (drift is undone)."""
+        query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
+        return self.request("PATCH", _path_of(obj), body=obj, query=query,
+                            content_type="application/apply-patch+yaml")
+
+    def create(self, obj: dict) -> dict:
+        """Create ``obj`` (POST to its collection); returns the created object."""
+        meta = obj["metadata"]
+        group = obj["apiVersion"].rpartition("/")[0]
+        return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj,
+                            query={"fieldManager": AGENT_NAME})
+
+    def delete(self, obj: dict) -> bool:
+        """Delete ``obj`` (background propagation), preconditioned on its UID when known so a
+        newer object of the same name is never deleted. Returns False if it was already gone."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        uid = obj["metadata"].get("uid")
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            return self.request("DELETE", _path_of(obj), body=body) is not None
+        except ApiError as err:
+            if err.status == 409 and uid:  # precondition failed: a different object now
+                return False
+            raise
+
+    def patch_status(self, obj: dict, status: dict) -> dict:
+        """Write ``status`` through the status subresource (JSON merge patch; lists replace
+        whole). Returns the object as the server stored it."""
+        return self.request("PATCH", _path_of(obj, "status"), body={"status": status},
+                            content_type="application/merge-patch+json")
+
+    def served(self, group: str, version: str, plural: str) -> bool:
+        """True when the API server serves ``plural`` in ``group/version`` (e.g. the CRD is
+        installed and established), from API discovery."""
+        data = self.request("GET", f"/apis/{group}/{version}")
+        return bool(data) and any(r.get("name") == plural for r in data.get("resources", []))
+
+    def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event on ``obj`` (type Normal or Warning). Failures are logged,
+        never raised: events are informational."""
+        meta = obj["metadata"]
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:12]}", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+            "type": type_, "reason": reason, "message": message[:1024],
+            "source": {"component": AGENT_NAME}, "reportingComponent": AGENT_NAME,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        try:
+            self.create(event)
+        except ApiError as err:
+            log.warning("could not record event %s on %s: %s", reason, meta["name"], err)

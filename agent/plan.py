@@ -1,0 +1,115 @@
+"""Pair desired objects with live ones and decide, per object, what a pass does. Pure.
+
+Objects are plain dicts as the API serves them. Identity is (group, kind, namespace, name),
+never the file a manifest came from, so moving a file changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .render import AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_PATH
+from .schema import GROUP, KIND
+
+CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
+
+Identity = tuple[str, str, str, str]
+"""(group, kind, namespace, name); the core group is ""."""
+
+PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
+"""Annotations that record where content came from; a change in them alone is not a change."""
+
+
+def identity(obj: dict) -> Identity:
+    """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
+    group = obj["apiVersion"].rpartition("/")[0]
+    meta = obj["metadata"]
+    return (group, obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def subject(ident: Identity) -> str:
+    """``Kind/namespace/name``, the way summaries, events and errors name an object."""
+    _, kind, namespace, name = ident
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def owned(obj: dict) -> bool:
+    """True when the agent owns ``obj`` and may prune it.
+
+    An Application is owned when it carries ``app.kubernetes.io/managed-by: gitops-agent``
+    (it was applied from Git). A child is owned when it carries that label *and* a controller
+    ownerReference to an Application; lookalike labels alone never make an object prunable.
+    """
+    meta = obj.get("metadata", {})
+    if (meta.get("labels") or {}).get(MANAGED_BY) != AGENT_NAME:
+        return False
+    if identity(obj)[:2] == (GROUP, KIND):
+        return True
+    return any(ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
+               and ref.get("controller") for ref in meta.get("ownerReferences") or [])
+
+
+def contains(live, desired) -> bool:
+    """True when every field set in ``desired`` has the same value in ``live``.
+
+    Mappings compare key by key (extra live keys, such as defaults the API server filled in,
+    are ignored); lists must have the same length and match element by element.
+    """
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(live, list) and len(live) == len(desired)
+                and all(contains(lv, dv) for lv, dv in zip(live, desired)))
+    return live == desired
+
+
+def _without_provenance(obj: dict) -> dict:
+    annotations = obj.get("metadata", {}).get("annotations")
+    if not annotations:
+        return obj
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {k: v for k, v in annotations.items() if k not in PROVENANCE}
+    return {**obj, "metadata": meta}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision: ``action`` is create, update, unchanged or prune; ``desired`` is None for
+    prune, ``live`` is None for create."""
+
+    action: str
+    identity: Identity
+    desired: dict | None
+    live: dict | None
+
+    @property
+    def subject(self) -> str:
+        return subject(self.identity)
+
+
+def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True) -> list[Step]:
+    """Decide create/update/unchanged for each desired object and prune for each live object
+    the agent owns (see ``owned``) that is no longer desired.
+
+    ``prune=False`` (a pass that could not see the whole truth) yields no prune steps.
+    Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
+    """
+    live_by_id = {identity(obj): obj for obj in live}
+    steps = []
+    seen = set()
+    for obj in desired:
+        ident = identity(obj)
+        seen.add(ident)
+        current = live_by_id.get(ident)
+        if current is None:
+            steps.append(Step(CREATE, ident, obj, None))
+        elif contains(current, _without_provenance(obj)):
+            steps.append(Step(UNCHANGED, ident, obj, current))
+        else:
+            steps.append(Step(UPDATE, ident, obj, current))
+    if prune:
+        for ident in sorted(set(live_by_id) - seen):
+            if owned(live_by_id[ident]):
+                steps.append(Step(PRUNE, ident, None, live_by_id[ident]))
+    return steps

@@ -1,0 +1,112 @@
+"""Render an Application into its desired children (Deployment, Service) as plain dicts. Pure.
+
+The children follow the original operator's templates: one container named like the
+Application, ``replicas`` and a ``containerPort``; a ClusterIP Service ``port -> targetPort``
+selecting the pods. Both carry an ownerReference to the Application (controller: true,
+blockOwnerDeletion: true), so Kubernetes' garbage collector also removes them when the
+Application goes, and the agent's ownership labels (see ``ownership_labels``).
+"""
+
+from __future__ import annotations
+
+from .schema import API_VERSION, KIND
+
+AGENT_NAME = "gitops-agent"
+"""Value of ``app.kubernetes.io/managed-by`` and the server-side apply field manager."""
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+NAME_LABEL = "app.kubernetes.io/name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+APPLICATION_LABEL = "heumsi.github.io/application"
+"""Label on children naming the owning Application (same namespace)."""
+SOURCE_COMMIT = "heumsi.github.io/source-commit"
+SOURCE_PATH = "heumsi.github.io/source-path"
+"""Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
+CREATED_BY_AGENT = "heumsi.github.io/created-by"
+"""Label on namespaces the agent created (it never deletes a namespace)."""
+
+
+def ownership_labels(app_name: str) -> dict[str, str]:
+    """Labels every child carries: the Kubernetes recommended app labels plus the owner."""
+    return {
+        NAME_LABEL: app_name,
+        INSTANCE_LABEL: app_name,
+        MANAGED_BY: AGENT_NAME,
+        APPLICATION_LABEL: app_name,
+    }
+
+
+def selector_labels(app_name: str) -> dict[str, str]:
+    """Pod labels the Deployment selector and the Service select on (immutable once created)."""
+    return {INSTANCE_LABEL: app_name, APPLICATION_LABEL: app_name}
+
+
+def owner_reference(app_name: str, app_uid: str) -> dict:
+    """ownerReference to an Application; controller and blockOwnerDeletion per the
+    Kubernetes garbage-collection convention for objects a controller creates."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": app_name, "uid": app_uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def desired_application(manifest_body: dict, commit: str, path: str) -> dict:
+    """The Application as the agent applies it from Git.
+
+    Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec).
+    Output: apiVersion, kind, metadata (name, namespace, the user's labels and annotations plus
+    ``managed-by``, source commit and path annotations) and spec. Status is never applied.
+    """
+    meta = manifest_body["metadata"]
+    labels = dict(meta.get("labels") or {})
+    labels[MANAGED_BY] = AGENT_NAME
+    annotations = dict(meta.get("annotations") or {})
+    annotations[SOURCE_COMMIT] = commit
+    annotations[SOURCE_PATH] = path
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": labels, "annotations": annotations},
+        "spec": dict(manifest_body["spec"]),
+    }
+
+
+def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
+    """Desired Deployment and Service for the Application ``namespace/name`` with ``uid``.
+
+    ``spec`` holds ``image`` (str), ``replicas`` (int >= 0) and ``port`` (int, 1-65535).
+    Returns ``[deployment, service]`` as apply-ready dicts.
+    """
+    labels = ownership_labels(name)
+
+    def meta() -> dict:
+        return {"name": name, "namespace": namespace, "labels": dict(labels),
+                "ownerReferences": [owner_reference(name, uid)]}
+
+    port = spec["port"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(),
+        "spec": {
+            "replicas": spec["replicas"],
+            "selector": {"matchLabels": selector_labels(name)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{
+                    "name": name,
+                    "image": spec["image"],
+                    "ports": [{"containerPort": port, "protocol": "TCP"}],
+                }]},
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(),
+        "spec": {
+            "selector": selector_labels(name),
+            "ports": [{"name": "http", "protocol": "TCP", "port": port, "targetPort": port}],
+        },
+    }
+    return [deployment, service]

@@ -1,0 +1,74 @@
+"""What one pass did: the change set, the errors, and the human summary printed at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
+    ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged, pruned
+    or failed; ``message``: why, for failures."""
+
+    application: str
+    subject: str
+    action: str
+    message: str = ""
+
+
+@dataclass
+class Report:
+    """The result of a pass. ``commit`` is the full SHA worked from (None if the fetch
+    failed); ``errors`` are human sentences naming file, line, field or object;
+    ``failed`` the ``namespace/name`` of Applications that did not fully sync."""
+
+    commit: str | None = None
+    changes: list[Change] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed(self) -> bool:
+        """True when the pass created, configured or pruned anything."""
+        return any(c.action in (CREATED, CONFIGURED, PRUNED) for c in self.changes)
+
+    def add(self, application: str, subject: str, action: str, message: str = "") -> None:
+        self.changes.append(Change(application, subject, action, message))
+        if action == FAILED:
+            self.failed.add(application)
+            self.errors.append(f"{subject}: {message}")
+
+    def counts(self) -> dict[str, int]:
+        """Number of changes per action."""
+        out: dict[str, int] = {}
+        for change in self.changes:
+            out[change.action] = out.get(change.action, 0) + 1
+        return out
+
+    def summary(self) -> str:
+        """Multi-line text: the commit, per Application its objects and actions, notes and a
+        closing line with the counts. Errors are separate (``errors``), for stderr."""
+        lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
+        by_app: dict[str, list[Change]] = {}
+        for change in self.changes:
+            by_app.setdefault(change.application, []).append(change)
+        for app in sorted(by_app):
+            lines.append(f"{app}:")
+            for change in by_app[app]:
+                suffix = f" ({change.message})" if change.message else ""
+                lines.append(f"  {change.subject} {change.action}{suffix}")
+        lines += [f"note: {n}" for n in self.notes]
+        counts = self.counts()
+        tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
+        verdict = "sync failed" if self.errors else "sync succeeded"
+        failed = f"; failed Applications: {', '.join(sorted(self.failed))}" if self.failed else ""
+        lines.append(f"{verdict}: {tally}{failed}")
+        return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""Fetch the Git source and expose the files of one commit. The only module that imports ``git``.
+
+The remote is mirrored into a bare repository in the cache directory (one per URL), fetched
+with forced refspecs so history rewritten upstream (force-push) and deleted branches just work.
+Files are read from the commit's tree objects, never from a work tree: nothing outside the
+repository can be read, and symlinks are resolved inside the tree or refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
+                  "+HEAD:refs/remotes/origin/HEAD")
+SYMLINK_MODE = 0o120000
+_SHA = re.compile(r"^[0-9a-f]{4,40}$")
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+class SourceError(Exception):
+    """The source could not be fetched or read (remote unreachable, unknown ref, bad --path).
+    The message never contains credentials."""
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """``text`` with the user-info of any URL replaced by ``***@`` and any password or
+    token from ``url`` removed wherever else it appears."""
+    text = _USERINFO.sub("***@", text)
+    if url:
+        match = re.match(r"^[a-z+]+://([^/@]*)@", url)
+        if match:
+            for secret in match.group(1).split(":"):
+                if len(secret) >= 4:
+                    text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The manifest files of one commit.
+
+    ``commit``: full 40-hex SHA. ``files``: repo-relative posix path -> raw bytes, every
+    ``*.yaml``/``*.yml`` under the configured path. ``problems``: (path, message) for files
+    that were refused (symlink leaving the repository, over the size limit, too many files).
+    """
+
+    commit: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
+    """Directory of the bare mirror for ``url``: ``cache_dir/<sha256(url)[:16]>.git``."""
+    return Path(cache_dir) / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
+
+
+def _git_env(timeout: float) -> dict[str, str]:
+    return {
+        "GIT_TERMINAL_PROMPT": "0",  # never wait for a password on a terminal
+        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",  # bytes/s; below it for ...
+        "GIT_HTTP_LOW_SPEED_TIME": str(max(1, int(timeout))),  # ... this many seconds: abort
+    }
+
+
+def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0) -> str:
+    """Fetch ``url`` into its cache mirror and resolve ``ref`` to a full commit SHA.
+
+    ``url``: a local path, ``file://``, ``https://`` or ``ssh://`` URL. ``ref``: a branch, a
+    tag or a (possibly abbreviated) commit SHA; None means the remote's HEAD. ``timeout``:
+    seconds the fetch may take before it is killed. Raises SourceError.
+    """
+    if "://" not in url and not url.startswith("git@") and os.path.exists(url):
+        url = os.path.abspath(url)
+    mirror = cache_path(cache_dir, url)
+    try:
+        repo = git.Repo(mirror) if mirror.exists() else git.Repo.init(mirror, bare=True, mkdir=True)
+        if "origin" not in [r.name for r in repo.remotes]:
+            repo.create_remote("origin", url)
+        with repo.git.custom_environment(**_git_env(timeout)):
+            repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
+                           kill_after_timeout=timeout)
+    except git.GitCommandError as err:
+        detail = redact((err.stderr or str(err)).strip().replace("stderr: ", ""), url)
+        if err.status == -9 or "timed out" in detail.lower():
+            detail = f"timed out after {timeout:g}s ({detail})"
+        raise SourceError(f"fetching {redact(url)} failed: {detail}") from None
+    except (git.GitError, OSError, ValueError) as err:
+        raise SourceError(f"fetching {redact(url)} failed: {redact(str(err), url)}") from None
+    return resolve(repo, ref, url)
+
+
+def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
+    """Full SHA of the commit ``ref`` names in a fetched mirror: branch, then tag, then SHA."""
+    candidates = ["refs/remotes/origin/HEAD"] if not ref else [
+        f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", *([ref] if _SHA.match(ref) else [])]
+    for candidate in candidates:
+        try:
+            return repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+        except git.GitCommandError:
+            continue
+    raise SourceError(f"ref {ref or 'HEAD'!r} is not a branch, tag or commit of {redact(url)}")
+
+
+def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
+         max_file_bytes: int = 1_048_576, max_files: int = 5000) -> Snapshot:
+    """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``.
+
+    ``path`` is relative to the repository root and must stay inside it and exist in the
+    commit (a mistyped path must not look like "no Applications"). Files larger than
+    ``max_file_bytes`` bytes are refused unread; beyond ``max_files`` files the snapshot
+    is refused whole. Raises SourceError.
+    """
+    if "://" not in url and os.path.exists(url):
+        url = os.path.abspath(url)
+    repo = git.Repo(cache_path(cache_dir, url))
+    tree = repo.commit(commit).tree
+    root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
+    if root.startswith("/") or root == ".." or root.startswith("../"):
+        raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
+    if root != ".":
+        try:
+            tree = tree / root
+        except KeyError:
+            raise SourceError(f"--path {path!r} does not exist in commit {commit}") from None
+        if tree.type != "tree":
+            raise SourceError(f"--path {path!r} is not a directory in commit {commit}")
+    snapshot = Snapshot(commit=commit)
+    blobs = [item for item in tree.traverse() if item.type == "blob" and item.path.endswith(MANIFEST_SUFFIXES)]
+    if len(blobs) > max_files:
+        raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
+    whole = repo.commit(commit).tree
+    for blob in blobs:
+        target = blob
+        if blob.mode == SYMLINK_MODE:
+            target, problem = _follow(whole, blob)
+            if problem:
+                snapshot.problems.append((blob.path, problem))
+                continue
+        if target.size > max_file_bytes:
+            snapshot.problems.append((blob.path, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
+            continue
+        snapshot.files[blob.path] = target.data_stream.read()
+    return snapshot
+
+
+def _follow(tree, link) -> tuple[object | None, str | None]:
+    """Resolve a symlink blob inside ``tree``; (blob, None) or (None, why it is refused)."""
+    target = link.data_stream.read().decode("utf-8", "replace")
+    if target.startswith("/"):
+        return None, f"symlink to absolute path {target!r} is refused (it leaves the repository)"
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link.path), target))
+    if resolved == ".." or resolved.startswith("../"):
+        return None, f"symlink to {target!r} is refused (it leaves the repository)"
+    try:
+        item = tree / resolved
+    except KeyError:
+        return None, f"symlink to {target!r} points to nothing in this commit"
+    if item.type != "blob" or item.mode == SYMLINK_MODE:
+        return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
+    return item, None

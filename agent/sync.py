@@ -1,0 +1,216 @@
+"""One reconcile pass: source -> manifests -> render -> plan -> apply -> prune -> status -> report.
+
+Level-based: every pass recomputes the whole desired state from the newest commit and the whole
+live state from the cluster, so missed commits, crashed passes and hand edits need no special
+handling. Fail closed: a pass that could not see the whole truth (a file that did not parse, a
+refused file) prunes nothing, and a fetch or list failure stops the pass before any change.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from dataclasses import dataclass
+
+import jsonschema
+
+from . import manifests, plan, render, source
+from . import status as status_
+from .kube import ApiError, Kube
+from .report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
+from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
+
+log = logging.getLogger(__name__)
+CRD_NAME = f"{PLURAL}.{GROUP}"
+ACTION_WORD = {plan.CREATE: CREATED, plan.UPDATE: CONFIGURED, plan.UNCHANGED: UNCHANGED, plan.PRUNE: PRUNED}
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to sync. ``repo``: URL or local path; ``ref``: branch, tag or SHA (None: the
+    remote's HEAD); ``path``: directory inside the repository; ``namespace``: for Applications
+    that name none; ``prune``: delete what the agent owns and Git no longer has;
+    ``allow_empty``: permit a commit with no Applications to prune them all; ``cache_dir``:
+    where the Git mirror lives; ``fetch_timeout``: seconds."""
+
+    repo: str
+    cache_dir: str
+    ref: str | None = None
+    path: str = "."
+    namespace: str = "default"
+    prune: bool = True
+    allow_empty: bool = False
+    fetch_timeout: float = 60.0
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _key(obj: dict) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def run(kube: Kube, opts: Options) -> Report:
+    """Run one pass against ``kube``; never raises for source, manifest or API faults, which
+    are reported in ``Report.errors`` (the command line turns them into exit code 2)."""
+    report = Report()
+    try:
+        report.commit = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout)
+        snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
+    except source.SourceError as err:
+        report.errors.append(f"{err}; nothing was changed or pruned")
+        return report
+    loaded = manifests.load(snapshot.files, opts.namespace)
+    problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors
+    report.errors += [str(p) for p in problems]
+    try:
+        _reconcile(kube, opts, report, loaded.manifests, problems)
+    except ApiError as err:
+        report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
+    return report
+
+
+def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list) -> None:
+    if not kube.served(GROUP, VERSION, PLURAL):
+        report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
+                             f"(install it with: kubectl apply -f crd.yaml); nothing was changed")
+        return
+    live_apps = kube.list(GROUP, KIND)
+    selector = f"{render.MANAGED_BY}={render.AGENT_NAME}"
+    live_children = kube.list("apps", "Deployment", selector) + kube.list("", "Service", selector)
+    namespaces = {ns["metadata"]["name"] for ns in kube.list("", "Namespace")}
+
+    prune = opts.prune and not problems
+    if problems and opts.prune:
+        report.notes.append("pruning skipped: not every file could be read and validated")
+    desired_apps = [render.desired_application(m.body, report.commit, m.path) for m in wanted]
+    owned_live = [a for a in live_apps if plan.owned(a)]
+    if prune and not desired_apps and owned_live and not opts.allow_empty:
+        report.errors.append(
+            f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete all "
+            f"{len(owned_live)} Applications the agent owns; nothing was changed. If that is intended, "
+            "run again with --allow-empty")
+        return
+
+    # Applications from Git: ensure namespaces, apply.
+    in_scope: dict[str, dict] = {}
+    outcomes: dict[str, list[str]] = {}  # app key -> actions taken
+    failures: dict[str, str] = {}
+    git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
+    app_steps = plan.plan(desired_apps, live_apps, prune=prune)
+    for step in (s for s in app_steps if s.action != plan.PRUNE):
+        key = _key(step.desired)
+        try:
+            namespace = step.desired["metadata"]["namespace"]
+            if namespace not in namespaces:
+                kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                    "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
+                namespaces.add(namespace)
+            live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
+        except ApiError as err:
+            failures[key] = str(err)
+            report.add(key, step.subject, FAILED, str(err))
+            continue
+        _record(report, kube, key, step.subject, step.action, live, outcomes)
+        in_scope[key] = live
+
+    # Applications kept from the cluster: hand-applied ones, and owned ones Git did not
+    # prune this pass (their file failed to validate, or pruning is off).
+    pruned_apps = {_key(s.live) for s in app_steps if s.action == plan.PRUNE}
+    for app in live_apps:
+        key = _key(app)
+        if key not in in_scope and key not in pruned_apps and key not in failures \
+                and not app["metadata"].get("deletionTimestamp"):
+            in_scope[key] = app
+
+    # Children: render for every Application in scope, plan against live, apply.
+    desired_children = []
+    for key, app in sorted(in_scope.items()):
+        spec = app.get("spec") or {}
+        if not jsonschema.Draft7Validator(SPEC_SCHEMA).is_valid(spec):
+            failures[key] = "its spec does not match the Application schema; children not rendered"
+            report.add(key, f"{KIND}/{key}", FAILED, failures[key])
+            continue
+        desired_children += render.children(app["metadata"]["name"], app["metadata"]["namespace"],
+                                            app["metadata"]["uid"], spec)
+    child_steps = plan.plan(desired_children, live_children, prune=prune)
+    deployments: dict[str, dict] = {}
+    for step in child_steps:
+        obj = step.desired or step.live
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['labels'].get(render.APPLICATION_LABEL, obj['metadata']['name'])}"
+        if step.action == plan.PRUNE:
+            continue
+        try:
+            live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
+        except ApiError as err:
+            failures[key] = str(err)
+            report.add(key, step.subject, FAILED, str(err))
+            continue
+        _record(report, kube, key, step.subject, step.action, in_scope.get(key), outcomes)
+        if step.identity[1] == "Deployment":
+            deployments[key] = live
+
+    # Prune: children first, then their Applications (not left to the garbage collector).
+    for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
+        labels = step.live["metadata"].get("labels") or {}
+        owner = f"{step.identity[2]}/{labels.get(render.APPLICATION_LABEL, step.identity[3])}"
+        if owner in failures:  # its Application did not sync this pass: keep what it has
+            continue
+        try:
+            kube.delete(step.live)
+        except ApiError as err:
+            report.add(owner, step.subject, FAILED, f"prune failed: {err}")
+            continue
+        report.add(owner, step.subject, PRUNED)
+        if step.identity[1] == KIND:
+            kube.event(step.live, "Normal", "Pruned", f"{step.subject} pruned: it is no longer in Git "
+                       f"at commit {report.commit}")
+
+    # Status: once per Application in scope, only when it differs.
+    broken_files = {p.path: str(p) for p in problems}
+    for key, app in sorted(in_scope.items()):
+        annotations = app["metadata"].get("annotations") or {}
+        from_git = key in git_paths or plan.owned(app)
+        path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
+        if key in failures:
+            outcome = status_.Outcome(False, False, report.commit if from_git else None, "SyncFailed",
+                                      failures[key], path if from_git else None)
+        elif key not in git_paths and plan.owned(app) and path in broken_files:
+            outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
+            report.failed.add(key)
+        else:
+            changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED})
+            what = f"commit {report.commit[:12]}" if key in git_paths else "the live Application"
+            outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
+                                      "Synced", f"children applied from {what}",
+                                      path if key in git_paths else None)
+        _write_status(kube, report, key, app, outcome, deployments.get(key))
+
+
+def _record(report: Report, kube: Kube, key: str, subject: str, action: str, app: dict | None,
+            outcomes: dict[str, list[str]]) -> None:
+    word = ACTION_WORD[action]
+    report.add(key, subject, word)
+    outcomes.setdefault(key, []).append(word)
+    if word != UNCHANGED and app is not None:
+        kube.event(app, "Normal", "Created" if word == CREATED else "Updated", f"{subject} {word}")
+
+
+def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
+                  deployment: dict | None) -> None:
+    new = status_.compute(app, outcome, deployment, _now())
+    if not status_.differs(app.get("status"), new):
+        return
+    try:
+        stored = kube.patch_status(app, new)
+    except ApiError as err:
+        if err.status == 404:
+            return
+        report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")
+        return
+    if stored is None or stored.get("status") != new:
+        report.add(key, f"{KIND}/{key}", FAILED, "status write did not hold: the read-back differs")
+        return
+    if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
+        kube.event(app, "Warning", "SyncFailed", outcome.message)

@@ -1,0 +1,332 @@
+"""`python -m agent sync --once` against the real control plane and real Git repositories."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.support import app_yaml, wait_for
+
+pytestmark = pytest.mark.usefixtures("crd")
+
+ORIGINAL = """\
+apiVersion: heumsi.github.io/v1
+kind: Application
+metadata:
+  name: nginx
+spec:
+  image: nginx:latest
+  replicas: 1
+  port: 80
+"""
+
+
+def sync_ok(agent, repo, namespace, *args):
+    proc = agent.sync(repo.path, "--namespace", namespace, *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def container(deployment):
+    return deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_original_application_yaml_syncs_unchanged_with_full_status(agent, repo, namespace, objects):
+    repo.write("application.yaml", ORIGINAL)
+    head = repo.commit("nginx")
+    proc = sync_ok(agent, repo, namespace)
+    assert f"commit {head}" in proc.stdout
+    app, deployment, service = objects.trio(namespace, "nginx")
+    assert app["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"
+    assert app["metadata"]["annotations"]["heumsi.github.io/source-commit"] == head
+    assert app["metadata"]["annotations"]["heumsi.github.io/source-path"] == "application.yaml"
+    assert container(deployment)["image"] == "nginx:latest" and deployment["spec"]["replicas"] == 1
+    assert container(deployment)["ports"][0]["containerPort"] == 80
+    assert service["spec"]["ports"][0]["port"] == 80 and service["spec"]["ports"][0]["targetPort"] == 80
+    for child in (deployment, service):
+        ref = child["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == \
+            ("Application", "nginx", app["metadata"]["uid"], True, True)
+        assert child["metadata"]["labels"]["app.kubernetes.io/instance"] == "nginx"
+    status = app["status"]
+    assert status["lastSyncedCommit"] == status["lastAttemptedCommit"] == head
+    assert status["observedGeneration"] == app["metadata"]["generation"]
+    assert (status["deployment"], status["service"], status["sourcePath"]) == ("nginx", "nginx", "application.yaml")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", status["lastSyncTime"])
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Synced"]["status"] == "True" and conditions["Synced"]["reason"] == "Synced"
+    for condition in conditions.values():
+        assert set(condition) == {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
+    # once the pod is Ready, the next pass reports it and Ready turns True
+    wait_for(lambda: (objects.deployment(namespace, "nginx")["status"].get("readyReplicas") or 0) == 1,
+             what="the pod to be ready")
+    sync_ok(agent, repo, namespace)
+    status = objects.app(namespace, "nginx")["status"]
+    assert (status["replicas"], status["readyReplicas"]) == (1, 1)
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Synced": "True"}
+    events = [e for e in objects.events(namespace) if e["involvedObject"]["name"] == "nginx"
+              and e["involvedObject"]["kind"] == "Application"]
+    assert {"Created"} <= {e["reason"] for e in events}
+
+
+def test_changes_in_git_roll_out(agent, repo, namespace, objects):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.26", replicas=1, port=80))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27", replicas=3, port=8080))
+    head = repo.commit("bump")
+    proc = sync_ok(agent, repo, namespace)
+    assert "Deployment/%s/web configured" % namespace in proc.stdout
+    app, deployment, service = objects.trio(namespace, "web")
+    assert (container(deployment)["image"], deployment["spec"]["replicas"]) == ("nginx:1.27", 3)
+    assert container(deployment)["ports"][0]["containerPort"] == 8080
+    assert service["spec"]["ports"][0]["port"] == 8080
+    assert app["status"]["lastSyncedCommit"] == head
+
+
+def test_drift_on_children_is_undone_and_deleted_child_recreated(agent, repo, namespace, objects, cluster):
+    repo.write("web.yaml", app_yaml("web", replicas=2))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    cluster.kubectl("-n", namespace, "scale", "deployment/web", "--replicas=5")
+    cluster.kubectl("-n", namespace, "set", "image", "deployment/web", "web=evil:1")
+    cluster.kubectl("-n", namespace, "delete", "service", "web")
+    proc = sync_ok(agent, repo, namespace)
+    assert f"Service/{namespace}/web created" in proc.stdout
+    assert f"Deployment/{namespace}/web configured" in proc.stdout
+    deployment = objects.deployment(namespace, "web")
+    assert (container(deployment)["image"], deployment["spec"]["replicas"]) == ("nginx:latest", 2)
+    assert objects.service(namespace, "web") is not None
+
+
+def test_application_removed_from_git_is_pruned_with_children_in_the_same_pass(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("keep"))
+    repo.write("b.yaml", app_yaml("gone"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    assert all(objects.trio(namespace, "gone"))
+    repo.remove("b.yaml")
+    repo.commit("remove gone")
+    proc = sync_ok(agent, repo, namespace)
+    for kind in ("Application", "Deployment", "Service"):
+        assert f"{kind}/{namespace}/gone pruned" in proc.stdout
+    assert objects.trio(namespace, "gone") == (None, None, None)
+    assert all(objects.trio(namespace, "keep"))
+
+
+def test_rename_replaces_the_old_trio(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("old-name"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    repo.write("a.yaml", app_yaml("new-name"))
+    repo.commit("rename")
+    sync_ok(agent, repo, namespace)
+    assert objects.trio(namespace, "old-name") == (None, None, None)
+    assert all(objects.trio(namespace, "new-name"))
+
+
+def test_namespace_move(agent, repo, namespaces, objects):
+    first, second = namespaces(), namespaces()
+    repo.write("a.yaml", app_yaml("mover", namespace=first))
+    repo.commit()
+    sync_ok(agent, repo, first)
+    repo.write("a.yaml", app_yaml("mover", namespace=second))
+    repo.commit("move")
+    sync_ok(agent, repo, first)
+    assert objects.trio(first, "mover") == (None, None, None)
+    assert all(objects.trio(second, "mover"))
+
+
+def test_missing_namespace_is_created_and_labelled(agent, repo, namespaces, objects, cluster):
+    home = namespaces()
+    new_ns = f"{home}-new"
+    repo.write("a.yaml", app_yaml("web", namespace=new_ns))
+    repo.commit()
+    try:
+        sync_ok(agent, repo, home)
+        ns = objects.core.read_namespace(new_ns)
+        assert ns.metadata.labels["heumsi.github.io/created-by"] == "gitops-agent"
+        assert all(objects.trio(new_ns, "web"))
+    finally:
+        cluster.kubectl("delete", "namespace", new_ns, "--wait=false", check=False)
+
+
+def test_file_moved_without_content_change_writes_nothing_but_the_commit(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    wait_for(lambda: (objects.deployment(namespace, "web")["status"].get("readyReplicas") or 0) == 1)
+    sync_ok(agent, repo, namespace)
+    before = objects.trio(namespace, "web")
+    repo.move("a.yaml", "apps/moved.yaml")
+    head = repo.commit("move file")
+    proc = sync_ok(agent, repo, namespace)
+    assert "configured" not in proc.stdout and "created" not in proc.stdout.replace("0 created", "")
+    app, deployment, service = objects.trio(namespace, "web")
+    assert deployment["metadata"]["resourceVersion"] == before[1]["metadata"]["resourceVersion"]
+    assert service["metadata"]["resourceVersion"] == before[2]["metadata"]["resourceVersion"]
+    assert app["metadata"]["generation"] == before[0]["metadata"]["generation"]
+    assert app["spec"] == before[0]["spec"]
+    assert app["status"]["lastSyncedCommit"] == head  # only the status records the new commit
+
+
+def test_second_pass_without_change_is_all_unchanged_and_writes_nothing(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("one") + "---\n" + app_yaml("two", replicas=2))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    wait_for(lambda: (objects.deployment(namespace, "two")["status"].get("readyReplicas") or 0) == 2)
+    sync_ok(agent, repo, namespace)  # records readiness
+    before = objects.versions(namespace, ["one", "two"])
+    proc = sync_ok(agent, repo, namespace)
+    assert "0 created, 0 configured, 6 unchanged, 0 pruned, 0 failed" in proc.stdout
+    assert objects.versions(namespace, ["one", "two"]) == before
+
+
+def test_hand_applied_application_gets_children_and_is_never_pruned(agent, repo, namespace, objects, cluster,
+                                                                     tmp_path):
+    manual = tmp_path / "manual.yaml"
+    manual.write_text(app_yaml("manual", namespace=namespace, replicas=2))
+    cluster.kubectl("apply", "-f", str(manual))
+    repo.write("a.yaml", app_yaml("from-git"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    app, deployment, service = objects.trio(namespace, "manual")
+    assert deployment["spec"]["replicas"] == 2 and service is not None
+    assert "lastSyncedCommit" not in app["status"]
+    repo.remove("a.yaml")
+    repo.commit("empty")
+    sync_ok(agent, repo, namespace, "--allow-empty")
+    assert all(objects.trio(namespace, "manual"))
+    assert objects.trio(namespace, "from-git") == (None, None, None)
+
+
+def test_lookalike_objects_not_owned_are_never_pruned(agent, repo, namespace, objects, cluster, tmp_path):
+    lookalike = tmp_path / "lookalike.yaml"
+    lookalike.write_text(f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: gone
+  namespace: {namespace}
+  labels: {{app.kubernetes.io/managed-by: gitops-agent, heumsi.github.io/application: gone,
+            app.kubernetes.io/instance: gone}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: lookalike}}}}
+  template:
+    metadata: {{labels: {{app: lookalike}}}}
+    spec: {{containers: [{{name: c, image: nginx:latest}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: gone-svc
+  namespace: {namespace}
+  labels: {{app.kubernetes.io/managed-by: gitops-agent, heumsi.github.io/application: gone}}
+spec:
+  ports: [{{port: 80}}]
+""")
+    cluster.kubectl("apply", "-f", str(lookalike))
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    assert objects.deployment(namespace, "gone") is not None
+    assert objects.service(namespace, "gone-svc") is not None
+
+
+def test_fetch_failure_prunes_nothing_and_exits_2(agent, repo, namespace, objects, tmp_path):
+    repo.write("a.yaml", app_yaml("web"))
+    first = repo.commit()
+    sync_ok(agent, repo, namespace)
+    uid = objects.app(namespace, "web")["metadata"]["uid"]
+    shutil.move(repo.path, tmp_path / "away")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "fetching" in proc.stderr and "nothing was changed or pruned" in proc.stderr
+    app, deployment, service = objects.trio(namespace, "web")
+    assert app["metadata"]["uid"] == uid and deployment and service
+    assert app["status"]["lastSyncedCommit"] == first
+
+
+def test_invalid_file_fails_only_its_application_and_blocks_pruning(agent, repo, namespace, objects):
+    repo.write("good.yaml", app_yaml("good"))
+    repo.write("later-removed.yaml", app_yaml("stays"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    repo.remove("later-removed.yaml")
+    repo.write("bad.yaml", app_yaml("bad", replicas=-1))
+    repo.write("good.yaml", app_yaml("good", replicas=2))
+    repo.commit("one bad file")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "bad.yaml" in proc.stderr and "spec.replicas" in proc.stderr
+    assert objects.deployment(namespace, "good")["spec"]["replicas"] == 2
+    assert all(objects.trio(namespace, "stays"))  # pruning blocked
+    assert objects.trio(namespace, "bad") == (None, None, None)
+
+
+def test_empty_desired_set_is_refused_without_allow_empty(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    repo.remove("a.yaml")
+    repo.write("README.md", "no apps\n")
+    repo.commit("remove the last Application")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2 and "--allow-empty" in proc.stderr
+    assert all(objects.trio(namespace, "web"))
+    sync_ok(agent, repo, namespace, "--allow-empty")
+    assert objects.trio(namespace, "web") == (None, None, None)
+
+
+def test_help_documents_exit_codes_and_environment(agent):
+    proc = agent.run([*agent_cmd(), "sync", "--help"])
+    assert proc.returncode == 0
+    assert "exit codes" in proc.stdout and "GITOPS_AGENT_REPO" in proc.stdout
+
+
+def agent_cmd():
+    import sys
+    return [sys.executable, "-m", "agent"]
+
+
+def test_flags_from_environment(agent, repo, namespace, objects, cluster):
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    proc = agent.run([*agent_cmd(), "sync", "--once"], env={
+        "GITOPS_AGENT_REPO": str(repo.path), "GITOPS_AGENT_NAMESPACE": namespace,
+        "GITOPS_AGENT_KUBECONFIG": str(cluster.kubeconfig), "GITOPS_AGENT_CACHE_DIR": str(agent.cache_dir)})
+    assert proc.returncode == 0, proc.stderr
+    assert all(objects.trio(namespace, "web"))
+
+
+def test_ref_tag_and_sha_and_force_push(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+    first = repo.commit()
+    repo.git("tag", "v1")
+    repo.write("a.yaml", app_yaml("web", image="nginx:2"))
+    repo.commit()
+    sync_ok(agent, repo, namespace, "--ref", "v1")
+    assert container(objects.deployment(namespace, "web"))["image"] == "nginx:1"
+    sync_ok(agent, repo, namespace, "--ref", first[:10])
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == first
+    sync_ok(agent, repo, namespace, "--ref", "main")
+    assert container(objects.deployment(namespace, "web"))["image"] == "nginx:2"
+    repo.git("reset", "-q", "--hard", first)  # history rewritten upstream
+    repo.write("a.yaml", app_yaml("web", image="nginx:3"))
+    rewritten = repo.commit("rewrite")
+    sync_ok(agent, repo, namespace, "--ref", "main")
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == rewritten
+    assert container(objects.deployment(namespace, "web"))["image"] == "nginx:3"
+
+
+def test_bad_name_is_reported_and_others_sync(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("good"))
+    repo.write("b.yaml", app_yaml("Office_Back"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2 and "DNS-1123" in proc.stderr and "b.yaml" in proc.stderr
+    assert all(objects.trio(namespace, "good"))
