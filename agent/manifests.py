@@ -1,0 +1,416 @@
+"""Parse and validate Application manifests read from a Git commit.
+
+Pure: no file system, network or Kubernetes access. The caller passes the raw bytes
+of the ``*.yaml``/``*.yml`` files it selected and gets back the valid manifests plus
+one ``ManifestError`` per problem found. When ``errors`` is non-empty, ``manifests``
+is only the valid subset: a caller that prunes cluster objects missing from Git should
+not prune on such a result.
+
+YAML is read with a ``yaml.SafeLoader`` subclass (YAML 1.1, as PyYAML implements it),
+hardened as follows:
+
+* aliases (``*name``) are rejected, which rules out "billion laughs" alias bombs;
+* collections nested deeper than ``MAX_DEPTH`` are rejected while scanning/composing,
+  without recursion, so hostile input cannot raise ``RecursionError`` or run long;
+* duplicate mapping keys are errors (plain PyYAML silently keeps the last one);
+* unquoted timestamps stay strings (as with kubectl / go-yaml v2), so bodies stay JSON;
+* values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``, non-string keys such as
+  YAML 1.1's unquoted ``yes``/``on``) are errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA
+
+MAX_DEPTH = 100
+"""Deepest allowed nesting of YAML collections (mappings and sequences) in a document."""
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-', "
+               "starting and ending with a letter or digit, at most 63 characters)")
+_TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")  # status: ignored, never applied
+_NULL = "tag:yaml.org,2002:null"
+_TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels is not supported"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One valid Application document.
+
+    ``namespace`` is ``metadata.namespace`` or else the default namespace passed to
+    ``load``; ``body`` is the whole document as plain JSON-compatible dicts/lists
+    (apiVersion, kind, metadata, spec) with ``metadata.namespace`` filled in; ``path``
+    is the repo-relative posix path of the file; ``line`` is the 1-based line of the
+    document's first key.
+    """
+
+    namespace: str
+    name: str
+    body: dict
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ManifestError:
+    """One problem: file ``path``, 1-based ``line`` and dotted ``field`` (e.g.
+    ``spec.replicas``) where known, and a ``message`` stating the rule broken."""
+
+    path: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        """``"apps/web.yaml:7: spec.replicas: must be ..."``; unknown parts omitted."""
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return ": ".join(p for p in (where, self.field, self.message) if p)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """``manifests`` sorted by (namespace, name); ``errors`` sorted by (path, line)."""
+
+    manifests: list[Manifest]
+    errors: list[ManifestError]
+
+
+class _DuplicateKey(ConstructorError):
+    def __init__(self, mapping: MappingNode, key_node: ScalarNode, key, first: int):
+        super().__init__(None, None, f"duplicate key {key!r} (first defined on line {first})",
+                         key_node.start_mark)
+        self.mapping, self.key_node = mapping, key_node
+
+
+class _TooDeep(yaml.scanner.ScannerError):
+    def __init__(self, mark):
+        super().__init__(None, None, _TOO_DEEP, mark)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that rejects aliases, bounds nesting and detects duplicate keys.
+
+    The scanner stops a file whose block indentation or flow nesting alone exceeds
+    ``MAX_DEPTH`` (PyYAML's scanner is quadratic in flow depth). The composer checks
+    the combined depth; alias and depth problems are collected in ``problems``
+    (1-based line, message) for the document being composed, so that composing can
+    carry on with the next document.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.depth = 0
+        self.problems: list[tuple[int, str]] = []
+
+    def _problem(self, mark, message: str) -> None:
+        if all(m != message for _, m in self.problems):
+            self.problems.append((mark.line + 1, message))
+
+    def add_indent(self, column):
+        if self.indent < column and len(self.indents) >= MAX_DEPTH:
+            raise _TooDeep(self.get_mark())
+        return super().add_indent(column)
+
+    def fetch_flow_collection_start(self, token_class):
+        if self.flow_level >= MAX_DEPTH:
+            raise _TooDeep(self.get_mark())
+        return super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.get_event()
+            self._problem(event.start_mark, "YAML aliases are not supported")
+            return ScalarNode(_NULL, "", event.start_mark, event.end_mark)
+        if not self.check_event(yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:  # skip the whole collection iteratively
+            start = self.peek_event().start_mark
+            self._problem(start, _TOO_DEEP)
+            level = 0
+            while True:
+                event = self.get_event()
+                level += isinstance(event, yaml.CollectionStartEvent)
+                level -= isinstance(event, yaml.CollectionEndEvent)
+                if level == 0:
+                    return ScalarNode(_NULL, "", start, event.end_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _DuplicateKey(node, key_node, key, seen[key])
+                seen[key] = key_node.start_mark.line + 1
+            except TypeError:  # unhashable key: SafeConstructor reports it below
+                pass
+        return super().construct_mapping(node, deep)
+
+
+# YAML 1.1 timestamps would become datetime objects; kubectl keeps them as strings.
+_Loader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+# JSON/Kubernetes integers: bool is not an integer, and neither is 3.0 (jsonschema's
+# default for draft 4+ accepts integral floats).
+_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+Draft202012Validator.check_schema(STRICT_SPEC_SCHEMA)
+_SPEC_VALIDATOR = _Validator(STRICT_SPEC_SCHEMA)
+_SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
+
+
+def is_dns1123_label(value) -> bool:
+    """Kubernetes DNS-1123 label (RFC 1123): lowercase alphanumerics and '-', starting
+    and ending with an alphanumeric, 1-63 characters. Used for names and namespaces."""
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL.fullmatch(value))
+
+
+def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int = 1_048_576,
+         max_documents: int = 1000) -> LoadResult:
+    """Parse and validate Application documents.
+
+    ``files`` maps repo-relative posix paths to raw file bytes (UTF-8, optional BOM,
+    LF or CRLF). Files larger than ``max_file_bytes`` bytes, or with more than
+    ``max_documents`` YAML documents, are rejected whole, as are files with YAML syntax
+    errors. Any other problem rejects only its document. Two documents with the same
+    (namespace, name) are both rejected, with an error at each naming every location.
+    Raises ``ValueError`` if ``default_namespace`` is not a DNS-1123 label.
+    """
+    if not is_dns1123_label(default_namespace):
+        raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
+    errors: list[ManifestError] = []
+    found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
+    for path in sorted(files):
+        file_found, file_errors = _load_file(path, files[path], default_namespace,
+                                             max_file_bytes, max_documents)
+        found += file_found
+        errors += file_errors
+    by_identity: dict[tuple[str, str], list] = {}
+    for item in found:
+        by_identity.setdefault(item[0], []).append(item)
+    manifests = []
+    for (namespace, name), items in by_identity.items():
+        if len(items) == 1:
+            if items[0][3] is not None:
+                manifests.append(items[0][3])
+            continue
+        where = ", ".join(f"{p}:{line}" for _, p, line, _ in items)
+        errors += [ManifestError(p, line, "metadata.name", f"Application {namespace}/{name} "
+                                 f"is defined more than once: {where}") for _, p, line, _ in items]
+    manifests.sort(key=lambda m: (m.namespace, m.name))
+    errors.sort(key=lambda e: (e.path, e.line or 0, e.field or "", e.message))
+    return LoadResult(manifests, errors)
+
+
+def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int):
+    found: list = []
+    errors: list[ManifestError] = []
+    if len(data) > max_bytes:
+        return [], [ManifestError(path, None, None, f"file is {len(data)} bytes, "
+                                  f"above the limit of {max_bytes} bytes")]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        return [], [ManifestError(path, data.count(b"\n", 0, e.start) + 1, None,
+                                  f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})")]
+    loader = None
+    try:
+        loader = _Loader(text)
+        count = 0
+        while loader.check_node():
+            count += 1
+            if count > max_docs:
+                return [], [ManifestError(path, None, None, f"more than {max_docs} YAML documents")]
+            node = loader.get_node()
+            problems, loader.problems = loader.problems, []
+            _document(path, node, problems, loader, namespace, found, errors)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        detail = f" ({e.context})" if e.context else ""
+        message = e.problem if isinstance(e, _TooDeep) else f"invalid YAML: {e.problem}{detail}"
+        return [], [ManifestError(path, mark.line + 1 if mark else None, None, message)]
+    except yaml.reader.ReaderError as e:
+        return [], [ManifestError(path, text.count("\n", 0, e.position) + 1, None,
+                                  f"invalid YAML: character #x{e.character:04x}: {e.reason}")]
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return found, errors
+
+
+def _document(path, node, problems, loader, default_namespace, found, errors) -> None:
+    line = node.start_mark.line + 1
+    n_errors = len(errors)
+
+    def error(at, field, message):
+        errors.append(ManifestError(path, at, field, message))
+
+    for at, message in problems:
+        error(at, None, message)
+    if problems:
+        return
+    lines, paths = _index(node)
+    try:
+        data = loader.construct_document(node)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+        loader.constructed_objects, loader.recursive_objects = {}, {}
+        loader.state_generators, loader.deep_construct = [], False
+        if isinstance(e, _DuplicateKey):
+            field = _dotted(paths[id(e.mapping)] + (e.key_node.value,))
+            return error(e.problem_mark.line + 1, field, e.problem)
+        mark = getattr(e, "problem_mark", None)
+        return error(mark.line + 1 if mark else line, None,
+                     f"invalid YAML value: {getattr(e, 'problem', None) or e}")
+    if data is None:  # empty or comment-only document
+        return
+    if not isinstance(data, dict):
+        return error(line, None, f"document must be a mapping, not {_type_name(data)}")
+    if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
+        return error(line, None, f"only {KIND} ({API_VERSION}) documents are supported "
+                     f"(found apiVersion {_show(data.get('apiVersion'))}, kind {_show(data.get('kind'))})")
+    bad = _non_json(data)
+    if bad:
+        return error(_line(lines, bad[0]), _dotted(bad[0]) or None, bad[1])
+    for key in data:
+        if key not in _TOP_LEVEL:
+            error(_line(lines, (key,)), key, f"unknown field (allowed: {', '.join(_TOP_LEVEL)})")
+
+    identity = None
+    meta = data.get("metadata")
+    if not isinstance(meta, dict):
+        error(_line(lines, ("metadata",)), "metadata",
+              "must be a mapping" if "metadata" in data else "is required")
+    else:
+        name, namespace = meta.get("name"), meta.get("namespace", default_namespace)
+        if "name" not in meta:
+            error(_line(lines, ("metadata",)), "metadata.name", "is required")
+        for field, value in (("name", name), ("namespace", namespace)):
+            if (field in meta) and not is_dns1123_label(value):
+                error(_line(lines, ("metadata", field)), f"metadata.{field}", f"{_show(value)} {_LABEL_RULE}")
+        if is_dns1123_label(name) and is_dns1123_label(namespace):
+            identity = (namespace, name)
+
+    if "spec" not in data:
+        error(line, "spec", "is required")
+    else:
+        for sub, message in _spec_problems(data["spec"]):
+            error(_line(lines, ("spec",) + sub), _dotted(("spec",) + sub), message)
+
+    if identity:
+        manifest = None
+        if len(errors) == n_errors:
+            body = {**data, "metadata": {**meta, "namespace": identity[0]}}
+            manifest = Manifest(identity[0], identity[1], body, path, line)
+        found.append((identity, path, line, manifest))
+
+
+def _spec_problems(spec) -> list[tuple[tuple, str]]:
+    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA."""
+    out: list[tuple[tuple, str]] = []
+    for e in _SPEC_VALIDATOR.iter_errors(spec):
+        sub = tuple(e.absolute_path)
+        if e.validator == "required":
+            out += [((k,), "is required") for k in e.validator_value if k not in e.instance]
+        elif e.validator == "additionalProperties":
+            allowed = ", ".join(sorted(_SPEC_FIELDS))
+            out += [((k,), f"unknown field (allowed: {allowed})") for k in e.instance if k not in _SPEC_FIELDS]
+        elif not sub and e.validator == "type":
+            out.append(((), f"must be a mapping, not {_type_name(spec)}"))
+        elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:
+            out.append((sub, f"must be {_rule(_SPEC_FIELDS[sub[0]])} (got {_show(e.instance)})"))
+        else:
+            out.append((sub, e.message))
+    return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
+
+
+def _rule(schema: dict) -> str:
+    """Human wording of a scalar property schema, e.g. 'an integer between 1 and 65535'."""
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if schema.get("type") == "string":
+        return "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
+    if lo is not None and hi is not None:
+        return f"an integer between {lo} and {hi}"
+    return f"an integer >= {lo}" if lo is not None else "an integer"
+
+
+def _index(root) -> tuple[dict[tuple, int], dict[int, tuple]]:
+    """Walk a node tree iteratively: {field path: 1-based line of its key or item}
+    and {id(node): its field path}."""
+    lines: dict[tuple, int] = {(): root.start_mark.line + 1}
+    paths: dict[int, tuple] = {}
+    stack = [((), root)]
+    while stack:
+        path, node = stack.pop()
+        paths[id(node)] = path
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                sub = path + (key.value if isinstance(key, ScalarNode) else "?",)
+                lines.setdefault(sub, key.start_mark.line + 1)
+                stack.append((sub, value))
+        elif isinstance(node, SequenceNode):
+            for i, value in enumerate(node.value):
+                lines[path + (i,)] = value.start_mark.line + 1
+                stack.append((path + (i,), value))
+    return lines, paths
+
+
+def _line(lines: dict[tuple, int], path: tuple) -> int:
+    """Line of the deepest known prefix of ``path`` (at worst the document start)."""
+    while path not in lines:
+        path = path[:-1]
+    return lines[path]
+
+
+def _dotted(path: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _non_json(obj) -> tuple[tuple, str] | None:
+    """First (path, message) of a value JSON cannot represent, else None."""
+    stack = [((), obj)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if not isinstance(key, str):
+                    return path, (f"key {key!r} is not a string (YAML 1.1 reads unquoted "
+                                  "yes/no/on/off as booleans and digits as numbers; quote it)")
+                stack.append((path + (key,), sub))
+        elif isinstance(value, list):
+            stack.extend((path + (i,), sub) for i, sub in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return path, "must be a finite number (JSON has no .inf or .nan)"
+        elif not (value is None or isinstance(value, (str, int, float))):
+            return path, f"{_type_name(value)} values (e.g. from !!binary or !!set tags) are not supported"
+    return None
+
+
+def _show(value) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _type_name(value) -> str:
+    names = {type(None): "null", dict: "a mapping", list: "a list", str: "a string",
+             int: "an integer", float: "a number", bool: "a boolean"}
+    return names.get(type(value), type(value).__name__)

@@ -1,0 +1,47 @@
+"""Schema and identity constants of the Application custom resource.
+
+The resource is ``applications.heumsi.github.io``, version ``v1``, kind
+``Application``, namespaced.
+"""
+
+GROUP = "heumsi.github.io"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "Application"
+PLURAL = "applications"
+
+SPEC_SCHEMA: dict = {
+    "type": "object",
+    "description": "Desired state of an Application: one container image run as a "
+    "Deployment and exposed on one port by a Service.",
+    "required": ["image", "replicas", "port"],
+    "properties": {
+        "image": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Container image reference, e.g. nginx:latest.",
+        },
+        "replicas": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "Number of pod replicas (0 scales the application down).",
+        },
+        "port": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65535,
+            "description": "TCP port the container listens on; also the Service port.",
+        },
+    },
+}
+"""OpenAPI v3 schema of ``spec``, copied verbatim into the CRD's openAPIV3Schema.
+
+Deliberately has no ``additionalProperties``: Kubernetes structural schemas forbid
+``additionalProperties`` next to ``properties`` ("additionalProperties and properties
+are mutual exclusive", apiextensions validation). The API server instead prunes unknown
+fields. Use ``STRICT_SPEC_SCHEMA`` for client-side validation that rejects them.
+"""
+
+STRICT_SPEC_SCHEMA: dict = {**SPEC_SCHEMA, "additionalProperties": False}
+"""``SPEC_SCHEMA`` plus ``additionalProperties: false``; for local (jsonschema)
+validation only, never for the CRD."""

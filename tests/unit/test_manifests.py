@@ -1,0 +1,375 @@
+"""Unit tests for agent.manifests.load and agent.schema."""
+
+import time
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from agent.manifests import LoadResult, Manifest, ManifestError, load
+from agent.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
+
+EXAMPLE = """\
+apiVersion: heumsi.github.io/v1
+kind: Application
+metadata:
+  name: nginx
+spec:
+  image: nginx:latest
+  replicas: 1
+  port: 80
+"""
+
+
+def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
+    ns = f"  namespace: {namespace}\n" if namespace is not None else ""
+    return (f"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: {name}\n{ns}"
+            f"spec:\n{spec}")
+
+
+def run(files, namespace="default", **kw) -> LoadResult:
+    return load({p: t.encode() if isinstance(t, str) else t for p, t in files.items()}, namespace, **kw)
+
+
+def only_error(result: LoadResult) -> ManifestError:
+    assert result.manifests == []
+    assert len(result.errors) == 1, result.errors
+    return result.errors[0]
+
+
+def test_example_loads_unchanged():
+    result = run({"apps/nginx.yaml": EXAMPLE})
+    assert result.errors == []
+    assert result.manifests == [Manifest(
+        namespace="default", name="nginx", path="apps/nginx.yaml", line=1,
+        body={"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+              "metadata": {"name": "nginx", "namespace": "default"},
+              "spec": {"image": "nginx:latest", "replicas": 1, "port": 80}})]
+
+
+def test_multi_document_file():
+    text = "# apps\n---\n" + app("a") + "---\n---\n---\n" + app("b") + "---\n"
+    result = run({"apps.yaml": text})
+    assert result.errors == []
+    assert [(m.name, m.line) for m in result.manifests] == [("a", 3), ("b", 14)]
+
+
+@pytest.mark.parametrize("text", ["---\n", "---", "---\n---\n...\n", "# just a comment\n# another\n",
+                                  "", "\n\n", "---\n# comment only\n---\n"])
+def test_empty_files_are_fine(text):
+    assert run({"empty.yaml": text}) == LoadResult([], [])
+
+
+def test_bom_and_crlf():
+    data = b"\xef\xbb\xbf" + EXAMPLE.replace("\n", "\r\n").encode()
+    result = run({"win.yaml": data})
+    assert result.errors == []
+    assert result.manifests[0].body["spec"] == {"image": "nginx:latest", "replicas": 1, "port": 80}
+
+
+def test_crlf_line_numbers():
+    data = EXAMPLE.replace("replicas: 1", "replicas: -1").replace("\n", "\r\n")
+    assert only_error(run({"w.yaml": data})).line == 7
+
+
+def test_non_utf8():
+    err = only_error(run({"latin1.yaml": EXAMPLE.encode() + "  # caf\u00e9\n".encode("latin-1")}))
+    assert (err.path, err.line) == ("latin1.yaml", 9)
+    assert "UTF-8" in err.message
+
+
+def test_tab_indentation_is_a_syntax_error_for_the_whole_file():
+    text = app("good") + "---\n" + EXAMPLE.replace("  image:", "\timage:")
+    err = only_error(run({"tab.yaml": text}))
+    assert (err.path, err.line, err.field) == ("tab.yaml", 15, None)
+    assert "invalid YAML" in err.message and "\\t" in err.message
+
+
+def test_duplicate_key():
+    text = EXAMPLE + "  replicas: 3\n"
+    err = only_error(run({"dup.yaml": text}))
+    assert (err.line, err.field) == (9, "spec.replicas")
+    assert "duplicate key 'replicas'" in err.message and "line 7" in err.message
+
+
+def test_duplicate_key_nested_in_flow_mapping_rejects_only_its_document():
+    text = "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: a, name: b}\n" \
+           "spec: {image: x, replicas: 1, port: 80}\n---\n" + app("ok")
+    result = run({"f.yaml": text})
+    assert [m.name for m in result.manifests] == ["ok"]
+    assert [(e.line, e.field) for e in result.errors] == [(3, "metadata.name")]
+
+
+def test_duplicate_identity_across_files():
+    result = run({"a.yaml": EXAMPLE, "b/c.yml": "# x\n" + EXAMPLE, "other.yaml": app("other")})
+    assert [m.name for m in result.manifests] == ["other"]
+    assert [(e.path, e.line, e.field) for e in result.errors] == [
+        ("a.yaml", 1, "metadata.name"), ("b/c.yml", 2, "metadata.name")]
+    for e in result.errors:
+        assert "default/nginx" in e.message and "a.yaml:1" in e.message and "b/c.yml:2" in e.message
+
+
+def test_same_name_in_different_namespaces_is_not_a_duplicate():
+    result = run({"a.yaml": app("web", "team-a") + "---\n" + app("web")})
+    assert result.errors == []
+    assert [(m.namespace, m.name) for m in result.manifests] == [("default", "web"), ("team-a", "web")]
+
+
+def test_duplicate_identity_counts_invalid_documents_too():
+    result = run({"a.yaml": EXAMPLE, "b.yaml": EXAMPLE.replace("port: 80", "port: 0")})
+    assert result.manifests == []
+    assert {e.path for e in result.errors if "more than once" in e.message} == {"a.yaml", "b.yaml"}
+
+
+RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-', "
+        "starting and ending with a letter or digit, at most 63 characters)")
+
+
+@pytest.mark.parametrize("name", ["Office_Back", "-web", "web-", "a" * 64, "a.b", "''", "123x_"])
+def test_invalid_name(name):
+    err = only_error(run({"n.yaml": app(name)}))
+    assert (err.line, err.field) == (4, "metadata.name")
+    assert err.message.endswith(RULE)
+
+
+def test_invalid_name_message():
+    err = only_error(run({"apps/web.yaml": app("Office_Back")}))
+    assert str(err) == f'apps/web.yaml:4: metadata.name: "Office_Back" {RULE}'
+
+
+@pytest.mark.parametrize("name", ["a", "web-1", '"0"', "a" * 63])
+def test_valid_names(name):
+    assert [m.name for m in run({"n.yaml": app(name)}).manifests] == [name.strip('"')]
+
+
+def test_unquoted_numeric_name_is_not_a_string():
+    err = only_error(run({"n.yaml": app("0")}))
+    assert err.message == f"0 {RULE}"
+
+
+def test_invalid_namespace():
+    err = only_error(run({"n.yaml": app("web", "Team_A")}))
+    assert (err.line, err.field) == (5, "metadata.namespace")
+    assert err.message == f'"Team_A" {RULE}'
+
+
+def test_missing_metadata_and_name():
+    text = "apiVersion: heumsi.github.io/v1\nkind: Application\nspec: {image: x, replicas: 1, port: 80}\n"
+    assert [(e.field, e.message) for e in run({"m.yaml": text}).errors] == [("metadata", "is required")]
+    text = text.replace("spec:", "metadata: {labels: {a: b}}\nspec:")
+    assert [(e.line, e.field, e.message) for e in run({"m.yaml": text}).errors] == [
+        (3, "metadata.name", "is required")]
+
+
+@pytest.mark.parametrize("line, replacement, field, message", [
+    (7, 'replicas: "3"', "spec.replicas", 'must be an integer >= 0 (got "3")'),
+    (7, "replicas: true", "spec.replicas", "must be an integer >= 0 (got true)"),
+    (7, "replicas: 3.0", "spec.replicas", "must be an integer >= 0 (got 3.0)"),
+    (7, "replicas: -1", "spec.replicas", "must be an integer >= 0 (got -1)"),
+    (7, "replicas:", "spec.replicas", "must be an integer >= 0 (got null)"),
+    (8, "port: 0", "spec.port", "must be an integer between 1 and 65535 (got 0)"),
+    (8, "port: 70000", "spec.port", "must be an integer between 1 and 65535 (got 70000)"),
+    (8, 'port: "80"', "spec.port", 'must be an integer between 1 and 65535 (got "80")'),
+    (6, 'image: ""', "spec.image", 'must be a non-empty string (got "")'),
+    (6, "image: 5", "spec.image", "must be a non-empty string (got 5)"),
+    (6, "image: [a]", "spec.image", 'must be a non-empty string (got ["a"])'),
+])
+def test_wrong_spec_values(line, replacement, field, message):
+    key = replacement.split(":")[0]
+    original = {"replicas": "replicas: 1", "port": "port: 80", "image": "image: nginx:latest"}[key]
+    err = only_error(run({"apps/web.yaml": EXAMPLE.replace(original, replacement)}))
+    assert (err.path, err.line, err.field, err.message) == ("apps/web.yaml", line, field, message)
+
+
+def test_every_spec_error_is_reported():
+    text = EXAMPLE.replace("replicas: 1", "replicas: -1").replace("port: 80", "port: 0")
+    assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(7, "spec.replicas"), (8, "spec.port")]
+
+
+@pytest.mark.parametrize("drop", ["image", "replicas", "port"])
+def test_missing_spec_field(drop):
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith(drop))
+    err = only_error(run({"a.yaml": text}))
+    assert (err.line, err.field, err.message) == (5, f"spec.{drop}", "is required")
+
+
+def test_missing_or_empty_spec():
+    text = EXAMPLE.split("spec:")[0]
+    assert [(e.line, e.field, e.message) for e in run({"a.yaml": text}).errors] == [(1, "spec", "is required")]
+    errors = run({"a.yaml": text + "spec: []\n"}).errors
+    assert [(e.line, e.field, e.message) for e in errors] == [(5, "spec", "must be a mapping, not a list")]
+    errors = run({"a.yaml": text + "spec:\n"}).errors
+    assert [e.message for e in errors] == ["must be a mapping, not null"]
+
+
+def test_unknown_spec_field():
+    err = only_error(run({"a.yaml": EXAMPLE + "  replica: 2\n"}))
+    assert (err.line, err.field) == (9, "spec.replica")
+    assert err.message == "unknown field (allowed: image, port, replicas)"
+
+
+def test_unknown_top_level_field():
+    err = only_error(run({"a.yaml": EXAMPLE + "spek: {}\n"}))
+    assert (err.line, err.field) == (9, "spek")
+
+
+def test_exported_status_is_accepted_and_ignored():
+    result = run({"a.yaml": EXAMPLE + "status: {readyReplicas: 1}\n"})
+    assert not result.errors and len(result.manifests) == 1
+
+
+@pytest.mark.parametrize("text", [
+    EXAMPLE.replace("kind: Application", "kind: ConfigMap"),
+    EXAMPLE.replace("heumsi.github.io/v1", "heumsi.github.io/v2"),
+    EXAMPLE.replace("heumsi.github.io/v1", "apps/v1"),
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    "kind: Application\n",
+])
+def test_wrong_kind(text):
+    result = run({"cm.yaml": app("first") + "---\n# other\n" + text})
+    assert [m.name for m in result.manifests] == ["first"]
+    [err] = result.errors
+    assert (err.path, err.line, err.field) == ("cm.yaml", 11, None)
+    assert err.message.startswith("only Application (heumsi.github.io/v1) documents are supported")
+
+
+@pytest.mark.parametrize("text, what", [("- a\n- b\n", "a list"), ("hello\n", "a string"),
+                                        ("42\n", "an integer"), ("true\n", "a boolean")])
+def test_non_mapping_document(text, what):
+    err = only_error(run({"x.yaml": "---\n" + text}))
+    assert (err.line, err.message) == (2, f"document must be a mapping, not {what}")
+
+
+def test_alias_bomb_is_rejected_quickly():
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 9):
+        prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    bomb = "\n".join(lines) + "\n---\n" + app("after")
+    start = time.monotonic()
+    result = run({"bomb.yaml": bomb})
+    assert time.monotonic() - start < 2
+    assert [m.name for m in result.manifests] == ["after"]
+    assert [(e.line, e.message) for e in result.errors] == [(2, "YAML aliases are not supported")]
+
+
+def test_merge_key_alias_is_rejected():
+    text = EXAMPLE.replace("nginx:latest", "&img nginx:latest").replace("spec:\n", "spec:\n  <<: {image: *img}\n")
+    assert [(e.line, e.message) for e in run({"a.yaml": text}).errors] == [(6, "YAML aliases are not supported")]
+
+
+def test_anchor_without_alias_is_harmless():
+    assert run({"a.yaml": EXAMPLE.replace("nginx:latest", "&img nginx:latest")}).errors == []
+
+
+@pytest.mark.parametrize("text, line", [
+    ("[" * 10000 + "]" * 10000, 1),
+    ("[" * 10000, 1),
+    ("[" * 1_000_000, 1),
+    ("{a: " * 10000 + "}" * 10000, 1),
+    ("- " * 300_000 + "x\n", 1),
+    ("? " * 300_000 + "x\n", 1),
+    ("".join("  " * i + f"k{i}:\n" for i in range(500)) + "  " * 500 + "v\n", 101),
+    (EXAMPLE + "  extra: " + "[" * 150 + "]" * 150 + "\n", 9),
+])
+def test_deep_nesting_is_rejected_quickly(text, line):
+    start = time.monotonic()
+    err = only_error(run({"deep.yaml": text}, max_file_bytes=10**7))
+    assert time.monotonic() - start < 2
+    assert (err.line, err.message) == (line, "nesting deeper than 100 levels is not supported")
+
+
+def test_deep_mixed_block_and_flow_nesting_rejects_only_its_document():
+    block = "".join("  " * i + f"k{i}:\n" for i in range(60))
+    text = block + "  " * 60 + "[" * 60 + "]" * 60 + "\n---\n" + app("ok")
+    result = run({"deep.yaml": text})
+    assert [m.name for m in result.manifests] == ["ok"]
+    assert [(e.line, e.message) for e in result.errors] == [
+        (61, "nesting deeper than 100 levels is not supported")]
+
+
+def test_nesting_at_the_limit_is_allowed():
+    text = EXAMPLE.replace("metadata:\n", "metadata:\n  annotations: {a: '" + "x" * 10 + "'}\n")
+    text = text + "  replica: " + "[" * 98 + "]" * 98 + "\n"  # depth 100: document, spec, 98 lists
+    assert [e.field for e in run({"a.yaml": text}).errors] == ["spec.replica"]
+
+
+def test_file_over_size_limit():
+    err = only_error(run({"big.yaml": EXAMPLE}, max_file_bytes=len(EXAMPLE) - 1))
+    assert (err.path, err.line) == ("big.yaml", None)
+    assert f"limit of {len(EXAMPLE) - 1} bytes" in err.message
+    assert run({"big.yaml": EXAMPLE}, max_file_bytes=len(EXAMPLE)).errors == []
+
+
+def test_too_many_documents():
+    text = "---\n".join(app(f"a{i}") for i in range(4))
+    assert "more than 3" in only_error(run({"many.yaml": text}, max_documents=3)).message
+    assert len(run({"many.yaml": text}, max_documents=4).manifests) == 4
+
+
+@pytest.mark.parametrize("namespace, expected", [(None, "prod"), ("team-a", "team-a")])
+def test_namespace(namespace, expected):
+    [m] = run({"a.yaml": app("web", namespace)}, "prod").manifests
+    assert m.namespace == expected and m.body["metadata"]["namespace"] == expected
+
+
+def test_invalid_default_namespace():
+    with pytest.raises(ValueError):
+        load({}, "Bad_NS")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("!!python/object/apply:os.system ['echo pwned']\n", "could not determine a constructor"),
+    (EXAMPLE.replace("replicas: 1", "replicas: !!int abc"), "invalid literal"),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {on: x}\n"), "is not a string"),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: .nan}\n"), "finite"),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: !!binary aGk=}\n"), "bytes"),
+    ("a: \x01\n", "special characters"),
+])
+def test_unsafe_or_non_json_values_are_rejected(text, fragment):
+    assert fragment in only_error(run({"x.yaml": text})).message
+
+
+def test_timestamps_stay_strings():
+    text = EXAMPLE.replace("metadata:\n", "metadata:\n  annotations: {released: 2024-01-02}\n")
+    [m] = run({"a.yaml": text}).manifests
+    assert m.body["metadata"]["annotations"] == {"released": "2024-01-02"}
+
+
+def test_errors_are_independent_and_sorted():
+    files = {
+        "z.yaml": app("zed") + "---\n" + app("Bad"),
+        "a.yaml": "key: [unclosed\n",
+        "m.yaml": app("m2", "b") + "---\n" + app("m1", "b") + "---\n" + app("m0", "a"),
+    }
+    result = run(files)
+    assert [(m.namespace, m.name) for m in result.manifests] == [
+        ("a", "m0"), ("b", "m1"), ("b", "m2"), ("default", "zed")]
+    assert [(e.path, e.line) for e in result.errors] == [("a.yaml", 2), ("z.yaml", 13)]
+
+
+@pytest.mark.parametrize("error, text", [
+    (ManifestError("apps/web.yaml", 7, "spec.replicas", "must be x"), "apps/web.yaml:7: spec.replicas: must be x"),
+    (ManifestError("a.yaml", None, None, "too big"), "a.yaml: too big"),
+    (ManifestError("a.yaml", 3, None, "bad"), "a.yaml:3: bad"),
+])
+def test_error_str(error, text):
+    assert str(error) == text
+
+
+def test_schema_constants():
+    assert (API_VERSION, GROUP, VERSION, KIND, PLURAL) == (
+        "heumsi.github.io/v1", "heumsi.github.io", "v1", "Application", "applications")
+    Draft202012Validator.check_schema(SPEC_SCHEMA)
+    assert SPEC_SCHEMA["required"] == ["image", "replicas", "port"]
+    assert STRICT_SPEC_SCHEMA["additionalProperties"] is False
+
+
+def test_spec_schema_is_a_valid_structural_schema():
+    """Only keywords allowed in CRD structural schemas; no additionalProperties next to
+    properties (the API server rejects that combination)."""
+    allowed = {"type", "minLength", "minimum", "maximum", "required", "properties", "description"}
+    stack = [SPEC_SCHEMA]
+    while stack:
+        node = stack.pop()
+        assert set(node) <= allowed and "type" in node
+        stack.extend(node.get("properties", {}).values())
