@@ -9,11 +9,17 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import socket
 import sys
+import threading
 from pathlib import Path
 
 from . import sync
 from .kube import ApiError, Kube
+from .render import AGENT_NAME
+from .runner import JsonFormatter, TextFormatter
+from .source import Credentials, redact
 
 EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 EPILOG = """exit codes:
@@ -21,6 +27,13 @@ EPILOG = """exit codes:
   1  success, and the pass changed something (only with --exit-code)
   2  failure: the source could not be fetched, a file or Application was invalid, an API call
      failed, or pruning was refused; failing Applications and files are named on stderr
+"""
+
+
+RUN_EPILOG = """exit codes:
+  0  stopped by SIGTERM or SIGINT (the running pass finished or was abandoned cleanly)
+  2  failure: the configuration could not be loaded, the HTTP address could not be bound, or
+     this replica lost the leader lease
 """
 
 
@@ -64,13 +77,23 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
                              "(default: on) [env GITOPS_AGENT_PRUNE=true|false]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
+    flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
+         "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"))
+    flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
+         default=_env("GIT_USERNAME", "git"))
+    flag("--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", default=_env("SSH_KEY_FILE"))
+    flag("--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
+         default=_env("KNOWN_HOSTS_FILE"))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agent",
                                      description="GitOps sync agent for Application resources.")
-    parser.add_argument("--log-level", default=_env("LOG_LEVEL", "WARNING"),
-                        help="DEBUG, INFO, WARNING or ERROR [env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-level", default=_env("LOG_LEVEL"),
+                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING for sync, INFO for run) "
+                             "[env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"),
+                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
     commands = parser.add_subparsers(dest="command", required=True)
     sync_parser = commands.add_parser(
         "sync", help="run one reconcile pass", epilog=EPILOG,
@@ -82,27 +105,77 @@ def build_parser() -> argparse.ArgumentParser:
     sync_parser.add_argument("--exit-code", action="store_true",
                              help="exit 1 when the pass changed something (like git diff --exit-code)")
     add_source_flags(sync_parser)
+    run_parser = commands.add_parser(
+        "run", help="run passes on a schedule (the in-cluster Deployment)", epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a pass every --interval seconds and whenever an Application or one of its "
+                    "children changes, serve /healthz, /readyz and /metrics, optionally as one of "
+                    "several replicas with leader election.")
+    add_source_flags(run_parser)
+    run_parser.add_argument("--interval", type=float, default=float(_env("INTERVAL", "60")),
+                            help="seconds between scheduled passes (default 60) [env GITOPS_AGENT_INTERVAL]")
+    run_parser.add_argument("--jitter", type=float, default=float(_env("JITTER", "0")),
+                            help="at most this many random seconds added to each interval (default 0) "
+                                 "[env GITOPS_AGENT_JITTER]")
+    run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"),
+                            help="address for /healthz, /readyz, /metrics (default :8080) [env GITOPS_AGENT_HTTP_ADDR]")
+    run_parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction,
+                            default=_env_bool("LEADER_ELECT", False),
+                            help="only the holder of a coordination.k8s.io Lease syncs (default off) "
+                                 "[env GITOPS_AGENT_LEADER_ELECT]")
+    run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME),
+                            help="Lease name (default gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
+    run_parser.add_argument("--lease-namespace", default=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
+                            help="Lease namespace (default $POD_NAMESPACE or default) [env GITOPS_AGENT_LEASE_NAMESPACE]")
+    run_parser.add_argument("--lease-duration", type=int, default=int(_env("LEASE_DURATION", "15")),
+                            help="seconds a lease is valid without renewal (default 15) [env GITOPS_AGENT_LEASE_DURATION]")
+    run_parser.add_argument("--identity", default=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
+                            help="this replica's name in the Lease (default host-pid) [env GITOPS_AGENT_IDENTITY]")
+    run_parser.add_argument("--watch", action=argparse.BooleanOptionalAction, default=_env_bool("WATCH", True),
+                            help="also pass when an Application or child changes (default on) [env GITOPS_AGENT_WATCH]")
+    run_parser.add_argument("--shutdown-grace", type=float, default=float(_env("SHUTDOWN_GRACE", "20")),
+                            help="seconds SIGTERM waits for a running pass (default 20) [env GITOPS_AGENT_SHUTDOWN_GRACE]")
     return parser
 
 
 def options_from(args: argparse.Namespace) -> sync.Options:
-    """sync.Options from parsed flags."""
+    """sync.Options from parsed flags. Raises OSError when the token file cannot be read."""
+    token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
+    if args.git_token_file:
+        token = Path(args.git_token_file).read_text().strip()
+    credentials = Credentials(token=token or None, username=args.git_username,
+                              ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
-                        fetch_timeout=args.fetch_timeout)
+                        fetch_timeout=args.fetch_timeout, credentials=credentials)
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if args.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    level = args.log_level or ("INFO" if args.command == "run" else "WARNING")
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (see EPILOG)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _setup_logging(args)
     try:
+        opts = options_from(args)
         kube = Kube(args.kubeconfig, args.context)
-    except ApiError as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (ApiError, OSError) as err:
+        print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED
+    if args.command == "run":
+        return run_forever(kube, opts, args)
     try:
-        report = sync.run(kube, options_from(args))
+        report = sync.run(kube, opts)
     finally:
         kube.close()
     print(report.summary(), flush=True)
@@ -111,3 +184,33 @@ def main(argv: list[str] | None = None) -> int:
     if not report.ok:
         return EXIT_FAILED
     return EXIT_CHANGED if args.exit_code and report.changed else EXIT_OK
+
+
+def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int:
+    """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM."""
+    from .runner import Runner
+    from .server import Health, Metrics, serve
+
+    metrics = Metrics()
+    health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
+    runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
+                    health=health, watch=args.watch)
+    try:
+        server = serve(args.http_addr, metrics, health)
+    except OSError as err:
+        print(f"error: cannot listen on {args.http_addr}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics on %s:%d", *server.server_address[:2])
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    if args.leader_elect:
+        kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,
+                   lambda: (runner.stop_leading(), done.set()), lease_duration=args.lease_duration,
+                   renew_deadline=max(2, args.lease_duration * 2 // 3), retry_period=max(1, args.lease_duration // 7))
+    else:
+        runner.start_leading()
+    done.wait()
+    runner.shutdown(args.shutdown_grace)
+    server.shutdown()
+    return EXIT_FAILED if runner.lost_lease else EXIT_OK

@@ -209,3 +209,60 @@ class Kube:
             self.create(event)
         except ApiError as err:
             log.warning("could not record event %s on %s: %s", reason, meta["name"], err)
+
+    # -- between passes ----------------------------------------------------------------------
+
+    def watch(self, group: str, kind: str, label_selector: str | None, on_event, stop) -> None:
+        """Watch a kind across all namespaces until ``stop`` (a threading.Event) is set, calling
+        ``on_event(event_type, obj_dict)`` for each change. Blocks; run it in a thread.
+
+        After every (re)connect, ``on_event("RESYNC", None)`` is called first, since changes
+        may have been missed while disconnected. Dropped connections reconnect with backoff;
+        ``410 Gone`` (the resourceVersion expired) re-lists, as client-go's reflector does.
+        """
+        from kubernetes import watch as k8s_watch
+
+        if kind == "Application":
+            func, args = client.CustomObjectsApi(self.api).list_cluster_custom_object, (GROUP, VERSION, PLURAL)
+        elif kind == "Deployment":
+            func, args = client.AppsV1Api(self.api).list_deployment_for_all_namespaces, ()
+        else:
+            func, args = client.CoreV1Api(self.api).list_service_for_all_namespaces, ()
+        backoff = 0.5
+        while not stop.is_set():
+            watcher = k8s_watch.Watch()
+            try:
+                on_event("RESYNC", None)
+                kwargs = {"timeout_seconds": 30}
+                if label_selector:
+                    kwargs["label_selector"] = label_selector
+                for event in watcher.stream(func, *args, **kwargs):
+                    if stop.is_set():
+                        break
+                    backoff = 0.5
+                    if event.get("type") == "ERROR":
+                        break  # e.g. 410 Gone: re-list on the next round
+                    on_event(event["type"], event.get("raw_object"))
+            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+                log.info("watch of %s interrupted (%s); reconnecting in %.1fs", kind, err, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 10)
+            finally:
+                watcher.stop()
+
+    def elect(self, name: str, namespace: str, identity: str, on_started, on_stopped,
+              lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2) -> None:
+        """Start leader election on the Lease ``namespace/name`` (coordination.k8s.io) with the
+        client's own LeaseLock, in a daemon thread. ``on_started()`` runs when this process
+        leads; ``on_stopped()`` when it lost the lease. Durations in seconds; a new leader takes
+        over within about ``lease_duration`` + ``retry_period`` after the old one dies."""
+        import threading
+
+        from kubernetes.leaderelection import electionconfig, leaderelection
+        from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+        client.Configuration.set_default(self.api.configuration)
+        lock = LeaseLock(name, namespace, identity)
+        cfg = electionconfig.Config(lock, lease_duration, renew_deadline, retry_period, on_started, on_stopped)
+        threading.Thread(target=leaderelection.LeaderElection(cfg).run, name="leader-election",
+                         daemon=True).start()

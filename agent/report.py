@@ -30,6 +30,8 @@ class Report:
     errors: list[str] = field(default_factory=list)
     failed: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    fetch_seconds: float | None = None  # None when no fetch ran this pass
+    fetch_failed: bool = False
 
     @property
     def ok(self) -> bool:

@@ -8,6 +8,7 @@ repository can be read, and symlinks are resolved inside the tree or refused.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import posixpath
@@ -62,21 +63,48 @@ def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
     return Path(cache_dir) / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
 
 
-def _git_env(timeout: float) -> dict[str, str]:
-    return {
+@dataclass(frozen=True)
+class Credentials:
+    """How to authenticate to a private remote. ``token``: an HTTPS token or password, sent as
+    HTTP basic auth for ``username`` through the environment (never on a command line or in a
+    URL). ``ssh_key_file``/``known_hosts_file``: a private key and the host keys to trust
+    (strict host key checking)."""
+
+    token: str | None = None
+    username: str = "git"
+    ssh_key_file: str | None = None
+    known_hosts_file: str | None = None
+
+
+def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str, str]:
+    creds = credentials or Credentials()
+    ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout))}"]
+    if creds.ssh_key_file:
+        ssh += ["-i", creds.ssh_key_file, "-o", "IdentitiesOnly=yes"]
+    if creds.known_hosts_file:
+        ssh += ["-o", f"UserKnownHostsFile={creds.known_hosts_file}", "-o", "StrictHostKeyChecking=yes"]
+    env = {
         "GIT_TERMINAL_PROMPT": "0",  # never wait for a password on a terminal
-        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+        "GIT_SSH_COMMAND": " ".join(ssh),
         "GIT_HTTP_LOW_SPEED_LIMIT": "1000",  # bytes/s; below it for ...
         "GIT_HTTP_LOW_SPEED_TIME": str(max(1, int(timeout))),  # ... this many seconds: abort
     }
+    if creds.token:
+        basic = base64.b64encode(f"{creds.username}:{creds.token}".encode()).decode()
+        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="http.extraHeader",
+                   GIT_CONFIG_VALUE_0=f"Authorization: Basic {basic}")
+    return env
 
 
-def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0) -> str:
+def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0, *,
+          credentials: Credentials | None = None, known_commit: str | None = None) -> str:
     """Fetch ``url`` into its cache mirror and resolve ``ref`` to a full commit SHA.
 
     ``url``: a local path, ``file://``, ``https://`` or ``ssh://`` URL. ``ref``: a branch, a
     tag or a (possibly abbreviated) commit SHA; None means the remote's HEAD. ``timeout``:
-    seconds the fetch may take before it is killed. Raises SourceError.
+    seconds a Git command may take before it is killed. ``known_commit``: the SHA synced last;
+    when ``git ls-remote`` shows the ref still points at it and the mirror has it, the fetch
+    is skipped (a cheap no-change check). Raises SourceError.
     """
     if "://" not in url and not url.startswith("git@") and os.path.exists(url):
         url = os.path.abspath(url)
@@ -85,17 +113,39 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
         repo = git.Repo(mirror) if mirror.exists() else git.Repo.init(mirror, bare=True, mkdir=True)
         if "origin" not in [r.name for r in repo.remotes]:
             repo.create_remote("origin", url)
-        with repo.git.custom_environment(**_git_env(timeout)):
+        with repo.git.custom_environment(**_git_env(timeout, credentials)):
+            if known_commit and _unchanged(repo, ref, known_commit, timeout):
+                return known_commit
             repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
                            kill_after_timeout=timeout)
     except git.GitCommandError as err:
-        detail = redact((err.stderr or str(err)).strip().replace("stderr: ", ""), url)
-        if err.status == -9 or "timed out" in detail.lower():
-            detail = f"timed out after {timeout:g}s ({detail})"
+        detail = redact((err.stderr or str(err)).strip().replace("stderr: ", "").strip("'\n "), url)
+        if err.status == -9 or "timed out" in detail.lower() or not detail:
+            detail = f"no answer within {timeout:g}s"
         raise SourceError(f"fetching {redact(url)} failed: {detail}") from None
     except (git.GitError, OSError, ValueError) as err:
         raise SourceError(f"fetching {redact(url)} failed: {redact(str(err), url)}") from None
     return resolve(repo, ref, url)
+
+
+def _has(repo: git.Repo, sha: str) -> bool:
+    try:
+        repo.git.cat_file("-e", f"{sha}^{{commit}}")
+        return True
+    except git.GitCommandError:
+        return False
+
+
+def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float) -> bool:
+    """True when the remote's ``ref`` still points at ``known`` and the mirror holds it."""
+    if not _has(repo, known):
+        return False
+    if ref and _SHA.match(ref) and known.startswith(ref):
+        return True
+    names = ["HEAD"] if not ref else [f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"]
+    listed = repo.git.ls_remote("origin", *([ref] if ref else ["HEAD"]), kill_after_timeout=timeout)
+    remote = dict(reversed(line.split("\t", 1)) for line in listed.splitlines() if "\t" in line)
+    return next((remote[n] for n in names if n in remote), None) == known
 
 
 def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from dataclasses import dataclass
 
 import jsonschema
@@ -41,6 +42,7 @@ class Options:
     prune: bool = True
     allow_empty: bool = False
     fetch_timeout: float = 60.0
+    credentials: source.Credentials | None = None
 
 
 def _now() -> str:
@@ -51,14 +53,26 @@ def _key(obj: dict) -> str:
     return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
 
-def run(kube: Kube, opts: Options) -> Report:
+def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
-    are reported in ``Report.errors`` (the command line turns them into exit code 2)."""
+    are reported in ``Report.errors`` (the command line turns them into exit code 2).
+
+    ``known_commit``: the commit the previous pass worked from; the fetch is skipped when the
+    remote ref still points at it. ``offline``: reuse ``known_commit`` without asking the
+    remote at all (passes triggered by cluster changes between scheduled passes).
+    """
     report = Report()
+    started = time.monotonic()
     try:
-        report.commit = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout)
+        if offline and known_commit:
+            report.commit = known_commit
+        else:
+            report.commit = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout,
+                                         credentials=opts.credentials, known_commit=known_commit)
+            report.fetch_seconds = time.monotonic() - started
         snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
     except source.SourceError as err:
+        report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")
         return report
     loaded = manifests.load(snapshot.files, opts.namespace)

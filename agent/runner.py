@@ -1,0 +1,166 @@
+"""``python -m agent run``: passes on a schedule, between them on cluster changes, one at a time.
+
+APScheduler drives the interval pass (``max_instances=1`` and ``coalesce``: a pass that overruns
+delays the next instead of stacking). Watches on Applications and the agent's children trigger
+an extra pass within about a second when something changes, using the last fetched commit
+(no Git traffic); they are never the only trigger. With leader election, only the replica
+holding the Lease runs passes; a replica that loses the lease stops.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import threading
+import time
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from . import sync
+from .kube import Kube
+from .render import AGENT_NAME, MANAGED_BY
+from .report import Report
+from .schema import GROUP
+from .server import Health, Metrics
+
+log = logging.getLogger("agent.run")
+TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
+
+
+class Runner:
+    """Runs sync passes for ``opts`` against ``kube``.
+
+    ``interval``/``jitter``: seconds between scheduled passes and the random spread added to
+    each. ``metrics``/``health``: updated after every pass. Thread-safe: passes never overlap.
+    """
+
+    def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
+                 metrics: Metrics, health: Health, watch: bool = True):
+        self.kube, self.opts = kube, opts
+        self.interval, self.jitter = interval, jitter
+        self.metrics, self.health = metrics, health
+        self.watch_enabled = watch
+        self.stopping = threading.Event()
+        self.lost_lease = False
+        self.last_commit: str | None = None
+        self._pass_lock = threading.Lock()
+        self._trigger = threading.Event()
+        self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
+
+    # -- leading -------------------------------------------------------------------------------
+
+    def start_leading(self) -> None:
+        """Begin syncing: the interval job (first pass now), the watches and their trigger loop."""
+        log.info("leading: starting passes every %.0fs", self.interval)
+        self.health.leading = True
+        self.metrics.leader.set(1)
+        self._scheduler.add_job(self.scheduled_pass, "interval", seconds=self.interval, jitter=self.jitter,
+                                max_instances=1, coalesce=True, misfire_grace_time=None,
+                                next_run_time=datetime.datetime.now(datetime.timezone.utc))
+        self._scheduler.start()
+        if self.watch_enabled:
+            selector = f"{MANAGED_BY}={AGENT_NAME}"
+            for group, kind, labels in ((GROUP, "Application", None), ("apps", "Deployment", selector),
+                                        ("", "Service", selector)):
+                threading.Thread(target=self.kube.watch, args=(group, kind, labels, self._on_event, self.stopping),
+                                 name=f"watch-{kind}", daemon=True).start()
+            threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
+
+    def stop_leading(self) -> None:
+        """The lease was lost: stop at once (another replica now syncs)."""
+        log.error("lost the leader lease; stopping so that only the new leader syncs")
+        self.health.leading = False
+        self.metrics.leader.set(0)
+        self.lost_lease = True
+        self.stopping.set()
+
+    def _on_event(self, event_type: str, obj: dict | None) -> None:
+        if event_type != "RESYNC" or self.last_commit:
+            self._trigger.set()
+
+    def _trigger_loop(self) -> None:
+        while not self.stopping.is_set():
+            if self._trigger.wait(timeout=1.0):
+                self.stopping.wait(TRIGGER_DEBOUNCE)
+                self._trigger.clear()
+                if not self.stopping.is_set():
+                    self.run_pass(offline=True, trigger="watch")
+
+    # -- passes --------------------------------------------------------------------------------
+
+    def scheduled_pass(self) -> None:
+        self.run_pass(offline=False, trigger="interval")
+
+    def run_pass(self, offline: bool, trigger: str) -> Report | None:
+        """One pass, unless stopping or another pass is running (then it waits its turn)."""
+        with self._pass_lock:
+            if self.stopping.is_set():
+                return None
+            started = time.monotonic()
+            report = sync.run(self.kube, self.opts, known_commit=self.last_commit,
+                              offline=offline and self.last_commit is not None)
+            duration = time.monotonic() - started
+        if report.commit and not report.fetch_failed:
+            self.last_commit = report.commit
+        self._observe(report, duration, trigger)
+        return report
+
+    def _observe(self, report: Report, duration: float, trigger: str) -> None:
+        m = self.metrics
+        m.pass_duration.observe(duration)
+        m.passes.labels(result="success" if report.ok else "failure").inc()
+        for change in report.changes:
+            if change.action != "unchanged":
+                m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
+        if report.fetch_seconds is not None:
+            m.fetch_duration.observe(report.fetch_seconds)
+        if report.fetch_failed:
+            m.fetch_failures.inc()
+        if report.ok:
+            m.last_synced.set(time.time())
+        self.health.pass_finished()
+        counts = report.counts()
+        log.log(logging.INFO if report.ok else logging.WARNING, "pass %s", "succeeded" if report.ok else "failed",
+                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if report.ok else "failure",
+                                  "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
+                                  "failed_applications": sorted(report.failed), "errors": report.errors}})
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def shutdown(self, grace: float) -> None:
+        """Stop scheduling; wait up to ``grace`` seconds for a running pass to finish (a pass cut
+        short leaves each Application's status whole: it is written in one request)."""
+        self.stopping.set()
+        self._trigger.set()
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+        if self._pass_lock.acquire(timeout=grace):
+            self._pass_lock.release()
+        else:
+            log.warning("a pass was still running after %.0fs; abandoning it", grace)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra={"fields": ...}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+                 .strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "level": record.levelname.lower(),
+                 "logger": record.name, "message": record.getMessage()}
+        entry.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """Human lines; a pass's fields follow the message as ``key=value``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = getattr(record, "fields", None)
+        if fields:
+            line += " " + " ".join(f"{k}={json.dumps(v) if not isinstance(v, (int, float)) else v}"
+                                   for k, v in fields.items() if v not in (None, [], 0) or k == "commit")
+        return line

@@ -1,0 +1,94 @@
+"""HTTP endpoints of ``python -m agent run``: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+Metrics come from ``prometheus-client``; health and readiness from ``Health``, which the runner
+updates after every pass.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+
+class Metrics:
+    """The agent's Prometheus metrics, in their own registry (names prefixed ``gitops_agent_``)."""
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.pass_duration = Histogram("gitops_agent_pass_duration_seconds", "Duration of a reconcile pass.",
+                                       registry=r, buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+        self.passes = Counter("gitops_agent_passes_total", "Reconcile passes by result (success, failure).",
+                              ["result"], registry=r)
+        self.objects = Counter("gitops_agent_objects_total",
+                               "Objects acted on by kind and action (created, configured, pruned, failed).",
+                               ["kind", "action"], registry=r)
+        self.last_synced = Gauge("gitops_agent_last_synced_commit_timestamp_seconds",
+                                 "Unix time when a commit was last fully synced.", registry=r)
+        self.leader = Gauge("gitops_agent_leader", "1 when this replica leads and syncs, else 0.", registry=r)
+        self.fetch_duration = Histogram("gitops_agent_git_fetch_duration_seconds", "Duration of a Git fetch.",
+                                        registry=r, buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+        self.fetch_failures = Counter("gitops_agent_git_fetch_failures_total", "Git fetches that failed.",
+                                      registry=r)
+
+
+class Health:
+    """Liveness and readiness. Ready when this replica leads and its last pass finished within
+    ``max_age`` seconds, or when it is a standby (not leading) whose election loop is alive."""
+
+    def __init__(self, max_age: float):
+        self.max_age = max_age
+        self.started = time.monotonic()
+        self.leading = False
+        self.last_pass_end: float | None = None
+        self.lock = threading.Lock()
+
+    def pass_finished(self) -> None:
+        with self.lock:
+            self.last_pass_end = time.monotonic()
+
+    def ready(self) -> tuple[bool, str]:
+        with self.lock:
+            if not self.leading:
+                return True, "standby"
+            if self.last_pass_end is None:
+                return False, "no pass has finished yet"
+            age = time.monotonic() - self.last_pass_end
+            if age > self.max_age:
+                return False, f"last pass finished {age:.0f}s ago (limit {self.max_age:.0f}s)"
+            return True, f"last pass finished {age:.0f}s ago"
+
+
+def serve(address: str, metrics: Metrics, health: Health) -> ThreadingHTTPServer:
+    """Start the HTTP server on ``address`` (``host:port``; ``:8080`` means all interfaces) in a
+    daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one)."""
+    host, _, port = address.rpartition(":")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server naming)
+            if self.path == "/healthz":
+                self._send(200, b"ok\n", "text/plain")
+            elif self.path == "/readyz":
+                ok, why = health.ready()
+                self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
+            elif self.path == "/metrics":
+                self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+            else:
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, code: int, body: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # probes every few seconds: keep the log for passes
+            pass
+
+    server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
