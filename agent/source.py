@@ -96,8 +96,17 @@ def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str
     return env
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """Result of ``fetch``: ``commit`` (full SHA) and whether objects were fetched (False when
+    the remote ref still pointed at the known commit)."""
+
+    commit: str
+    fetched: bool
+
+
 def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0, *,
-          credentials: Credentials | None = None, known_commit: str | None = None) -> str:
+          credentials: Credentials | None = None, known_commit: str | None = None) -> Fetched:
     """Fetch ``url`` into its cache mirror and resolve ``ref`` to a full commit SHA.
 
     ``url``: a local path, ``file://``, ``https://`` or ``ssh://`` URL. ``ref``: a branch, a
@@ -115,7 +124,7 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
             repo.create_remote("origin", url)
         with repo.git.custom_environment(**_git_env(timeout, credentials)):
             if known_commit and _unchanged(repo, ref, known_commit, timeout):
-                return known_commit
+                return Fetched(known_commit, fetched=False)
             repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
                            kill_after_timeout=timeout)
     except git.GitCommandError as err:
@@ -125,7 +134,7 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
         raise SourceError(f"fetching {redact(url)} failed: {detail}") from None
     except (git.GitError, OSError, ValueError) as err:
         raise SourceError(f"fetching {redact(url)} failed: {redact(str(err), url)}") from None
-    return resolve(repo, ref, url)
+    return Fetched(resolve(repo, ref, url), fetched=True)
 
 
 def _has(repo: git.Repo, sha: str) -> bool:

@@ -67,9 +67,11 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         if offline and known_commit:
             report.commit = known_commit
         else:
-            report.commit = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout,
-                                         credentials=opts.credentials, known_commit=known_commit)
-            report.fetch_seconds = time.monotonic() - started
+            fetched = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout,
+                                   credentials=opts.credentials, known_commit=known_commit)
+            report.commit = fetched.commit
+            if fetched.fetched:
+                report.fetch_seconds = time.monotonic() - started
         snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
     except source.SourceError as err:
         report.fetch_failed = True

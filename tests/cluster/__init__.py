@@ -63,7 +63,7 @@ def cache_root() -> Path:
 
 def _go_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(GOTOOLCHAIN="local", GOFLAGS="-mod=mod", CGO_ENABLED="0")
+    env.update(GOTOOLCHAIN="local", GOFLAGS="-mod=mod")
     return env
 
 
@@ -175,7 +175,7 @@ class _Processes:
                 raise ClusterError(f"{name} exited with code {proc.returncode} during start-up; "
                                    f"log tail:\n{_tail(log)}")
 
-    def wait_for(self, what: str, probe, timeout: float = START_TIMEOUT) -> None:
+    def wait_for(self, what: str, probe, timeout: float = START_TIMEOUT, component: str | None = None) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check()
@@ -185,17 +185,21 @@ class _Processes:
             except (OSError, urllib.error.URLError, ValueError):
                 pass
             time.sleep(0.2)
-        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}; logs in {self.logs}")
+        name = component or list(self.procs)[-1]
+        log = (self.logs / f"{name}.log").read_text(errors="replace")
+        raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}; logs in {self.logs}; "
+                           f"{name} log tail:\n{_tail(log)}")
 
 
-def _api(server: str, ca: Path, path: str, method: str = "GET", body: dict | None = None) -> dict:
+def _api(server: str, ca: Path, path: str, method: str = "GET", body: dict | None = None, raw: bool = False):
     ctx = ssl.create_default_context(cafile=str(ca))
     req = urllib.request.Request(server + path, method=method,
                                  data=json.dumps(body).encode() if body is not None else None,
                                  headers={"Authorization": f"Bearer {TOKEN}",
                                           "Content-Type": "application/json"})
     with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
-        return json.loads(resp.read() or b"{}")
+        data = resp.read()
+        return data if raw else json.loads(data or b"{}")
 
 
 def _write_kubeconfig(path: Path, server: str, ca: Path) -> None:
@@ -257,7 +261,7 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         ])
         server = f"https://127.0.0.1:{api_port}"
         ca = certs / "apiserver.crt"
-        procs.wait_for("kube-apiserver", lambda: ca.exists() and _api(server, ca, "/readyz?verbose") is not None)
+        procs.wait_for("kube-apiserver", lambda: ca.exists() and _api(server, ca, "/readyz", raw=True) == b"ok")
         kubeconfig = state / "kubeconfig"
         _write_kubeconfig(kubeconfig, server, ca)
         procs.start("kube-controller-manager", [
@@ -286,14 +290,15 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         procs.wait_for("namespace default",
                        lambda: _api(server, ca, "/api/v1/namespaces/default") is not None)
     except BaseException:
-        down(state)
+        down(state, remove=False)  # keep the logs for the error's reader
         raise
     return Cluster(state_dir=state, kubeconfig=kubeconfig, server=server, binaries=binaries)
 
 
-def down(state_dir: Path | str, timeout: float = 15.0) -> None:
+def down(state_dir: Path | str, timeout: float = 15.0, remove: bool = True) -> None:
     """Stop every process recorded in ``state_dir/pids.json`` (SIGTERM, then SIGKILL after
-    ``timeout`` seconds) in reverse start order, and remove the state directory."""
+    ``timeout`` seconds) in reverse start order, and remove the state directory (with
+    ``remove=False`` only the PID record, keeping logs)."""
     state = Path(state_dir).resolve()
     pids_file = state / "pids.json"
     pids = json.loads(pids_file.read_text()) if pids_file.exists() else {}
@@ -311,7 +316,10 @@ def down(state_dir: Path | str, timeout: float = 15.0) -> None:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    shutil.rmtree(state, ignore_errors=True)
+    if remove:
+        shutil.rmtree(state, ignore_errors=True)
+    else:
+        pids_file.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
