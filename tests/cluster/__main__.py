@@ -19,8 +19,11 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["build", "up", "down", "kubectl"])
     parser.add_argument("--state-dir", default=".cluster", help="where state and logs live")
-    parser.add_argument("args", nargs="*", help="kubectl arguments (after --)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     opts = parser.parse_args(argv)
+    opts.args = rest
     try:
         if opts.command == "build":
             started = time.monotonic()
