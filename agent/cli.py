@@ -54,7 +54,12 @@ def default_cache_dir() -> str:
 
 
 def add_source_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that syncs: source, scope and cluster connection."""
+    """Flags shared by every command that syncs: source, scope, cluster connection, logging."""
+    parser.add_argument("--log-level", default=_env("LOG_LEVEL"),
+                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING for sync, INFO for run) "
+                             "[env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"),
+                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
     def flag(name, env, help_, **kw):
         parser.add_argument(name, help=f"{help_} [env GITOPS_AGENT_{env}]", **kw)
 
@@ -89,11 +94,6 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agent",
                                      description="GitOps sync agent for Application resources.")
-    parser.add_argument("--log-level", default=_env("LOG_LEVEL"),
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING for sync, INFO for run) "
-                             "[env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"),
-                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
     commands = parser.add_subparsers(dest="command", required=True)
     sync_parser = commands.add_parser(
         "sync", help="run one reconcile pass", epilog=EPILOG,

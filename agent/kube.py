@@ -216,9 +216,10 @@ class Kube:
         """Watch a kind across all namespaces until ``stop`` (a threading.Event) is set, calling
         ``on_event(event_type, obj_dict)`` for each change. Blocks; run it in a thread.
 
-        After every (re)connect, ``on_event("RESYNC", None)`` is called first, since changes
-        may have been missed while disconnected. Dropped connections reconnect with backoff;
-        ``410 Gone`` (the resourceVersion expired) re-lists, as client-go's reflector does.
+        Each watch request lasts up to 30 seconds and the next resumes from the last seen
+        resourceVersion. A fresh start (and a re-list after ``410 Gone``, when that version
+        expired, as client-go's reflector does) replays every object as ADDED, so nothing
+        missed while disconnected goes unnoticed. Dropped connections reconnect with backoff.
         """
         from kubernetes import watch as k8s_watch
 
@@ -228,22 +229,27 @@ class Kube:
             func, args = client.AppsV1Api(self.api).list_deployment_for_all_namespaces, ()
         else:
             func, args = client.CoreV1Api(self.api).list_service_for_all_namespaces, ()
-        backoff = 0.5
+        backoff, resource_version = 0.5, None
         while not stop.is_set():
             watcher = k8s_watch.Watch()
+            kwargs = {"timeout_seconds": 30}
+            if label_selector:
+                kwargs["label_selector"] = label_selector
+            if resource_version:
+                kwargs["resource_version"] = resource_version
             try:
-                on_event("RESYNC", None)
-                kwargs = {"timeout_seconds": 30}
-                if label_selector:
-                    kwargs["label_selector"] = label_selector
                 for event in watcher.stream(func, *args, **kwargs):
                     if stop.is_set():
                         break
                     backoff = 0.5
-                    if event.get("type") == "ERROR":
-                        break  # e.g. 410 Gone: re-list on the next round
                     on_event(event["type"], event.get("raw_object"))
-            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+                resource_version = watcher.resource_version
+            except ApiException as err:
+                resource_version = None  # 410 Gone or another error: re-list
+                log.info("watch of %s ended (%s %s); re-listing", kind, err.status, err.reason)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 10)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
                 log.info("watch of %s interrupted (%s); reconnecting in %.1fs", kind, err, backoff)
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 10)

@@ -76,8 +76,7 @@ class Runner:
         self.stopping.set()
 
     def _on_event(self, event_type: str, obj: dict | None) -> None:
-        if event_type != "RESYNC" or self.last_commit:
-            self._trigger.set()
+        self._trigger.set()
 
     def _trigger_loop(self) -> None:
         while not self.stopping.is_set():

@@ -1,0 +1,320 @@
+"""`python -m agent run` as the in-cluster Deployment runs it: a subprocess against the real
+control plane, fed by real remotes (a bare repository over file:// and over git daemon)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support import app_yaml, wait_for
+
+pytestmark = pytest.mark.usefixtures("crd")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RunningAgent:
+    """One ``python -m agent run`` process; its combined output goes to ``log``."""
+
+    proc: subprocess.Popen
+    port: int
+    log: Path
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=3) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+        except OSError:
+            return 0, ""
+
+    def metric(self, name: str, **labels) -> float:
+        """Value of one sample from /metrics (0 when absent)."""
+        _, text = self.get("/metrics")
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            sample, _, value = line.rpartition(" ")
+            sname, _, rest = sample.partition("{")
+            got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+            if sname == name and got == want:
+                return float(value)
+        return 0.0
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+
+@pytest.fixture
+def start_agent(cluster, tmp_path, namespaces):
+    """Factory: ``start_agent(repo_url, *flags, env=None)`` -> RunningAgent; all are killed after
+    the test, before its namespaces are deleted."""
+    started: list[RunningAgent] = []
+
+    def start(repo_url: str, *flags: str, env: dict | None = None, kubeconfig: Path | None = None,
+              cache: str = "cache") -> RunningAgent:
+        port = free_port()
+        log = tmp_path / f"agent-{len(started)}.log"
+        cmd = [sys.executable, "-m", "agent", "run", "--repo", repo_url,
+               "--kubeconfig", str(kubeconfig or cluster.kubeconfig), "--cache-dir", str(tmp_path / cache),
+               "--http-addr", f"127.0.0.1:{port}", *flags]
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")}
+        full_env.update(env or {})
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+        agent = RunningAgent(proc, port, log)
+        started.append(agent)
+        wait_for(lambda: agent.get("/healthz")[0] == 200 or proc.poll() is not None, timeout=30,
+                 what="/healthz")
+        assert proc.poll() is None, agent.output()
+        return agent
+
+    yield start
+    for agent in started:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+            agent.proc.wait()
+        print(f"--- agent log {agent.log.name}\n{agent.output()[-4000:]}")
+
+
+@pytest.fixture
+def remote(repo, tmp_path):
+    """A bare repository the work tree pushes to; ``push()`` returns the pushed SHA."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+
+    class Remote:
+        path = bare
+        url = f"file://{bare}"
+
+        def push(self) -> str:
+            sha = repo.commit()
+            repo.git("push", "-q", "-f", str(bare), "main")
+            return sha
+    return Remote()
+
+
+@pytest.fixture
+def git_daemon(remote):
+    """``git daemon`` serving the bare remote on loopback; yields its git:// URL."""
+    port = free_port()
+    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={remote.path.parent}",
+                             "--listen=127.0.0.1", f"--port={port}", str(remote.path.parent)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: _connectable(port), timeout=10, what="git daemon")
+    yield f"git://127.0.0.1:{port}/{remote.path.name}"
+    proc.terminate()
+    proc.wait()
+
+
+def _connectable(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def image_of(objects, namespace, name):
+    deployment = objects.deployment(namespace, name)
+    return deployment and deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+
+
+@pytest.mark.parametrize("transport", ["file", "git-daemon"])
+def test_pushed_commit_is_applied_within_one_interval(transport, request, start_agent, repo, remote, namespace,
+                                                       objects):
+    url = remote.url if transport == "file" else request.getfixturevalue("git_daemon")
+    repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+    remote.push()
+    interval = 4
+    agent = start_agent(url, "--interval", str(interval), "--namespace", namespace, "--no-watch")
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:1", timeout=30, what="first sync")
+    repo.write("a.yaml", app_yaml("web", image="nginx:2"))
+    pushed_at = time.monotonic()
+    head = remote.push()
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=interval + 6, what="the push")
+    assert time.monotonic() - pushed_at <= interval + 6
+    wait_for(lambda: (objects.app(namespace, "web").get("status") or {}).get("lastSyncedCommit") == head,
+             timeout=interval + 6, what="status to record the pushed commit")
+
+
+def test_idle_intervals_do_not_fetch_but_still_undo_drift(start_agent, repo, remote, namespace, objects, cluster):
+    repo.write("a.yaml", app_yaml("web", replicas=1))
+    remote.push()
+    interval = 2
+    agent = start_agent(remote.url, "--interval", str(interval), "--namespace", namespace, "--no-watch")
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=30, what="a pass")
+    wait_for(lambda: (objects.deployment(namespace, "web")["status"].get("readyReplicas") or 0) == 1)
+    fetches = agent.metric("gitops_agent_git_fetch_duration_seconds_count")
+    passes = agent.metric("gitops_agent_passes_total", result="success")
+    time.sleep(3 * interval)
+    assert agent.metric("gitops_agent_passes_total", result="success") >= passes + 2
+    assert agent.metric("gitops_agent_git_fetch_duration_seconds_count") == fetches  # ls-remote only
+    cluster.kubectl("-n", namespace, "scale", "deployment/web", "--replicas=4")
+    wait_for(lambda: objects.deployment(namespace, "web")["spec"]["replicas"] == 1, timeout=interval + 5,
+             what="drift to be undone by the interval pass")
+
+
+def test_watch_restores_a_deleted_child_within_seconds(start_agent, repo, remote, namespace, objects, cluster):
+    repo.write("a.yaml", app_yaml("web"))
+    remote.push()
+    start_agent(remote.url, "--interval", "300", "--namespace", namespace)
+    wait_for(lambda: objects.deployment(namespace, "web") is not None, timeout=30, what="first sync")
+    old_uid = objects.deployment(namespace, "web")["metadata"]["uid"]
+    cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=false")
+    deleted_at = time.monotonic()
+    wait_for(lambda: (objects.deployment(namespace, "web") or {}).get("metadata", {}).get("uid") not in (None, old_uid),
+             timeout=5, interval=0.1, what="the Deployment to be recreated")
+    assert time.monotonic() - deleted_at < 5
+    # a hand-applied Application gets its children at once, too
+    manual = Path(cluster.state_dir) / f"manual-{namespace}.yaml"
+    manual.write_text(app_yaml("manual", namespace=namespace))
+    cluster.kubectl("apply", "-f", str(manual))
+    wait_for(lambda: objects.service(namespace, "manual") is not None, timeout=5, interval=0.1,
+             what="children of a hand-applied Application")
+
+
+def test_endpoints_and_metrics(start_agent, repo, remote, namespace):
+    repo.write("a.yaml", app_yaml("web"))
+    remote.push()
+    agent = start_agent(remote.url, "--interval", "30", "--namespace", namespace)
+    assert agent.get("/healthz")[0] == 200
+    wait_for(lambda: agent.get("/readyz")[0] == 200, timeout=30, what="/readyz")
+    wait_for(lambda: agent.metric("gitops_agent_objects_total", kind="Deployment", action="created") >= 1,
+             timeout=30, what="objects metric")
+    assert agent.metric("gitops_agent_passes_total", result="success") >= 1
+    assert agent.metric("gitops_agent_leader") == 1
+    assert agent.metric("gitops_agent_git_fetch_duration_seconds_count") >= 1
+    assert agent.metric("gitops_agent_last_synced_commit_timestamp_seconds") > time.time() - 120
+    assert agent.get("/nope")[0] == 404
+
+
+def test_json_log_has_one_line_per_pass(start_agent, repo, remote, namespace):
+    repo.write("a.yaml", app_yaml("web"))
+    head = remote.push()
+    agent = start_agent(remote.url, "--interval", "2", "--namespace", namespace, "--no-watch",
+                        "--log-format", "json")
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 2, timeout=30, what="2 passes")
+    assert agent.stop() == 0
+    lines = [json.loads(line) for line in agent.output().splitlines() if line.startswith("{")]
+    passes = [line for line in lines if line.get("event") == "pass"]
+    assert len(passes) >= 2 and passes[0]["commit"] == head and passes[0]["result"] == "success"
+    assert passes[0]["created"] == 3
+
+
+def test_two_agents_one_lease_failover(start_agent, repo, remote, namespace, objects):
+    repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+    remote.push()
+    flags = ["--interval", "2", "--namespace", namespace, "--leader-elect", "--lease-namespace", namespace,
+             "--lease-duration", "4", "--no-watch"]
+    first = start_agent(remote.url, *flags, "--identity", "first", cache="cache-1")
+    wait_for(lambda: first.metric("gitops_agent_leader") == 1, timeout=30, what="first to lead")
+    second = start_agent(remote.url, *flags, "--identity", "second", cache="cache-2")
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:1", timeout=30, what="first sync")
+    time.sleep(4)
+    assert second.metric("gitops_agent_leader") == 0
+    assert second.metric("gitops_agent_passes_total", result="success") == 0  # the standby never writes
+    assert second.get("/readyz")[0] == 200  # a healthy standby is ready
+    first.stop(signal.SIGKILL)
+    killed_at = time.monotonic()
+    repo.write("a.yaml", app_yaml("web", image="nginx:2"))
+    head = remote.push()
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=30, what="the standby to take over")
+    assert time.monotonic() - killed_at < 2 * 4 + 2 + 6  # two lease durations, one interval, slack
+    assert second.metric("gitops_agent_leader") == 1
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+
+
+def test_sigterm_during_a_pass_exits_0_and_the_next_start_converges(start_agent, agent, repo, remote, namespace,
+                                                                    objects):
+    for i in range(8):
+        repo.write(f"a{i}.yaml", app_yaml(f"app{i}"))
+    head = remote.push()
+    running = start_agent(remote.url, "--interval", "60", "--namespace", namespace)
+    wait_for(lambda: objects.deployment(namespace, "app0") is not None, timeout=30, interval=0.05,
+             what="the pass to be under way")
+    started = time.monotonic()
+    assert running.stop(signal.SIGTERM, timeout=30) == 0
+    assert time.monotonic() - started < 25
+    for i in range(8):  # status is either not written yet or whole, never a mixture
+        status = (objects.app(namespace, f"app{i}") or {}).get("status") or {}
+        if status:
+            assert status["lastSyncedCommit"] == status["lastAttemptedCommit"] == head
+            assert {c["type"] for c in status["conditions"]} == {"Ready", "Synced"}
+    proc = agent.sync(remote.url, "--namespace", namespace)
+    assert proc.returncode == 0
+    for i in range(8):
+        app, deployment, service = objects.trio(namespace, f"app{i}")
+        assert app["status"]["lastSyncedCommit"] == head and deployment and service
+
+
+def test_credentials_never_appear_in_output_status_or_events(start_agent, repo, remote, namespace, objects):
+    repo.write("a.yaml", app_yaml("web"))
+    remote.push()
+    good = start_agent(remote.url, "--interval", "60", "--namespace", namespace, cache="good")
+    wait_for(lambda: objects.app(namespace, "web") is not None and "status" in objects.app(namespace, "web"),
+             timeout=30, what="a synced Application")
+    good.stop()
+    token, env_token = "SECRET-TOKEN-in-url-1234", "SECRET-TOKEN-in-env-5678"
+    url = f"http://user:{token}@127.0.0.1:{free_port()}/missing.git"
+    bad = start_agent(url, "--interval", "1", "--namespace", namespace, "--fetch-timeout", "2",
+                      env={"GITOPS_AGENT_GIT_TOKEN": env_token}, cache="bad")
+    wait_for(lambda: bad.metric("gitops_agent_git_fetch_failures_total") >= 2, timeout=30, what="failed fetches")
+    _, metrics_text = bad.get("/metrics")
+    bad.stop()
+    texts = [bad.output(), metrics_text, json.dumps(objects.app(namespace, "web")), json.dumps(objects.events(namespace))]
+    assert "fetching http://***@127.0.0.1" in bad.output()
+    for text in texts:
+        assert token not in text and env_token not in text
+
+
+def test_least_privilege_rbac_from_deploy(cluster, agent, start_agent, repo, remote, namespace, objects, tmp_path):
+    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "deploy" / name))
+    token = cluster.kubectl("create", "token", "gitops-agent", "-n", "gitops-agent").stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": token}
+    kubeconfig = tmp_path / "agent-kubeconfig"
+    kubeconfig.write_text(json.dumps(config))
+    denied = cluster.kubectl("--kubeconfig", str(kubeconfig), "get", "secrets", "-A", check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+    repo.write("a.yaml", app_yaml("web"))
+    repo.write("b.yaml", app_yaml("other", namespace=f"{namespace}-x"))
+    remote.push()
+    try:
+        proc = agent.run([sys.executable, "-m", "agent", "sync", "--once", "--repo", remote.url,
+                          "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace])
+        assert proc.returncode == 0, proc.stderr
+        assert all(objects.trio(namespace, "web")) and all(objects.trio(f"{namespace}-x", "other"))
+        assert "could not record event" not in proc.stderr
+        running = start_agent(remote.url, "--interval", "30", "--namespace", namespace, "--leader-elect",
+                              "--lease-namespace", "gitops-agent", kubeconfig=kubeconfig)
+        wait_for(lambda: running.metric("gitops_agent_passes_total", result="success") >= 1, timeout=30,
+                 what="a pass under the agent's own RBAC")
+        assert running.metric("gitops_agent_leader") == 1
+        assert "Forbidden" not in running.output()
+    finally:
+        cluster.kubectl("delete", "namespace", f"{namespace}-x", "--timeout=120s", check=False)
