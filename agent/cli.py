@@ -75,6 +75,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
          default=_env("CACHE_DIR", default_cache_dir()))
+    flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
+         "(connection errors, 429, 5xx) before the pass gives up (default 20)",
+         type=float, default=float(_env("API_RETRY_SECONDS", "20")))
     flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take (default: 60)",
          type=float, default=float(_env("FETCH_TIMEOUT", "60")))
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args)
     try:
         opts = options_from(args)
-        kube = Kube(args.kubeconfig, args.context)
+        kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds)
     except (ApiError, OSError) as err:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED

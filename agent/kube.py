@@ -121,7 +121,10 @@ class Kube:
             resp = self.api.call_api(*req, _request_timeout=REQUEST_TIMEOUT)
             resp.read()
         except ApiException as err:  # raised by the REST layer for TLS/protocol faults
-            raise ApiError(err.status or 0, err.reason or "Error", str(err.body or err), what) from err
+            detail = " ".join(str(err.reason or err.body or err).split())
+            if not err.status:
+                raise ApiError(0, "Unreachable", detail, what) from err
+            raise ApiError(err.status, "Error", detail, what) from err
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise ApiError(0, "Unreachable", str(err), what) from err
         if resp.status == 404 and method in ("GET", "DELETE"):

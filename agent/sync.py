@@ -125,6 +125,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                 namespaces.add(namespace)
             live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
         except ApiError as err:
+            if err.status == 0:  # the API server is unreachable: stop the pass, prune nothing
+                raise
             failures[key] = str(err)
             report.add(key, step.subject, FAILED, str(err))
             continue
@@ -160,6 +162,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         try:
             live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
         except ApiError as err:
+            if err.status == 0:  # the API server is unreachable: stop the pass, prune nothing
+                raise
             failures[key] = str(err)
             report.add(key, step.subject, FAILED, str(err))
             continue
@@ -176,6 +180,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         try:
             kube.delete(step.live)
         except ApiError as err:
+            if err.status == 0:
+                raise
             report.add(owner, step.subject, FAILED, f"prune failed: {err}")
             continue
         report.add(owner, step.subject, PRUNED)
@@ -195,6 +201,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         elif key not in git_paths and plan.owned(app) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
             report.failed.add(key)
+        elif key not in git_paths and plan.owned(app):
+            why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
+            outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
+                                      f"no longer in Git at commit {report.commit}; kept because {why}", path)
         else:
             changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED})
             what = f"commit {report.commit[:12]}" if key in git_paths else "the live Application"
@@ -218,8 +228,10 @@ def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: stat
     new = status_.compute(app, outcome, deployment, _now())
     if not status_.differs(app.get("status"), new):
         return
+    old = app.get("status") or {}
+    patch = {**{k: None for k in old if k not in new}, **new}  # merge patch: null removes a field
     try:
-        stored = kube.patch_status(app, new)
+        stored = kube.patch_status(app, patch)
     except ApiError as err:
         if err.status == 404:
             return
@@ -229,4 +241,4 @@ def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: stat
         report.add(key, f"{KIND}/{key}", FAILED, "status write did not hold: the read-back differs")
         return
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
-        kube.event(app, "Warning", "SyncFailed", outcome.message)
+        kube.event(app, "Warning", outcome.reason, outcome.message)

@@ -63,7 +63,7 @@ class GitRepo:
         target.write_bytes(data)
 
     def remove(self, rel: str) -> None:
-        self.git("rm", "-q", "-r", rel)
+        self.git("rm", "-q", "-r", "-f", rel)
 
     def move(self, src: str, dst: str) -> None:
         (self.path / dst).parent.mkdir(parents=True, exist_ok=True)

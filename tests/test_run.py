@@ -17,16 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster import free_port
 from tests.support import app_yaml, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

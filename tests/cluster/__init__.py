@@ -131,7 +131,8 @@ def build(log=sys.stderr) -> Binaries:
     return Binaries(cluster=binary, kwok=kwok, stages=stages)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (bind to port 0, read it back, release it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -238,7 +239,7 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
     (state / "tokens.csv").write_text(f'{TOKEN},admin,admin-uid,"system:masters"\n')
     procs = _Processes(state)
     try:
-        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         procs.start("etcd", [
             bin_, "etcd", "--name=default", f"--data-dir={state / 'etcd'}", "--unsafe-no-fsync",
@@ -272,12 +273,12 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         ])
         procs.start("kube-scheduler", [
             bin_, "kube-scheduler", f"--kubeconfig={kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={_free_port()}",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
         ])
         procs.start("kwok", [
             str(binaries.kwok), f"--kubeconfig={kubeconfig}", "--manage-all-nodes=true",
             "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1", f"--config={binaries.stages}",
-            f"--server-address=127.0.0.1:{_free_port()}",
+            f"--server-address=127.0.0.1:{free_port()}",
         ])
         _api(server, ca, "/api/v1/nodes", "POST", {
             "apiVersion": "v1", "kind": "Node",
