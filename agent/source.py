@@ -13,6 +13,7 @@ import hashlib
 import os
 import posixpath
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,9 +59,29 @@ class Snapshot:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
+def split_credentials(url: str) -> tuple[str, Credentials | None]:
+    """``url`` without user-info, and the user/password it carried as Credentials (None when
+    it had none). Keeps tokens out of the mirror's config, logs and the cache key."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc or parts.scheme not in ("http", "https"):
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=host))
+    return clean, Credentials(token=urllib.parse.unquote(password) or None,
+                              username=urllib.parse.unquote(user) or "git")
+
+
+def _normalise(url: str) -> str:
+    if "://" not in url and not url.startswith("git@") and os.path.exists(url):
+        return os.path.abspath(url)
+    return split_credentials(url)[0]
+
+
 def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
-    """Directory of the bare mirror for ``url``: ``cache_dir/<sha256(url)[:16]>.git``."""
-    return Path(cache_dir) / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
+    """Directory of the bare mirror for ``url`` (user-info removed):
+    ``cache_dir/<sha256(url)[:16]>.git``."""
+    return Path(cache_dir) / (hashlib.sha256(_normalise(url).encode()).hexdigest()[:16] + ".git")
 
 
 @dataclass(frozen=True)
@@ -115,8 +136,10 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     when ``git ls-remote`` shows the ref still points at it and the mirror has it, the fetch
     is skipped (a cheap no-change check). Raises SourceError.
     """
-    if "://" not in url and not url.startswith("git@") and os.path.exists(url):
-        url = os.path.abspath(url)
+    shown = redact(url)
+    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
+    credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
+        embedded or credentials)
     mirror = cache_path(cache_dir, url)
     try:
         repo = git.Repo(mirror) if mirror.exists() else git.Repo.init(mirror, bare=True, mkdir=True)
@@ -131,10 +154,16 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
         detail = redact((err.stderr or str(err)).strip().replace("stderr: ", "").strip("'\n "), url)
         if err.status == -9 or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
-        raise SourceError(f"fetching {redact(url)} failed: {detail}") from None
+        raise SourceError(f"fetching {shown} failed: {_scrub(detail, credentials)}") from None
     except (git.GitError, OSError, ValueError) as err:
-        raise SourceError(f"fetching {redact(url)} failed: {redact(str(err), url)}") from None
+        raise SourceError(f"fetching {shown} failed: {_scrub(redact(str(err)), credentials)}") from None
     return Fetched(resolve(repo, ref, url), fetched=True)
+
+
+def _scrub(text: str, credentials: Credentials | None) -> str:
+    if credentials and credentials.token and len(credentials.token) >= 4:
+        text = text.replace(credentials.token, "***")
+    return text
 
 
 def _has(repo: git.Repo, sha: str) -> bool:
@@ -178,8 +207,6 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     ``max_file_bytes`` bytes are refused unread; beyond ``max_files`` files the snapshot
     is refused whole. Raises SourceError.
     """
-    if "://" not in url and os.path.exists(url):
-        url = os.path.abspath(url)
     repo = git.Repo(cache_path(cache_dir, url))
     tree = repo.commit(commit).tree
     root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
