@@ -13,6 +13,8 @@ import hashlib
 import os
 import posixpath
 import re
+import shutil
+import tempfile
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,11 @@ _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 class SourceError(Exception):
     """The source could not be fetched or read (remote unreachable, unknown ref, bad --path).
     The message never contains credentials."""
+
+
+class PathMissing(SourceError):
+    """``--path`` does not exist in the commit (Git keeps no empty directories, so removing
+    the last file under it removes the directory too)."""
 
 
 def redact(text: str, url: str | None = None) -> str:
@@ -141,22 +148,35 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
         embedded or credentials)
     mirror = cache_path(cache_dir, url)
+    staging = None
     try:
-        repo = git.Repo(mirror) if mirror.exists() else git.Repo.init(mirror, bare=True, mkdir=True)
-        if "origin" not in [r.name for r in repo.remotes]:
+        if mirror.exists():
+            repo = git.Repo(mirror)
+        else:  # a first fetch goes to a temporary mirror, moved into place only when it worked
+            Path(cache_dir).mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
+            repo = git.Repo.init(staging, bare=True)
             repo.create_remote("origin", url)
         with repo.git.custom_environment(**_git_env(timeout, credentials)):
             if known_commit and _unchanged(repo, ref, known_commit, timeout):
                 return Fetched(known_commit, fetched=False)
             repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
                            kill_after_timeout=timeout)
+        if staging is not None:
+            os.replace(staging, mirror)
+            staging = None
+            repo = git.Repo(mirror)
     except git.GitCommandError as err:
-        detail = redact((err.stderr or str(err)).strip().replace("stderr: ", "").strip("'\n "), url)
+        lines = (err.stderr or str(err)).replace("stderr: ", "").strip("'\n ").splitlines()
+        detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
         if err.status == -9 or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
         raise SourceError(f"fetching {shown} failed: {_scrub(detail, credentials)}") from None
     except (git.GitError, OSError, ValueError) as err:
         raise SourceError(f"fetching {shown} failed: {_scrub(redact(str(err)), credentials)}") from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     return Fetched(resolve(repo, ref, url), fetched=True)
 
 
@@ -216,7 +236,7 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
         try:
             tree = tree / root
         except KeyError:
-            raise SourceError(f"--path {path!r} does not exist in commit {commit}") from None
+            raise PathMissing(f"--path {path!r} does not exist in commit {commit}") from None
         if tree.type != "tree":
             raise SourceError(f"--path {path!r} is not a directory in commit {commit}")
     snapshot = Snapshot(commit=commit)

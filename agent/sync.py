@@ -72,7 +72,14 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             report.commit = fetched.commit
             if fetched.fetched:
                 report.fetch_seconds = time.monotonic() - started
-        snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
+        try:
+            snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
+        except source.PathMissing as err:
+            if not opts.allow_empty:
+                raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
+                                         "Applications)") from None
+            report.notes.append(f"{err}; --allow-empty: treated as no Applications")
+            snapshot = source.Snapshot(commit=report.commit)
     except source.SourceError as err:
         report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")
