@@ -54,7 +54,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == UNAVAILABLE:
             return self._reply(503, b"maintenance\n", {"Retry-After": "3600"})
-        if mode == UNAUTHORIZED:
+        required = self.server.owner.required_auth
+        if mode == UNAUTHORIZED or (required and self.headers.get("Authorization") != required):
             return self._reply(401, b"who are you\n", {"WWW-Authenticate": 'Basic realm="git"'})
         self._cgi()
 
@@ -128,6 +129,7 @@ class GitHttpServer:
         self.port = free_port()
         self.mode = OK
         self.requests: list = []
+        self.required_auth: str | None = None  # e.g. "Basic dXNlcjp0b2tlbg==": else 401
         self.released = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None

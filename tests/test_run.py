@@ -313,3 +313,60 @@ def test_least_privilege_rbac_from_deploy(cluster, agent, start_agent, repo, rem
         assert "Forbidden" not in running.output()
     finally:
         cluster.kubectl("delete", "namespace", f"{namespace}-x", "--timeout=120s", check=False)
+
+
+@pytest.mark.parametrize("source", ["token-file", "env"])
+def test_private_https_repository_with_a_token(source, agent, repo, namespace, objects, tmp_path):
+    import base64
+
+    from tests import faults
+
+    token = "private-token-0042"
+    repo.write("a.yaml", app_yaml("web"))
+    head = repo.commit()
+    faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(f"deploy:{token}".encode()).decode()
+        url = server.url("apps.git")
+        denied = agent.sync(url, "--namespace", namespace, "--fetch-timeout", "5")
+        assert denied.returncode == 2 and objects.app(namespace, "web") is None
+        if source == "token-file":
+            (tmp_path / "token").write_text(token + "\n")
+            args, env = ["--git-token-file", str(tmp_path / "token")], {}
+        else:
+            args, env = [], {"GITOPS_AGENT_GIT_TOKEN": token}
+        proc = agent.sync(url, "--namespace", namespace, "--git-username", "deploy", *args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+        assert token not in proc.stdout + proc.stderr
+        assert not faults.files_containing(agent.cache_dir, token.encode())
+
+
+def test_watch_recovers_from_dropped_connections(start_agent, repo, remote, namespace, objects, cluster, tmp_path):
+    from tests.proxy import FaultProxy
+
+    proxy = FaultProxy(int(cluster.server.rsplit(":", 1)[1]))
+    try:
+        kubeconfig = proxy.kubeconfig(cluster.kubeconfig, tmp_path / "proxied")
+        repo.write("a.yaml", app_yaml("web"))
+        remote.push()
+        start_agent(remote.url, "--interval", "300", "--namespace", namespace, kubeconfig=kubeconfig)
+        wait_for(lambda: objects.deployment(namespace, "web") is not None, timeout=30, what="first sync")
+        proxy.cut()  # every watch connection drops, and reconnects are refused for 3 s
+        time.sleep(3)
+        proxy.restore()
+        time.sleep(12)  # the watches back off at most 10 s between attempts
+        old_uid = objects.deployment(namespace, "web")["metadata"]["uid"]
+        cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=false")
+        wait_for(lambda: (objects.deployment(namespace, "web") or {}).get("metadata", {}).get("uid")
+                 not in (None, old_uid), timeout=5, interval=0.1, what="the Deployment to be recreated")
+    finally:
+        proxy.close()
+
+
+def test_deploy_directory_renders_with_kustomize(cluster):
+    rendered = cluster.kubectl("kustomize", str(ROOT / "deploy")).stdout
+    kinds = re.findall(r"^kind: (\w+)", rendered, re.M)
+    assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                    "RoleBinding", "Secret", "Deployment"])
+    assert "secrets" not in rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
