@@ -9,6 +9,9 @@ Application goes, and the agent's ownership labels (see ``ownership_labels``).
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from .schema import API_VERSION, KIND
 
 AGENT_NAME = "gitops-agent"
@@ -22,6 +25,10 @@ APPLICATION_LABEL = "heumsi.github.io/application"
 SOURCE_COMMIT = "heumsi.github.io/source-commit"
 SOURCE_PATH = "heumsi.github.io/source-path"
 """Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
+CONTENT_HASH = "heumsi.github.io/content-hash"
+"""Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
+so that removing a label or annotation in Git is a change too (a subset comparison of desired
+and live cannot see a removal)."""
 CREATED_BY_AGENT = "heumsi.github.io/created-by"
 """Label on namespaces the agent created (it never deletes a namespace)."""
 
@@ -53,12 +60,16 @@ def desired_application(manifest_body: dict, commit: str, path: str) -> dict:
 
     Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec).
     Output: apiVersion, kind, metadata (name, namespace, the user's labels and annotations plus
-    ``managed-by``, source commit and path annotations) and spec. Status is never applied.
+    ``managed-by``, the content hash, source commit and path annotations) and spec. Status is
+    never applied.
     """
     meta = manifest_body["metadata"]
     labels = dict(meta.get("labels") or {})
-    labels[MANAGED_BY] = AGENT_NAME
     annotations = dict(meta.get("annotations") or {})
+    content = json.dumps({"labels": labels, "annotations": annotations, "spec": manifest_body["spec"]},
+                         sort_keys=True)
+    labels[MANAGED_BY] = AGENT_NAME
+    annotations[CONTENT_HASH] = hashlib.sha256(content.encode()).hexdigest()[:16]
     annotations[SOURCE_COMMIT] = commit
     annotations[SOURCE_PATH] = path
     return {

@@ -330,3 +330,18 @@ def test_bad_name_is_reported_and_others_sync(agent, repo, namespace, objects):
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2 and "DNS-1123" in proc.stderr and "b.yaml" in proc.stderr
     assert all(objects.trio(namespace, "good"))
+
+
+def test_label_removed_in_git_is_removed_from_the_application(agent, repo, namespace, objects):
+    doc = app_yaml("web").replace("metadata:\n", "metadata:\n  labels: {tier: web}\n  annotations: {team: a}\n")
+    repo.write("a.yaml", doc)
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    meta = objects.app(namespace, "web")["metadata"]
+    assert meta["labels"]["tier"] == "web" and meta["annotations"]["team"] == "a"
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit("drop the label and annotation")
+    proc = sync_ok(agent, repo, namespace)
+    assert f"Application/{namespace}/web configured" in proc.stdout
+    meta = objects.app(namespace, "web")["metadata"]
+    assert "tier" not in meta["labels"] and "team" not in meta.get("annotations", {})

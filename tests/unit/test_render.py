@@ -32,8 +32,19 @@ def test_desired_application_marks_ownership_and_provenance():
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
     out = render.desired_application(body, "c" * 40, "apps/a.yaml")
     assert out["metadata"]["labels"] == {"tier": "web", render.MANAGED_BY: render.AGENT_NAME}
-    assert out["metadata"]["annotations"] == {render.SOURCE_COMMIT: "c" * 40, render.SOURCE_PATH: "apps/a.yaml"}
+    annotations = out["metadata"]["annotations"]
+    assert (annotations[render.SOURCE_COMMIT], annotations[render.SOURCE_PATH]) == ("c" * 40, "apps/a.yaml")
+    assert len(annotations[render.CONTENT_HASH]) == 16
     assert "status" not in out
+
+
+def test_removing_a_label_in_git_changes_the_content_hash():
+    body = {"metadata": {"name": "a", "namespace": "n", "labels": {"tier": "web"}},
+            "spec": {"image": "i", "replicas": 2, "port": 8080}}
+    without = {**body, "metadata": {"name": "a", "namespace": "n"}}
+    hashes = {render.desired_application(b, "c" * 40, "a.yaml")["metadata"]["annotations"][render.CONTENT_HASH]
+              for b in (body, without)}
+    assert len(hashes) == 2
 
 
 def test_crd_spec_schema_is_the_one_the_agent_validates_with():
