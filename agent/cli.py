@@ -19,7 +19,7 @@ from . import sync
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
-from .source import Credentials, redact
+from .source import Credentials, redact, source_id
 
 EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 EPILOG = """exit codes:
@@ -45,7 +45,12 @@ def _env_bool(name: str, default: bool) -> bool:
     value = _env(name)
     if value is None:
         return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise SystemExit(f"error: GITOPS_AGENT_{name}={value!r} is not a boolean (true/false, yes/no, 1/0, on/off)")
 
 
 def default_cache_dir() -> str:
@@ -70,6 +75,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("PATH", "."))
     flag("--namespace", "NAMESPACE", "namespace for Applications that name none (default: default)",
          default=_env("NAMESPACE", "default"))
+    flag("--source-id", "SOURCE_ID", "name for this repository and path in the heumsi.github.io/source label "
+         "of its Applications; only they are ever pruned by this source (default: derived from --repo "
+         "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"))
     flag("--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)",
          default=_env("KUBECONFIG"))
     flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
@@ -77,9 +85,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("CACHE_DIR", default_cache_dir()))
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
          "(connection errors, 429, 5xx) before the pass gives up (default 20)",
-         type=float, default=float(_env("API_RETRY_SECONDS", "20")))
+         type=float, default=_env("API_RETRY_SECONDS", "20"))
     flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take (default: 60)",
-         type=float, default=float(_env("FETCH_TIMEOUT", "60")))
+         type=float, default=_env("FETCH_TIMEOUT", "60"))
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
                         help="delete Applications (and children) the agent owns that Git no longer has "
                              "(default: on) [env GITOPS_AGENT_PRUNE=true|false]")
@@ -115,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "children changes, serve /healthz, /readyz and /metrics, optionally as one of "
                     "several replicas with leader election.")
     add_source_flags(run_parser)
-    run_parser.add_argument("--interval", type=float, default=float(_env("INTERVAL", "60")),
+    run_parser.add_argument("--interval", type=float, default=_env("INTERVAL", "60"),
                             help="seconds between scheduled passes (default 60) [env GITOPS_AGENT_INTERVAL]")
-    run_parser.add_argument("--jitter", type=float, default=float(_env("JITTER", "0")),
+    run_parser.add_argument("--jitter", type=float, default=_env("JITTER", "0"),
                             help="at most this many random seconds added to each interval (default 0) "
                                  "[env GITOPS_AGENT_JITTER]")
     run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"),
@@ -130,13 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
                             help="Lease name (default gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
     run_parser.add_argument("--lease-namespace", default=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
                             help="Lease namespace (default $POD_NAMESPACE or default) [env GITOPS_AGENT_LEASE_NAMESPACE]")
-    run_parser.add_argument("--lease-duration", type=int, default=int(_env("LEASE_DURATION", "15")),
+    run_parser.add_argument("--lease-duration", type=int, default=_env("LEASE_DURATION", "15"),
                             help="seconds a lease is valid without renewal (default 15) [env GITOPS_AGENT_LEASE_DURATION]")
     run_parser.add_argument("--identity", default=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
                             help="this replica's name in the Lease (default host-pid) [env GITOPS_AGENT_IDENTITY]")
     run_parser.add_argument("--watch", action=argparse.BooleanOptionalAction, default=_env_bool("WATCH", True),
                             help="also pass when an Application or child changes (default on) [env GITOPS_AGENT_WATCH]")
-    run_parser.add_argument("--shutdown-grace", type=float, default=float(_env("SHUTDOWN_GRACE", "20")),
+    run_parser.add_argument("--shutdown-grace", type=float, default=_env("SHUTDOWN_GRACE", "20"),
                             help="seconds SIGTERM waits for a running pass (default 20) [env GITOPS_AGENT_SHUTDOWN_GRACE]")
     return parser
 
@@ -150,7 +158,8 @@ def options_from(args: argparse.Namespace) -> sync.Options:
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
-                        fetch_timeout=args.fetch_timeout, credentials=credentials)
+                        fetch_timeout=args.fetch_timeout, credentials=credentials,
+                        source_id=args.source_id or source_id(args.repo, args.path))
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -166,7 +175,21 @@ def _setup_logging(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code (see EPILOG)."""
+    """Entry point; returns the process exit code (see EPILOG). Unexpected errors print their
+    traceback and exit 2, never 1 (which means "changed something")."""
+    try:
+        return _main(argv)
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_FAILED if stop.code not in (0, None) else EXIT_OK
+    except Exception:  # a bug: say so loudly, but keep the documented exit code
+        logging.getLogger("agent").exception("unexpected error")
+        return EXIT_FAILED
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args)
     try:
@@ -200,7 +223,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
                     health=health, watch=args.watch)
     try:
         server = serve(args.http_addr, metrics, health)
-    except OSError as err:
+    except (OSError, ValueError) as err:
         print(f"error: cannot listen on {args.http_addr}: {err}", file=sys.stderr)
         return EXIT_FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics on %s:%d", *server.server_address[:2])
@@ -214,6 +237,8 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
     else:
         runner.start_leading()
     done.wait()
+    logging.getLogger("agent.run").info("stopping: waiting up to %.0fs for a running pass", args.shutdown_grace)
     runner.shutdown(args.shutdown_grace)
+    logging.getLogger("agent.run").info("stopped")
     server.shutdown()
     return EXIT_FAILED if runner.lost_lease else EXIT_OK

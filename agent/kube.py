@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import logging
 import uuid
 
@@ -41,7 +42,8 @@ class ApiError(Exception):
 
     def __init__(self, status: int, reason: str, message: str, what: str = ""):
         self.status, self.reason, self.message, self.what = status, reason, message, what
-        super().__init__(f"{what}: {status} {reason}: {message}" if what else f"{status} {reason}: {message}")
+        head = f"{status} {reason}" if status else reason  # 0: no HTTP answer at all
+        super().__init__(f"{what}: {head}: {message}" if what else f"{head}: {message}")
 
 
 def _transient(exc: BaseException) -> bool:
@@ -90,8 +92,13 @@ class Kube:
                     config.load_incluster_config(client_configuration=configuration)
                 except config.ConfigException:
                     config.load_kube_config(client_configuration=configuration)
-        except (config.ConfigException, OSError) as err:
-            raise ApiError(0, "NoConfiguration", str(err), "loading the cluster configuration") from err
+        except Exception as err:  # the loader raises many kinds for a malformed file
+            where = f" from {kubeconfig}" if kubeconfig else ""
+            if kubeconfig and not os.path.exists(kubeconfig):
+                detail = "the file does not exist"
+            else:
+                detail = f"{type(err).__name__}: {err}"
+            raise ApiError(0, "NoConfiguration", detail, f"loading the cluster configuration{where}") from None
         configuration.retries = False
         self.api = client.ApiClient(configuration)
         self._retrying = tenacity.Retrying(

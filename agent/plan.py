@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from .render import AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_PATH
+from .render import AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from .schema import GROUP, KIND
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
@@ -34,18 +34,21 @@ def subject(ident: Identity) -> str:
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
-def owned(obj: dict) -> bool:
+def owned(obj: dict, source: str | None = None) -> bool:
     """True when the agent owns ``obj`` and may prune it.
 
     An Application is owned when it carries ``app.kubernetes.io/managed-by: gitops-agent``
-    (it was applied from Git). A child is owned when it carries that label *and* a controller
-    ownerReference to an Application; lookalike labels alone never make an object prunable.
+    (it was applied from Git) and, when ``source`` is given, ``heumsi.github.io/source`` equal
+    to it (another repository's or path's Applications are not ours). A child is owned when it
+    carries that label *and* a controller ownerReference to an Application; lookalike labels
+    alone never make an object prunable.
     """
     meta = obj.get("metadata", {})
-    if (meta.get("labels") or {}).get(MANAGED_BY) != AGENT_NAME:
+    labels = meta.get("labels") or {}
+    if labels.get(MANAGED_BY) != AGENT_NAME:
         return False
     if identity(obj)[:2] == (GROUP, KIND):
-        return True
+        return source is None or labels.get(SOURCE_LABEL) == source
     return any(ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
                and ref.get("controller") for ref in meta.get("ownerReferences") or [])
 
@@ -88,11 +91,13 @@ class Step:
         return subject(self.identity)
 
 
-def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True) -> list[Step]:
+def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
+         source: str | None = None) -> list[Step]:
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
 
-    ``prune=False`` (a pass that could not see the whole truth) yields no prune steps.
+    ``prune=False`` (a pass that could not see the whole truth) yields no prune steps;
+    ``source`` limits pruned Applications to those of one source (see ``owned``).
     Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
     """
     live_by_id = {identity(obj): obj for obj in live}
@@ -110,6 +115,6 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True) -
             steps.append(Step(UPDATE, ident, obj, current))
     if prune:
         for ident in sorted(set(live_by_id) - seen):
-            if owned(live_by_id[ident]):
+            if owned(live_by_id[ident], source):
                 steps.append(Step(PRUNE, ident, None, live_by_id[ident]))
     return steps

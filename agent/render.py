@@ -20,6 +20,9 @@ AGENT_NAME = "gitops-agent"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
+SOURCE_LABEL = "heumsi.github.io/source"
+"""Label on Git-applied Applications naming the source (repository and path) that owns them:
+an agent prunes only Applications of its own source."""
 APPLICATION_LABEL = "heumsi.github.io/application"
 """Label on children naming the owning Application (same namespace)."""
 SOURCE_COMMIT = "heumsi.github.io/source-commit"
@@ -55,12 +58,12 @@ def owner_reference(app_name: str, app_uid: str) -> dict:
             "controller": True, "blockOwnerDeletion": True}
 
 
-def desired_application(manifest_body: dict, commit: str, path: str) -> dict:
+def desired_application(manifest_body: dict, commit: str, path: str, source: str = "default") -> dict:
     """The Application as the agent applies it from Git.
 
     Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec).
     Output: apiVersion, kind, metadata (name, namespace, the user's labels and annotations plus
-    ``managed-by``, the content hash, source commit and path annotations) and spec. Status is
+    ``managed-by`` and the ``source`` label, the content hash, source commit and path annotations) and spec. Status is
     never applied.
     """
     meta = manifest_body["metadata"]
@@ -69,6 +72,7 @@ def desired_application(manifest_body: dict, commit: str, path: str) -> dict:
     content = json.dumps({"labels": labels, "annotations": annotations, "spec": manifest_body["spec"]},
                          sort_keys=True)
     labels[MANAGED_BY] = AGENT_NAME
+    labels[SOURCE_LABEL] = source
     annotations[CONTENT_HASH] = hashlib.sha256(content.encode()).hexdigest()[:16]
     annotations[SOURCE_COMMIT] = commit
     annotations[SOURCE_PATH] = path

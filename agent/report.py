@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
+KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ class Report:
 
     def summary(self) -> str:
         """Multi-line text: the commit, per Application its objects and actions, notes and a
-        closing line with the counts. Errors are separate (``errors``), for stderr."""
+        closing line with the counts of objects per action (``failed`` counts objects whose
+        API call failed) and the Applications that failed. Errors are separate (``errors``),
+        for stderr."""
         lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
         by_app: dict[str, list[Change]] = {}
         for change in self.changes:
@@ -70,7 +73,10 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
+        if counts.get(KEPT):
+            tally += f", {counts[KEPT]} kept"
         verdict = "sync failed" if self.errors else "sync succeeded"
-        failed = f"; failed Applications: {', '.join(sorted(self.failed))}" if self.failed else ""
+        failed = (f"; {len(self.failed)} Application{'s' if len(self.failed) != 1 else ''} failed: "
+                  f"{', '.join(sorted(self.failed))}") if self.failed else ""
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(lines)

@@ -76,6 +76,10 @@ class Runner:
         self.stopping.set()
 
     def _on_event(self, event_type: str, obj: dict | None) -> None:
+        if event_type == "MODIFIED" and obj and obj.get("kind") == "Application":
+            generation = obj["metadata"].get("generation")
+            if generation == (obj.get("status") or {}).get("observedGeneration"):
+                return  # a status write (usually this agent's own): nothing to reconcile
         self._trigger.set()
 
     def _trigger_loop(self) -> None:

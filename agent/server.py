@@ -66,6 +66,8 @@ def serve(address: str, metrics: Metrics, health: Health) -> ThreadingHTTPServer
     """Start the HTTP server on ``address`` (``host:port``; ``:8080`` means all interfaces) in a
     daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one)."""
     host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        raise ValueError(f"--http-addr {address!r} is not HOST:PORT (e.g. :8080 or 127.0.0.1:8080)")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server naming)

@@ -85,6 +85,14 @@ def _normalise(url: str) -> str:
     return split_credentials(url)[0]
 
 
+def source_id(url: str, path: str = ".") -> str:
+    """A short stable name for a source: the first 12 hex digits of sha256 over the URL
+    (user-info removed, local paths made absolute) and the normalised ``path``. It labels the
+    Applications a source owns; a label value, so at most 63 characters (Kubernetes rule)."""
+    key = f"{_normalise(url)}#{posixpath.normpath(path or '.')}"
+    return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
     """Directory of the bare mirror for ``url`` (user-info removed):
     ``cache_dir/<sha256(url)[:16]>.git``."""
@@ -220,7 +228,8 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
          max_file_bytes: int = 1_048_576, max_files: int = 5000) -> Snapshot:
-    """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``.
+    """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
+    and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
 
     ``path`` is relative to the repository root and must stay inside it and exist in the
     commit (a mistyped path must not look like "no Applications"). Files larger than
@@ -240,7 +249,8 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
         if tree.type != "tree":
             raise SourceError(f"--path {path!r} is not a directory in commit {commit}")
     snapshot = Snapshot(commit=commit)
-    blobs = [item for item in tree.traverse() if item.type == "blob" and item.path.endswith(MANIFEST_SUFFIXES)]
+    blobs = [item for item in tree.traverse() if item.type == "blob" and item.path.endswith(MANIFEST_SUFFIXES)
+             and not _hidden(item.path, root)]
     if len(blobs) > max_files:
         raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
     whole = repo.commit(commit).tree
@@ -256,6 +266,13 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
             continue
         snapshot.files[blob.path] = target.data_stream.read()
     return snapshot
+
+
+def _hidden(path: str, root: str) -> bool:
+    """True for files in a directory (or named) starting with '.' below ``root``, such as
+    ``.github/workflows/ci.yml``: tool configuration, not Applications."""
+    rel = path if root == "." else path[len(root) + 1:]
+    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _follow(tree, link) -> tuple[object | None, str | None]:

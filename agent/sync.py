@@ -18,7 +18,7 @@ import jsonschema
 from . import manifests, plan, render, source
 from . import status as status_
 from .kube import ApiError, Kube
-from .report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, UNCHANGED, Report
 from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,9 @@ class Options:
     remote's HEAD); ``path``: directory inside the repository; ``namespace``: for Applications
     that name none; ``prune``: delete what the agent owns and Git no longer has;
     ``allow_empty``: permit a commit with no Applications to prune them all; ``cache_dir``:
-    where the Git mirror lives; ``fetch_timeout``: seconds."""
+    where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
+    ``heumsi.github.io/source`` label that marks this source's Applications (see
+    ``source.source_id``)."""
 
     repo: str
     cache_dir: str
@@ -43,6 +45,7 @@ class Options:
     allow_empty: bool = False
     fetch_timeout: float = 60.0
     credentials: source.Credentials | None = None
+    source_id: str = "default"
 
 
 def _now() -> str:
@@ -107,8 +110,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     prune = opts.prune and not problems
     if problems and opts.prune:
         report.notes.append("pruning skipped: not every file could be read and validated")
-    desired_apps = [render.desired_application(m.body, report.commit, m.path) for m in wanted]
-    owned_live = [a for a in live_apps if plan.owned(a)]
+    desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id) for m in wanted]
+    owned_live = [a for a in live_apps if plan.owned(a, opts.source_id)]
     if prune and not desired_apps and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete all "
@@ -121,7 +124,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     outcomes: dict[str, list[str]] = {}  # app key -> actions taken
     failures: dict[str, str] = {}
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
-    app_steps = plan.plan(desired_apps, live_apps, prune=prune)
+    app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     for step in (s for s in app_steps if s.action != plan.PRUNE):
         key = _key(step.desired)
         try:
@@ -141,11 +144,13 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         in_scope[key] = live
 
     # Applications kept from the cluster: hand-applied ones, and owned ones Git did not
-    # prune this pass (their file failed to validate, or pruning is off).
+    # prune this pass (their file failed to validate, or pruning is off). Applications of
+    # another source are its agent's business.
     pruned_apps = {_key(s.live) for s in app_steps if s.action == plan.PRUNE}
+    foreign = {_key(a) for a in live_apps if plan.owned(a) and not plan.owned(a, opts.source_id)}
     for app in live_apps:
         key = _key(app)
-        if key not in in_scope and key not in pruned_apps and key not in failures \
+        if key not in in_scope and key not in pruned_apps and key not in failures and key not in foreign \
                 and not app["metadata"].get("deletionTimestamp"):
             in_scope[key] = app
 
@@ -182,7 +187,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
         labels = step.live["metadata"].get("labels") or {}
         owner = f"{step.identity[2]}/{labels.get(render.APPLICATION_LABEL, step.identity[3])}"
-        if owner in failures:  # its Application did not sync this pass: keep what it has
+        if owner in failures or owner in foreign:  # not synced this pass, or another source's
             continue
         try:
             kube.delete(step.live)
@@ -200,16 +205,17 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     broken_files = {p.path: str(p) for p in problems}
     for key, app in sorted(in_scope.items()):
         annotations = app["metadata"].get("annotations") or {}
-        from_git = key in git_paths or plan.owned(app)
+        from_git = key in git_paths or plan.owned(app, opts.source_id)
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
         if key in failures:
             outcome = status_.Outcome(False, False, report.commit if from_git else None, "SyncFailed",
                                       failures[key], path if from_git else None)
-        elif key not in git_paths and plan.owned(app) and path in broken_files:
+        elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
             report.failed.add(key)
-        elif key not in git_paths and plan.owned(app):
+        elif key not in git_paths and plan.owned(app, opts.source_id):
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
+            report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
             outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
                                       f"no longer in Git at commit {report.commit}; kept because {why}", path)
         else:

@@ -345,3 +345,33 @@ def test_label_removed_in_git_is_removed_from_the_application(agent, repo, names
     assert f"Application/{namespace}/web configured" in proc.stdout
     meta = objects.app(namespace, "web")["metadata"]
     assert "tier" not in meta["labels"] and "team" not in meta.get("annotations", {})
+
+
+def test_another_repository_never_prunes_this_ones_applications(agent, repo, namespace, objects, tmp_path):
+    from tests.support import GitRepo
+
+    repo.write("a.yaml", app_yaml("from-a"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    other = GitRepo.create(tmp_path / "other-repo")
+    other.write("b.yaml", app_yaml("from-b"))
+    other.commit()
+    proc = agent.sync(other.path, "--namespace", namespace)
+    assert proc.returncode == 0 and "pruned" not in proc.stdout.replace("0 pruned", "")
+    assert all(objects.trio(namespace, "from-a")) and all(objects.trio(namespace, "from-b"))
+    labels = {n: objects.app(namespace, n)["metadata"]["labels"]["heumsi.github.io/source"] for n in ("from-a", "from-b")}
+    assert labels["from-a"] != labels["from-b"]
+    # the same holds for another --path of the same repository
+    repo.write("sub/c.yaml", app_yaml("from-sub"))
+    repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace, "--path", "sub").returncode == 0
+    assert all(objects.trio(namespace, "from-a")) and all(objects.trio(namespace, "from-sub"))
+
+
+def test_hidden_directories_such_as_ci_config_are_skipped(agent, repo, namespace, objects):
+    repo.write(".github/workflows/ci.yml", "on: push\njobs: {build: {runs-on: ubuntu-latest}}\n")
+    repo.write(".gitlab-ci.yml", "stages: [test]\n")
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    sync_ok(agent, repo, namespace)
+    assert all(objects.trio(namespace, "web"))

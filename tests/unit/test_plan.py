@@ -65,3 +65,10 @@ def test_child_needs_label_and_controller_owner_reference_to_be_owned():
 ])
 def test_contains(live, desired, expected):
     assert plan.contains(live, desired) is expected
+
+
+def test_applications_of_another_source_are_never_pruned():
+    mine = app("mine", labels={**OWNED, render.SOURCE_LABEL: "src-a"})
+    theirs = app("theirs", labels={**OWNED, render.SOURCE_LABEL: "src-b"})
+    steps = plan.plan([], [mine, theirs], source="src-a")
+    assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Application/default/mine"]

@@ -30,8 +30,9 @@ def test_desired_application_marks_ownership_and_provenance():
     body = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
             "metadata": {"name": "a", "namespace": "n", "labels": {"tier": "web"}},
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
-    out = render.desired_application(body, "c" * 40, "apps/a.yaml")
-    assert out["metadata"]["labels"] == {"tier": "web", render.MANAGED_BY: render.AGENT_NAME}
+    out = render.desired_application(body, "c" * 40, "apps/a.yaml", "src-1")
+    assert out["metadata"]["labels"] == {"tier": "web", render.MANAGED_BY: render.AGENT_NAME,
+                                         render.SOURCE_LABEL: "src-1"}
     annotations = out["metadata"]["annotations"]
     assert (annotations[render.SOURCE_COMMIT], annotations[render.SOURCE_PATH]) == ("c" * 40, "apps/a.yaml")
     assert len(annotations[render.CONTENT_HASH]) == 16
