@@ -11,7 +11,7 @@ rm -rf "$DEMO"
 mkdir -p "$DEMO"
 
 kubectl() { "$PY" -m tests.cluster kubectl --state-dir "$STATE" -- "$@"; }
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }; else step() { printf '\n== %s\n' "$*"; }; fi
 stop() { step "stopping the control plane"; "$PY" -m tests.cluster down --state-dir "$STATE"; }
 
 step "starting the local control plane (built from Go modules; the first build takes a while)"
@@ -45,4 +45,7 @@ git -C "$REPO" rm -q apps/team-data/redis.yaml
 git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com commit -q -am "Scale frontend, retire redis"
 git -C "$REPO" show --stat --oneline HEAD
 sync
+step "one more pass a few seconds later records the new pods as ready in each Application's status"
+sleep 3
+"$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
