@@ -17,7 +17,7 @@ cluster: $(VENV)/.installed
 	$(PY) -m tests.cluster build
 
 test: cluster
-	$(PY) -m pytest -v $(PYTEST_ARGS)
+	$(PY) -m pytest -v --durations=15 $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -v tests/unit $(PYTEST_ARGS)
