@@ -17,6 +17,7 @@ cluster: $(VENV)/.installed
 	$(PY) -m tests.cluster build
 
 test: cluster
+	bash scripts/test-deps.sh
 	$(PY) -m pytest -v --durations=15 $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed

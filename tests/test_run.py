@@ -370,3 +370,54 @@ def test_deploy_directory_renders_with_kustomize(cluster):
     assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                                     "RoleBinding", "Secret", "Deployment"])
     assert "secrets" not in rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    """An OpenSSH server on loopback that lets this user in with a fresh key; yields
+    (port, client_key, known_hosts_line)."""
+    import getpass
+    import shutil as _shutil
+
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.skip("openssh-server is not installed (scripts/test-deps.sh installs it)")
+    d = tmp_path / "sshd"
+    d.mkdir()
+    for name in ("host_key", "client_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
+    _shutil.copy(d / "client_key.pub", d / "authorized_keys")
+    port = free_port()
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {d / 'authorized_keys'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+        f"KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nAllowUsers {getpass.getuser()}\n")
+    Path("/run/sshd").mkdir(exist_ok=True)
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=open(d / "sshd.log", "wb"))
+    wait_for(lambda: _connectable(port) or proc.poll() is not None, timeout=10, what="sshd")
+    assert proc.poll() is None, (d / "sshd.log").read_text()
+    host_key = (d / "host_key.pub").read_text().split()
+    yield port, d / "client_key", f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n"
+    proc.terminate()
+    proc.wait()
+
+
+def test_ssh_repository_with_key_and_strict_known_hosts(sshd, agent, repo, remote, namespace, objects, tmp_path):
+    import getpass
+
+    port, key, known_line = sshd
+    repo.write("a.yaml", app_yaml("web"))
+    head = remote.push()
+    url = f"ssh://{getpass.getuser()}@127.0.0.1:{port}{remote.path}"
+    wrong = tmp_path / "wrong_known_hosts"
+    other_key = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other_key)], check=True)
+    kind, blob = other_key.with_suffix(".pub").read_text().split()[:2]
+    wrong.write_text(f"[127.0.0.1]:{port} {kind} {blob}\n")
+    refused = agent.sync(url, "--namespace", namespace, "--ssh-key-file", str(key), "--known-hosts-file", str(wrong))
+    assert refused.returncode == 2 and objects.app(namespace, "web") is None  # a host key mismatch is fatal
+    known = tmp_path / "known_hosts"
+    known.write_text(known_line)
+    proc = agent.sync(url, "--namespace", namespace, "--ssh-key-file", str(key), "--known-hosts-file", str(known))
+    assert proc.returncode == 0, proc.stderr
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
