@@ -127,18 +127,15 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     for step in (s for s in app_steps if s.action != plan.PRUNE):
         key = _key(step.desired)
-        try:
-            namespace = step.desired["metadata"]["namespace"]
+
+        def ensure_namespace(namespace=step.desired["metadata"]["namespace"]):
             if namespace not in namespaces:
                 kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
                     "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
                 namespaces.add(namespace)
-            live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
-        except ApiError as err:
-            if err.status == 0:  # the API server is unreachable: stop the pass, prune nothing
-                raise
-            failures[key] = str(err)
-            report.add(key, step.subject, FAILED, str(err))
+
+        live = _converge(kube, report, failures, key, step, before=ensure_namespace)
+        if live is None:
             continue
         _record(report, kube, key, step.subject, step.action, live, outcomes)
         in_scope[key] = live
@@ -167,17 +164,11 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     child_steps = plan.plan(desired_children, live_children, prune=prune)
     deployments: dict[str, dict] = {}
     for step in child_steps:
-        obj = step.desired or step.live
-        key = f"{obj['metadata']['namespace']}/{obj['metadata']['labels'].get(render.APPLICATION_LABEL, obj['metadata']['name'])}"
         if step.action == plan.PRUNE:
             continue
-        try:
-            live = kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
-        except ApiError as err:
-            if err.status == 0:  # the API server is unreachable: stop the pass, prune nothing
-                raise
-            failures[key] = str(err)
-            report.add(key, step.subject, FAILED, str(err))
+        key = _owner_key(step.desired)
+        live = _converge(kube, report, failures, key, step)
+        if live is None:
             continue
         _record(report, kube, key, step.subject, step.action, in_scope.get(key), outcomes)
         if step.identity[1] == "Deployment":
@@ -185,8 +176,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
     # Prune: children first, then their Applications (not left to the garbage collector).
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
-        labels = step.live["metadata"].get("labels") or {}
-        owner = f"{step.identity[2]}/{labels.get(render.APPLICATION_LABEL, step.identity[3])}"
+        owner = _owner_key(step.live)
         if owner in failures or owner in foreign:  # not synced this pass, or another source's
             continue
         try:
@@ -225,6 +215,33 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
         _write_status(kube, report, key, app, outcome, deployments.get(key))
+
+
+def _owner_key(obj: dict) -> str:
+    """``namespace/name`` of the Application an object belongs to: itself for an Application,
+    the ``heumsi.github.io/application`` label for a child."""
+    meta = obj["metadata"]
+    if obj["kind"] == KIND:
+        return f"{meta['namespace']}/{meta['name']}"
+    return f"{meta['namespace']}/{(meta.get('labels') or {}).get(render.APPLICATION_LABEL, meta['name'])}"
+
+
+def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,
+              before=None) -> dict | None:
+    """Apply a create/update step (``before()`` first, if given) and return the live object;
+    for an unchanged step return it as listed. On an API error record the failure for ``key``
+    and return None; re-raise when the API server is unreachable (the pass stops, nothing is
+    pruned)."""
+    try:
+        if before:
+            before()
+        return kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
+    except ApiError as err:
+        if err.status == 0:
+            raise
+        failures[key] = str(err)
+        report.add(key, step.subject, FAILED, str(err))
+        return None
 
 
 def _record(report: Report, kube: Kube, key: str, subject: str, action: str, app: dict | None,
