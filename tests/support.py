@@ -25,6 +25,19 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25, what: str
         time.sleep(interval)
 
 
+ORIGINAL_APPLICATION = """\
+apiVersion: heumsi.github.io/v1
+kind: Application
+metadata:
+  name: nginx
+spec:
+  image: nginx:latest
+  replicas: 1
+  port: 80
+"""
+"""The original design's ``application.yaml``, byte for byte: it must keep working unchanged."""
+
+
 def app_yaml(name: str, image: str = "nginx:latest", replicas: int = 1, port: int = 80,
              namespace: str | None = None) -> str:
     """An Application document as a user writes it."""

@@ -57,6 +57,19 @@ def error_message(proc) -> str:
     return proc.stderr[start:] if start >= 0 else ""
 
 
+def failed_fetch(agent, url, namespace: str, says: str, what: str):
+    """Run sync against a failing remote with --fetch-timeout 1 and assert the common outcome:
+    exit 2 within 10 s, one error line that says ``says`` and that nothing changed.
+    Returns (CompletedProcess, the error message)."""
+    proc, seconds = timed_sync(agent, url, namespace, "--fetch-timeout", "1", timeout=30)
+    assert proc.returncode == 2, what
+    assert seconds < 10, f"{what} took {seconds:.1f}s"
+    assert len(error_lines(proc)) == 1, proc.stderr
+    message = error_message(proc)
+    assert says in message.lower() and "nothing was changed or pruned" in message, message
+    return proc, message
+
+
 def container(deployment: dict) -> dict:
     return deployment["spec"]["template"]["spec"]["containers"][0]
 
@@ -130,14 +143,9 @@ def test_remote_outage_refused_503_and_hang_changes_nothing_and_the_cache_does_n
         for mode, says in OUTAGES:
             server.set_mode(mode)
             for attempt in range(1, 4):
-                proc, seconds = timed_sync(agent, url, namespace, "--fetch-timeout", "1", timeout=30)
                 what = f"{mode} run {attempt}"
-                assert proc.returncode == 2, what
-                assert seconds < 10, f"{what} took {seconds:.1f}s"
-                assert len(error_lines(proc)) == 1, proc.stderr
-                message = error_message(proc)
-                assert f"fetching {url} failed" in message and says in message.lower(), message
-                assert "nothing was changed or pruned" in message
+                proc, message = failed_fetch(agent, url, namespace, says, what)
+                assert f"fetching {url} failed" in message
                 assert "commit: none" in proc.stdout and "0 pruned" in proc.stdout
                 before.check(what)
                 now = faults.tree_state(agent.cache_dir)
@@ -183,13 +191,8 @@ def test_unreachable_remotes_of_every_kind_change_nothing_then_the_remote_return
         for label, url, says in remotes:
             after_first = None
             for attempt in range(1, 4):
-                proc, seconds = timed_sync(agent, url, namespace, "--fetch-timeout", "1", timeout=30)
                 what = f"{label} run {attempt}"
-                assert proc.returncode == 2, what
-                assert seconds < 10, f"{what} took {seconds:.1f}s"
-                assert len(error_lines(proc)) == 1, proc.stderr
-                message = error_message(proc)
-                assert says in message.lower() and "nothing was changed or pruned" in message, message
+                proc, message = failed_fetch(agent, url, namespace, says, what)
                 before.check(what)
                 now = faults.tree_state(agent.cache_dir)
                 assert cache0.entries <= now.entries, f"{what}: the good mirror lost files"

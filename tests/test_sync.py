@@ -8,20 +8,11 @@ import subprocess
 
 import pytest
 
-from tests.support import app_yaml, wait_for
+from tests.support import ORIGINAL_APPLICATION, app_yaml, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")
 
-ORIGINAL = """\
-apiVersion: heumsi.github.io/v1
-kind: Application
-metadata:
-  name: nginx
-spec:
-  image: nginx:latest
-  replicas: 1
-  port: 80
-"""
+ORIGINAL = ORIGINAL_APPLICATION
 
 
 def sync_ok(agent, repo, namespace, *args):

@@ -8,16 +8,7 @@ from jsonschema import Draft202012Validator
 from agent.manifests import LoadResult, Manifest, ManifestError, load
 from agent.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 
-EXAMPLE = """\
-apiVersion: heumsi.github.io/v1
-kind: Application
-metadata:
-  name: nginx
-spec:
-  image: nginx:latest
-  replicas: 1
-  port: 80
-"""
+from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
