@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from . import fields
 from .render import AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from .schema import GROUP, KIND
 
@@ -35,22 +36,38 @@ def subject(ident: Identity) -> str:
 
 
 def owned(obj: dict, source: str | None = None) -> bool:
-    """True when the agent owns ``obj`` and may prune it.
+    """True when the agent owns ``obj`` and may prune, recreate or take fields over on it.
 
-    An Application is owned when it carries ``app.kubernetes.io/managed-by: gitops-agent``
-    (it was applied from Git) and, when ``source`` is given, ``heumsi.github.io/source`` equal
-    to it (another repository's or path's Applications are not ours). A child is owned when it
-    carries that label *and* a controller ownerReference to an Application; lookalike labels
-    alone never make an object prunable.
+    Every owned object was applied by the agent's field manager (see
+    ``fields.applied_by_agent``) and carries ``app.kubernetes.io/managed-by: gitops-agent``.
+    An Application must also carry ``heumsi.github.io/source`` equal to ``source`` when one is
+    given (another repository's or path's Applications are not ours). A child must be exactly
+    a child the agent renders: a controller ownerReference to an Application with the child's
+    own name (children are named like their Application). Copied labels, a copied
+    ownerReference or a copy-pasted manifest under another name never make an object ours.
     """
     meta = obj.get("metadata", {})
     labels = meta.get("labels") or {}
-    if labels.get(MANAGED_BY) != AGENT_NAME:
+    if labels.get(MANAGED_BY) != AGENT_NAME or not fields.applied_by_agent(obj):
         return False
     if identity(obj)[:2] == (GROUP, KIND):
         return source is None or labels.get(SOURCE_LABEL) == source
-    return any(ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
-               and ref.get("controller") for ref in meta.get("ownerReferences") or [])
+    return owner_name(obj) == meta.get("name")
+
+
+def owner_name(obj: dict) -> str | None:
+    """Name of the Application named by ``obj``'s controller ownerReference, or None."""
+    return next((ref.get("name") for ref in obj.get("metadata", {}).get("ownerReferences") or []
+                 if ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
+                 and ref.get("controller")), None)
+
+
+def drifted_ownership(live: dict) -> bool:
+    """True when ``live`` is the agent's and other managers (kubectl and Update writers) own
+    fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that the
+    agent's apply removes once those fields are handed over, even when every value the agent
+    sets is still in place (an added port, an extra selector key)."""
+    return owned(live) and bool(fields.foreign(live))
 
 
 def contains(live, desired) -> bool:
@@ -96,6 +113,10 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
 
+    A desired object is unchanged when every field it sets has the same value live and no
+    other manager owns fields where the agent renders in full (``drifted_ownership``); both
+    are differences the agent's apply removes, so a pass after a successful one is quiet.
+
     ``prune=False`` (a pass that could not see the whole truth) yields no prune steps;
     ``source`` limits pruned Applications to those of one source (see ``owned``).
     Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
@@ -109,7 +130,7 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
         current = live_by_id.get(ident)
         if current is None:
             steps.append(Step(CREATE, ident, obj, None))
-        elif contains(current, _without_provenance(obj)):
+        elif contains(current, _without_provenance(obj)) and not drifted_ownership(current):
             steps.append(Step(UNCHANGED, ident, obj, current))
         else:
             steps.append(Step(UPDATE, ident, obj, current))

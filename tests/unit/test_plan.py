@@ -5,10 +5,22 @@ import pytest
 from agent import plan, render
 
 
-def app(name, ns="default", image="nginx:latest", labels=None, annotations=None):
+APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}}}]
+"""managedFields of an object the agent's field manager applied."""
+
+
+def app(name, ns="default", image="nginx:latest", labels=None, annotations=None, managed=None):
+    managed = APPLIED if managed is None and (labels or {}).get(render.MANAGED_BY) else managed
+    meta = {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}}
     return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
-            "metadata": {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}},
+            "metadata": {**meta, "managedFields": managed} if managed else meta,
             "spec": {"image": image, "replicas": 1, "port": 80}}
+
+
+def applied(obj):
+    """``obj`` as the API server returns it after the agent applied it."""
+    return {**obj, "metadata": {**obj["metadata"], "managedFields": APPLIED}}
 
 
 OWNED = {render.MANAGED_BY: render.AGENT_NAME}
@@ -39,6 +51,11 @@ def test_desired_objects(live, desired, action):
     ([app("gone", labels=OWNED)], ["Application/default/gone"]),
     ([app("handmade")], []),  # applied by hand: never pruned
     ([app("lookalike", labels={"app.kubernetes.io/name": "x"})], []),
+    # the agent's labels copied into a hand-applied manifest: no gitops-agent apply, not ours
+    ([app("copied", labels=OWNED, managed=[{**APPLIED[0], "manager": "kubectl-client-side-apply",
+                                            "operation": "Update"}])], []),
+    ([app("server-side-copy", labels=OWNED, managed=[{**APPLIED[0], "manager": "gitops-agent",
+                                                      "operation": "Update"}])], []),
 ])
 def test_prune_only_what_the_agent_owns(live, prunes):
     steps = plan.plan([], live)
@@ -50,10 +67,51 @@ def test_no_prune_when_pass_is_not_clean():
 
 
 def test_child_needs_label_and_controller_owner_reference_to_be_owned():
-    deployment, _ = render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
-    assert plan.owned(deployment)
-    lookalike = {**deployment, "metadata": {**deployment["metadata"], "ownerReferences": []}}
-    assert not plan.owned(lookalike)
+    deployment, service = map(applied, render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
+    assert plan.owned(deployment) and plan.owned(service)
+    assert plan.owner_name(deployment) == "web"
+    meta = deployment["metadata"]
+    no_refs = {**deployment, "metadata": {**meta, "ownerReferences": []}}
+    not_controller = {**deployment, "metadata": {**meta, "ownerReferences": [
+        {**meta["ownerReferences"][0], "controller": False}]}}
+    other_kind = {**deployment, "metadata": {**meta, "ownerReferences": [
+        {**meta["ownerReferences"][0], "kind": "ReplicaSet"}]}}
+    other_group = {**deployment, "metadata": {**meta, "ownerReferences": [
+        {**meta["ownerReferences"][0], "apiVersion": "example.com/v1"}]}}
+    no_label = {**deployment, "metadata": {**meta, "labels": {}}}
+    not_applied = {**deployment, "metadata": {**meta, "managedFields": []}}
+    # a canary made from the rendered manifest: same labels and ownerReference, another name
+    canary = {**deployment, "metadata": {**meta, "name": "web-canary"}}
+    for lookalike in (no_refs, not_controller, other_kind, other_group, no_label, not_applied, canary):
+        assert not plan.owned(lookalike)
+    assert plan.owner_name(no_refs) is None and plan.owner_name(not_controller) is None
+    assert plan.owner_name(canary) == "web"
+
+
+def test_a_child_copied_under_another_name_is_never_pruned():
+    deployment, _ = map(applied, render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
+    canary = {**deployment, "metadata": {**deployment["metadata"], "name": "web-canary"}}
+    steps = plan.plan([], [deployment, canary])
+    assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Deployment/ns/web"]
+
+
+def test_fields_other_managers_own_where_the_agent_renders_in_full_are_drift():
+    desired, service = render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
+    extra_port = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"web"}': {"f:ports": {
+        'k:{"containerPort":81,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}}}}}}
+    patched = {"manager": "kubectl-patch", "operation": "Update", "apiVersion": "apps/v1",
+               "fieldsType": "FieldsV1", "fieldsV1": extra_port}
+    live = {**desired, "metadata": {**desired["metadata"], "managedFields": APPLIED + [patched]}}
+    [step] = plan.plan([desired], [live])
+    assert step.action == plan.UPDATE and plan.drifted_ownership(live)
+    # the same fields held by another controller's server-side apply are its business
+    theirs = {**live, "metadata": {**live["metadata"], "managedFields": APPLIED + [
+        {**patched, "manager": "autoscaler", "operation": "Apply"}]}}
+    assert [s.action for s in plan.plan([desired], [theirs])] == [plan.UNCHANGED]
+    # and on an object the agent does not own, nothing is taken over
+    foreign = {**live, "metadata": {**live["metadata"], "managedFields": [patched]}}
+    assert not plan.drifted_ownership(foreign)
+    assert [s.action for s in plan.plan([service], [applied(service)])] == [plan.UNCHANGED]
 
 
 @pytest.mark.parametrize("live, desired, expected", [

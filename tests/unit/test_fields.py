@@ -1,0 +1,179 @@
+"""fields: which managers' fields the agent takes over, where, and the managedFields it writes."""
+
+import datetime
+
+import pytest
+
+from agent import fields
+
+PORT_81 = 'k:{"containerPort":81,"protocol":"TCP"}'
+CONTAINER = 'k:{"name":"web"}'
+NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def entry(manager, operation="Update", fields_v1=None, subresource=None, **extra):
+    out = {"manager": manager, "operation": operation, "apiVersion": "apps/v1", "time": "2026-01-01T00:00:00Z",
+           "fieldsType": "FieldsV1", "fieldsV1": fields_v1 or {}, **extra}
+    if subresource is not None:
+        out["subresource"] = subresource
+    return out
+
+
+def deployment(*entries):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns", "managedFields": list(entries)}}
+
+
+def container_fields(**inner):
+    return {"f:spec": {"f:template": {"f:spec": {"f:containers": {CONTAINER: inner}}}}}
+
+
+EXTRA_PORT = container_fields(**{"f:ports": {PORT_81: {".": {}, "f:containerPort": {}, "f:protocol": {}}}})
+REVISION = {"f:metadata": {"f:annotations": {".": {}, "f:deployment.kubernetes.io/revision": {}}}}
+OURS = entry("gitops-agent", "Apply", container_fields(**{".": {}, "f:image": {}, "f:name": {}}))
+
+
+@pytest.mark.parametrize("e, expected", [
+    (entry("kubectl-edit"), True),
+    (entry("kubectl-patch"), True),
+    (entry("kubectl-client-side-apply"), True),
+    (entry("before-first-apply"), True),
+    (entry("some-script"), True),  # any Update writer: a hand edit through the API
+    (entry("kubectl", "Apply"), True),  # kubectl apply --server-side
+    (entry("kubectl-scale", subresource="scale"), True),
+    (entry("kube-controller-manager", subresource="status"), False),  # a controller's status
+    (entry("kubectl-edit", subresource="status"), False),
+    (entry("gitops-agent", "Apply"), False),
+    (entry("gitops-agent", "Update"), False),
+    (entry("autoscaler", "Apply"), False),  # another controller's server-side apply
+    (entry("kubectl-edit", fieldsType="FieldsV2"), False),
+])
+def test_eligible_managers(e, expected):
+    assert fields.eligible(e) is expected
+
+
+def test_entry_without_fields_type_or_subresource_counts_as_fieldsv1_on_the_object():
+    e = entry("kubectl-edit")
+    del e["fieldsType"]
+    assert fields.eligible(e)
+
+
+DOMAIN = (("f:spec", "f:ports"), ("f:spec", "f:selector"))
+
+
+@pytest.mark.parametrize("trie, inside, outside", [
+    ({}, {}, {}),
+    ({"f:spec": {"f:ports": {"k:{}": {}}}}, {"f:spec": {"f:ports": {"k:{}": {}}}}, {}),
+    ({"f:spec": {"f:type": {}}}, {}, {"f:spec": {"f:type": {}}}),
+    ({"f:spec": {"f:type": {}, "f:selector": {"f:a": {}}}},
+     {"f:spec": {"f:selector": {"f:a": {}}}}, {"f:spec": {"f:type": {}}}),
+    # an emptied parent is dropped, not kept as a leaf that would claim it
+    ({"f:spec": {".": {}, "f:ports": {}}}, {"f:spec": {"f:ports": {}}}, {"f:spec": {".": {}}}),
+    # a leaf at a parent of the domain stays where it is
+    ({"f:spec": {}}, {}, {"f:spec": {}}),
+    ({"f:metadata": {"f:labels": {"f:x": {}}}}, {}, {"f:metadata": {"f:labels": {"f:x": {}}}}),
+])
+def test_split(trie, inside, outside):
+    assert fields.split(trie, DOMAIN) == (inside, outside)
+
+
+@pytest.mark.parametrize("a, b, merged", [
+    ({}, {}, {}),
+    ({"f:a": {}}, {"f:b": {}}, {"f:a": {}, "f:b": {}}),
+    ({"f:a": {"f:x": {}}}, {"f:a": {"f:y": {}}}, {"f:a": {"f:x": {}, "f:y": {}}}),
+    ({"f:a": {}}, {"f:a": {}}, {"f:a": {}}),
+    ({"f:a": {}}, {"f:a": {"f:y": {}}}, {"f:a": {".": {}, "f:y": {}}}),
+    ({"f:a": {"f:x": {}}}, {"f:a": {}}, {"f:a": {".": {}, "f:x": {}}}),
+])
+def test_merge(a, b, merged):
+    assert fields.merge(a, b) == merged
+
+
+def test_foreign_fields_are_those_of_eligible_managers_inside_the_domain():
+    live = deployment(OURS, entry("kubectl-patch", fields_v1=EXTRA_PORT),
+                      entry("kube-controller-manager", fields_v1=REVISION),
+                      entry("kubectl-label", fields_v1={"f:metadata": {"f:labels": {"f:team": {}}}}))
+    assert fields.foreign(live) == EXTRA_PORT
+    assert fields.foreign(deployment(OURS, entry("kube-controller-manager", fields_v1=REVISION))) == {}
+    assert fields.foreign({"kind": "ConfigMap", "metadata": {"managedFields": [
+        entry("kubectl-edit", fields_v1={"f:data": {"f:x": {}}})]}}) == {}
+
+
+def test_handover_moves_domain_fields_to_the_agent_and_keeps_the_rest():
+    patched = entry("kubectl-patch", fields_v1={**EXTRA_PORT, **REVISION})
+    status = entry("kube-controller-manager", fields_v1={"f:status": {"f:replicas": {}}}, subresource="status")
+    entries = fields.handover(deployment(OURS, patched, status), "apps/v1", NOW)
+    by_manager = {e["manager"]: e for e in entries}
+    assert set(by_manager) == {"gitops-agent", "kubectl-patch", "kube-controller-manager"}
+    ours = by_manager["gitops-agent"]
+    assert ours["operation"] == "Apply" and ours["time"] == "2026-12-01T12:00:00Z"
+    assert ours["fieldsV1"] == container_fields(**{".": {}, "f:image": {}, "f:name": {}, "f:ports": {
+        PORT_81: {".": {}, "f:containerPort": {}, "f:protocol": {}}}})
+    assert by_manager["kubectl-patch"]["fieldsV1"] == REVISION  # outside the domain: left alone
+    assert by_manager["kubectl-patch"]["manager"] == "kubectl-patch"
+    assert by_manager["kube-controller-manager"] == status
+    assert [e["manager"] for e in entries] == ["gitops-agent", "kubectl-patch", "kube-controller-manager"]
+
+
+def test_handover_drops_an_entry_left_with_no_fields_and_creates_the_agents_entry():
+    entries = fields.handover(deployment(entry("kubectl-edit", fields_v1=EXTRA_PORT)), "apps/v1", NOW)
+    assert entries == [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "apps/v1",
+                        "time": "2026-12-01T12:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": EXTRA_PORT}]
+
+
+def test_handover_merges_several_managers_and_ignores_the_agents_update_entry():
+    edit = entry("kubectl-edit", fields_v1=container_fields(**{"f:image": {}}))
+    agent_update = entry("gitops-agent", "Update", {"f:metadata": {"f:labels": {"f:x": {}}}})
+    entries = fields.handover(deployment(agent_update, OURS, edit, entry("kubectl-patch", fields_v1=EXTRA_PORT)),
+                              "apps/v1", NOW)
+    assert [(e["manager"], e["operation"]) for e in entries] == [("gitops-agent", "Update"), ("gitops-agent", "Apply")]
+    assert entries[0] == agent_update
+    assert entries[1]["fieldsV1"] == container_fields(**{".": {}, "f:image": {}, "f:name": {}, "f:ports": {
+        PORT_81: {".": {}, "f:containerPort": {}, "f:protocol": {}}}})
+
+
+def test_nothing_to_hand_over_is_none():
+    assert fields.handover(deployment(OURS, entry("kube-controller-manager", fields_v1=REVISION)), "apps/v1") is None
+    assert fields.handover(deployment(), "apps/v1") is None
+    assert fields.handover({"kind": "Deployment", "metadata": {}}, "apps/v1") is None
+
+
+def test_handover_without_a_clock_stamps_the_current_time():
+    entries = fields.handover(deployment(entry("kubectl-edit", fields_v1=EXTRA_PORT)), "apps/v1")
+    stamp = datetime.datetime.strptime(entries[0]["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    assert abs((datetime.datetime.now(datetime.timezone.utc) - stamp).total_seconds()) < 5
+
+
+@pytest.mark.parametrize("kind, path, taken", [
+    ("Deployment", ("f:spec", "f:replicas"), True),
+    ("Deployment", ("f:spec", "f:selector", "f:matchLabels", "f:x"), True),
+    ("Deployment", ("f:spec", "f:template", "f:metadata", "f:labels", "f:x"), True),
+    ("Deployment", ("f:spec", "f:template", "f:metadata", "f:annotations", "f:kubectl.kubernetes.io/restartedAt"), False),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"sidecar"}', "."), True),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:volumes"), False),
+    ("Deployment", ("f:metadata", "f:labels", "f:team"), False),
+    ("Service", ("f:spec", "f:ports", 'k:{"port":81,"protocol":"TCP"}', "."), True),
+    ("Service", ("f:spec", "f:selector", "f:extra"), True),
+    ("Service", ("f:spec", "f:type"), False),
+    ("Application", ("f:spec", "f:image"), True),
+    ("Application", ("f:metadata", "f:annotations", "f:note"), False),
+])
+def test_authoritative_subtrees(kind, path, taken):
+    trie: dict = {}
+    node = trie
+    for key in path:
+        node = node.setdefault(key, {})
+    live = {"kind": kind, "metadata": {"managedFields": [entry("kubectl-edit", fields_v1=trie)]}}
+    assert (fields.foreign(live) == trie) is taken
+    assert (fields.foreign(live) == {}) is (not taken)
+
+
+@pytest.mark.parametrize("managed, expected", [
+    ([OURS], True),
+    ([entry("gitops-agent", "Update")], False),
+    ([entry("kubectl-client-side-apply")], False),
+    ([], False),
+])
+def test_applied_by_agent(managed, expected):
+    assert fields.applied_by_agent(deployment(*managed)) is expected
+    assert fields.applied_by_agent({"metadata": {}}) is False
