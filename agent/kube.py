@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import logging
+import os
+import time
 import uuid
 
 import tenacity
@@ -189,17 +190,42 @@ class Kube:
                 return False
             raise
 
+    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
+        """Replace ``obj``'s ``metadata.managedFields`` with ``entries`` (a JSON patch that
+        first tests ``resourceVersion``, so a write that raced another one fails with 409 or
+        422 instead of losing it). The object's content is unchanged; the API server stores
+        managedFields given explicitly in a request as they are. Returns the object."""
+        meta = obj["metadata"]
+        body = [{"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+                {"op": "replace", "path": "/metadata/managedFields", "value": entries}]
+        return self.request("PATCH", _path_of(obj), body=body, query={"fieldManager": AGENT_NAME},
+                            content_type="application/json-patch+json")
+
+    def wait_gone(self, obj: dict, timeout: float = 60.0, interval: float = 0.25) -> bool:
+        """Poll until the object with ``obj``'s identity and UID no longer exists (a newer
+        object of the same name counts as gone). Returns False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        uid = obj["metadata"].get("uid")
+        while True:
+            current = self.get(obj)
+            if current is None or (uid and current["metadata"].get("uid") != uid):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(interval)
+
     def patch_status(self, obj: dict, status: dict) -> dict:
         """Write ``status`` through the status subresource (JSON merge patch; lists replace
         whole). Returns the object as the server stored it."""
         return self.request("PATCH", _path_of(obj, "status"), body={"status": status},
                             content_type="application/merge-patch+json")
 
-    def served(self, group: str, version: str, plural: str) -> bool:
-        """True when the API server serves ``plural`` in ``group/version`` (e.g. the CRD is
-        installed and established), from API discovery."""
+    def served(self, group: str, version: str) -> set[str]:
+        """Names of the resources and subresources (``applications``, ``applications/status``)
+        the API server serves in ``group/version``, from API discovery; empty when the group
+        version is not served (e.g. the CRD is not installed or not yet established)."""
         data = self.request("GET", f"/apis/{group}/{version}")
-        return bool(data) and any(r.get("name") == plural for r in data.get("resources", []))
+        return {r.get("name") for r in (data or {}).get("resources", [])}
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event on ``obj`` (type Normal or Warning). Failures are logged,

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
 KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
+RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
 
 
 @dataclass(frozen=True)
 class Change:
     """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
-    ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged, pruned
-    or failed; ``message``: why, for failures."""
+    ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged,
+    recreated, pruned, kept or failed; ``message``: why, for failures and recreations."""
 
     application: str
     subject: str
@@ -40,8 +41,8 @@ class Report:
 
     @property
     def changed(self) -> bool:
-        """True when the pass created, configured or pruned anything."""
-        return any(c.action in (CREATED, CONFIGURED, PRUNED) for c in self.changes)
+        """True when the pass created, configured, recreated or pruned anything."""
+        return any(c.action in (CREATED, CONFIGURED, RECREATED, PRUNED) for c in self.changes)
 
     def add(self, application: str, subject: str, action: str, message: str = "") -> None:
         self.changes.append(Change(application, subject, action, message))
@@ -73,8 +74,9 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
-        if counts.get(KEPT):
-            tally += f", {counts[KEPT]} kept"
+        for extra in (RECREATED, KEPT):
+            if counts.get(extra):
+                tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"
         failed = (f"; {len(self.failed)} Application{'s' if len(self.failed) != 1 else ''} failed: "
                   f"{', '.join(sorted(self.failed))}") if self.failed else ""

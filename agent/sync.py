@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import manifests, plan, render, source
+from . import apply, manifests, plan, render, source
 from . import status as status_
 from .kube import ApiError, Kube
-from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
 from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
 CRD_NAME = f"{PLURAL}.{GROUP}"
-ACTION_WORD = {plan.CREATE: CREATED, plan.UPDATE: CONFIGURED, plan.UNCHANGED: UNCHANGED, plan.PRUNE: PRUNED}
+EVENT_REASON = {CREATED: "Created", CONFIGURED: "Updated", RECREATED: "Recreated"}
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,15 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
 
 
 def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list) -> None:
-    if not kube.served(GROUP, VERSION, PLURAL):
+    served = kube.served(GROUP, VERSION)
+    if PLURAL not in served:
         report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
                              f"(install it with: kubectl apply -f crd.yaml); nothing was changed")
+        return
+    if f"{PLURAL}/status" not in served:
+        report.errors.append(f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status "
+                             "subresource, so no Application status could be stored; apply this "
+                             "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
         return
     live_apps = kube.list(GROUP, KIND)
     selector = f"{render.MANAGED_BY}={render.AGENT_NAME}"
@@ -134,11 +140,11 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                     "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
                 namespaces.add(namespace)
 
-        live = _converge(kube, report, failures, key, step, before=ensure_namespace)
-        if live is None:
+        done = _converge(kube, report, failures, key, step, before=ensure_namespace)
+        if done is None:
             continue
-        _record(report, kube, key, step.subject, step.action, live, outcomes)
-        in_scope[key] = live
+        _record(report, kube, key, step.subject, done, done.live, outcomes)
+        in_scope[key] = done.live
 
     # Applications kept from the cluster: hand-applied ones, and owned ones Git did not
     # prune this pass (their file failed to validate, or pruning is off). Applications of
@@ -167,12 +173,17 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         if step.action == plan.PRUNE:
             continue
         key = _owner_key(step.desired)
-        live = _converge(kube, report, failures, key, step)
-        if live is None:
+        done = _converge(kube, report, failures, key, step)
+        if done is None:
             continue
-        _record(report, kube, key, step.subject, step.action, in_scope.get(key), outcomes)
+        _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
         if step.identity[1] == "Deployment":
-            deployments[key] = live
+            deployments[key] = done.live
+    desired_ids = {plan.identity(c) for c in desired_children}
+    for child in live_children:
+        if plan.identity(child) not in desired_ids and not plan.owned(child):
+            report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
+                                "not a child it made: not ours, left alone")
 
     # Prune: children first, then their Applications (not left to the garbage collector).
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
@@ -209,7 +220,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
                                       f"no longer in Git at commit {report.commit}; kept because {why}", path)
         else:
-            changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED})
+            changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
             what = f"commit {report.commit[:12]}" if key in git_paths else "the live Application"
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
@@ -219,23 +230,23 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
 def _owner_key(obj: dict) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
-    the ``heumsi.github.io/application`` label for a child."""
+    its controller ownerReference's Application for a child (the child's name when it has
+    none, as a desired child's reference always names it)."""
     meta = obj["metadata"]
     if obj["kind"] == KIND:
         return f"{meta['namespace']}/{meta['name']}"
-    return f"{meta['namespace']}/{(meta.get('labels') or {}).get(render.APPLICATION_LABEL, meta['name'])}"
+    return f"{meta['namespace']}/{plan.owner_name(obj) or meta['name']}"
 
 
 def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,
-              before=None) -> dict | None:
-    """Apply a create/update step (``before()`` first, if given) and return the live object;
-    for an unchanged step return it as listed. On an API error record the failure for ``key``
-    and return None; re-raise when the API server is unreachable (the pass stops, nothing is
-    pruned)."""
+              before=None) -> apply.Applied | None:
+    """Carry out a create/update/unchanged step (``before()`` first, if given; see
+    ``apply.converge``). On an API error record the failure for ``key`` and return None;
+    re-raise when the API server is unreachable (the pass stops, nothing is pruned)."""
     try:
-        if before:
+        if before and step.action != plan.UNCHANGED:
             before()
-        return kube.apply(step.desired) if step.action != plan.UNCHANGED else step.live
+        return apply.converge(kube, step)
     except ApiError as err:
         if err.status == 0:
             raise
@@ -244,13 +255,13 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
         return None
 
 
-def _record(report: Report, kube: Kube, key: str, subject: str, action: str, app: dict | None,
+def _record(report: Report, kube: Kube, key: str, subject: str, done: apply.Applied, app: dict | None,
             outcomes: dict[str, list[str]]) -> None:
-    word = ACTION_WORD[action]
-    report.add(key, subject, word)
-    outcomes.setdefault(key, []).append(word)
-    if word != UNCHANGED and app is not None:
-        kube.event(app, "Normal", "Created" if word == CREATED else "Updated", f"{subject} {word}")
+    report.add(key, subject, done.action, done.message)
+    outcomes.setdefault(key, []).append(done.action)
+    if done.action != UNCHANGED and app is not None:
+        why = f" ({done.message})" if done.message else ""
+        kube.event(app, "Normal", EVENT_REASON[done.action], f"{subject} {done.action}{why}")
 
 
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
@@ -268,7 +279,12 @@ def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: stat
         report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")
         return
     if stored is None or stored.get("status") != new:
-        report.add(key, f"{KIND}/{key}", FAILED, "status write did not hold: the read-back differs")
+        lost = sorted(k for k in new if ((stored or {}).get("status") or {}).get(k) != new[k])
+        report.add(key, f"{KIND}/{key}", FAILED,
+                   f"the API server accepted the status write but did not store {', '.join(lost) or 'it'}: "
+                   f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status subresource or "
+                   "a schema that prunes these fields; apply this project's crd.yaml "
+                   "(kubectl apply -f crd.yaml)")
         return
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Warning", outcome.reason, outcome.message)

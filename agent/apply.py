@@ -1,0 +1,111 @@
+"""Make one planned object live: take kubectl's fields over, server-side apply, and recreate a
+child whose immutable field differs from Git.
+
+Why a module of its own: these are the writes of a pass that change objects, and each needs a
+rule that plain server-side apply does not give. Fields other managers own where the agent
+renders in full are handed to the agent first (``fields.handover``), so the apply removes
+what Git does not have. A field the API server refuses to change in place (a Deployment's
+``spec.selector``) is fixed by deleting and recreating the object, and only when the agent
+owns it (``plan.owned``); someone else's object is never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from . import fields, plan
+from .kube import ApiError, Kube
+from .report import CONFIGURED, CREATED, RECREATED, UNCHANGED
+from .schema import KIND
+
+log = logging.getLogger(__name__)
+RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again
+TAKE_OVER_ATTEMPTS = 3
+_IMMUTABLE = re.compile(r"([\w.\[\]-]+): (?:Invalid value|Forbidden)\b.*?(?:field is immutable|"
+                        r"may not change once set|is immutable)", re.S)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
+    created, configured, unchanged, recreated; ``message`` says why it was recreated."""
+
+    live: dict
+    action: str
+    message: str = ""
+
+
+def immutable_field(err: ApiError) -> str | None:
+    """The field path (``spec.selector``) an API error refused as immutable, or None. The API
+    server answers 422 Invalid with ``<field>: Invalid value: ...: field is immutable``."""
+    if err.status != 422:
+        return None
+    match = _IMMUTABLE.search(err.message or "")
+    return match.group(1) if match else None
+
+
+def converge(kube: Kube, step: plan.Step) -> Applied:
+    """Carry out a create, update or unchanged ``step`` (see ``plan.plan``).
+
+    Update: when the live object is the agent's and other managers own fields the agent
+    renders in full, hand those to the agent (a managedFields patch), then apply. The action
+    is ``configured`` only when the object or its field ownership changed (a no-op apply, such
+    as one whose value the server alters back, is ``unchanged``). A child refused for an
+    immutable field is deleted (UID precondition), awaited and created again: ``recreated``.
+    Raises ApiError (prefixed with the object's subject) when a call fails, when the refused
+    object is not the agent's, or when the old object does not go within RECREATE_WAIT s.
+    """
+    if step.action == plan.UNCHANGED:
+        return Applied(step.live, UNCHANGED)
+    took = step.live is not None and plan.drifted_ownership(step.live) and _take_over(kube, step)
+    try:
+        live = kube.apply(step.desired)
+    except ApiError as err:
+        field = immutable_field(err) if step.identity[1] != KIND else None
+        if field is None:
+            raise
+        return _recreate(kube, step, field, err)
+    if step.live is None:
+        return Applied(live, CREATED)
+    moved = live["metadata"].get("resourceVersion") != step.live["metadata"].get("resourceVersion")
+    return Applied(live, CONFIGURED if took or moved else UNCHANGED)
+
+
+def _take_over(kube: Kube, step: plan.Step) -> bool:
+    """Hand other managers' fields in the authoritative subtrees to the agent; True when the
+    managedFields were rewritten. Re-reads and retries when another write raced it."""
+    current = step.live
+    for _ in range(TAKE_OVER_ATTEMPTS):
+        entries = fields.handover(current, step.desired["apiVersion"])
+        if entries is None:
+            return False
+        try:
+            kube.patch_managed_fields(current, entries)
+            return True
+        except ApiError as err:
+            if err.status not in (409, 422, 500):
+                raise
+        current = kube.get(current)
+        if current is None:
+            return False
+    raise ApiError(409, "Conflict", f"other writers kept changing it; field ownership not taken over "
+                                    f"after {TAKE_OVER_ATTEMPTS} attempts", step.subject)
+
+
+def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
+    if step.live is None or not plan.owned(step.live):
+        raise ApiError(refused.status, refused.reason,
+                       f"{field} is immutable and differs from Git, and this object was not made by the "
+                       "agent (no gitops-agent apply or no controller ownerReference to its Application), "
+                       "so it is not deleted; delete or rename it to let the agent create its own",
+                       step.subject)
+    why = f"{field} is immutable and differs from Git"
+    log.info("recreating %s: %s", step.subject, why,
+             extra={"fields": {"event": "recreate", "object": step.subject, "field": field}})
+    kube.delete(step.live)
+    if not kube.wait_gone(step.live, RECREATE_WAIT):
+        raise ApiError(408, "Timeout", f"deleted to recreate it ({why}), but it was still there after "
+                                       f"{RECREATE_WAIT:g}s (a finalizer?)", step.subject)
+    return Applied(kube.apply(step.desired), RECREATED, why)
