@@ -157,3 +157,29 @@ class Objects:
             for kind, obj in zip(("Application", "Deployment", "Service"), self.trio(namespace, name)):
                 out[f"{kind}/{name}"] = obj["metadata"]["resourceVersion"] if obj else None
         return out
+
+
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})
+
+
+def api_writes(cluster, resources=("applications", "deployments", "services", "events")) -> dict:
+    """Write requests the API server has served so far, from its own ``apiserver_request_total``
+    counter: {(verb, resource, subresource): count} for ``resources``, dry-run requests left
+    out. Take it before and after a step and compare (see ``new_writes``)."""
+    import re
+
+    text = cluster.kubectl("get", "--raw", "/metrics").stdout
+    out: dict = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line[:line.rindex("}")]))
+        if labels.get("verb") in WRITE_VERBS and labels.get("resource") in resources and not labels.get("dry_run"):
+            key = (labels["verb"], labels["resource"], labels.get("subresource", ""))
+            out[key] = out.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def new_writes(before: dict, after: dict) -> dict:
+    """The write counts that grew between two ``api_writes`` readings."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}

@@ -1,0 +1,294 @@
+"""Git is the truth: after one pass every field the agent renders equals Git, whatever tool made
+the hand edit, and the pass after it sends no write. Immutable fields, exact ownership and a
+status that must be stored. Real control plane, real Git, kubectl as people type it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from tests.support import api_writes, app_yaml, new_writes, wait_for
+
+pytestmark = pytest.mark.usefixtures("crd")
+
+SELECTOR = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
+GIT_PORTS = [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 80}]
+
+
+def synced(agent, repo, namespace, *args):
+    proc = agent.sync(repo.path, "--namespace", namespace, *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def settled(objects, namespace, name="web"):
+    """Wait until the Deployment controller has caught up (its own writes are not the agent's)."""
+    def done():
+        d = objects.deployment(namespace, name)
+        want, status = d["spec"]["replicas"], d["status"]
+        return status.get("observedGeneration") == d["metadata"]["generation"] and all(
+            status.get(k, 0) == want for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas"))
+    wait_for(done, timeout=120, what="the rollout to settle")
+
+
+def assert_exactly_git(objects, namespace, image="nginx:1.27", replicas=1):
+    app, deployment, service = objects.trio(namespace, "web")
+    assert app["spec"] == {"image": image, "replicas": replicas, "port": 80}
+    assert deployment["spec"]["replicas"] == replicas
+    assert deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
+    template = deployment["spec"]["template"]
+    assert {k: v for k, v in template["metadata"]["labels"].items()} == {
+        **SELECTOR, "app.kubernetes.io/name": "web", "app.kubernetes.io/managed-by": "gitops-agent"}
+    [container] = template["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("web", image)
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert "env" not in container
+    assert service["spec"]["selector"] == SELECTOR
+    assert service["spec"]["ports"] == GIT_PORTS
+
+
+def agent_events(objects, namespace):
+    return [e for e in objects.events(namespace) if (e.get("source") or {}).get("component") == "gitops-agent"]
+
+
+def assert_quiet_second_pass(agent, repo, namespace, objects, cluster):
+    """The pass after a converging one sends no write for the trio (counted by the API server
+    itself), records no Event and reports nothing configured, also with --exit-code."""
+    settled(objects, namespace)
+    generations = [o["metadata"].get("generation") for o in objects.trio(namespace, "web")]
+    events = len(agent_events(objects, namespace))
+    before = api_writes(cluster, resources=("applications", "deployments", "services"))
+    proc = agent.sync(repo.path, "--namespace", namespace, "--exit-code")
+    after = api_writes(cluster, resources=("applications", "deployments", "services"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
+    writes = {k: v for k, v in new_writes(before, after).items() if k[2] != "status"}
+    assert writes == {}, f"the second pass wrote: {writes}"
+    assert [o["metadata"].get("generation") for o in objects.trio(namespace, "web")] == generations
+    assert len(agent_events(objects, namespace)) == events
+
+
+def editor(tmp_path, change: str) -> dict:
+    """An EDITOR for ``kubectl edit`` that loads the object, runs ``change`` on it (``obj``),
+    and writes it back: a person editing the YAML by hand."""
+    script = tmp_path / "edit.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys, yaml
+        path = sys.argv[1]
+        obj = yaml.safe_load(open(path))
+        {change}
+        yaml.safe_dump(obj, open(path, "w"))
+    """))
+    return {"EDITOR": f"{sys.executable} {script}", "KUBE_EDITOR": f"{sys.executable} {script}"}
+
+
+def kubectl_edit(cluster, namespace, target, tmp_path, change):
+    import os
+
+    env = {**os.environ, **editor(tmp_path, change)}
+    cluster.kubectl("-n", namespace, "edit", target, env=env)
+
+
+HAND_EDITS = {
+    # the issue's case: a Service port changed with kubectl edit used to fail every pass (duplicate name)
+    "edit-service-port": lambda c, ns, tmp: kubectl_edit(
+        c, ns, "service/web", tmp, 'obj["spec"]["ports"][0]["port"] = 8080'),
+    "edit-container": lambda c, ns, tmp: kubectl_edit(
+        c, ns, "deployment/web", tmp, 'ctr = obj["spec"]["template"]["spec"]["containers"][0]; '
+        'ctr["image"] = "nginx:hotfix"; ctr["env"] = [{"name": "DEBUG", "value": "1"}]'),
+    "patch-json-container-port": lambda c, ns, tmp: c.kubectl(
+        "-n", ns, "patch", "deployment/web", "--type=json", "-p",
+        '[{"op":"add","path":"/spec/template/spec/containers/0/ports/-",'
+        '"value":{"containerPort":81,"protocol":"TCP"}}]'),
+    "patch-merge-selector": lambda c, ns, tmp: c.kubectl(
+        "-n", ns, "patch", "service/web", "--type=merge", "-p", '{"spec":{"selector":{"extra":"x"}}}'),
+    "patch-strategic-sidecar-and-port": lambda c, ns, tmp: (c.kubectl(
+        "-n", ns, "patch", "deployment/web", "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}'), c.kubectl(
+        "-n", ns, "patch", "service/web", "-p", '{"spec":{"ports":[{"name":"debug","port":81,"targetPort":81}]}}')),
+    "client-side-apply-port-list": lambda c, ns, tmp: _client_side_apply(c, ns, tmp),
+    "scale": lambda c, ns, tmp: c.kubectl("-n", ns, "scale", "deployment/web", "--replicas=3"),
+    "edit-application": lambda c, ns, tmp: kubectl_edit(
+        c, ns, "application/web", tmp, 'obj["spec"]["replicas"] = 4'),
+}
+
+
+def _client_side_apply(cluster, namespace, tmp_path):
+    manifest = tmp_path / "svc.yaml"
+    manifest.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"selector": SELECTOR, "ports": [{"name": "web", "protocol": "TCP", "port": 8080, "targetPort": 80},
+                                                 {"name": "metrics", "protocol": "TCP", "port": 9090}]}}))
+    cluster.kubectl("apply", "-f", str(manifest))
+
+
+@pytest.mark.parametrize("tool", sorted(HAND_EDITS))
+def test_one_pass_restores_git_exactly_then_the_next_pass_writes_nothing(
+        tool, agent, repo, namespace, objects, cluster, tmp_path):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    settled(objects, namespace)
+    HAND_EDITS[tool](cluster, namespace, tmp_path)
+    proc = synced(agent, repo, namespace)
+    assert " configured" in proc.stdout and "0 failed" in proc.stdout
+    assert_exactly_git(objects, namespace)
+    assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
+
+
+def test_labels_and_annotations_others_add_are_left_alone(agent, repo, namespace, objects, cluster):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    for target in ("deployment/web", "service/web", "application/web"):
+        cluster.kubectl("-n", namespace, "label", target, "team=payments")
+        cluster.kubectl("-n", namespace, "annotate", target, "example.com/owner=alice")
+    cluster.kubectl("-n", namespace, "rollout", "restart", "deployment/web")
+    restarted = objects.deployment(namespace, "web")["spec"]["template"]["metadata"]["annotations"]
+    assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
+    for obj in objects.trio(namespace, "web"):
+        assert obj["metadata"]["labels"]["team"] == "payments"
+        assert obj["metadata"]["annotations"]["example.com/owner"] == "alice"
+    assert objects.deployment(namespace, "web")["spec"]["template"]["metadata"]["annotations"] == restarted
+    assert_exactly_git(objects, namespace)
+
+
+def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, namespace, objects, cluster, tmp_path):
+    """Another controller's server-side apply adds a port: its intent, not a hand edit. The
+    agent neither removes it nor reports a change on every pass."""
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
+                                 "spec": {"ports": [{"name": "sidecar", "protocol": "TCP", "port": 15000}]}}))
+    cluster.kubectl("apply", "--server-side", "--field-manager=mesh-controller", "-f", str(extra))
+    for _ in range(2):
+        proc = agent.sync(repo.path, "--namespace", namespace, "--exit-code")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "0 configured" in proc.stdout
+    ports = {p["name"] for p in objects.service(namespace, "web")["spec"]["ports"]}
+    assert ports == {"http", "sidecar"}
+
+
+def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent"):
+    """Replace the Deployment with one whose selector differs (as an older rendering, or a
+    hand-made object, would have), keeping the agent's labels and ownerReference."""
+    current = objects.deployment(namespace, "web")
+    cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=true")
+    old = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "web", "namespace": namespace, "labels": current["metadata"]["labels"],
+                        "ownerReferences": current["metadata"]["ownerReferences"]},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}}}
+    manifest = tmp_path / "old.json"
+    manifest.write_text(json.dumps(old))
+    cluster.kubectl("apply", "--server-side", f"--field-manager={field_manager}", "-f", str(manifest))
+    return objects.deployment(namespace, "web")["metadata"]["uid"]
+
+
+def test_an_immutable_selector_is_fixed_by_recreating_the_agents_own_child(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    old_uid = _older_agents_deployment(cluster, objects, namespace, tmp_path)
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27", replicas=2))
+    head = repo.commit("two replicas")
+    proc = synced(agent, repo, namespace, "--log-level", "INFO", "--log-format", "json")
+    assert f"Deployment/{namespace}/web recreated (spec.selector is immutable" in proc.stdout
+    assert "1 recreated" in proc.stdout.splitlines()[-1]
+    logged = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    assert any(e.get("event") == "recreate" and e.get("object") == f"Deployment/{namespace}/web" for e in logged)
+    app, deployment, _ = objects.trio(namespace, "web")
+    assert deployment["metadata"]["uid"] != old_uid
+    assert deployment["spec"]["selector"] == {"matchLabels": SELECTOR} and deployment["spec"]["replicas"] == 2
+    assert app["status"]["lastSyncedCommit"] == head
+    assert {c["type"]: c["status"] for c in app["status"]["conditions"]}["Synced"] == "True"
+    events = [e for e in objects.events(namespace) if e["involvedObject"]["name"] == "web"
+              and e["reason"] == "Recreated"]
+    assert events and "spec.selector is immutable" in events[0]["message"]
+    proc = synced(agent, repo, namespace)
+    assert "0 configured" in proc.stdout and "recreated" not in proc.stdout
+
+
+def test_an_object_the_agent_did_not_make_is_never_recreated(agent, repo, namespace, objects, cluster, tmp_path):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="someone")
+    head = repo.commit("again")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert f"Deployment/{namespace}/web" in proc.stderr and "spec.selector is immutable" in proc.stderr
+    assert "not made by the agent" in proc.stderr and "so it is not deleted" in proc.stderr
+    assert objects.deployment(namespace, "web")["metadata"]["uid"] == uid
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] != head
+
+
+def test_a_copy_of_a_child_under_another_name_is_not_ours(agent, repo, namespace, objects, cluster, tmp_path):
+    """A canary made from the rendered manifest carries the agent's labels and ownerReference:
+    it is left alone, and so is a copy of a Service."""
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.write("other.yaml", app_yaml("other"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    for kind in ("deployment", "service"):
+        live = json.loads(cluster.kubectl("-n", namespace, "get", kind, "web", "-o", "json").stdout)
+        meta = live["metadata"]
+        live["metadata"] = {"name": "web-canary", "namespace": namespace, "labels": meta["labels"],
+                            "ownerReferences": meta["ownerReferences"]}
+        live.pop("status", None)
+        live["spec"].pop("clusterIP", None), live["spec"].pop("clusterIPs", None)
+        copy = tmp_path / f"{kind}.json"
+        copy.write_text(json.dumps(live))
+        cluster.kubectl("create", "-f", str(copy))
+    proc = synced(agent, repo, namespace)
+    assert f"Deployment/{namespace}/web-canary carries the agent's labels but is not a child it made" in proc.stdout
+    assert "not ours, left alone" in proc.stdout and "pruned" not in proc.stdout.replace("0 pruned", "")
+    assert objects.deployment(namespace, "web-canary") and objects.service(namespace, "web-canary")
+
+
+CRD_WITHOUT_STATUS = "drop the status subresource"
+CRD_PRUNING_STATUS = "keep the subresource, prune every status field"
+
+
+@pytest.mark.parametrize("change", [CRD_WITHOUT_STATUS, CRD_PRUNING_STATUS])
+def test_a_status_the_api_server_does_not_store_fails_the_pass(change, agent, repo, namespace, objects, cluster,
+                                                               tmp_path, crd):
+    from tests.conftest import ROOT
+
+    crd_doc = yaml.safe_load((ROOT / "crd.yaml").read_text())
+    version = crd_doc["spec"]["versions"][0]
+    if change == CRD_WITHOUT_STATUS:
+        del version["subresources"]
+    else:
+        version["schema"]["openAPIV3Schema"]["properties"]["status"] = {"type": "object"}
+    broken = tmp_path / "crd.yaml"
+    broken.write_text(yaml.safe_dump(crd_doc))
+    resources = lambda: json.loads(cluster.kubectl("get", "--raw", "/apis/heumsi.github.io/v1").stdout)["resources"]
+    has_status = lambda: any(r["name"] == "applications/status" for r in resources())
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit()
+    cluster.kubectl("apply", "-f", str(broken))
+    try:
+        wait_for(lambda: has_status() is (change != CRD_WITHOUT_STATUS), what="discovery to follow the CRD")
+        proc = agent.sync(repo.path, "--namespace", namespace)
+        assert proc.returncode == 2, proc.stdout
+        assert "CustomResourceDefinition applications.heumsi.github.io" in proc.stderr
+        assert "kubectl apply -f crd.yaml" in proc.stderr
+        assert "sync succeeded" not in proc.stdout
+        if change == CRD_WITHOUT_STATUS:
+            assert "no status subresource" in proc.stderr and objects.app(namespace, "web") is None
+        else:
+            assert "did not store" in proc.stderr and "lastSyncedCommit" in proc.stderr
+    finally:
+        cluster.kubectl("apply", "-f", str(ROOT / "crd.yaml"))
+        wait_for(has_status, what="the CRD's status subresource to be back")
+    proc = synced(agent, repo, namespace)
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == repo.head()
