@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a local control plane, the Application CRD, a real Git repository made from
 # sample-repo/, one sync, then a commit (one app's replicas changed, one app removed) and a second
-# sync that shows the update and the prune. Run it through `make demo`, which sets up .venv first.
+# sync that shows the update and the prune; then hand edits undone in one pass, and a pass with
+# nothing to do. Run it through `make demo`, which sets up .venv first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -49,3 +50,14 @@ step "one more pass a few seconds later records the new pods as ready in each Ap
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
+
+step "hand edits: kubectl patch adds a Service port and a sidecar; Git is the truth"
+NS=$(kubectl get svc -A -l app.kubernetes.io/managed-by=gitops-agent -o jsonpath='{.items[0].metadata.namespace}')
+NAME=$(kubectl get svc -A -l app.kubernetes.io/managed-by=gitops-agent -o jsonpath='{.items[0].metadata.name}')
+kubectl -n "$NS" patch service "$NAME" -p '{"spec":{"ports":[{"name":"debug","port":9999,"targetPort":9999}]}}'
+kubectl -n "$NS" patch deployment "$NAME" -p '{"spec":{"template":{"spec":{"containers":[{"name":"debug","image":"busybox"}]}}}}'
+kubectl -n "$NS" get service "$NAME" -o jsonpath='{range .spec.ports[*]}{.name}:{.port} {end}{"\n"}'
+sync
+kubectl -n "$NS" get service "$NAME" -o jsonpath='{range .spec.ports[*]}{.name}:{.port} {end}{"\n"}'
+step "the pass after that has nothing to do (--exit-code: 0 means in sync)"
+"$PY" -m agent sync --once --exit-code --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
