@@ -264,52 +264,48 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 
 
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
-         max_file_bytes: int = 1_048_576, max_files: int = 5000) -> Snapshot:
+         max_file_bytes: int = 1_048_576, max_files: int = 5000, submodules: bool = True,
+         credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
     """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
     and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
 
     ``path`` is relative to the repository root and must stay inside it and exist in the
-    commit (a mistyped path must not look like "no Applications"). Files larger than
-    ``max_file_bytes`` bytes are refused unread; beyond ``max_files`` files the snapshot
-    is refused whole. Raises SourceError.
+    commit (a mistyped path must not look like "no Applications"); it may lead into a
+    submodule. Files larger than ``max_file_bytes`` bytes are refused unread; beyond
+    ``max_files`` files (counted over all submodules) the snapshot is refused whole.
+
+    Submodules (gitlinks) under ``path`` are followed (``agent/submodules.py``): fetched with
+    ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
+    command, unless their mirror already holds the commit; their files appear under the
+    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused.
+    Raises SourceError (naming the submodule and its URL when one cannot be read) or
+    PathMissing; a gitlink is never read as an empty directory.
     """
-    repo = git.Repo(cache_path(cache_dir, url))
-    tree = repo.commit(commit).tree
+    from . import submodules as gitlinks  # imports this module
+
     root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
     if root.startswith("/") or root == ".." or root.startswith("../"):
         raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
-    if root != ".":
-        try:
-            tree = tree / root
-        except KeyError:
-            raise PathMissing(f"--path {path!r} does not exist in commit {commit}") from None
-        if tree.type != "tree":
-            raise SourceError(f"--path {path!r} is not a directory in commit {commit}")
-    snapshot = Snapshot(commit=commit)
-    blobs = [item for item in tree.traverse() if item.type == "blob" and item.path.endswith(MANIFEST_SUFFIXES)
-             and not _hidden(item.path, root)]
+    clean, credentials = effective(url, credentials)
+    walker = gitlinks.Walker(git.Repo(cache_path(cache_dir, url)), commit, clean, cache_dir,
+                             follow=submodules, credentials=credentials, timeout=timeout)
+    layer, tree = walker.locate(root, path)
+    blobs = walker.manifests(layer, tree)
     if len(blobs) > max_files:
         raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
-    whole = repo.commit(commit).tree
-    for blob in blobs:
+    snapshot = Snapshot(commit=commit)
+    for shown, layer, blob in blobs:
         target = blob
         if blob.mode == SYMLINK_MODE:
-            target, problem = _follow(whole, blob)
+            target, problem = _follow(layer.tree, blob)
             if problem:
-                snapshot.problems.append((blob.path, problem))
+                snapshot.problems.append((shown, problem))
                 continue
         if target.size > max_file_bytes:
-            snapshot.problems.append((blob.path, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
+            snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
             continue
-        snapshot.files[blob.path] = target.data_stream.read()
+        snapshot.files[shown] = target.data_stream.read()
     return snapshot
-
-
-def _hidden(path: str, root: str) -> bool:
-    """True for files in a directory (or named) starting with '.' below ``root``, such as
-    ``.github/workflows/ci.yml``: tool configuration, not Applications."""
-    rel = path if root == "." else path[len(root) + 1:]
-    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _follow(tree, link) -> tuple[object | None, str | None]:
