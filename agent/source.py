@@ -1,4 +1,5 @@
-"""Fetch the Git source and expose the files of one commit. The only module that imports ``git``.
+"""Fetch the Git source and expose the files of one commit. With ``agent/submodules.py`` (gitlinks
+under ``--path``), the only module that imports ``git``.
 
 The remote is mirrored into a bare repository in the cache directory (one per URL), fetched
 with forced refspecs so history rewritten upstream (force-push) and deleted branches just work.
