@@ -107,6 +107,40 @@ def test_a_gitlink_outside_path_is_not_fetched(repo, tmp_path):
         read(repo, tmp_path / "cache", path=".")
 
 
+def test_the_token_goes_to_same_host_submodules_only(repo, tmp_path):
+    """Over HTTP: a submodule on the repository's own server (relative URL) is fetched with the
+    repository's token; one on another server (another port) never sees it."""
+    import base64
+
+    from tests import faults
+
+    token = "private-token-0042"
+    same, other = team_b(tmp_path, "team-b"), team_b(tmp_path, "other")
+    with faults.GitHttpServer(tmp_path / "srv") as home, faults.GitHttpServer(tmp_path / "srv2") as elsewhere:
+        home.required_auth = "Basic " + base64.b64encode(f"git:{token}".encode()).decode()
+        repo.write("apps/web.yaml", "k: web\n")
+        repo.git("config", "-f", ".gitmodules", "submodule.b.path", "apps/b")
+        repo.git("config", "-f", ".gitmodules", "submodule.b.url", "../team-b.git")
+        repo.git("config", "-f", ".gitmodules", "submodule.o.path", "apps/o")
+        repo.git("config", "-f", ".gitmodules", "submodule.o.url", elsewhere.url("other.git"))
+        repo.git("add", "apps", ".gitmodules")
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{same.head()},apps/b")
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{other.head()},apps/o")
+        repo.git("commit", "-qm", "two submodules on two servers")
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        faults.bare_clone(same.path, tmp_path / "srv" / "team-b.git")
+        faults.bare_clone(other.path, tmp_path / "srv2" / "other.git")
+        url, cache = home.url("apps.git"), tmp_path / "cache"
+        creds = source.Credentials(token=token)
+        commit = source.fetch(url, None, cache, 10, credentials=creds).commit
+        snapshot = source.read(url, commit, cache, "apps", credentials=creds, timeout=10)
+        assert sorted(snapshot.files) == ["apps/b/more/api-b.yaml", "apps/b/web-b.yaml", "apps/o/more/api-b.yaml",
+                                          "apps/o/web-b.yaml", "apps/web.yaml"]
+        assert any("team-b.git" in path for _, _, path, _ in home.requests)
+        assert elsewhere.requests and all("Authorization" not in headers for _, _, _, headers in elsewhere.requests)
+    assert not faults.files_containing(cache, token.encode())
+
+
 # -- against the cluster --------------------------------------------------------------------------
 
 @pytest.mark.usefixtures("crd")
@@ -222,7 +256,7 @@ def test_unreadable_submodules_fail_by_name_and_prune_nothing(agent, repo, names
     proc = sync(agent, repo, namespace, "--fetch-timeout", "5")
     assert proc.returncode == 2
     errors = error_lines(proc)
-    assert len(errors) == 1 and "submodule 'apps/team-b'" in errors[0] and "https://***@127.0.0.1:1/b.git" in errors[0]
+    assert len(errors) == 1 and "submodule 'apps/team-b'" in errors[0] and "127.0.0.1:1/b.git" in errors[0]
     assert secret not in proc.stdout + proc.stderr
     before.check("unreachable")
 
