@@ -14,8 +14,9 @@ import shutil
 import pytest
 
 from agent import source
-from tests.support import GitRepo, app_yaml
+from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_failsafe import Untouched, error_lines, image, synced_commit
+from tests.test_run import start_agent  # noqa: F401 (a fixture)
 
 ALLOW_FILE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
 
@@ -292,3 +293,23 @@ def test_path_pointing_into_a_submodule(agent, repo, namespace, objects, tmp_pat
     assert all(objects.trio(namespace, "web-b"))
     proc = sync(agent, repo, namespace, path="apps/team-b/nope")
     assert proc.returncode == 2 and "apps/team-b/nope" in proc.stderr and "does not exist" in proc.stderr
+
+
+@pytest.mark.usefixtures("crd")
+def test_run_offline_passes_read_the_submodule_from_its_mirror(start_agent, repo, namespace, objects, cluster,  # noqa: F811
+                                                               tmp_path):
+    """`run`: a pass triggered by a cluster change reads the last commit again, submodule
+    included, without asking any remote: it works with the submodule's remote gone."""
+    sub = team_b(tmp_path)
+    repo.write("apps/web.yaml", app_yaml("web"))
+    add_submodule(repo, sub, "apps/team-b")
+    repo.commit("web, and team b as a submodule")
+    running = start_agent(str(repo.path), "--path", "apps", "--interval", "300", "--namespace", namespace,
+                          env=ALLOW_FILE)
+    wait_for(lambda: objects.deployment(namespace, "web-b") is not None, timeout=30, what="first sync")
+    old_uid = objects.deployment(namespace, "web-b")["metadata"]["uid"]
+    shutil.move(sub.path, tmp_path / "away")
+    cluster.kubectl("-n", namespace, "delete", "deployment", "web-b", "--wait=false")
+    wait_for(lambda: (objects.deployment(namespace, "web-b") or {}).get("metadata", {}).get("uid") not in (None, old_uid),
+             timeout=15, interval=0.2, what="the Deployment to be recreated by a watch pass")
+    assert running.metric("gitops_agent_passes_total", result="failure") == 0, running.output()
