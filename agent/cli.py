@@ -91,6 +91,10 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
                         help="delete Applications (and children) the agent owns that Git no longer has "
                              "(default: on) [env GITOPS_AGENT_PRUNE=true|false]")
+    parser.add_argument("--submodules", action=argparse.BooleanOptionalAction,
+                        default=_env_bool("SUBMODULES", True),
+                        help="follow Git submodules under --path; with --no-submodules a submodule there "
+                             "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES=true|false]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
@@ -159,7 +163,8 @@ def options_from(args: argparse.Namespace) -> sync.Options:
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
-                        source_id=args.source_id or source_id(args.repo, args.path))
+                        source_id=args.source_id or source_id(args.repo, args.path),
+                        submodules=args.submodules)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
