@@ -223,7 +223,9 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
     from .server import Health, Metrics, serve
 
     try:
-        secret = webhook.load_secret(args.webhook_secret_file, _env("WEBHOOK_SECRET"))
+        # popped: Git and SSH, started by the passes, never inherit the secret
+        secret = webhook.load_secret(args.webhook_secret_file,
+                                     os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
