@@ -292,7 +292,7 @@ class Webhook:
         length_header = _header(request.headers, "Content-Length")
         if length_header is None:
             return Outcome(411, "length_required", "Content-Length is required")
-        if not length_header.strip().isdigit():
+        if not (length_header.strip().isascii() and length_header.strip().isdigit()):  # int() takes "١٢" too
             request.close_connection = True
             return Outcome(400, "malformed", "Content-Length is not a number")
         length = int(length_header)
