@@ -226,6 +226,27 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     return repo, True
 
 
+def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credentials | None = None) -> str | None:
+    """The branch the remote's HEAD points at (``main`` for ``ref: refs/heads/main``), from
+    ``git ls-remote --symref URL HEAD``; ``url`` and ``credentials`` as for ``fetch``, ``timeout``
+    in seconds. None when the remote does not say (a detached HEAD, a transport without symrefs)
+    or cannot be reached; never raises for Git faults."""
+    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
+    credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
+        embedded or credentials)
+    runner = git.Git()
+    try:
+        with runner.custom_environment(**_git_env(timeout, credentials)):
+            listed = runner.ls_remote("--symref", url, "HEAD", kill_after_timeout=timeout)
+    except (git.GitError, OSError, ValueError):
+        return None
+    for line in listed.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            return target[len("ref: refs/heads/"):]
+    return None
+
+
 def _scrub(text: str, credentials: Credentials | None) -> str:
     if credentials and credentials.token and len(credentials.token) >= 4:
         text = text.replace(credentials.token, "***")
