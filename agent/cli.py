@@ -91,6 +91,10 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
                         help="delete Applications (and children) the agent owns that Git no longer has "
                              "(default: on) [env GITOPS_AGENT_PRUNE=true|false]")
+    parser.add_argument("--submodules", action=argparse.BooleanOptionalAction,
+                        default=_env_bool("SUBMODULES", True),
+                        help="follow Git submodules under --path; with --no-submodules a submodule there "
+                             "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES=true|false]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
@@ -146,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
                             help="also pass when an Application or child changes (default on) [env GITOPS_AGENT_WATCH]")
     run_parser.add_argument("--shutdown-grace", type=float, default=_env("SHUTDOWN_GRACE", "20"),
                             help="seconds SIGTERM waits for a running pass (default 20) [env GITOPS_AGENT_SHUTDOWN_GRACE]")
+    run_parser.add_argument("--webhook-secret-file", default=_env("WEBHOOK_SECRET_FILE"),
+                            help="enable POST /hooks/git with the secret in this file (or set the secret itself in "
+                                 "GITOPS_AGENT_WEBHOOK_SECRET); without one the path answers 404 "
+                                 "[env GITOPS_AGENT_WEBHOOK_SECRET_FILE]")
     return parser
 
 
@@ -159,7 +167,8 @@ def options_from(args: argparse.Namespace) -> sync.Options:
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
-                        source_id=args.source_id or source_id(args.repo, args.path))
+                        source_id=args.source_id or source_id(args.repo, args.path),
+                        submodules=args.submodules)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -214,19 +223,29 @@ def _main(argv: list[str] | None) -> int:
 
 def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int:
     """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM."""
+    from . import webhook
     from .runner import Runner
     from .server import Health, Metrics, serve
 
+    try:
+        # popped: Git and SSH, started by the passes, never inherit the secret
+        secret = webhook.load_secret(args.webhook_secret_file,
+                                     os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     metrics = Metrics()
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
                     health=health, watch=args.watch)
     try:
-        server = serve(args.http_addr, metrics, health)
+        server = serve(args.http_addr, metrics, health,
+                       webhook=webhook.create(secret, opts, runner, metrics) if secret else None)
     except (OSError, ValueError) as err:
         print(f"error: cannot listen on {args.http_addr}: {err}", file=sys.stderr)
         return EXIT_FAILED
-    logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics on %s:%d", *server.server_address[:2])
+    logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
+                                        ", /hooks/git" if secret else "", *server.server_address[:2])
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

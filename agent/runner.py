@@ -46,6 +46,10 @@ class Runner:
         self.last_commit: str | None = None
         self._pass_lock = threading.Lock()
         self._trigger = threading.Event()
+        self._request_lock = threading.Lock()
+        self._online_requested_at: float | None = None  # monotonic time of the newest webhook request
+        self._last_online_start: float | None = None
+        self._watch_pending = False
         self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
 
     # -- leading -------------------------------------------------------------------------------
@@ -65,7 +69,7 @@ class Runner:
                                         ("", "Service", selector)):
                 threading.Thread(target=self.kube.watch, args=(group, kind, labels, self._on_event, self.stopping),
                                  name=f"watch-{kind}", daemon=True).start()
-            threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
+        threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
 
     def stop_leading(self) -> None:
         """The lease was lost: stop at once (another replica now syncs)."""
@@ -80,14 +84,35 @@ class Runner:
             generation = obj["metadata"].get("generation")
             if generation == (obj.get("status") or {}).get("observedGeneration"):
                 return  # a status write (usually this agent's own): nothing to reconcile
+        self._watch_pending = True
         self._trigger.set()
+
+    def request_pass(self) -> bool:
+        """Ask for an online pass (one that asks Git) soon, e.g. for a webhook; returns at once.
+        Requests coalesce with each other and with watch triggers (one pass serves them all) and
+        with the schedule (a pass that started after the request serves it). False when this
+        replica does not sync (a standby, or stopping)."""
+        if not self.health.leading or self.stopping.is_set():
+            return False
+        with self._request_lock:
+            self._online_requested_at = time.monotonic()
+            self._trigger.set()
+        return True
 
     def _trigger_loop(self) -> None:
         while not self.stopping.is_set():
             if self._trigger.wait(timeout=1.0):
                 self.stopping.wait(TRIGGER_DEBOUNCE)
-                self._trigger.clear()
-                if not self.stopping.is_set():
+                with self._request_lock:
+                    self._trigger.clear()
+                    requested, self._online_requested_at = self._online_requested_at, None
+                    watched, self._watch_pending = self._watch_pending, False
+                if self.stopping.is_set():
+                    continue
+                if requested is not None and self.run_pass(offline=False, trigger="webhook",
+                                                           requested_at=requested) is not None:
+                    continue  # an online pass covers what the watches saw, too
+                if watched:
                     self.run_pass(offline=True, trigger="watch")
 
     # -- passes --------------------------------------------------------------------------------
@@ -95,12 +120,18 @@ class Runner:
     def scheduled_pass(self) -> None:
         self.run_pass(offline=False, trigger="interval")
 
-    def run_pass(self, offline: bool, trigger: str) -> Report | None:
-        """One pass, unless stopping or another pass is running (then it waits its turn)."""
+    def run_pass(self, offline: bool, trigger: str, requested_at: float | None = None) -> Report | None:
+        """One pass, unless stopping or another pass is running (then it waits its turn).
+        ``requested_at``: monotonic time of the request; None is returned without a pass when an
+        online pass started after it (that pass already saw what the request was about)."""
         with self._pass_lock:
             if self.stopping.is_set():
                 return None
+            if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
+                return None
             started = time.monotonic()
+            if not offline:
+                self._last_online_start = started
             report = sync.run(self.kube, self.opts, known_commit=self.last_commit,
                               offline=offline and self.last_commit is not None)
             duration = time.monotonic() - started

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from .webhook import PATH as WEBHOOK_PATH
+
 
 class Metrics:
     """The agent's Prometheus metrics, in their own registry (names prefixed ``gitops_agent_``)."""
@@ -33,6 +35,9 @@ class Metrics:
                                         registry=r, buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
         self.fetch_failures = Counter("gitops_agent_git_fetch_failures_total", "Git fetches that failed.",
                                       registry=r)
+        self.webhook_requests = Counter("gitops_agent_webhook_requests_total",
+                                        "POST /hooks/git requests by result (accepted, ignored, unauthorized, ...).",
+                                        ["result"], registry=r)
 
 
 class Health:
@@ -62,9 +67,10 @@ class Health:
             return True, f"last pass finished {age:.0f}s ago"
 
 
-def serve(address: str, metrics: Metrics, health: Health) -> ThreadingHTTPServer:
+def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> ThreadingHTTPServer:
     """Start the HTTP server on ``address`` (``host:port``; ``:8080`` means all interfaces) in a
-    daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one)."""
+    daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one).
+    ``webhook``: an ``agent.webhook.Webhook`` answering ``/hooks/git`` (None: that path is 404)."""
     host, _, port = address.rpartition(":")
     if not port.isdigit():
         raise ValueError(f"--http-addr {address!r} is not HOST:PORT (e.g. :8080 or 127.0.0.1:8080)")
@@ -79,7 +85,15 @@ def serve(address: str, metrics: Metrics, health: Health) -> ThreadingHTTPServer
             elif self.path == "/metrics":
                 self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
             else:
+                self.do_POST()  # /hooks/git answers 405 to a GET; anything else 404
+
+        def do_POST(self):  # noqa: N802 (http.server naming); other methods only reach the webhook
+            if webhook is not None and self.path.split("?", 1)[0] == WEBHOOK_PATH:
+                webhook.handle(self)
+            else:
                 self._send(404, b"not found\n", "text/plain")
+
+        do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815 (405 from the webhook, else 404)
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(code)
@@ -87,6 +101,8 @@ def serve(address: str, metrics: Metrics, health: Health) -> ThreadingHTTPServer
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        timeout = 30  # seconds: a client that stalls while sending its request is dropped
 
         def log_message(self, *args):  # probes every few seconds: keep the log for passes
             pass

@@ -1,4 +1,5 @@
-"""Fetch the Git source and expose the files of one commit. The only module that imports ``git``.
+"""Fetch the Git source and expose the files of one commit. With ``agent/submodules.py`` (gitlinks
+under ``--path``), the only module that imports ``git``.
 
 The remote is mirrored into a bare repository in the cache directory (one per URL), fetched
 with forced refspecs so history rewritten upstream (force-push) and deleted branches just work.
@@ -113,6 +114,9 @@ class Credentials:
 
 
 def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str, str]:
+    """Environment for one Git command: no prompts, SSH options, the low-speed abort and the
+    token as an ``http.extraHeader`` given through ``GIT_CONFIG_COUNT``/``KEY``/``VALUE``,
+    appended to any such entries the user's environment already has (never overwriting them)."""
     creds = credentials or Credentials()
     ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout))}"]
     if creds.ssh_key_file:
@@ -127,8 +131,12 @@ def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str
     }
     if creds.token:
         basic = base64.b64encode(f"{creds.username}:{creds.token}".encode()).decode()
-        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="http.extraHeader",
-                   GIT_CONFIG_VALUE_0=f"Authorization: Basic {basic}")
+        try:
+            count = max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0))
+        except ValueError:
+            count = 0
+        env.update({"GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": "http.extraHeader",
+                    f"GIT_CONFIG_VALUE_{count}": f"Authorization: Basic {basic}"})
     return env
 
 
@@ -139,6 +147,15 @@ class Fetched:
 
     commit: str
     fetched: bool
+
+
+def effective(url: str, credentials: Credentials | None = None) -> tuple[str, Credentials | None]:
+    """The URL Git is given (local paths made absolute, user-info removed) and the credentials
+    used for it: ``credentials`` when they hold a token or key, else those embedded in ``url``."""
+    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
+    if credentials and (credentials.token or credentials.ssh_key_file):
+        return url, credentials
+    return url, embedded or credentials
 
 
 def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0, *,
@@ -152,40 +169,82 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     is skipped (a cheap no-change check). Raises SourceError.
     """
     shown = redact(url)
-    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
-    credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
-        embedded or credentials)
-    mirror = cache_path(cache_dir, url)
+    url, credentials = effective(url, credentials)
+    unchanged = (lambda repo: _unchanged(repo, ref, known_commit, timeout)) if known_commit else None
+    repo, fetched = mirror(url, cache_dir, timeout, credentials=credentials, what=f"fetching {shown}",
+                           unchanged=unchanged)
+    return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
+
+
+def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
+           what: str, unchanged=None, want: str | None = None,
+           env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
+    """Bring the bare mirror of ``url`` (already clean, see ``effective``) up to date; returns
+    (the mirror, whether a fetch ran). A first fetch goes to a staging directory moved into
+    place only when everything worked, so a failure leaves the cache as it was.
+
+    ``unchanged(repo)``: called before any fetch; True skips it. ``want``: a full commit SHA
+    that must end up in the mirror; when it is already there nothing is fetched, and when the
+    ref fetch did not bring it, the SHA itself is fetched (kept under ``refs/pinned/``).
+    ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
+    Raises SourceError; the message is redacted.
+    """
+    target = cache_path(cache_dir, url)
     staging = None
     try:
-        if mirror.exists():
-            repo = git.Repo(mirror)
-        else:  # a first fetch goes to a temporary mirror, moved into place only when it worked
+        if target.exists():
+            repo = git.Repo(target)
+            if want and _has(repo, want):
+                return repo, False
+        else:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
             repo = git.Repo.init(staging, bare=True)
             repo.create_remote("origin", url)
-        with repo.git.custom_environment(**_git_env(timeout, credentials)):
-            if known_commit and _unchanged(repo, ref, known_commit, timeout):
-                return Fetched(known_commit, fetched=False)
+        with repo.git.custom_environment(**_git_env(timeout, credentials), **(env or {})):
+            if unchanged and unchanged(repo):
+                return repo, False
             repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
                            kill_after_timeout=timeout)
+            if want and not _has(repo, want):
+                repo.git.fetch("--no-tags", "origin", f"+{want}:refs/pinned/{want}", kill_after_timeout=timeout)
         if staging is not None:
-            os.replace(staging, mirror)
+            os.replace(staging, target)
             staging = None
-            repo = git.Repo(mirror)
+            repo = git.Repo(target)
     except git.GitCommandError as err:
         lines = (err.stderr or str(err)).replace("stderr: ", "").strip("'\n ").splitlines()
         detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
         if err.status == -9 or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
-        raise SourceError(f"fetching {shown} failed: {_scrub(detail, credentials)}") from None
+        raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
     except (git.GitError, OSError, ValueError) as err:
-        raise SourceError(f"fetching {shown} failed: {_scrub(redact(str(err)), credentials)}") from None
+        raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    return Fetched(resolve(repo, ref, url), fetched=True)
+    return repo, True
+
+
+def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credentials | None = None) -> str | None:
+    """The branch the remote's HEAD points at (``main`` for ``ref: refs/heads/main``), from
+    ``git ls-remote --symref URL HEAD``; ``url`` and ``credentials`` as for ``fetch``, ``timeout``
+    in seconds. None when the remote does not say (a detached HEAD, a transport without symrefs)
+    or cannot be reached; never raises for Git faults."""
+    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
+    credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
+        embedded or credentials)
+    runner = git.Git()
+    try:
+        with runner.custom_environment(**_git_env(timeout, credentials)):
+            listed = runner.ls_remote("--symref", url, "HEAD", kill_after_timeout=timeout)
+    except (git.GitError, OSError, ValueError):
+        return None
+    for line in listed.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            return target[len("ref: refs/heads/"):]
+    return None
 
 
 def _scrub(text: str, credentials: Credentials | None) -> str:
@@ -227,52 +286,48 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 
 
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
-         max_file_bytes: int = 1_048_576, max_files: int = 5000) -> Snapshot:
+         max_file_bytes: int = 1_048_576, max_files: int = 5000, submodules: bool = True,
+         credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
     """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
     and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
 
     ``path`` is relative to the repository root and must stay inside it and exist in the
-    commit (a mistyped path must not look like "no Applications"). Files larger than
-    ``max_file_bytes`` bytes are refused unread; beyond ``max_files`` files the snapshot
-    is refused whole. Raises SourceError.
+    commit (a mistyped path must not look like "no Applications"); it may lead into a
+    submodule. Files larger than ``max_file_bytes`` bytes are refused unread; beyond
+    ``max_files`` files (counted over all submodules) the snapshot is refused whole.
+
+    Submodules (gitlinks) under ``path`` are followed (``agent/submodules.py``): fetched with
+    ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
+    command, unless their mirror already holds the commit; their files appear under the
+    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused.
+    Raises SourceError (naming the submodule and its URL when one cannot be read) or
+    PathMissing; a gitlink is never read as an empty directory.
     """
-    repo = git.Repo(cache_path(cache_dir, url))
-    tree = repo.commit(commit).tree
+    from . import submodules as gitlinks  # imports this module
+
     root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
     if root.startswith("/") or root == ".." or root.startswith("../"):
         raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
-    if root != ".":
-        try:
-            tree = tree / root
-        except KeyError:
-            raise PathMissing(f"--path {path!r} does not exist in commit {commit}") from None
-        if tree.type != "tree":
-            raise SourceError(f"--path {path!r} is not a directory in commit {commit}")
-    snapshot = Snapshot(commit=commit)
-    blobs = [item for item in tree.traverse() if item.type == "blob" and item.path.endswith(MANIFEST_SUFFIXES)
-             and not _hidden(item.path, root)]
+    clean, credentials = effective(url, credentials)
+    walker = gitlinks.Walker(git.Repo(cache_path(cache_dir, url)), commit, clean, cache_dir,
+                             follow=submodules, credentials=credentials, timeout=timeout)
+    layer, tree = walker.locate(root, path)
+    blobs = walker.manifests(layer, tree)
     if len(blobs) > max_files:
         raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
-    whole = repo.commit(commit).tree
-    for blob in blobs:
+    snapshot = Snapshot(commit=commit)
+    for shown, layer, blob in blobs:
         target = blob
         if blob.mode == SYMLINK_MODE:
-            target, problem = _follow(whole, blob)
+            target, problem = _follow(layer.tree, blob)
             if problem:
-                snapshot.problems.append((blob.path, problem))
+                snapshot.problems.append((shown, problem))
                 continue
         if target.size > max_file_bytes:
-            snapshot.problems.append((blob.path, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
+            snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
             continue
-        snapshot.files[blob.path] = target.data_stream.read()
+        snapshot.files[shown] = target.data_stream.read()
     return snapshot
-
-
-def _hidden(path: str, root: str) -> bool:
-    """True for files in a directory (or named) starting with '.' below ``root``, such as
-    ``.github/workflows/ci.yml``: tool configuration, not Applications."""
-    rel = path if root == "." else path[len(root) + 1:]
-    return any(part.startswith(".") for part in rel.split("/"))
 
 
 def _follow(tree, link) -> tuple[object | None, str | None]:

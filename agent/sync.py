@@ -34,7 +34,8 @@ class Options:
     ``allow_empty``: permit a commit with no Applications to prune them all; ``cache_dir``:
     where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
     ``heumsi.github.io/source`` label that marks this source's Applications (see
-    ``source.source_id``)."""
+    ``source.source_id``); ``submodules``: follow submodules under ``path`` (False: a
+    submodule there fails the pass)."""
 
     repo: str
     cache_dir: str
@@ -46,6 +47,7 @@ class Options:
     fetch_timeout: float = 60.0
     credentials: source.Credentials | None = None
     source_id: str = "default"
+    submodules: bool = True
 
 
 def _now() -> str:
@@ -76,7 +78,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             if fetched.fetched:
                 report.fetch_seconds = time.monotonic() - started
         try:
-            snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path)
+            snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path,
+                                   submodules=opts.submodules, credentials=opts.credentials,
+                                   timeout=opts.fetch_timeout)
         except source.PathMissing as err:
             if not opts.allow_empty:
                 raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
