@@ -104,11 +104,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("KNOWN_HOSTS_FILE"))
 
 
-class _Parser(argparse.ArgumentParser):
-    """Flag errors as one line naming what is wrong and what is allowed (exit 2), no usage dump."""
-
-    def error(self, message):
-        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+_Parser = ci.OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:

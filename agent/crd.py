@@ -45,11 +45,15 @@ def openapi_schema() -> dict:
     raise LookupError(f"packaged crd.yaml serves no version {VERSION}")
 
 
+@functools.lru_cache(maxsize=1)
+def _validator():
+    return _Validator(openapi_schema())
+
+
 def problems(document: dict) -> list[tuple[tuple, str]]:
     """Every violation of the CRD's schema in one Application ``document`` (the body as
     applied: apiVersion, kind, metadata, spec; ``status`` is never applied and is left out).
     Returns (field path as a tuple of keys and indexes, message), sorted; empty when valid."""
     body = {k: v for k, v in document.items() if k != "status"}
-    validator = _Validator(openapi_schema())
-    found = {(tuple(e.absolute_path), e.message) for e in validator.iter_errors(body)}
+    found = {(tuple(e.absolute_path), e.message) for e in _validator().iter_errors(body)}
     return sorted(found, key=lambda p: (list(map(str, p[0])), p[1]))
