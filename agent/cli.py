@@ -216,6 +216,8 @@ def _main(argv: list[str] | None) -> int:
         kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,
                     dry_run=ci.is_dry_run(args))
     except (ApiError, OSError) as err:
+        if args.command != "run":
+            return ci.report_failure(args, str(err))
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED
     if args.command == "run":

@@ -65,10 +65,7 @@ def validate_main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
-    try:
-        return run_validate(args)
-    except BrokenPipeError:  # the reader (e.g. head) went away: the report was not wanted
-        return EXIT_FAILED
+    return run_validate(args)
 
 
 def add_output_flags(parser: argparse.ArgumentParser, env) -> None:
@@ -142,7 +139,7 @@ def run_validate(args) -> int:
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
     code = EXIT_OK if result.ok else EXIT_FAILED
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
-    print(source.redact(output.render(doc, args.output), args.repo), flush=True)
+    _emit(source.redact(output.render(doc, args.output), args.repo))
     if result.fatal and args.output != "text":
         print(f"error: {source.redact(result.fatal, args.repo)}", file=sys.stderr)
     return code
@@ -150,6 +147,31 @@ def run_validate(args) -> int:
 
 def _source(repo: str | None, ref: str | None, path: str) -> dict:
     return {"repo": source.redact(repo, repo) if repo else None, "ref": ref, "path": path}
+
+
+def _emit(text: str) -> None:
+    """Print the report; a reader that went away (``| head``) is not an error of the pass."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+
+
+def report_failure(args, message: str) -> int:
+    """A command that could not start (no cluster configuration, unreadable token file): the
+    one-line error on stderr and, for ``-o json|markdown``, a report saying so on stdout, so a
+    pipeline reading stdout still gets a document. Returns 2."""
+    repo = getattr(args, "repo", None)
+    message = source.redact(message, repo)
+    print(f"error: {message}", file=sys.stderr)
+    if getattr(args, "output", "text") != "text":
+        from .report import Report
+
+        report = Report(errors=[message])
+        doc = output.pass_document(report, command=args.command, dry_run=is_dry_run(args), exit_code=EXIT_FAILED,
+                                   source=_source(repo, args.ref, args.path))
+        _emit(output.render(doc, args.output))
+    return EXIT_FAILED
 
 
 def is_dry_run(args) -> bool:
@@ -185,7 +207,7 @@ def run_pass(kube, opts, args) -> int:
         code = EXIT_CHANGED if args.exit_code and doc["changes"] else EXIT_OK
     doc["exitCode"] = code
     text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
-    print(source.redact(text, opts.repo), flush=True)
+    _emit(source.redact(text, opts.repo))
     for error in report.errors:
         print(f"error: {source.redact(error, opts.repo)}", file=sys.stderr)
     return code
