@@ -195,6 +195,8 @@ class Kube:
         group = obj["apiVersion"].rpartition("/")[0]
         query = {"fieldManager": AGENT_NAME}
         if self.dry_run:
+            if meta.get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
+                return _as_if_stored(obj)  # as in apply: it exists only in the dry run
             query["dryRun"] = "All"
             if obj["kind"] == "Namespace":
                 self._dry_namespaces.add(meta["name"])
