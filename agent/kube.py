@@ -210,8 +210,8 @@ class Kube:
         if uid:
             body["preconditions"] = {"uid": uid}
         query = None
-        if self.dry_run:
-            query = {"dryRun": "All"}
+        if self.dry_run:  # the server reads DeleteOptions from the body when there is one
+            body["dryRun"], query = ["All"], {"dryRun": "All"}
             self._dry_deleted.add(_path_of(obj))
         try:
             return self.request("DELETE", _path_of(obj), body=body, query=query) is not None

@@ -104,7 +104,7 @@ def test_diff_shows_a_replicas_change_a_new_application_and_a_prune(agent, repo,
     web = web[:web.index("\n---", 1) if "\n---" in web[1:] else len(web)]
     assert "-  replicas: 1\n" in web and "+  replicas: 3\n" in web
     assert "resourceVersion" not in out and "managedFields" not in out and "source-commit" not in out
-    assert f"+++ desired/Application/{namespace}/new" in out and "+    image: nginx:1.27" in out
+    assert f"+++ desired/Application/{namespace}/new" in out and "+  image: nginx:1.27\n" in out
     assert f"+++ desired/Deployment/{namespace}/new" in out
     for kind in ("Application", "Deployment", "Service"):
         assert f"--- live/{kind}/{namespace}/gone" in out
