@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 import time
 import uuid
 from pathlib import Path
@@ -205,6 +208,7 @@ def test_help_documents_every_exit_code(agent):
 def _on_a_terminal(cmd: list[str]) -> str:
     """Run ``cmd`` with stdout and stderr on a pseudo-terminal; return everything it wrote."""
     leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")}
     proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
     os.close(follower)
