@@ -51,10 +51,12 @@ def dump(obj: dict | None) -> list[str]:
 
 def unified(subject: str, live: dict | None, desired: dict | None) -> str:
     """Unified diff (3 lines of context) from ``live`` to ``desired`` (either may be None: an
-    addition or a deletion), headed ``--- live/<subject>`` and ``+++ desired/<subject>``;
+    addition or a deletion), headed ``--- live/<subject>`` and ``+++ desired/<subject>``
+    (``/dev/null`` for the missing side, as Git does);
     ``""`` when they are equal after ``strip``."""
-    lines = difflib.unified_diff(dump(live), dump(desired), fromfile=f"live/{subject}",
-                                 tofile=f"desired/{subject}")
+    lines = difflib.unified_diff(dump(live), dump(desired),
+                                 fromfile="/dev/null" if live is None else f"live/{subject}",
+                                 tofile="/dev/null" if desired is None else f"desired/{subject}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
