@@ -56,12 +56,14 @@ def default_cache_dir() -> str:
 def validate_main(argv: list[str]) -> int:
     """``python -m agent validate ARGV``, without importing the cluster client. Returns the exit
     code (0 valid, 2 invalid or a user error; see VALIDATE_EPILOG)."""
-    parser = OneLineParser(prog="python -m agent")
-    add_validate_parser(parser.add_subparsers(dest="command", required=True), _env, default_cache_dir())
     try:
+        parser = OneLineParser(prog="python -m agent")
+        add_validate_parser(parser.add_subparsers(dest="command", required=True), _env, default_cache_dir())
         args = parser.parse_args(["validate", *argv])
     except SystemExit as stop:
-        return 2 if stop.code not in (0, None) else 0
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+        return EXIT_OK if stop.code in (0, None) else EXIT_FAILED
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
@@ -71,7 +73,11 @@ def validate_main(argv: list[str]) -> int:
 def add_output_flags(parser: argparse.ArgumentParser, env) -> None:
     """``-o/--output text|json|markdown`` and ``--quiet`` (no progress bar). ``env(name, default)``
     reads ``GITOPS_AGENT_<name>``."""
-    parser.add_argument("-o", "--output", choices=output.FORMATS, default=env("OUTPUT", "text"),
+    default = env("OUTPUT", "text")
+    if default not in output.FORMATS:
+        raise SystemExit(f"error: GITOPS_AGENT_OUTPUT={default!r} is not an output format "
+                         f"(allowed: {', '.join(output.FORMATS)})")
+    parser.add_argument("-o", "--output", choices=output.FORMATS, default=default,
                         help="report format on stdout: text, json (one document, see agent/report.schema.json) "
                              "or markdown (for a pull-request comment) [env GITOPS_AGENT_OUTPUT]")
     parser.add_argument("--quiet", "-q", action="store_true",

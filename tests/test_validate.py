@@ -140,3 +140,13 @@ def test_a_thousand_files_validate_fast(validate, tmp_path):
     elapsed = time.monotonic() - started
     assert proc.returncode == 0 and json.loads(proc.stdout)["counts"]["applications"] == 1000
     assert elapsed < 20, f"{elapsed:.1f}s"  # about 1.5 s on a 2-core machine (README)
+
+
+def test_a_bad_output_format_in_the_environment_is_one_line_exit_2(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")},
+           "GITOPS_AGENT_OUTPUT": "xml", "HOME": str(tmp_path)}
+    for command in ("validate", "diff", "sync"):
+        proc = subprocess.run([sys.executable, "-m", "agent", command, "--repo", "x"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr == (
+            "error: GITOPS_AGENT_OUTPUT='xml' is not an output format (allowed: text, json, markdown)\n"), command
