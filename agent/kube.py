@@ -38,6 +38,7 @@ RESOURCES = {
     ("", "Event"): ("/api/v1", "events", True),
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
 
 
@@ -133,7 +134,12 @@ class Kube:
     def request(self, method: str, url_path: str, *, body=None, query=None,
                 content_type: str = "application/json") -> dict | None:
         """One API request with transient-fault retries; returns the JSON body as a dict,
-        or None for 404 on GET/DELETE. Raises ApiError otherwise."""
+        or None for 404 on GET/DELETE. Raises ApiError otherwise. In a dry run every write
+        (PATCH, POST, PUT, DELETE), whichever verb method sends it, carries ``dryRun=All``."""
+        if self.dry_run and method in WRITE_METHODS:
+            query = {**(query or {}), "dryRun": "All"}
+            if method == "DELETE" and isinstance(body, dict):  # DeleteOptions in a body win
+                body = {**body, "dryRun": ["All"]}
         return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type)
 
     def _request_once(self, method, url_path, body, query, content_type):
@@ -161,7 +167,10 @@ class Kube:
     # -- verbs -------------------------------------------------------------------------------
 
     def get(self, obj: dict) -> dict | None:
-        """The live object with ``obj``'s identity, or None when it does not exist."""
+        """The live object with ``obj``'s identity, or None when it does not exist (in a dry
+        run also when the dry run deleted it)."""
+        if self.dry_run and _path_of(obj) in self._dry_deleted:
+            return None
         return self.request("GET", _path_of(obj))
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
@@ -185,7 +194,6 @@ class Kube:
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-            query["dryRun"] = "All"
         return self.request("PATCH", _path_of(obj), body=obj, query=query,
                             content_type="application/apply-patch+yaml")
 
@@ -197,7 +205,6 @@ class Kube:
         if self.dry_run:
             if meta.get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # as in apply: it exists only in the dry run
-            query["dryRun"] = "All"
             if obj["kind"] == "Namespace":
                 self._dry_namespaces.add(meta["name"])
         return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj, query=query)
@@ -209,12 +216,10 @@ class Kube:
         uid = obj["metadata"].get("uid")
         if uid:
             body["preconditions"] = {"uid": uid}
-        query = None
-        if self.dry_run:  # the server reads DeleteOptions from the body when there is one
-            body["dryRun"], query = ["All"], {"dryRun": "All"}
+        if self.dry_run:  # request() marks it dryRun=All; remember it as gone for this pass
             self._dry_deleted.add(_path_of(obj))
         try:
-            return self.request("DELETE", _path_of(obj), body=body, query=query) is not None
+            return self.request("DELETE", _path_of(obj), body=body) is not None
         except ApiError as err:
             if err.status == 409 and uid:  # precondition failed: a different object now
                 return False
