@@ -235,3 +235,19 @@ def test_progress_on_a_terminal_only_and_never_with_quiet(agent, repo, namespace
     assert "API calls" not in _on_a_terminal([*base, "--quiet"])
     piped = agent.run(base)
     assert "API calls" not in piped.stdout + piped.stderr
+
+
+def test_sync_exit_codes_and_its_json_report(agent, repo, namespace):
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit()
+    proc = run(agent, "sync", repo, namespace, "--exit-code", "-o", "json")
+    doc = schema_valid(json.loads(proc.stdout))
+    assert proc.returncode == 1 and doc["exitCode"] == 1 and doc["changes"] and not doc["dryRun"]
+    assert doc["counts"]["create"] == 3 and doc["timings"]["fetchSeconds"] is not None
+    proc = run(agent, "sync", repo, namespace, "--exit-code")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1].startswith("sync succeeded: 0 created")
+    repo.write("web.yaml", app_yaml("web", port=-1))
+    repo.commit("broken")
+    proc = run(agent, "sync", repo, namespace, "-o", "markdown")
+    assert proc.returncode == 2 and proc.stdout.startswith("### gitops-agent sync: failed")
+    assert "- `web.yaml:8: spec.port`: must be an integer between 1 and 65535" in proc.stdout
