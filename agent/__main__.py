@@ -1,7 +1,20 @@
-"""``python -m agent``: see ``agent.cli``."""
+"""``python -m agent``: see ``agent.cli``; ``validate`` goes straight to ``agent.commands`` so it
+never imports the cluster client (a pre-commit hook starts it on every commit)."""
 
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m agent`` and the ``gitops-agent`` script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["validate"]:
+        from .commands import validate_main
+
+        return validate_main(argv[1:])
+    from .cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
+from . import commands as ci
 from . import sync
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
@@ -24,7 +25,8 @@ from .source import Credentials, redact, source_id
 EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 EPILOG = """exit codes:
   0  success: the cluster matches the commit
-  1  success, and the pass changed something (only with --exit-code)
+  1  success, and the pass changed something (only with --exit-code); with --dry-run:
+     something would change (nothing was written)
   2  failure: the source could not be fetched, a file or Application was invalid, an API call
      failed, or pruning was refused; failing Applications and files are named on stderr
 """
@@ -106,9 +108,11 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("KNOWN_HOSTS_FILE"))
 
 
+_Parser = ci.OneLineParser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agent",
-                                     description="GitOps sync agent for Application resources.")
+    parser = _Parser(prog="python -m agent", description="GitOps sync agent for Application resources.")
     commands = parser.add_subparsers(dest="command", required=True)
     sync_parser = commands.add_parser(
         "sync", help="run one reconcile pass", epilog=EPILOG,
@@ -119,7 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
                              help="run one pass and exit (the only mode of 'sync'; kept for clarity)")
     sync_parser.add_argument("--exit-code", action="store_true",
                              help="exit 1 when the pass changed something (like git diff --exit-code)")
+    sync_parser.add_argument("--dry-run", action="store_true",
+                             help="the whole pass as a server-side dry run: nothing is written (no "
+                                  "changes, events, status or namespaces); exit 1 when something would change")
     add_source_flags(sync_parser)
+    ci.add_output_flags(sync_parser, _env)
+    diff_parser = commands.add_parser(
+        "diff", help="show what a sync would change, without changing anything", epilog=ci.DIFF_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A unified diff of live against desired for every object a sync would create, "
+                    "update or prune, computed with a server-side dry-run apply (server defaults never "
+                    "show as changes). Takes the same source and scope flags as sync.")
+    add_source_flags(diff_parser)
+    ci.add_output_flags(diff_parser, _env)
+    ci.add_validate_parser(commands, _env, default_cache_dir())
     run_parser = commands.add_parser(
         "run", help="run passes on a schedule (the in-cluster Deployment)", epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -201,24 +218,20 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args)
+    if args.command == "validate":
+        return ci.run_validate(args)
     try:
         opts = options_from(args)
-        kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds)
+        kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,
+                    dry_run=ci.is_dry_run(args))
     except (ApiError, OSError) as err:
+        if args.command != "run":
+            return ci.report_failure(args, str(err))
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED
     if args.command == "run":
         return run_forever(kube, opts, args)
-    try:
-        report = sync.run(kube, opts)
-    finally:
-        kube.close()
-    print(report.summary(), flush=True)
-    for error in report.errors:
-        print(f"error: {error}", file=sys.stderr)
-    if not report.ok:
-        return EXIT_FAILED
-    return EXIT_CHANGED if args.exit_code and report.changed else EXIT_OK
+    return ci.run_pass(kube, opts, args)
 
 
 def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int:

@@ -4,6 +4,11 @@ Built on the official ``kubernetes`` client's configuration, authentication and 
 speaking plain JSON dicts so the pure steps never see client model objects. Transient faults
 (connection errors, 429 and 5xx answers) are retried with exponential backoff (``tenacity``);
 everything else raises ``ApiError`` at once.
+
+With ``dry_run=True`` every write is a server-side dry run (``dryRun=All``): the API server
+validates, defaults and admits it and answers with the object it would store, but stores
+nothing. Events and status writes are skipped entirely (no request), so a dry-run pass leaves
+no trace in the cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ RESOURCES = {
     ("", "Event"): ("/api/v1", "events", True),
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
 
 
@@ -72,17 +78,29 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
 
 
+def _as_if_stored(obj: dict) -> dict:
+    """``obj`` as a dry run reports it when the server cannot be asked (its namespace or its
+    deleted predecessor exists only in the dry run): a copy with a placeholder uid."""
+    stored = json.loads(json.dumps(obj))
+    stored["metadata"].setdefault("uid", "00000000-0000-0000-0000-000000000000")
+    return stored
+
+
 class Kube:
     """A connection to one cluster.
 
     ``kubeconfig``/``context`` select a kubeconfig file and context; with neither, the
     in-cluster service account is tried first, then the default kubeconfig (``~/.kube/config``
     or ``$KUBECONFIG``), as kubectl does. Raises ``ApiError`` (status 0) when no configuration
-    can be loaded.
+    can be loaded. ``dry_run``: send writes as server-side dry runs and skip events and status
+    writes (see the module docstring).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
-                 retry_seconds: float = 20.0):
+                 retry_seconds: float = 20.0, dry_run: bool = False):
+        self.dry_run = dry_run
+        self._dry_namespaces: set[str] = set()  # namespaces a dry run "created"
+        self._dry_deleted: set[str] = set()  # paths of objects a dry run "deleted"
         configuration = client.Configuration()
         try:
             if kubeconfig or context:
@@ -117,7 +135,12 @@ class Kube:
     def request(self, method: str, url_path: str, *, body=None, query=None,
                 content_type: str = "application/json") -> dict | None:
         """One API request with transient-fault retries; returns the JSON body as a dict,
-        or None for 404 on GET/DELETE. Raises ApiError otherwise."""
+        or None for 404 on GET/DELETE. Raises ApiError otherwise. In a dry run every write
+        (PATCH, POST, PUT, DELETE), whichever verb method sends it, carries ``dryRun=All``."""
+        if self.dry_run and method in WRITE_METHODS:
+            query = {**(query or {}), "dryRun": "All"}
+            if method == "DELETE" and isinstance(body, dict):  # DeleteOptions in a body win
+                body = {**body, "dryRun": ["All"]}
         return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type)
 
     def _request_once(self, method, url_path, body, query, content_type):
@@ -145,7 +168,10 @@ class Kube:
     # -- verbs -------------------------------------------------------------------------------
 
     def get(self, obj: dict) -> dict | None:
-        """The live object with ``obj``'s identity, or None when it does not exist."""
+        """The live object with ``obj``'s identity, or None when it does not exist (in a dry
+        run also when the dry run deleted it)."""
+        if self.dry_run and _path_of(obj) in self._dry_deleted:
+            return None
         return self.request("GET", _path_of(obj))
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
@@ -166,6 +192,9 @@ class Kube:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
         object. ``force`` takes over fields another manager set (drift is undone)."""
         query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
+        if self.dry_run:
+            if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
+                return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
         return self.request("PATCH", _path_of(obj), body=obj, query=query,
                             content_type="application/apply-patch+yaml")
 
@@ -173,8 +202,13 @@ class Kube:
         """Create ``obj`` (POST to its collection); returns the created object."""
         meta = obj["metadata"]
         group = obj["apiVersion"].rpartition("/")[0]
-        return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj,
-                            query={"fieldManager": AGENT_NAME})
+        query = {"fieldManager": AGENT_NAME}
+        if self.dry_run:
+            if meta.get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
+                return _as_if_stored(obj)  # as in apply: it exists only in the dry run
+            if obj["kind"] == "Namespace":
+                self._dry_namespaces.add(meta["name"])
+        return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj, query=query)
 
     def delete(self, obj: dict) -> bool:
         """Delete ``obj`` (background propagation), preconditioned on its UID when known so a
@@ -183,6 +217,8 @@ class Kube:
         uid = obj["metadata"].get("uid")
         if uid:
             body["preconditions"] = {"uid": uid}
+        if self.dry_run:  # request() marks it dryRun=All; remember it as gone for this pass
+            self._dry_deleted.add(_path_of(obj))
         try:
             return self.request("DELETE", _path_of(obj), body=body) is not None
         except ApiError as err:
@@ -216,7 +252,10 @@ class Kube:
 
     def patch_status(self, obj: dict, status: dict) -> dict:
         """Write ``status`` through the status subresource (JSON merge patch; lists replace
-        whole). Returns the object as the server stored it."""
+        whole). Returns the object as the server stored it. In a dry run nothing is sent and
+        the object is returned with the patched status (null removes a field), as if stored."""
+        if self.dry_run:
+            return {**obj, "status": {k: v for k, v in status.items() if v is not None}}
         return self.request("PATCH", _path_of(obj, "status"), body={"status": status},
                             content_type="application/merge-patch+json")
 
@@ -229,7 +268,9 @@ class Kube:
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event on ``obj`` (type Normal or Warning). Failures are logged,
-        never raised: events are informational."""
+        never raised: events are informational. Nothing is sent in a dry run."""
+        if self.dry_run:
+            return
         meta = obj["metadata"]
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         event = {

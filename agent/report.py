@@ -34,6 +34,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     fetch_seconds: float | None = None  # None when no fetch ran this pass
     fetch_failed: bool = False
+    problems: list = field(default_factory=list)  # manifests.ManifestError behind file errors
 
     @property
     def ok(self) -> bool:

@@ -94,6 +94,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     loaded = manifests.load(snapshot.files, opts.namespace)
     problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors
     report.errors += [str(p) for p in problems]
+    report.problems = problems
     try:
         _reconcile(kube, opts, report, loaded.manifests, problems)
     except ApiError as err:

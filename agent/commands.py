@@ -1,0 +1,219 @@
+"""CI commands: ``validate`` (no cluster), ``diff`` and ``sync`` with ``--dry-run`` and ``--output``.
+
+``diff`` and ``sync --dry-run`` are the ordinary pass (``sync.run``) against a ``Kube`` in dry-run
+mode, so what they report is exactly what ``sync`` would do. The report goes to stdout in the
+chosen format, logs and progress to stderr; every string printed passes ``source.redact``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import output, source
+from . import validate as validate_
+from .manifests import is_dns1123_label
+
+# ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
+# cluster: ``validate`` starts in a fraction of the time, which a pre-commit hook notices.
+
+EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
+
+DIFF_EPILOG = """exit codes:
+  0  nothing would change: the cluster matches the commit
+  1  something would change (create, update, recreate or prune); the report says what
+  2  failure: the source could not be fetched, a file or Application was invalid, an API call
+     failed, or pruning was refused; a failed diff never exits 1
+"""
+
+VALIDATE_EPILOG = """exit codes:
+  0  valid: every file parsed and every Application would be accepted by the API server
+  2  invalid: every problem is listed with file, line and field; or the source could not be
+     read, or a flag was wrong
+"""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Flag errors as one line naming what is wrong and what is allowed (exit 2), no usage dump."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+def _env(name: str, default=None):
+    return os.environ.get(f"GITOPS_AGENT_{name}", default)
+
+
+def default_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/gitops-agent`` (``~/.cache/gitops-agent``), the Git mirrors' home."""
+    return str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitops-agent")
+
+
+def validate_main(argv: list[str]) -> int:
+    """``python -m agent validate ARGV``, without importing the cluster client. Returns the exit
+    code (0 valid, 2 invalid or a user error; see VALIDATE_EPILOG)."""
+    try:
+        parser = OneLineParser(prog="python -m agent")
+        add_validate_parser(parser.add_subparsers(dest="command", required=True), _env, default_cache_dir())
+        args = parser.parse_args(["validate", *argv])
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+        return EXIT_OK if stop.code in (0, None) else EXIT_FAILED
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
+    return run_validate(args)
+
+
+def add_output_flags(parser: argparse.ArgumentParser, env) -> None:
+    """``-o/--output text|json|markdown`` and ``--quiet`` (no progress bar). ``env(name, default)``
+    reads ``GITOPS_AGENT_<name>``."""
+    default = env("OUTPUT", "text")
+    if default not in output.FORMATS:
+        raise SystemExit(f"error: GITOPS_AGENT_OUTPUT={default!r} is not an output format "
+                         f"(allowed: {', '.join(output.FORMATS)})")
+    parser.add_argument("-o", "--output", choices=output.FORMATS, default=default,
+                        help="report format on stdout: text, json (one document, see agent/report.schema.json) "
+                             "or markdown (for a pull-request comment) [env GITOPS_AGENT_OUTPUT]")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress bar (it is only drawn when stdout and stderr are terminals)")
+
+
+def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.ArgumentParser:
+    """The ``validate`` subcommand. Its ``--repo`` is never read from the environment, so a CI
+    job that sets GITOPS_AGENT_REPO for ``sync`` still validates the work tree with ``--path``."""
+    parser = commands.add_parser(
+        "validate", help="validate Application YAML without a cluster", epilog=VALIDATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Check every *.yaml/*.yml under --path (a directory on disk, or with --repo a "
+                    "directory in a Git commit) as sync would, plus what the API server would refuse: "
+                    "YAML syntax, the Application schema from crd.yaml, DNS-1123 names, duplicate "
+                    "Applications, unknown fields, label and annotation syntax. Needs no cluster and no "
+                    "kubeconfig; reports every problem in one run.")
+    parser.add_argument("--repo", help="Git repository to read a commit of (default: none, --path is a "
+                                       "directory on disk)")
+    parser.add_argument("--ref", help="branch, tag or commit SHA (only with --repo; default: the remote's HEAD)")
+    parser.add_argument("--path", default=".", help="directory of Application YAML: on disk, or inside "
+                                                    "the repository with --repo (default: .)")
+    parser.add_argument("--namespace", default=env("NAMESPACE", "default"),
+                        help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
+    parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir),
+                        help=f"where Git mirrors are kept (default: {default_cache_dir}) [env GITOPS_AGENT_CACHE_DIR]")
+    parser.add_argument("--fetch-timeout", type=float, default=env("FETCH_TIMEOUT", "60"),
+                        help="seconds a Git fetch may take (default: 60) [env GITOPS_AGENT_FETCH_TIMEOUT]")
+    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"),
+                        help="file holding an HTTPS token for --repo (or set GITOPS_AGENT_GIT_TOKEN)")
+    parser.add_argument("--git-username", default=env("GIT_USERNAME", "git"), help="user sent with the token")
+    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), help="private key for ssh:// repositories")
+    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"),
+                        help="known_hosts for ssh:// repositories (strict checking)")
+    parser.add_argument("--log-level", default=env("LOG_LEVEL"), help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"),
+                        help="log lines as text or one JSON object per line")
+    add_output_flags(parser, env)
+    return parser
+
+
+def _credentials(args) -> source.Credentials:
+    token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
+    if args.git_token_file:
+        token = Path(args.git_token_file).read_text().strip()
+    return source.Credentials(token=token or None, username=args.git_username,
+                              ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
+
+
+def run_validate(args) -> int:
+    """``validate``: prints the report; returns 0 (valid) or 2 (invalid, or unreadable source)."""
+    if args.ref and not args.repo:
+        print("error: --ref needs --repo (without --repo, --path is a directory on disk)", file=sys.stderr)
+        return EXIT_FAILED
+    if not is_dns1123_label(args.namespace):
+        print(f"error: --namespace {args.namespace!r} is not a valid DNS-1123 label (lowercase letters, "
+              "digits and '-', starting and ending with a letter or digit)", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        credentials = _credentials(args) if args.repo else None
+    except OSError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
+                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
+    code = EXIT_OK if result.ok else EXIT_FAILED
+    doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
+    _emit(source.redact(output.render(doc, args.output), args.repo))
+    if result.fatal and args.output != "text":
+        print(f"error: {source.redact(result.fatal, args.repo)}", file=sys.stderr)
+    return code
+
+
+def _source(repo: str | None, ref: str | None, path: str) -> dict:
+    return {"repo": source.redact(repo, repo) if repo else None, "ref": ref, "path": path}
+
+
+def _emit(text: str) -> None:
+    """Print the report; a reader that went away (``| head``) is not an error of the pass."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+
+
+def report_failure(args, message: str) -> int:
+    """A command that could not start (no cluster configuration, unreadable token file): the
+    one-line error on stderr and, for ``-o json|markdown``, a report saying so on stdout, so a
+    pipeline reading stdout still gets a document. Returns 2."""
+    repo = getattr(args, "repo", None)
+    message = source.redact(message, repo)
+    print(f"error: {message}", file=sys.stderr)
+    if getattr(args, "output", "text") != "text":
+        from .report import Report
+
+        report = Report(errors=[message])
+        doc = output.pass_document(report, command=args.command, dry_run=is_dry_run(args), exit_code=EXIT_FAILED,
+                                   source=_source(repo, args.ref, args.path))
+        _emit(output.render(doc, args.output))
+    return EXIT_FAILED
+
+
+def is_dry_run(args) -> bool:
+    """True for ``diff`` and ``sync --dry-run``."""
+    return args.command == "diff" or bool(getattr(args, "dry_run", False))
+
+
+def run_pass(kube, opts, args) -> int:
+    """``sync`` or ``diff``: one pass (a dry run for ``diff`` and ``--dry-run``, with ``kube``
+    built with ``dry_run=True``), the report printed in ``args.output``. Returns the exit
+    code: 2 on any error; else for dry runs 1 when something would change, for ``sync`` 1
+    when something changed and ``--exit-code`` was given; else 0. Closes ``kube``."""
+    from . import diff as diff_
+    from . import progress, sync
+
+    started = time.monotonic()
+    dry = is_dry_run(args)
+    recording = diff_.Recording(kube) if dry else None
+    wrapped = progress.Progress(recording or kube, args.command, progress.enabled(args.quiet))
+    try:
+        report = sync.run(wrapped, opts)
+    finally:
+        wrapped.close()
+    diffs = recording.diffs() if recording else {}
+    doc = output.pass_document(report, command=args.command, dry_run=dry, exit_code=EXIT_FAILED,
+                               source=_source(opts.repo, opts.ref, opts.path), diffs=diffs,
+                               seconds=time.monotonic() - started)
+    if not report.ok:
+        code = EXIT_FAILED
+    elif dry:
+        code = EXIT_CHANGED if doc["changes"] else EXIT_OK
+    else:
+        code = EXIT_CHANGED if args.exit_code and doc["changes"] else EXIT_OK
+    doc["exitCode"] = code
+    text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
+    _emit(source.redact(text, opts.repo))
+    for error in report.errors:
+        print(f"error: {source.redact(error, opts.repo)}", file=sys.stderr)
+    return code

@@ -1,0 +1,175 @@
+"""Reports as documents: one JSON-able dict per command run, rendered as json, markdown or text.
+
+The document's keys are pinned by ``agent/report.schema.json`` and documented in the README.
+Renderers only read the document, so the three formats never disagree. Pure: callers print.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, UNCHANGED, Report
+
+SCHEMA_VERSION = 1
+RECREATED = "recreated"  # reported by passes that delete and recreate an immutable child
+ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
+           FAILED: "failed", RECREATED: "recreate", KEPT: "kept"}
+"""Report action word -> the plan word used in json and markdown (and by dry runs)."""
+CHANGING = ("create", "update", "prune", "recreate")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept")
+FORMATS = ("text", "json", "markdown")
+
+
+def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int, source: dict,
+                  diffs: dict[str, str] | None = None, seconds: float = 0.0) -> dict:
+    """The document for ``sync`` or ``diff``: ``report`` of the pass, ``diffs`` (subject ->
+    unified diff, from ``diff.Recording.diffs``), ``source`` ({repo (redacted), ref, path}),
+    ``seconds`` the whole command's wall time."""
+    diffs = diffs or {}
+    apps: dict[str, list[dict]] = {}
+    for change in report.changes:
+        kind, _, rest = change.subject.partition("/")
+        namespace, _, name = rest.rpartition("/")
+        action = ACTIONS.get(change.action, change.action)
+        apps.setdefault(change.application, []).append({
+            "subject": change.subject, "kind": kind, "namespace": namespace, "name": name,
+            "action": action, "message": change.message or None,
+            "diff": diffs.get(change.subject) if action in CHANGING else None})
+    counts = dict.fromkeys(COUNTED, 0)
+    for objects in apps.values():
+        for obj in objects:
+            counts[obj["action"]] = counts.get(obj["action"], 0) + 1
+    changes = any(counts[a] for a in CHANGING)
+    return {
+        "schemaVersion": SCHEMA_VERSION, "command": command, "dryRun": dry_run,
+        "ok": report.ok, "changes": changes, "exitCode": exit_code,
+        "commit": report.commit, "source": source,
+        "applications": [{"name": name, "objects": objs} for name, objs in sorted(apps.items())],
+        "errors": _errors(report), "notes": list(report.notes), "counts": counts,
+        "timings": {"totalSeconds": round(seconds, 3),
+                    "fetchSeconds": None if report.fetch_seconds is None else round(report.fetch_seconds, 3)},
+    }
+
+
+def validate_document(result, *, exit_code: int, source: dict) -> dict:
+    """The document for ``validate`` from a ``validate.Result``: the valid Applications with
+    their file and line, every error with file, line and field, counts of files, Applications
+    and errors."""
+    errors = [{"message": e.message, "file": e.path, "line": e.line, "field": e.field, "subject": None}
+              for e in result.errors]
+    if result.fatal:
+        errors.insert(0, {"message": result.fatal, "file": None, "line": None, "field": None, "subject": None})
+    return {
+        "schemaVersion": SCHEMA_VERSION, "command": "validate", "dryRun": False,
+        "ok": result.ok, "changes": False, "exitCode": exit_code, "commit": result.commit, "source": source,
+        "applications": [{"name": f"{m.namespace}/{m.name}", "file": m.path, "line": m.line, "objects": []}
+                         for m in result.manifests],
+        "errors": errors, "notes": [],
+        "counts": {"files": result.files, "applications": len(result.manifests), "errors": len(errors)},
+        "timings": {"totalSeconds": round(result.seconds, 3), "fetchSeconds": None},
+    }
+
+
+def _errors(report: Report) -> list[dict]:
+    out, seen = [], set()
+    for p in report.problems:
+        out.append({"message": p.message, "file": p.path, "line": p.line, "field": p.field, "subject": None})
+        seen.add(str(p))
+    failed = {f"{c.subject}: {c.message}": c for c in report.changes if c.action == FAILED}
+    for error in report.errors:
+        if error in seen:
+            continue
+        change = failed.get(error)
+        out.append({"message": change.message if change else error, "file": None, "line": None,
+                    "field": None, "subject": change.subject if change else None})
+    return out
+
+
+def render(doc: dict, fmt: str) -> str:
+    """``doc`` as ``json`` (indented, one document), ``markdown`` or ``text``."""
+    if fmt == "json":
+        return json.dumps(doc, indent=2, sort_keys=False)
+    if fmt == "markdown":
+        return markdown(doc)
+    return text(doc)
+
+
+def _verdict(doc: dict) -> str:
+    counts = doc["counts"]
+    if doc["command"] == "validate":
+        files = f"{counts['files']} file{'s' if counts['files'] != 1 else ''}"
+        if doc["ok"]:
+            return f"valid: {files}, {counts['applications']} Applications ({doc['timings']['totalSeconds']:.2f}s)"
+        return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {files}"
+    tally = ", ".join(f"{counts[a]} {a}" for a in COUNTED if counts[a] or a in ("create", "update", "prune", "failed"))
+    head = "dry run, nothing written" if doc["dryRun"] else "sync"
+    if not doc["ok"]:
+        return f"{head}: failed ({tally})"
+    if doc["dryRun"]:
+        return f"{head}: {'changes pending' if doc['changes'] else 'no changes'} ({tally})"
+    return f"{head}: {'changed' if doc['changes'] else 'in sync'} ({tally})"
+
+
+def _where(error: dict) -> str:
+    if error["file"]:
+        where = error["file"] if error["line"] is None else f"{error['file']}:{error['line']}"
+        return ": ".join(p for p in (where, error["field"]) if p)
+    return error["subject"] or ""
+
+
+def text(doc: dict) -> str:
+    """Plain text: for ``validate`` one line per error then a verdict; for ``diff`` the diffs
+    then the plan; for a dry-run ``sync`` the plan (per Application its objects and actions)."""
+    lines: list[str] = []
+    if doc["command"] == "validate":
+        lines += [": ".join(p for p in (_where(e), e["message"]) if p) for e in doc["errors"]]
+        lines.append(_verdict(doc))
+        return "\n".join(lines)
+    if doc["command"] == "diff":
+        for app in doc["applications"]:
+            lines += [obj["diff"].rstrip("\n") for obj in app["objects"] if obj["diff"]]
+    lines.append(f"commit {doc['commit']}" if doc["commit"] else "commit: none (source not fetched)")
+    for app in doc["applications"]:
+        lines.append(f"{app['name']}:")
+        for obj in app["objects"]:
+            lines.append(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else ""))
+    lines += [f"note: {n}" for n in doc["notes"]]
+    lines.append(_verdict(doc))
+    return "\n".join(lines)
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(doc: dict) -> str:
+    """A compact plan for a pull-request comment: a heading with the verdict, the commit, a
+    table of Applications and their objects' actions, errors as a list, and each diff folded
+    in ``<details>``."""
+    title = {"validate": "validate", "diff": "diff", "sync": "sync"}[doc["command"]]
+    out = [f"### gitops-agent {title}: {_verdict(doc).split(': ', 1)[1]}", ""]
+    if doc["commit"]:
+        out += [f"Commit `{doc['commit'][:12]}`", ""]
+    if doc["command"] == "validate":
+        if doc["applications"]:
+            out += ["| Application | File |", "|---|---|"]
+            out += [f"| `{a['name']}` | `{_cell(a['file'])}:{a['line']}` |" for a in doc["applications"]]
+            out.append("")
+    elif doc["applications"]:
+        out += ["| Application | Changes | Unchanged |", "|---|---|---|"]
+        for app in doc["applications"]:
+            changed = [f"{o['kind']} **{o['action']}**" for o in app["objects"] if o["action"] != "unchanged"]
+            same = sum(o["action"] == "unchanged" for o in app["objects"])
+            out.append(f"| `{app['name']}` | {_cell(', '.join(changed)) or '-'} | {same} |")
+        out.append("")
+    if doc["errors"]:
+        out += ["**Errors**", ""]
+        out += [f"- {'`' + _cell(_where(e)) + '`: ' if _where(e) else ''}{_cell(e['message'])}" for e in doc["errors"]]
+        out.append("")
+    out += [f"> {_cell(n)}" for n in doc["notes"]]
+    for app in doc["applications"]:
+        for obj in app["objects"]:
+            if obj.get("diff"):
+                out += [f"<details><summary>{obj['subject']} ({obj['action']})</summary>", "", "```diff",
+                        obj["diff"].rstrip("\n"), "```", "", "</details>", ""]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,230 @@
+"""``validate``: every problem in a directory or commit of Application YAML, with no cluster.
+
+Reuses ``manifests.load`` (YAML syntax, the spec schema, DNS-1123 names, duplicate identities,
+unknown top-level and spec fields) and adds what the API server would refuse at apply time
+that ``load`` leaves to the server: the whole document against the packaged CRD's
+``openAPIV3Schema`` (``crd.problems``), label and annotation syntax, and metadata fields the
+agent never applies. A document that passes here is not refused by the API server later.
+
+Two sources: a plain directory on disk (a pre-commit hook validates the work tree) or, as
+``sync`` reads it, a commit of a Git repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import crd, manifests, source
+from .manifests import Manifest, ManifestError
+
+MAX_FILE_BYTES = 1_048_576
+MAX_FILES = 5000
+METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
+MAX_ANNOTATIONS_BYTES = 262_144  # the API server's TotalAnnotationSizeLimitB
+
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME_RULE = ("at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
+              "with a letter or digit")
+
+
+@dataclass
+class Result:
+    """What ``validate`` found. ``files``: number of manifest files read; ``manifests``: the
+    valid Applications; ``errors``: every problem, sorted by (path, line); ``commit``: the full
+    SHA read (None for a directory); ``fatal``: a problem that stopped reading at all (bad
+    ``--path``, unreachable repository), None otherwise; ``seconds``: wall time."""
+
+    files: int = 0
+    manifests: list[Manifest] = field(default_factory=list)
+    errors: list[ManifestError] = field(default_factory=list)
+    commit: str | None = None
+    fatal: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.fatal
+
+
+def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
+                   max_files: int = MAX_FILES) -> tuple[dict[str, bytes], list[ManifestError]]:
+    """The ``*.yaml``/``*.yml`` files under ``directory`` on disk, skipping names that start
+    with '.', as ``{path: bytes}`` with paths as the user would open them (``directory``
+    joined with the file's relative path, posix separators). Files over ``max_file_bytes``
+    and symlinks leaving ``directory`` are refused (one ManifestError each); beyond
+    ``max_files`` every file is refused. Raises ``NotADirectoryError`` or
+    ``FileNotFoundError`` for a bad ``directory``."""
+    root = Path(directory)
+    if not root.exists():
+        raise FileNotFoundError(f"--path {directory!r} does not exist")
+    if not root.is_dir():
+        raise NotADirectoryError(f"--path {directory!r} is not a directory")
+    real_root = root.resolve()
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found += [Path(dirpath) / f for f in sorted(filenames)
+                  if not f.startswith(".") and f.endswith(source.MANIFEST_SUFFIXES)]
+    shown = {p: p.as_posix() if directory not in (".", "./") else p.relative_to(root).as_posix() for p in found}
+    if len(found) > max_files:
+        return {}, [ManifestError(directory, None, None, f"{len(found)} manifest files; the limit is {max_files}")]
+    files: dict[str, bytes] = {}
+    errors: list[ManifestError] = []
+    for file in found:
+        name = shown[file]
+        if file.is_symlink():
+            target = file.resolve()
+            if not target.is_relative_to(real_root):
+                errors.append(ManifestError(name, None, None, f"symlink to {os.readlink(file)!r} is refused "
+                                            "(it leaves the directory)"))
+                continue
+            if not target.is_file():
+                errors.append(ManifestError(name, None, None, f"symlink to {os.readlink(file)!r} is not a "
+                                            "regular file; only file symlinks are followed"))
+                continue
+        size = file.stat().st_size
+        if size > max_file_bytes:
+            errors.append(ManifestError(name, None, None, f"file is {size} bytes; the limit is {max_file_bytes} bytes"))
+            continue
+        files[name] = file.read_bytes()
+    return files, errors
+
+
+def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] = ()) -> Result:
+    """Validate ``files`` (path -> bytes) as ``sync`` would, plus the apply-time rules of the
+    module docstring. ``refused``: problems found while reading (kept in the result).
+    Raises ValueError for an invalid default ``namespace``."""
+    loaded = manifests.load(files, namespace, max_file_bytes=MAX_FILE_BYTES)
+    errors = list(refused) + loaded.errors
+    valid = []
+    for manifest in loaded.manifests:
+        found = [(sub, f"{message} (rule from crd.yaml)") for sub, message in crd.problems(manifest.body)]
+        found += _metadata_problems(manifest.body["metadata"])
+        if not found:
+            valid.append(manifest)
+            continue
+        lines = _field_lines(files[manifest.path], manifest.line)
+        errors += [ManifestError(manifest.path, manifests._line(lines, sub) if lines else manifest.line,
+                                 manifests._dotted(sub) or None, message) for sub, message in found]
+    # Documents ``load`` rejected: their metadata problems too, so one run reports everything.
+    for path in sorted({e.path for e in loaded.errors}):
+        errors += _metadata_problems_of_file(path, files[path])
+    unique = {(e.path, e.line or 0, e.field or "", e.message): e for e in errors}
+    return Result(files=len(files) + len({e.path for e in refused}), manifests=valid,
+                  errors=[unique[k] for k in sorted(unique)])
+
+
+def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace: str = "default",
+        cache_dir: str | None = None, fetch_timeout: float = 60.0,
+        credentials: source.Credentials | None = None) -> Result:
+    """Validate a directory (``repo`` None: ``path`` on disk) or the files under ``path`` in
+    the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does). Never
+    raises for bad input: a source that cannot be read sets ``Result.fatal``."""
+    started = time.monotonic()
+    commit = None
+    try:
+        if repo is None:
+            files, refused = read_directory(path)
+        else:
+            fetched = source.fetch(repo, ref, cache_dir, fetch_timeout, credentials=credentials)
+            commit = fetched.commit
+            snapshot = source.read(repo, commit, cache_dir, path)
+            files = snapshot.files
+            refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
+        result = check(files, namespace, refused)
+    except (OSError, source.SourceError, ValueError) as err:
+        result = Result(fatal=source.redact(str(err), repo))
+    result.commit = commit
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _metadata_problems(meta: dict) -> list[tuple[tuple, str]]:
+    """(field path, message) for metadata the API server refuses or the agent never applies."""
+    found = []
+    for key in meta:
+        if key not in METADATA_FIELDS:
+            found.append((("metadata", key), f"unknown field (allowed: {', '.join(METADATA_FIELDS)})"))
+    for kind in ("labels", "annotations"):
+        if kind not in meta:
+            continue
+        values = meta[kind]
+        if not isinstance(values, dict):
+            found.append((("metadata", kind), "must be a mapping of strings to strings"))
+            continue
+        for key, value in values.items():
+            where = ("metadata", kind, key)
+            problem = qualified_name_problem(key) if isinstance(key, str) else "is not a string"
+            if problem:
+                found.append((where, f"key {key!r} {problem}"))
+            if not isinstance(value, str):
+                found.append((where, f"value must be a string (quote it), not {manifests._type_name(value)}"))
+            elif kind == "labels" and value and (len(value) > 63 or not _NAME.fullmatch(value)):
+                found.append((where, f"value {value!r} is not a valid label value ({_NAME_RULE}, or empty)"))
+        if kind == "annotations":
+            size = sum(len(str(k)) + len(v) for k, v in values.items() if isinstance(v, str))
+            if size > MAX_ANNOTATIONS_BYTES:
+                found.append((("metadata", kind), f"{size} bytes in total; the limit is {MAX_ANNOTATIONS_BYTES}"))
+    return found
+
+
+def _metadata_problems_of_file(path: str, data: bytes) -> list[ManifestError]:
+    """Metadata problems of every Application document of a file that ``load`` rejected in
+    part; a file that does not parse (already reported) yields nothing."""
+    out: list[ManifestError] = []
+    try:
+        loader = manifests._Loader(data.decode("utf-8-sig"))
+    except Exception:  # noqa: BLE001 - undecodable: reported by load already
+        return out
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            problems, loader.problems = loader.problems, []
+            if node is None or problems:
+                continue
+            try:
+                doc = loader.construct_document(node)
+            except Exception:  # noqa: BLE001 - reported by load already
+                loader.constructed_objects, loader.recursive_objects = {}, {}
+                loader.state_generators, loader.deep_construct = [], False
+                continue
+            if not (isinstance(doc, dict) and doc.get("kind") == manifests.KIND
+                    and isinstance(doc.get("metadata"), dict)):
+                continue
+            lines = manifests._index(node)[0]
+            out += [ManifestError(path, manifests._line(lines, sub), manifests._dotted(sub), message)
+                    for sub, message in _metadata_problems(doc["metadata"])]
+    except Exception:  # noqa: BLE001 - syntax errors are reported by load already
+        pass
+    finally:
+        loader.dispose()
+    return out
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """None when ``key`` is a valid label or annotation key (``[prefix/]name``: prefix a DNS-1123
+    subdomain of at most 253 characters, name per ``_NAME_RULE``); else what is wrong."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
+        return "has an invalid prefix (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.')"
+    if not name or len(name) > 63 or not _NAME.fullmatch(name):
+        return f"is not a valid key (name part: {_NAME_RULE})"
+    return None
+
+
+def _field_lines(data: bytes, doc_line: int) -> dict[tuple, int] | None:
+    """{field path: line} of the document starting on ``doc_line`` of an already-parsed file."""
+    loader = manifests._Loader(data.decode("utf-8-sig"))
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None and node.start_mark.line + 1 == doc_line:
+                return manifests._index(node)[0]
+    finally:
+        loader.dispose()
+    return None

@@ -1,0 +1,152 @@
+"""`python -m agent validate` as a user (or a pre-commit hook) types it: no cluster, no kubeconfig."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.support import GitRepo, app_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
+
+
+@pytest.fixture
+def validate(tmp_path):
+    """Runs ``python -m agent validate ARGS`` with HOME pointed at an empty directory and no
+    kubeconfig or agent variable anywhere in the environment."""
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITOPS_AGENT_", "KUBE")) and k not in ("HOME", "XDG_CACHE_HOME")}
+    env["HOME"] = str(home)
+
+    def run(*args, cwd=ROOT):
+        proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=120)
+        print(f"$ validate {' '.join(args)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+        assert "Traceback" not in proc.stderr
+        return proc
+
+    run.home = home
+    return run
+
+
+def test_the_sample_repo_is_valid_without_any_cluster_configuration(validate):
+    proc = validate("--path", "sample-repo")
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 3 files, 4 Applications")
+    assert list(validate.home.iterdir()) == []  # nothing read or written in HOME
+
+
+BROKEN = {
+    "syntax.yaml": "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: [\n",
+    "schema.yaml": app_yaml("schema").replace("replicas: 1", "replicas: -1").replace("port: 80", "port: 80\n  extra: 1"),
+    "names.yaml": app_yaml("Bad_Name"),
+    "labels.yaml": app_yaml("labels").replace("metadata:\n", "metadata:\n  labels:\n    tier: 5\n"),
+    "a/dup.yaml": app_yaml("dup"),
+    "b/dup.yaml": app_yaml("dup"),
+    "good.yaml": app_yaml("good"),
+}
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
+    write(tmp_path / "apps", BROKEN)
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    out = proc.stdout
+    for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
+                     "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
+                     "apps/labels.yaml:5: metadata.labels.tier: value must be a string",
+                     "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
+                     "apps/b/dup.yaml:1: metadata.name"):
+        assert expected in out, expected
+    assert out.splitlines()[-1] == "invalid: 7 problems in 7 files"
+
+
+def test_json_and_markdown_reports(validate, tmp_path):
+    write(tmp_path, BROKEN)
+    proc = validate("--path", str(tmp_path), "-o", "json")
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert {(Path(e["file"]).name, e["line"], e["field"]) for e in doc["errors"]} >= {
+        ("schema.yaml", 7, "spec.replicas"), ("labels.yaml", 5, "metadata.labels.tier")}
+    assert doc["exitCode"] == 2 and doc["applications"][0]["name"] == "default/good"
+    md = validate("--path", str(tmp_path), "--output", "markdown").stdout
+    assert md.startswith("### gitops-agent validate: 7 problems in 7 files") and "| `default/good` |" in md
+
+
+def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    good = repo.commit()
+    repo.write("apps/web.yaml", app_yaml("web", replicas=-3))
+    repo.commit("break it")
+    cache = str(tmp_path / "cache")
+    proc = validate("--repo", str(repo.path), "--path", "apps", "--ref", good, "--cache-dir", cache, "-o", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == good
+    proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", cache)
+    assert proc.returncode == 2 and "apps/web.yaml:7: spec.replicas" in proc.stdout
+    # the work tree holds the same broken file: validated as a plain directory it fails too
+    assert validate("--path", str(repo.path / "apps")).returncode == 2
+
+
+@pytest.mark.parametrize("args,says", [
+    (["-o", "xml"], "invalid choice: 'xml' (choose from 'text', 'json', 'markdown')"),
+    (["--ref", "main"], "--ref needs --repo"),
+    (["--namespace", "Bad_NS"], "--namespace 'Bad_NS' is not a valid DNS-1123 label"),
+    (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
+    (["--fetch-timeout", "soon"], "invalid float value: 'soon'"),
+])
+def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
+    proc = validate(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert says in proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) <= 1
+
+
+def test_credentials_never_appear(validate, tmp_path):
+    proc = validate("--repo", "https://alice:s3cr3t-token@127.0.0.1:9/apps.git", "--cache-dir",
+                    str(tmp_path / "c"), "--fetch-timeout", "5", "-o", "json")
+    assert proc.returncode == 2
+    assert "s3cr3t-token" not in proc.stdout + proc.stderr and "alice" not in proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["source"]["repo"] == "https://***@127.0.0.1:9/apps.git" and "fetching" in doc["errors"][0]["message"]
+
+
+def test_help_documents_exit_codes(validate):
+    proc = validate("--help")
+    assert proc.returncode == 0 and "exit codes:" in proc.stdout and "  2  invalid" in proc.stdout
+
+
+def test_a_thousand_files_validate_fast(validate, tmp_path):
+    for i in range(1000):
+        (tmp_path / f"app-{i:04d}.yaml").write_text(app_yaml(f"app-{i:04d}", replicas=i % 5))
+    started = time.monotonic()
+    proc = validate("--path", str(tmp_path), "-o", "json")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0 and json.loads(proc.stdout)["counts"]["applications"] == 1000
+    assert elapsed < 20, f"{elapsed:.1f}s"  # about 1.5 s on a 2-core machine (README)
+
+
+def test_a_bad_output_format_in_the_environment_is_one_line_exit_2(tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")},
+           "GITOPS_AGENT_OUTPUT": "xml", "HOME": str(tmp_path)}
+    for command in ("validate", "diff", "sync"):
+        proc = subprocess.run([sys.executable, "-m", "agent", command, "--repo", "x"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr == (
+            "error: GITOPS_AGENT_OUTPUT='xml' is not an output format (allowed: text, json, markdown)\n"), command
