@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 
-from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
 
 SCHEMA_VERSION = 1
-RECREATED = "recreated"  # reported by passes that delete and recreate an immutable child
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
            FAILED: "failed", RECREATED: "recreate", KEPT: "kept"}
 """Report action word -> the plan word used in json and markdown (and by dry runs)."""
