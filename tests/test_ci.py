@@ -6,7 +6,6 @@ import fcntl
 import json
 import os
 import pty
-import re
 import struct
 import subprocess
 import sys
@@ -18,14 +17,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support import app_yaml, wait_for
+from tests.support import api_writes, app_yaml, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
-WRITES = ("PATCH", "POST", "PUT", "DELETE")
 RESOURCES = ("applications", "deployments", "services", "events", "namespaces")
-_SERIES = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
 
 
 def run(agent, command, repo, namespace, *args, env=None):
@@ -39,18 +36,9 @@ def schema_valid(doc):
     return doc
 
 
-def write_requests(cluster) -> dict[tuple[str, str], float]:
-    """(verb, resource) -> apiserver_request_total for non-dry-run writes to the agent's kinds."""
-    out: dict[tuple[str, str], float] = {}
-    for line in cluster.kubectl("get", "--raw", "/metrics").stdout.splitlines():
-        match = _SERIES.match(line)
-        if not match:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
-        if labels.get("dry_run") == "" and labels.get("verb") in WRITES and labels.get("resource") in RESOURCES:
-            key = (labels["verb"], labels["resource"])
-            out[key] = out.get(key, 0) + float(match["value"])
-    return out
+def write_requests(cluster) -> dict:
+    """Non-dry-run writes to the agent's kinds so far (``support.api_writes``)."""
+    return api_writes(cluster, RESOURCES)
 
 
 def quiet_write_requests(cluster, settle: float = 3.0, timeout: float = 90.0):

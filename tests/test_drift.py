@@ -292,3 +292,27 @@ def test_a_status_the_api_server_does_not_store_fails_the_pass(change, agent, re
         wait_for(has_status, what="the CRD's status subresource to be back")
     proc = synced(agent, repo, namespace)
     assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == repo.head()
+
+
+def test_dry_run_and_diff_see_a_recreate_and_a_take_over_and_write_nothing(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    synced(agent, repo, namespace)
+    old_uid = _older_agents_deployment(cluster, objects, namespace, tmp_path)
+    cluster.kubectl("-n", namespace, "patch", "service/web", "-p",
+                    '{"spec":{"ports":[{"name":"debug","port":81,"targetPort":81}]}}')
+    settled(objects, namespace)
+    before = api_writes(cluster, resources=("applications", "deployments", "services"))
+    dry = agent.sync(repo.path, "--namespace", namespace, "--dry-run")
+    diff = agent.run([sys.executable, "-m", "agent", "diff", "--repo", str(repo.path), "--namespace", namespace,
+                      "--kubeconfig", str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir)])
+    assert new_writes(before, api_writes(cluster, resources=("applications", "deployments", "services"))) == {}
+    assert (dry.returncode, diff.returncode) == (1, 1), dry.stderr + diff.stderr
+    assert f"Deployment/{namespace}/web recreate" in dry.stdout and f"Service/{namespace}/web update" in dry.stdout
+    assert objects.deployment(namespace, "web")["metadata"]["uid"] == old_uid
+    assert {p["port"] for p in objects.service(namespace, "web")["spec"]["ports"]} == {80, 81}
+    proc = synced(agent, repo, namespace)
+    assert "1 recreated" in proc.stdout and f"Service/{namespace}/web configured" in proc.stdout
+    assert_exactly_git(objects, namespace)
+    assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
