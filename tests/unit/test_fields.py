@@ -177,3 +177,33 @@ def test_authoritative_subtrees(kind, path, taken):
 def test_applied_by_agent(managed, expected):
     assert fields.applied_by_agent(deployment(*managed)) is expected
     assert fields.applied_by_agent({"metadata": {}}) is False
+
+
+def test_the_authoritative_subtrees_are_these():
+    assert fields.AUTHORITATIVE == {
+        "Deployment": (("f:spec", "f:replicas"), ("f:spec", "f:selector"),
+                       ("f:spec", "f:template", "f:metadata", "f:labels"),
+                       ("f:spec", "f:template", "f:spec", "f:containers")),
+        "Service": (("f:spec", "f:selector"), ("f:spec", "f:ports")),
+        "Application": (("f:spec",),)}
+
+
+def test_objects_without_kind_or_metadata_have_nothing_foreign():
+    assert fields.foreign({"kind": "Deployment"}) == {}
+    assert fields.foreign({"metadata": {"managedFields": [entry("kubectl-edit", fields_v1={"f:spec": {}})]}}) == {}
+    assert fields.handover({"kind": "Deployment"}, "apps/v1") is None
+    assert fields.split({"f:spec": {"f:ports": {}}}, ((),)) == ({"f:spec": {"f:ports": {}}}, {})
+    # a domain path equal to the node: covered, not merely leading to it
+    assert fields.split({"f:spec": {"f:x": {}}}, (("f:spec",),)) == ({"f:spec": {"f:x": {}}}, {})
+
+
+def test_handover_keeps_the_agents_entry_in_place_and_its_other_keys():
+    ours = {**OURS, "subresource": "", "extra": "kept"}
+    entries = fields.handover(deployment(entry("kube-controller-manager", fields_v1=REVISION), ours,
+                                         entry("kubectl-patch", fields_v1=EXTRA_PORT)), "apps/v1", NOW)
+    assert [e["manager"] for e in entries] == ["kube-controller-manager", "gitops-agent"]
+    assert entries[1]["extra"] == "kept" and entries[1]["apiVersion"] == "apps/v1"
+    # the agent's status-subresource entry is not its Apply entry
+    status_entry = {**OURS, "subresource": "status"}
+    entries = fields.handover(deployment(status_entry, entry("kubectl-patch", fields_v1=EXTRA_PORT)), "apps/v1", NOW)
+    assert entries[0] == status_entry and entries[1]["fieldsV1"] == EXTRA_PORT

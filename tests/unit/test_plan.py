@@ -130,3 +130,29 @@ def test_applications_of_another_source_are_never_pruned():
     theirs = app("theirs", labels={**OWNED, render.SOURCE_LABEL: "src-b"})
     steps = plan.plan([], [mine, theirs], source="src-a")
     assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Application/default/mine"]
+
+
+def test_steps_carry_identity_desired_and_live():
+    desired_new, desired_same, desired_changed = app("new"), app("same"), app("changed", image="new")
+    live_same, live_changed, live_gone = app("same", labels=OWNED), app("changed", image="old"), app("gone", labels=OWNED)
+    steps = plan.plan([desired_new, desired_same, desired_changed], [live_same, live_changed, live_gone])
+    assert [(s.action, s.identity, s.desired, s.live) for s in steps] == [
+        (plan.CREATE, plan.identity(desired_new), desired_new, None),
+        (plan.UNCHANGED, plan.identity(desired_same), desired_same, live_same),
+        (plan.UPDATE, plan.identity(desired_changed), desired_changed, live_changed),
+        (plan.PRUNE, plan.identity(live_gone), None, live_gone)]
+    assert [s.subject for s in steps][-1] == "Application/default/gone"
+
+
+def test_cluster_scoped_identity_and_subject():
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    assert plan.identity(namespace) == ("", "Namespace", "", "team")
+    assert plan.subject(plan.identity(namespace)) == "Namespace/team"
+
+
+def test_objects_without_metadata_or_references_are_not_owned():
+    assert not plan.owned({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}})
+    assert plan.owner_name({"kind": "Service"}) is None
+    assert plan.owner_name({"metadata": {"ownerReferences": [{"kind": "Application", "name": "x",
+                                                             "controller": True}]}}) is None  # no apiVersion
+    assert plan.contains({"metadata": {}}, plan._without_provenance({"metadata": {}}))

@@ -56,3 +56,60 @@ def test_crd_spec_schema_is_the_one_the_agent_validates_with():
         == (schema.GROUP, schema.KIND, schema.PLURAL)
     assert crd["spec"]["names"]["shortNames"] == ["app"] and crd["spec"]["scope"] == "Namespaced"
     assert version["subresources"] == {"status": {}}
+
+
+LABELS = {"app.kubernetes.io/name": "web", "app.kubernetes.io/instance": "web",
+          "app.kubernetes.io/managed-by": "gitops-agent", "heumsi.github.io/application": "web"}
+SELECTOR = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
+OWNER = {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "web", "uid": "u-1",
+         "controller": True, "blockOwnerDeletion": True}
+
+
+def test_children_are_exactly_these_objects():
+    """The whole rendering, field by field: what the agent sends is what its drift rules own."""
+    deployment, service = render.children("web", "team", "u-1", {"image": "nginx:1.27", "replicas": 3, "port": 8080})
+    meta = {"name": "web", "namespace": "team", "labels": LABELS, "ownerReferences": [OWNER]}
+    assert deployment == {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+        "spec": {"replicas": 3, "selector": {"matchLabels": SELECTOR},
+                 "template": {"metadata": {"labels": LABELS},
+                              "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
+                                                       "ports": [{"containerPort": 8080, "protocol": "TCP"}]}]}}}}
+    assert service == {
+        "apiVersion": "v1", "kind": "Service", "metadata": meta,
+        "spec": {"selector": SELECTOR,
+                 "ports": [{"name": "http", "protocol": "TCP", "port": 8080, "targetPort": 8080}]}}
+    # each child gets its own label mappings: changing one never changes the other
+    deployment["metadata"]["labels"]["x"] = "y"
+    assert "x" not in service["metadata"]["labels"] and "x" not in deployment["spec"]["template"]["metadata"]["labels"]
+
+
+def test_desired_application_is_exactly_this_object():
+    body = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": "a", "namespace": "n", "labels": {"tier": "web"}, "annotations": {"note": "x"}},
+            "spec": {"image": "i", "replicas": 2, "port": 8080}, "status": {"ignored": True}}
+    out = render.desired_application(body, "c" * 40, "apps/a.yaml", "src-1")
+    import hashlib
+    import json
+    digest = hashlib.sha256(json.dumps({"labels": {"tier": "web"}, "annotations": {"note": "x"},
+                                        "spec": body["spec"]}, sort_keys=True).encode()).hexdigest()[:16]
+    assert out == {
+        "apiVersion": "heumsi.github.io/v1", "kind": "Application",
+        "metadata": {"name": "a", "namespace": "n",
+                     "labels": {"tier": "web", "app.kubernetes.io/managed-by": "gitops-agent",
+                                "heumsi.github.io/source": "src-1"},
+                     "annotations": {"note": "x", render.CONTENT_HASH: digest, render.SOURCE_COMMIT: "c" * 40,
+                                     render.SOURCE_PATH: "apps/a.yaml"}},
+        "spec": {"image": "i", "replicas": 2, "port": 8080}}
+    assert out["spec"] is not body["spec"] and "labels" not in body["metadata"].get("annotations", {})
+    assert body["metadata"]["labels"] == {"tier": "web"}  # the parsed document is not changed
+
+
+def test_the_content_hash_does_not_depend_on_key_order():
+    one = {"metadata": {"name": "a", "namespace": "n", "labels": {"a": "1", "b": "2"}},
+           "spec": {"image": "i", "replicas": 1, "port": 80}}
+    two = {"metadata": {"name": "a", "namespace": "n", "labels": {"b": "2", "a": "1"}},
+           "spec": {"port": 80, "replicas": 1, "image": "i"}}
+    hashes = [render.desired_application(b, "c", "p")["metadata"]["annotations"][render.CONTENT_HASH] for b in (one, two)]
+    assert hashes[0] == hashes[1]
+    assert render.desired_application(one, "c", "p")["metadata"]["labels"][render.SOURCE_LABEL] == "default"
