@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from . import fields, plan
+from . import diff, fields, plan
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, RECREATED, UNCHANGED
 from .schema import KIND
@@ -69,8 +69,16 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
         return _recreate(kube, step, field, err)
     if step.live is None:
         return Applied(live, CREATED)
-    moved = live["metadata"].get("resourceVersion") != step.live["metadata"].get("resourceVersion")
-    return Applied(live, CONFIGURED if took or moved else UNCHANGED)
+    return Applied(live, CONFIGURED if took or _moved(kube, step.live, live) else UNCHANGED)
+
+
+def _moved(kube: Kube, before: dict, after: dict) -> bool:
+    """True when an apply changed the object: its resourceVersion moved. A dry run stores
+    nothing and keeps the resourceVersion, so there the objects are compared without the
+    server-managed fields (``diff.strip``)."""
+    if kube.dry_run:
+        return diff.strip(before) != diff.strip(after)
+    return before["metadata"].get("resourceVersion") != after["metadata"].get("resourceVersion")
 
 
 def _take_over(kube: Kube, step: plan.Step) -> bool:
