@@ -25,6 +25,13 @@ def synced(agent, repo, namespace, *args):
     return proc
 
 
+def first_sync(agent, repo, namespace):
+    """Git holds one Application, ``web`` (nginx:1.27, 1 replica, port 80), synced once."""
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
+    repo.commit()
+    return synced(agent, repo, namespace)
+
+
 def settled(objects, namespace, name="web"):
     """Wait until the Deployment controller has caught up (its own writes are not the agent's)."""
     def done():
@@ -129,9 +136,7 @@ def _client_side_apply(cluster, namespace, tmp_path):
 @pytest.mark.parametrize("tool", sorted(HAND_EDITS))
 def test_one_pass_restores_git_exactly_then_the_next_pass_writes_nothing(
         tool, agent, repo, namespace, objects, cluster, tmp_path):
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     settled(objects, namespace)
     HAND_EDITS[tool](cluster, namespace, tmp_path)
     proc = synced(agent, repo, namespace)
@@ -141,9 +146,7 @@ def test_one_pass_restores_git_exactly_then_the_next_pass_writes_nothing(
 
 
 def test_labels_and_annotations_others_add_are_left_alone(agent, repo, namespace, objects, cluster):
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     for target in ("deployment/web", "service/web", "application/web"):
         cluster.kubectl("-n", namespace, "label", target, "team=payments")
         cluster.kubectl("-n", namespace, "annotate", target, "example.com/owner=alice")
@@ -160,9 +163,7 @@ def test_labels_and_annotations_others_add_are_left_alone(agent, repo, namespace
 def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, namespace, objects, cluster, tmp_path):
     """Another controller's server-side apply adds a port: its intent, not a hand edit. The
     agent neither removes it nor reports a change on every pass."""
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     extra = tmp_path / "extra.yaml"
     extra.write_text(json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
                                  "spec": {"ports": [{"name": "sidecar", "protocol": "TCP", "port": 15000}]}}))
@@ -194,9 +195,7 @@ def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manage
 
 def test_an_immutable_selector_is_fixed_by_recreating_the_agents_own_child(
         agent, repo, namespace, objects, cluster, tmp_path):
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     old_uid = _older_agents_deployment(cluster, objects, namespace, tmp_path)
     repo.write("web.yaml", app_yaml("web", image="nginx:1.27", replicas=2))
     head = repo.commit("two replicas")
@@ -218,9 +217,7 @@ def test_an_immutable_selector_is_fixed_by_recreating_the_agents_own_child(
 
 
 def test_an_object_the_agent_did_not_make_is_never_recreated(agent, repo, namespace, objects, cluster, tmp_path):
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="someone")
     head = repo.commit("again")
     proc = agent.sync(repo.path, "--namespace", namespace)
@@ -296,9 +293,7 @@ def test_a_status_the_api_server_does_not_store_fails_the_pass(change, agent, re
 
 def test_dry_run_and_diff_see_a_recreate_and_a_take_over_and_write_nothing(
         agent, repo, namespace, objects, cluster, tmp_path):
-    repo.write("web.yaml", app_yaml("web", image="nginx:1.27"))
-    repo.commit()
-    synced(agent, repo, namespace)
+    first_sync(agent, repo, namespace)
     old_uid = _older_agents_deployment(cluster, objects, namespace, tmp_path)
     cluster.kubectl("-n", namespace, "patch", "service/web", "-p",
                     '{"spec":{"ports":[{"name":"debug","port":81,"targetPort":81}]}}')
