@@ -90,6 +90,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     loaded = manifests.load(snapshot.files, opts.namespace)
     problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors
     report.errors += [str(p) for p in problems]
+    report.invalid += [(p, m) for p, m in snapshot.problems] + [
+        (r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons)) for r in loaded.rejected]
     try:
         _reconcile(kube, opts, report, loaded.manifests, problems)
     except ApiError as err:
