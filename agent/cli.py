@@ -88,6 +88,10 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"), type=flags.readable_file)
     flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
          default=_env("GIT_USERNAME", "git"), type=flags.non_empty)
+    flag("--allowed-namespaces", "ALLOWED_NAMESPACES", "comma-separated namespace names or globs "
+         "(team-*) that Applications may target; an Application elsewhere is refused and nothing there is "
+         "created or pruned; plain names need only namespaced Roles (default: every namespace)",
+         default=_env("ALLOWED_NAMESPACES"), type=flags.namespace_patterns)
     flag("--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", default=_env("SSH_KEY_FILE"),
          type=flags.readable_file)
     flag("--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
@@ -163,7 +167,8 @@ def options_from(args: argparse.Namespace) -> sync.Options:
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
-                        source_id=args.source_id or source_id(args.repo, args.path))
+                        source_id=args.source_id or source_id(args.repo, args.path),
+                        allowed_namespaces=args.allowed_namespaces)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

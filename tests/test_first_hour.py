@@ -49,3 +49,29 @@ def test_summary_counts_and_lists_invalid_applications(agent, repo, namespace, o
     assert f"  {namespace}/bad-label: c.yaml:" in proc.stdout and "metadata.labels.tier: must be a string" \
         in proc.stdout
     assert all(objects.trio(namespace, "good")) and objects.app(namespace, "bad-port") is None
+
+
+@pytest.mark.parametrize("how", ["names", "glob"])
+def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo, namespaces, objects):
+    inside, outside = namespaces("in"), namespaces("out")
+    allowed = inside if how == "names" else "in-*"
+    repo.write("a.yaml", app_yaml("a", namespace=inside))
+    repo.write("b.yaml", app_yaml("b", namespace=outside))
+    repo.commit()
+    assert agent.sync(repo.path).returncode == 0  # unrestricted: both synced, both owned by this source
+    repo.remove("b.yaml")
+    repo.commit()
+    proc = agent.sync(repo.path, "--allowed-namespaces", allowed)
+    assert proc.returncode == 0, proc.stderr
+    assert all(objects.trio(outside, "b"))  # gone from Git, but outside: never pruned
+    repo.write("c.yaml", app_yaml("c", namespace=outside))
+    repo.write("a.yaml", app_yaml("a", namespace=inside, image="nginx:2"))
+    repo.commit()
+    proc = agent.sync(repo.path, env={"GITOPS_AGENT_ALLOWED_NAMESPACES": allowed})
+    assert proc.returncode == 2
+    assert f"error: c.yaml:1: metadata.namespace: Application {outside}/c: namespace '{outside}' is not allowed" \
+        in proc.stderr
+    assert objects.trio(outside, "c") == (None, None, None)
+    assert all(objects.trio(outside, "b"))
+    assert objects.deployment(inside, "a")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    assert f"{outside}/c" in proc.stdout.splitlines()[-1]
