@@ -75,3 +75,24 @@ def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo,
     assert all(objects.trio(outside, "b"))
     assert objects.deployment(inside, "a")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
     assert f"{outside}/c" in proc.stdout.splitlines()[-1]
+
+
+def test_sync_logs_each_api_retry_with_what_failed_and_when_the_next_try_is(agent, repo, cluster, tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    from tests.cluster import free_port
+
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"  # nothing listens
+    kubeconfig = tmp_path / "unreachable"
+    kubeconfig.write_text(json.dumps(config))
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    proc = agent.run([sys.executable, "-m", "agent", "sync", "--repo", str(repo.path), "--kubeconfig",
+                      str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--api-retry-seconds", "3"])
+    assert proc.returncode == 2
+    retries = [line for line in proc.stderr.splitlines() if "retrying in" in line]
+    assert len(retries) >= 2, proc.stderr
+    assert all("INFO agent.retry" in line and "Unreachable" in line and "(at " in line for line in retries)
