@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: test demo cluster unit clean
+.PHONY: test demo cluster unit clean lock
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ unit: $(VENV)/.installed
 
 demo: cluster
 	PY=$(PY) bash scripts/demo.sh
+
+# requirements.lock: the image's pinned dependencies with hashes (pip-tools), from pyproject.toml
+lock: $(VENV)/.installed
+	$(PY) -m pip install -q pip-tools
+	$(VENV)/bin/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url \
+		--no-emit-find-links -o requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .cluster .demo

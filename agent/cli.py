@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import sync
+from . import flags, sync
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
@@ -39,20 +39,8 @@ RUN_EPILOG = """exit codes:
 """
 
 
-def _env(name: str, default=None):
-    return os.environ.get(f"GITOPS_AGENT_{name}", default)
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = _env(name)
-    if value is None:
-        return default
-    word = value.strip().lower()
-    if word in ("1", "true", "yes", "on"):
-        return True
-    if word in ("0", "false", "no", "off", ""):
-        return False
-    raise SystemExit(f"error: GITOPS_AGENT_{name}={value!r} is not a boolean (true/false, yes/no, 1/0, on/off)")
+_env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked by the flag's type
+_env_bool = flags.env_bool  # raises flags.UsageError naming the variable
 
 
 def default_cache_dir() -> str:
@@ -62,57 +50,65 @@ def default_cache_dir() -> str:
 
 def add_source_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that syncs: source, scope, cluster connection, logging."""
-    parser.add_argument("--log-level", default=_env("LOG_LEVEL"),
+    parser.add_argument("--log-level", default=_env("LOG_LEVEL"), type=flags.log_level,
                         help="DEBUG, INFO, WARNING or ERROR (default: WARNING for sync, INFO for run) "
                              "[env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", choices=["text", "json"], default=_env("LOG_FORMAT", "text"),
-                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
+    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=_env("LOG_FORMAT", "text"),
+                        metavar="{text,json}",
+                        help="log lines as text or one JSON object per line (default: text) "
+                             "[env GITOPS_AGENT_LOG_FORMAT]")
     def flag(name, env, help_, **kw):
         parser.add_argument(name, help=f"{help_} [env GITOPS_AGENT_{env}]", **kw)
 
     flag("--repo", "REPO", "Git repository: local path, file://, https:// or ssh:// URL",
-         default=_env("REPO"), required=_env("REPO") is None)
+         default=_env("REPO"), required=_env("REPO") is None, type=flags.non_empty)
     flag("--ref", "REF", "branch, tag or commit SHA to sync (default: the remote's HEAD)", default=_env("REF"))
     flag("--path", "PATH", "directory inside the repository holding Application YAML (default: .)",
-         default=_env("PATH", "."))
+         default=_env("PATH", "."), type=flags.non_empty)
     flag("--namespace", "NAMESPACE", "namespace for Applications that name none (default: default)",
-         default=_env("NAMESPACE", "default"))
+         default=_env("NAMESPACE", "default"), type=flags.dns_label)
     flag("--source-id", "SOURCE_ID", "name for this repository and path in the heumsi.github.io/source label "
          "of its Applications; only they are ever pruned by this source (default: derived from --repo "
-         "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"))
+         "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"),
+         type=flags.label_value)
     flag("--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)",
          default=_env("KUBECONFIG"))
     flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
          default=_env("CACHE_DIR", default_cache_dir()))
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
-         "(connection errors, 429, 5xx) before the pass gives up (default 20)",
-         type=float, default=_env("API_RETRY_SECONDS", "20"))
-    flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take (default: 60)",
-         type=float, default=_env("FETCH_TIMEOUT", "60"))
+         "(connection errors, 429, 5xx) before the pass gives up; 0 to 600 (default: 20)",
+         type=flags.number(0, 600), default=_env("API_RETRY_SECONDS", "20"))
+    flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take; above 0, at most 3600 (default: 60)",
+         type=flags.number(0, 3600, above=True), default=_env("FETCH_TIMEOUT", "60"))
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
                         help="delete Applications (and children) the agent owns that Git no longer has "
-                             "(default: on) [env GITOPS_AGENT_PRUNE=true|false]")
+                             "(default: on) [env GITOPS_AGENT_PRUNE]")
     parser.add_argument("--submodules", action=argparse.BooleanOptionalAction,
                         default=_env_bool("SUBMODULES", True),
                         help="follow Git submodules under --path; with --no-submodules a submodule there "
-                             "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES=true|false]")
+                             "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
-         "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"))
+         "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"), type=flags.readable_file)
     flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
-         default=_env("GIT_USERNAME", "git"))
-    flag("--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", default=_env("SSH_KEY_FILE"))
+         default=_env("GIT_USERNAME", "git"), type=flags.non_empty)
+    flag("--allowed-namespaces", "ALLOWED_NAMESPACES", "comma-separated namespace names or globs "
+         "(team-*) that Applications may target; an Application elsewhere is refused and nothing there is "
+         "created or pruned; plain names need only namespaced Roles (default: every namespace)",
+         default=_env("ALLOWED_NAMESPACES"), type=flags.namespace_patterns)
+    flag("--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", default=_env("SSH_KEY_FILE"),
+         type=flags.readable_file)
     flag("--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
-         default=_env("KNOWN_HOSTS_FILE"))
+         default=_env("KNOWN_HOSTS_FILE"), type=flags.readable_file)
 
 
-_Parser = ci.OneLineParser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m agent", description="GitOps sync agent for Application resources.")
+    parser = flags.Parser(prog=flags.prog_name(), description="GitOps sync agent for Application resources.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {flags.version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     sync_parser = commands.add_parser(
         "sync", help="run one reconcile pass", epilog=EPILOG,
@@ -144,29 +140,36 @@ def build_parser() -> argparse.ArgumentParser:
                     "children changes, serve /healthz, /readyz and /metrics, optionally as one of "
                     "several replicas with leader election.")
     add_source_flags(run_parser)
-    run_parser.add_argument("--interval", type=float, default=_env("INTERVAL", "60"),
-                            help="seconds between scheduled passes (default 60) [env GITOPS_AGENT_INTERVAL]")
-    run_parser.add_argument("--jitter", type=float, default=_env("JITTER", "0"),
-                            help="at most this many random seconds added to each interval (default 0) "
-                                 "[env GITOPS_AGENT_JITTER]")
-    run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"),
-                            help="address for /healthz, /readyz, /metrics (default :8080) [env GITOPS_AGENT_HTTP_ADDR]")
+    run_parser.add_argument("--interval", type=flags.number(1, 86400), default=_env("INTERVAL", "60"),
+                            help="seconds between scheduled passes; 1 to 86400 (default: 60) "
+                                 "[env GITOPS_AGENT_INTERVAL]")
+    run_parser.add_argument("--jitter", type=flags.number(0, 3600), default=_env("JITTER", "0"),
+                            help="at most this many random seconds added to each interval; 0 to 3600 "
+                                 "(default: 0) [env GITOPS_AGENT_JITTER]")
+    run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=flags.http_addr,
+                            help="HOST:PORT for /healthz, /readyz, /metrics (default: :8080) "
+                                 "[env GITOPS_AGENT_HTTP_ADDR]")
     run_parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction,
                             default=_env_bool("LEADER_ELECT", False),
-                            help="only the holder of a coordination.k8s.io Lease syncs (default off) "
+                            help="only the holder of a coordination.k8s.io Lease syncs (default: off) "
                                  "[env GITOPS_AGENT_LEADER_ELECT]")
-    run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME),
-                            help="Lease name (default gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
+    run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME), type=flags.dns_subdomain,
+                            help="Lease name (default: gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
     run_parser.add_argument("--lease-namespace", default=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
-                            help="Lease namespace (default $POD_NAMESPACE or default) [env GITOPS_AGENT_LEASE_NAMESPACE]")
-    run_parser.add_argument("--lease-duration", type=int, default=_env("LEASE_DURATION", "15"),
-                            help="seconds a lease is valid without renewal (default 15) [env GITOPS_AGENT_LEASE_DURATION]")
+                            type=flags.dns_label,
+                            help="Lease namespace (default: $POD_NAMESPACE, else default) [env GITOPS_AGENT_LEASE_NAMESPACE]")
+    run_parser.add_argument("--lease-duration", type=flags.number(3, 3600, integer=True),
+                            default=_env("LEASE_DURATION", "15"),
+                            help="whole seconds a lease is valid without renewal; 3 to 3600 (default: 15) "
+                                 "[env GITOPS_AGENT_LEASE_DURATION]")
     run_parser.add_argument("--identity", default=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
-                            help="this replica's name in the Lease (default host-pid) [env GITOPS_AGENT_IDENTITY]")
+                            type=flags.non_empty,
+                            help="this replica's name in the Lease (default: HOST-PID) [env GITOPS_AGENT_IDENTITY]")
     run_parser.add_argument("--watch", action=argparse.BooleanOptionalAction, default=_env_bool("WATCH", True),
-                            help="also pass when an Application or child changes (default on) [env GITOPS_AGENT_WATCH]")
-    run_parser.add_argument("--shutdown-grace", type=float, default=_env("SHUTDOWN_GRACE", "20"),
-                            help="seconds SIGTERM waits for a running pass (default 20) [env GITOPS_AGENT_SHUTDOWN_GRACE]")
+                            help="also pass when an Application or child changes (default: on) [env GITOPS_AGENT_WATCH]")
+    run_parser.add_argument("--shutdown-grace", type=flags.number(0, 3600), default=_env("SHUTDOWN_GRACE", "20"),
+                            help="seconds SIGTERM waits for a running pass; 0 to 3600 (default: 20) "
+                                 "[env GITOPS_AGENT_SHUTDOWN_GRACE]")
     run_parser.add_argument("--webhook-secret-file", default=_env("WEBHOOK_SECRET_FILE"),
                             help="enable POST /hooks/git with the secret in this file (or set the secret itself in "
                                  "GITOPS_AGENT_WEBHOOK_SECRET); without one the path answers 404 "
@@ -175,17 +178,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def options_from(args: argparse.Namespace) -> sync.Options:
-    """sync.Options from parsed flags. Raises OSError when the token file cannot be read."""
+    """sync.Options from parsed flags. Raises flags.UsageError naming the flag when the token
+    file cannot be read."""
     token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
     if args.git_token_file:
-        token = Path(args.git_token_file).read_text().strip()
+        try:
+            token = Path(args.git_token_file).read_text().strip()
+        except (OSError, UnicodeDecodeError) as err:
+            raise flags.UsageError(f"--git-token-file {args.git_token_file!r} cannot be read: "
+                                   f"{getattr(err, 'strerror', None) or err}") from None
     credentials = Credentials(token=token or None, username=args.git_username,
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
                         source_id=args.source_id or source_id(args.repo, args.path),
-                        submodules=args.submodules)
+                        submodules=args.submodules, allowed_namespaces=args.allowed_namespaces)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
@@ -196,6 +204,8 @@ def _setup_logging(args: argparse.Namespace) -> None:
         handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     level = args.log_level or ("INFO" if args.command == "run" else "WARNING")
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    if not args.log_level:  # each API retry says what failed and when the next try is
+        logging.getLogger("agent.retry").setLevel(logging.INFO)
     for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
@@ -205,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     traceback and exit 2, never 1 (which means "changed something")."""
     try:
         return _main(argv)
+    except flags.UsageError as err:
+        print(f"{flags.prog_name()}: error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
@@ -240,6 +253,9 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
     from .runner import Runner
     from .server import Health, Metrics, serve
 
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
     try:
         # popped: Git and SSH, started by the passes, never inherit the secret
         secret = webhook.load_secret(args.webhook_secret_file,
@@ -259,18 +275,24 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
         return EXIT_FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
                                         ", /hooks/git" if secret else "", *server.server_address[:2])
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
+    election = None
     if args.leader_elect:
-        kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,
+        election = kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,
                    lambda: (runner.stop_leading(), done.set()), lease_duration=args.lease_duration,
                    renew_deadline=max(2, args.lease_duration * 2 // 3), retry_period=max(1, args.lease_duration // 7))
     else:
         runner.start_leading()
     done.wait()
     logging.getLogger("agent.run").info("stopping: waiting up to %.0fs for a running pass", args.shutdown_grace)
-    runner.shutdown(args.shutdown_grace)
+    finished = runner.shutdown(args.shutdown_grace)
+    code = EXIT_FAILED if runner.lost_lease else EXIT_OK
+    if election is not None and not runner.lost_lease:
+        election.release()  # the next replica takes over at once instead of after the lease expires
     logging.getLogger("agent.run").info("stopped")
     server.shutdown()
-    return EXIT_FAILED if runner.lost_lease else EXIT_OK
+    if not finished:  # the abandoned pass's thread would hold the interpreter's exit
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

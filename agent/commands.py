@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import output, source
+from . import flags, output, source
 from . import validate as validate_
 from .manifests import is_dns1123_label
 
@@ -37,13 +37,6 @@ VALIDATE_EPILOG = """exit codes:
 """
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """Flag errors as one line naming what is wrong and what is allowed (exit 2), no usage dump."""
-
-    def error(self, message):
-        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
-
-
 def _env(name: str, default=None):
     return os.environ.get(f"GITOPS_AGENT_{name}", default)
 
@@ -57,7 +50,7 @@ def validate_main(argv: list[str]) -> int:
     """``python -m agent validate ARGV``, without importing the cluster client. Returns the exit
     code (0 valid, 2 invalid or a user error; see VALIDATE_EPILOG)."""
     try:
-        parser = OneLineParser(prog="python -m agent")
+        parser = flags.Parser(prog=flags.prog_name())
         add_validate_parser(parser.add_subparsers(dest="command", required=True), _env, default_cache_dir())
         args = parser.parse_args(["validate", *argv])
     except SystemExit as stop:

@@ -17,6 +17,7 @@ import datetime
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 
@@ -29,6 +30,7 @@ from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
+retry_log = logging.getLogger("agent.retry")  # shown at INFO even when sync logs only warnings
 
 # (group, kind) -> (API prefix, resource plural, namespaced)
 RESOURCES = {
@@ -55,6 +57,17 @@ class ApiError(Exception):
 
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
+
+
+def _log_retry(retry_state: tenacity.RetryCallState) -> None:
+    """tenacity ``before_sleep``: one INFO line per retry saying what failed and when the next
+    try is (wall-clock time and seconds from now)."""
+    wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
+    at = (datetime.datetime.now() + datetime.timedelta(seconds=wait)).strftime("%H:%M:%S")
+    err = retry_state.outcome.exception() if retry_state.outcome else None
+    retry_log.info("%s; retrying in %.1fs (at %s, attempt %d)", err, wait, at, retry_state.attempt_number + 1,
+                   extra={"fields": {"event": "retry", "attempt": retry_state.attempt_number + 1,
+                                     "retry_in_seconds": round(wait, 2)}})
 
 
 def path(group: str, kind: str, namespace: str | None = None, name: str | None = None,
@@ -120,10 +133,13 @@ class Kube:
             raise ApiError(0, "NoConfiguration", detail, f"loading the cluster configuration{where}") from None
         configuration.retries = False
         self.api = client.ApiClient(configuration)
+        self.interrupt = threading.Event()  # set on shutdown: retries and waits end at once
         self._retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_transient),
             wait=tenacity.wait_exponential(multiplier=0.2, max=5),
-            stop=tenacity.stop_after_delay(retry_seconds),
+            stop=tenacity.stop_after_delay(retry_seconds) | (lambda _state: self.interrupt.is_set()),
+            sleep=self.interrupt.wait,
+            before_sleep=_log_retry,
             reraise=True,
         )
 
@@ -246,9 +262,8 @@ class Kube:
             current = self.get(obj)
             if current is None or (uid and current["metadata"].get("uid") != uid):
                 return True
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or self.interrupt.wait(interval):
                 return False
-            time.sleep(interval)
 
     def patch_status(self, obj: dict, status: dict) -> dict:
         """Write ``status`` through the status subresource (JSON merge patch; lists replace
@@ -334,18 +349,20 @@ class Kube:
                 watcher.stop()
 
     def elect(self, name: str, namespace: str, identity: str, on_started, on_stopped,
-              lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2) -> None:
+              lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2):
         """Start leader election on the Lease ``namespace/name`` (coordination.k8s.io) with the
         client's own LeaseLock, in a daemon thread. ``on_started()`` runs when this process
         leads; ``on_stopped()`` when it lost the lease. Durations in seconds; a new leader takes
-        over within about ``lease_duration`` + ``retry_period`` after the old one dies."""
-        import threading
-
+        over within about ``lease_duration`` + ``retry_period`` after the old one dies, and
+        within about ``retry_period`` after it calls ``release()`` on the returned handle
+        (see ``election.ReleasableLeaseLock``)."""
         from kubernetes.leaderelection import electionconfig, leaderelection
-        from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
+
+        from .election import ReleasableLeaseLock
 
         client.Configuration.set_default(self.api.configuration)
-        lock = LeaseLock(name, namespace, identity)
+        lock = ReleasableLeaseLock(name, namespace, identity)
         cfg = electionconfig.Config(lock, lease_duration, renew_deadline, retry_period, on_started, on_stopped)
         threading.Thread(target=leaderelection.LeaderElection(cfg).run, name="leader-election",
                          daemon=True).start()
+        return lock

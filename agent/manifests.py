@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 
 import yaml
 from jsonschema import Draft202012Validator, validators
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from . import metadata as metadata_rules
 from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA
 
 MAX_DEPTH = 100
@@ -78,11 +79,26 @@ class ManifestError:
 
 
 @dataclass(frozen=True)
+class Rejected:
+    """One document (or whole file, ``line`` None) that was refused: ``application`` is its
+    ``namespace/name`` when the document named a valid one, else None; ``reasons`` its errors
+    as ``str(ManifestError)``."""
+
+    path: str
+    line: int | None
+    application: str | None
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LoadResult:
-    """``manifests`` sorted by (namespace, name); ``errors`` sorted by (path, line)."""
+    """``manifests`` sorted by (namespace, name); ``errors`` sorted by (path, line);
+    ``rejected`` one entry per refused document or file, sorted by (path, line), so that a
+    summary can count invalid Applications rather than errors."""
 
     manifests: list[Manifest]
     errors: list[ManifestError]
+    rejected: list[Rejected] = dataclass_field(default_factory=list)
 
 
 class _DuplicateKey(ConstructorError):
@@ -198,9 +214,10 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
         raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
     errors: list[ManifestError] = []
     found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
+    documents: list[tuple[str, int, int, str | None]] = []
     for path in sorted(files):
         file_found, file_errors = _load_file(path, files[path], default_namespace,
-                                             max_file_bytes, max_documents)
+                                             max_file_bytes, max_documents, documents)
         found += file_found
         errors += file_errors
     by_identity: dict[tuple[str, str], list] = {}
@@ -217,10 +234,26 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
                                  f"is defined more than once: {where}") for _, p, line, _ in items]
     manifests.sort(key=lambda m: (m.namespace, m.name))
     errors.sort(key=lambda e: (e.path, e.line or 0, e.field or "", e.message))
-    return LoadResult(manifests, errors)
+    return LoadResult(manifests, errors, _rejected(errors, documents))
 
 
-def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int):
+
+def _rejected(errors: list[ManifestError], documents: list[tuple[str, int, int, str | None]]) -> list[Rejected]:
+    """One Rejected per refused document: ``documents`` holds (path, first line, last line,
+    ``namespace/name`` or None) of every document; an error belongs to the document whose
+    lines hold it, or to its whole file when it has no line or no document holds it."""
+    groups: dict[tuple[str, int | None], list[str]] = {}
+    names: dict[tuple[str, int | None], str | None] = {}
+    for e in errors:
+        doc = next((d for d in documents if d[0] == e.path and e.line is not None and d[1] <= e.line <= d[2]), None)
+        key = (e.path, doc[1] if doc else None)
+        groups.setdefault(key, []).append(str(e))
+        names[key] = doc[3] if doc else None
+    return sorted((Rejected(p, line, names[(p, line)], tuple(r)) for (p, line), r in groups.items()),
+                  key=lambda r: (r.path, r.line or 0))
+
+
+def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int, documents: list):
     found: list = []
     errors: list[ManifestError] = []
     if len(data) > max_bytes:
@@ -241,7 +274,10 @@ def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs:
                 return [], [ManifestError(path, None, None, f"more than {max_docs} YAML documents")]
             node = loader.get_node()
             problems, loader.problems = loader.problems, []
+            n_found = len(found)
             _document(path, node, problems, loader, namespace, found, errors)
+            named = "/".join(found[-1][0]) if len(found) > n_found else None
+            documents.append((path, node.start_mark.line + 1, node.end_mark.line + 1, named))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         detail = f" ({e.context})" if e.context else ""
@@ -305,6 +341,8 @@ def _document(path, node, problems, loader, default_namespace, found, errors) ->
         for field, value in (("name", name), ("namespace", namespace)):
             if (field in meta) and not is_dns1123_label(value):
                 error(_line(lines, ("metadata", field)), f"metadata.{field}", f"{_show(value)} {_LABEL_RULE}")
+        for sub, message in metadata_rules.problems(meta):
+            error(_line(lines, ("metadata",) + sub), _dotted(("metadata",) + sub), message)
         if is_dns1123_label(name) and is_dns1123_label(namespace):
             identity = (namespace, name)
 

@@ -35,6 +35,9 @@ class Report:
     fetch_seconds: float | None = None  # None when no fetch ran this pass
     fetch_failed: bool = False
     problems: list = field(default_factory=list)  # manifests.ManifestError behind file errors
+    invalid: list[tuple[str, str]] = field(default_factory=list)
+    """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the
+    Application when the document named one, else ``path:line``; counted as failed."""
 
     @property
     def ok(self) -> bool:
@@ -52,10 +55,13 @@ class Report:
             self.errors.append(f"{subject}: {message}")
 
     def counts(self) -> dict[str, int]:
-        """Number of changes per action."""
+        """Number of changes per action; ``failed`` also counts the refused documents
+        (``invalid``), so that invalid Applications are never missing from the tally."""
         out: dict[str, int] = {}
         for change in self.changes:
             out[change.action] = out.get(change.action, 0) + 1
+        if self.invalid:
+            out[FAILED] = out.get(FAILED, 0) + len(self.invalid)
         return out
 
     def summary(self) -> str:
@@ -73,13 +79,17 @@ class Report:
                 suffix = f" ({change.message})" if change.message else ""
                 lines.append(f"  {change.subject} {change.action}{suffix}")
         lines += [f"note: {n}" for n in self.notes]
+        if self.invalid:
+            lines.append("invalid (not applied):")
+            lines += [f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
         for extra in (RECREATED, KEPT):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"
-        failed = (f"; {len(self.failed)} Application{'s' if len(self.failed) != 1 else ''} failed: "
-                  f"{', '.join(sorted(self.failed))}") if self.failed else ""
+        failing = sorted(self.failed | {what for what, _ in self.invalid})
+        failed = (f"; {len(failing)} Application{'s' if len(failing) != 1 else ''} failed: "
+                  f"{', '.join(failing)}") if failing else ""
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(lines)

@@ -72,7 +72,10 @@ class Runner:
         threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
 
     def stop_leading(self) -> None:
-        """The lease was lost: stop at once (another replica now syncs)."""
+        """The lease was lost: stop at once (another replica now syncs). Ignored once shutting
+        down (the lease was released on purpose)."""
+        if self.stopping.is_set():
+            return
         log.error("lost the leader lease; stopping so that only the new leader syncs")
         self.health.leading = False
         self.metrics.leader.set(0)
@@ -162,17 +165,21 @@ class Runner:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def shutdown(self, grace: float) -> None:
-        """Stop scheduling; wait up to ``grace`` seconds for a running pass to finish (a pass cut
-        short leaves each Application's status whole: it is written in one request)."""
+    def shutdown(self, grace: float) -> bool:
+        """Stop scheduling and end API retries and waits at once; wait up to ``grace`` seconds
+        for a running pass to finish (a pass cut short leaves each Application's status whole:
+        it is written in one request). Returns False when a pass was still running (the caller
+        then exits without waiting for it)."""
         self.stopping.set()
         self._trigger.set()
+        self.kube.interrupt.set()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
         if self._pass_lock.acquire(timeout=grace):
             self._pass_lock.release()
-        else:
-            log.warning("a pass was still running after %.0fs; abandoning it", grace)
+            return True
+        log.warning("a pass was still running after %.0fs; abandoning it", grace)
+        return False
 
 
 class JsonFormatter(logging.Formatter):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, manifests, plan, render, source
+from . import apply, manifests, plan, render, scope, source
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -48,6 +48,7 @@ class Options:
     credentials: source.Credentials | None = None
     source_id: str = "default"
     submodules: bool = True
+    allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace
 
 
 def _now() -> str:
@@ -92,11 +93,17 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         report.errors.append(f"{err}; nothing was changed or pruned")
         return report
     loaded = manifests.load(snapshot.files, opts.namespace)
-    problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors
+    wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)
+    problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors + outside
     report.errors += [str(p) for p in problems]
     report.problems = problems
+    report.invalid += [(p, m) for p, m in snapshot.problems] + [
+        (r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons)) for r in loaded.rejected]
+    report.invalid += [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
+    if opts.allowed_namespaces is not None:
+        kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     try:
-        _reconcile(kube, opts, report, loaded.manifests, problems)
+        _reconcile(kube, opts, report, wanted, problems)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
     return report

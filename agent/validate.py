@@ -1,10 +1,10 @@
 """``validate``: every problem in a directory or commit of Application YAML, with no cluster.
 
 Reuses ``manifests.load`` (YAML syntax, the spec schema, DNS-1123 names, duplicate identities,
-unknown top-level and spec fields) and adds what the API server would refuse at apply time
-that ``load`` leaves to the server: the whole document against the packaged CRD's
-``openAPIV3Schema`` (``crd.problems``), label and annotation syntax, and metadata fields the
-agent never applies. A document that passes here is not refused by the API server later.
+unknown fields, ``metadata`` keys, labels and annotations as ``agent/metadata.py`` checks them:
+the same rules ``sync`` applies) and adds the whole document against the packaged CRD's
+``openAPIV3Schema`` (``crd.problems``). A document that passes here is not refused by the API
+server later.
 
 Two sources: a plain directory on disk (a pre-commit hook validates the work tree) or, as
 ``sync`` reads it, a commit of a Git repository.
@@ -13,7 +13,6 @@ Two sources: a plain directory on disk (a pre-commit hook validates the work tre
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +22,7 @@ from .manifests import Manifest, ManifestError
 
 MAX_FILE_BYTES = 1_048_576
 MAX_FILES = 5000
-METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
-MAX_ANNOTATIONS_BYTES = 262_144  # the API server's TotalAnnotationSizeLimitB
 
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_NAME_RULE = ("at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
-              "with a letter or digit")
 
 
 @dataclass
@@ -104,16 +97,12 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
     valid = []
     for manifest in loaded.manifests:
         found = [(sub, f"{message} (rule from crd.yaml)") for sub, message in crd.problems(manifest.body)]
-        found += _metadata_problems(manifest.body["metadata"])
         if not found:
             valid.append(manifest)
             continue
         lines = _field_lines(files[manifest.path], manifest.line)
         errors += [ManifestError(manifest.path, manifests._line(lines, sub) if lines else manifest.line,
                                  manifests._dotted(sub) or None, message) for sub, message in found]
-    # Documents ``load`` rejected: their metadata problems too, so one run reports everything.
-    for path in sorted({e.path for e in loaded.errors}):
-        errors += _metadata_problems_of_file(path, files[path])
     unique = {(e.path, e.line or 0, e.field or "", e.message): e for e in errors}
     return Result(files=len(files) + len({e.path for e in refused}), manifests=valid,
                   errors=[unique[k] for k in sorted(unique)])
@@ -142,79 +131,6 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
     result.commit = commit
     result.seconds = time.monotonic() - started
     return result
-
-
-def _metadata_problems(meta: dict) -> list[tuple[tuple, str]]:
-    """(field path, message) for metadata the API server refuses or the agent never applies."""
-    found = []
-    for key in meta:
-        if key not in METADATA_FIELDS:
-            found.append((("metadata", key), f"unknown field (allowed: {', '.join(METADATA_FIELDS)})"))
-    for kind in ("labels", "annotations"):
-        if kind not in meta:
-            continue
-        values = meta[kind]
-        if not isinstance(values, dict):
-            found.append((("metadata", kind), "must be a mapping of strings to strings"))
-            continue
-        for key, value in values.items():
-            where = ("metadata", kind, key)
-            problem = qualified_name_problem(key) if isinstance(key, str) else "is not a string"
-            if problem:
-                found.append((where, f"key {key!r} {problem}"))
-            if not isinstance(value, str):
-                found.append((where, f"value must be a string (quote it), not {manifests._type_name(value)}"))
-            elif kind == "labels" and value and (len(value) > 63 or not _NAME.fullmatch(value)):
-                found.append((where, f"value {value!r} is not a valid label value ({_NAME_RULE}, or empty)"))
-        if kind == "annotations":
-            size = sum(len(str(k)) + len(v) for k, v in values.items() if isinstance(v, str))
-            if size > MAX_ANNOTATIONS_BYTES:
-                found.append((("metadata", kind), f"{size} bytes in total; the limit is {MAX_ANNOTATIONS_BYTES}"))
-    return found
-
-
-def _metadata_problems_of_file(path: str, data: bytes) -> list[ManifestError]:
-    """Metadata problems of every Application document of a file that ``load`` rejected in
-    part; a file that does not parse (already reported) yields nothing."""
-    out: list[ManifestError] = []
-    try:
-        loader = manifests._Loader(data.decode("utf-8-sig"))
-    except Exception:  # noqa: BLE001 - undecodable: reported by load already
-        return out
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            problems, loader.problems = loader.problems, []
-            if node is None or problems:
-                continue
-            try:
-                doc = loader.construct_document(node)
-            except Exception:  # noqa: BLE001 - reported by load already
-                loader.constructed_objects, loader.recursive_objects = {}, {}
-                loader.state_generators, loader.deep_construct = [], False
-                continue
-            if not (isinstance(doc, dict) and doc.get("kind") == manifests.KIND
-                    and isinstance(doc.get("metadata"), dict)):
-                continue
-            lines = manifests._index(node)[0]
-            out += [ManifestError(path, manifests._line(lines, sub), manifests._dotted(sub), message)
-                    for sub, message in _metadata_problems(doc["metadata"])]
-    except Exception:  # noqa: BLE001 - syntax errors are reported by load already
-        pass
-    finally:
-        loader.dispose()
-    return out
-
-
-def qualified_name_problem(key: str) -> str | None:
-    """None when ``key`` is a valid label or annotation key (``[prefix/]name``: prefix a DNS-1123
-    subdomain of at most 253 characters, name per ``_NAME_RULE``); else what is wrong."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
-        return "has an invalid prefix (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.')"
-    if not name or len(name) > 63 or not _NAME.fullmatch(name):
-        return f"is not a valid key (name part: {_NAME_RULE})"
-    return None
 
 
 def _field_lines(data: bytes, doc_line: int) -> dict[tuple, int] | None:

@@ -109,6 +109,7 @@ class Agent:
         full_env.update(env or {})
         proc = subprocess.run(cmd, cwd=self.cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
         print(f"$ {' '.join(cmd)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+        assert "Traceback" not in proc.stdout + proc.stderr, "the agent printed a traceback"
         return proc
 
 

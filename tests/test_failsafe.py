@@ -519,9 +519,13 @@ def test_application_with_an_invalid_name_gets_no_children_and_the_others_sync(
         assert any(path in e and field in e and "DNS-1123" in e for e in errors), f"{path}: {proc.stderr}"
     assert all(objects.trio(namespace, "good"))
     assert synced_commit(objects, namespace, "good") is not None
-    # nothing was attempted for the invalid ones: not in the summary, no object, no Event
+    # nothing was attempted for the invalid ones: no object line in the summary, no object, no Event;
+    # they are listed, with their reasons, only as invalid and counted as failed (issue 10)
+    attempted = proc.stdout.split("invalid (not applied):")[0]
     for bad in ("Office_Back", "office_back", "office-back", "team-app", "x" * 64):
-        assert bad not in proc.stdout
+        assert bad not in attempted
+    assert "office.yaml:" in proc.stdout and "team.yaml:" in proc.stdout and "long.yaml:" in proc.stdout
+    assert ", 3 failed;" in proc.stdout.strip().splitlines()[-1]
     listed = cluster.kubectl("get", "deployments,services,applications.heumsi.github.io", "-A",
                              "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}")
     names = listed.stdout.lower()

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
 
-from agent import crd, diff, output, progress, validate
+from agent import crd, diff, metadata, output, progress, validate
 from agent.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
 from agent.manifests import ManifestError
 from agent.schema import SPEC_SCHEMA
@@ -52,7 +51,7 @@ def test_crd_ignores_status_and_accepts_a_valid_document():
                                     ("bad key", False), ("-x", False), ("Example.COM/x", False), ("/x", False),
                                     ("x/", False), ("a" * 64, False), ("a" * 63, True)])
 def test_qualified_names(key, ok):
-    assert (validate.qualified_name_problem(key) is None) == ok
+    assert (metadata.qualified_name_ok(key)) == ok
 
 
 def test_every_class_of_error_in_one_run_with_lines():
@@ -81,7 +80,7 @@ def test_metadata_problems_are_reported_even_when_the_spec_is_invalid():
 
 
 def test_annotation_size_limit():
-    big = "x" * (validate.MAX_ANNOTATIONS_BYTES + 1)
+    big = "x" * (metadata.ANNOTATIONS_MAX_BYTES + 1)
     result = check({"a.yaml": app("a", f"  annotations:\n    note: {big}\n")})
     assert [e.field for e in result.errors] == ["metadata.annotations"]
 

@@ -1,0 +1,221 @@
+"""Command-line values checked at start-up: argparse types with ranges, and environment variables.
+
+Why a module of its own: every flag can also come from a ``GITOPS_AGENT_*`` variable, and a bad
+value must end the process at once with one line that names the flag (or the variable), the
+value and what is allowed, exit code 2, and never a traceback. ``run --interval -5`` used to
+spin at full CPU instead.
+
+How: each flag gets a ``type`` from here, which raises ``argparse.ArgumentTypeError`` with the
+rule. A variable's raw text is passed to argparse as the flag's default wrapped in ``EnvValue``;
+argparse converts a string default with the flag's ``type`` only when the flag is not on the
+command line (a flag wins over its variable), and the type names the variable in its message.
+``Parser.error`` prints that message as one line (no usage block) and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+ENV_PREFIX = "GITOPS_AGENT_"
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+
+
+class UsageError(Exception):
+    """A user error found before anything ran; ``str()`` is the one line to print (exit 2)."""
+
+
+class EnvValue(str):
+    """The raw text of an environment variable, used as a flag's default; ``.variable`` is the
+    variable's full name, so that a type can say where a bad value came from."""
+
+    variable: str
+
+    def __new__(cls, value: str, variable: str) -> "EnvValue":
+        obj = super().__new__(cls, value)
+        obj.variable = variable
+        return obj
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr (``PROG: error: MESSAGE (see PROG
+    --help)``) followed by exit 2; subcommand parsers inherit it."""
+
+    def error(self, message: str):  # noqa: D401 (argparse API)
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def prog_name(argv0: str | None = None) -> str:
+    """The name the program was started by, for usage lines: ``gitops-agent`` when run as the
+    installed console command, else ``python -m agent``."""
+    name = Path(argv0 if argv0 is not None else sys.argv[0]).name
+    return name if name and name not in ("__main__.py", "-c", "python", "python3") and not name.endswith(".py") \
+        else "python -m agent"
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """Default for a flag: ``GITOPS_AGENT_<name>`` as an ``EnvValue`` when set, else ``default``
+    (a plain string or None). Checked by the flag's ``type`` only when the flag is not given."""
+    variable = ENV_PREFIX + name
+    value = os.environ.get(variable)
+    return default if value is None else EnvValue(value, variable)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """``GITOPS_AGENT_<name>`` as a boolean (true/false, yes/no, 1/0, on/off, any case), or
+    ``default`` when unset. Raises UsageError naming the variable for anything else (also for
+    an empty value)."""
+    variable = ENV_PREFIX + name
+    value = os.environ.get(variable)
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise UsageError(f"{variable}={value!r} is not allowed: must be a boolean "
+                     "(true/false, yes/no, 1/0 or on/off)")
+
+
+def _refuse(value: str, rule: str) -> argparse.ArgumentTypeError:
+    where = f"{value.variable}={str(value)!r}" if isinstance(value, EnvValue) else repr(str(value))
+    return argparse.ArgumentTypeError(f"{where} is not allowed: must be {rule}")
+
+
+def number(minimum: float | None = None, maximum: float | None = None, *, above: bool = False,
+           integer: bool = False, unit: str = "seconds"):
+    """Type for a finite number (``integer``: a whole number) in ``[minimum, maximum]``
+    (``above``: strictly greater than ``minimum``). Returns float or int; the error names the
+    range and ``unit``, e.g. "must be a number of seconds > 0 and <= 3600"."""
+    kind = f"a whole number of {unit}" if integer else f"a number of {unit}"
+    parts = []
+    if minimum is not None:
+        parts.append(f"{'>' if above else '>='} {minimum:g}")
+    if maximum is not None:
+        parts.append(f"<= {maximum:g}")
+    rule = f"{kind} {' and '.join(parts)}".strip()
+
+    def convert(text: str):
+        try:
+            value = int(text.strip()) if integer else float(text.strip())
+        except (ValueError, AttributeError):
+            raise _refuse(text, rule) from None
+        if not math.isfinite(value):
+            raise _refuse(text, rule)
+        if minimum is not None and (value <= minimum if above else value < minimum):
+            raise _refuse(text, rule)
+        if maximum is not None and value > maximum:
+            raise _refuse(text, rule)
+        return value
+
+    convert.__name__ = "number"
+    convert.rule = rule  # type: ignore[attr-defined]
+    return convert
+
+
+def choice(*allowed: str, fold_case: bool = True):
+    """Type for one of ``allowed`` (case-insensitive when ``fold_case``); returns the spelling
+    in ``allowed``."""
+    rule = "one of " + ", ".join(allowed)
+
+    def convert(text: str) -> str:
+        for option in allowed:
+            if text == option or (fold_case and text.strip().lower() == option.lower()):
+                return option
+        raise _refuse(text, rule)
+
+    convert.__name__ = "choice"
+    return convert
+
+
+log_level = choice(*LOG_LEVELS)
+"""Type for ``--log-level``: DEBUG, INFO, WARNING or ERROR (any case)."""
+
+
+def non_empty(text: str) -> str:
+    """Type for a string that must not be empty or blank."""
+    if not text.strip():
+        raise _refuse(text, "a non-empty string")
+    return text
+
+
+def dns_label(text: str) -> str:
+    """Type for a namespace: a DNS-1123 label (lowercase letters, digits, '-', 1-63 chars)."""
+    if len(text) > 63 or not _DNS_LABEL.fullmatch(text):
+        raise _refuse(text, "a DNS-1123 label (lowercase letters, digits and '-', starting and "
+                            "ending with a letter or digit, at most 63 characters)")
+    return text
+
+
+def dns_subdomain(text: str) -> str:
+    """Type for an object name such as a Lease's: a DNS-1123 subdomain (at most 253 chars)."""
+    if len(text) > 253 or not _DNS_SUBDOMAIN.fullmatch(text):
+        raise _refuse(text, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+                            "at most 253 characters)")
+    return text
+
+
+def label_value(text: str) -> str:
+    """Type for a Kubernetes label value (at most 63 characters: letters, digits, '-', '_',
+    '.', starting and ending with a letter or digit), non-empty."""
+    if not text or len(text) > 63 or not _LABEL_VALUE.fullmatch(text):
+        raise _refuse(text, "a label value (1-63 letters, digits, '-', '_' or '.', starting "
+                            "and ending with a letter or digit)")
+    return text
+
+
+def http_addr(text: str) -> str:
+    """Type for ``HOST:PORT`` (``:8080`` listens on every interface); port 0-65535."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in host):
+        raise _refuse(text, "HOST:PORT with a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080)")
+    return text
+
+
+def readable_file(text: str) -> str:
+    """Type for a file the agent must read (a token, key or known_hosts file): it must exist
+    and be readable now; the error says why not (e.g. "No such file or directory")."""
+    try:
+        with open(text, "rb"):
+            pass
+    except OSError as err:
+        raise _refuse(text, f"a readable file ({err.strerror or err})") from None
+    if Path(text).is_dir():
+        raise _refuse(text, "a readable file (it is a directory)")
+    return text
+
+
+def namespace_patterns(text: str) -> tuple[str, ...]:
+    """Type for ``--allowed-namespaces``: comma-separated namespace names or shell-style globs
+    (``team-*``, ``app-?``); blanks around commas are ignored. Returns the patterns as a tuple;
+    each must be a DNS-1123 label once ``*``, ``?`` and ``[...]`` are taken out."""
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    rule = ("comma-separated namespace names or globs (lowercase letters, digits, '-', and the "
+            "wildcards * ? [...]), at least one")
+    if not patterns:
+        raise _refuse(text, rule)
+    for pattern in patterns:
+        if len(pattern) > 63 or not re.fullmatch(r"[a-z0-9*?\[\]!-]+", pattern) \
+                or pattern.count("[") != pattern.count("]"):
+            raise _refuse(text, rule)
+    return patterns
+
+
+def version() -> str:
+    """The installed distribution's version (``gitops-agent``), or ``unknown`` when the package
+    runs from a source tree that was never installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gitops-agent")
+    except metadata.PackageNotFoundError:
+        return "unknown"

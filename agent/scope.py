@@ -1,0 +1,117 @@
+"""``--allowed-namespaces``: the namespaces a source may touch, enforced at the cluster door.
+
+Why a wrapper around ``Kube`` rather than checks in each step: every read and write of a pass
+goes through it, so an Application that targets another namespace cannot get a child there,
+cannot be pruned there and cannot have its status written there, whichever step asks. Reads
+are filtered (objects outside are invisible: never planned, never pruned); writes outside raise
+``ApiError`` (403, reason ``OutsideAllowedNamespaces``) as a second line of defence behind the
+manifest check in ``refuse``.
+
+When every pattern is a plain name (no ``*``, ``?``, ``[``), lists are made per namespace, so
+the agent needs only namespaced Roles in those namespaces (``deploy/components/namespaced-rbac``)
+and never a cluster-wide list; the allowed namespaces are then taken to exist (it cannot list
+Namespaces, and does not create them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from .kube import ApiError, Kube, path
+
+_WILDCARDS = set("*?[")
+
+
+def allowed(namespace: str, patterns: tuple[str, ...] | None) -> bool:
+    """True when ``patterns`` is None (no restriction) or ``namespace`` matches one of them
+    (shell-style globs, case-sensitive: ``team-*`` matches ``team-web``)."""
+    return patterns is None or any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
+
+
+def literal(patterns: tuple[str, ...] | None) -> list[str] | None:
+    """The namespace names when every pattern is a plain name, else None."""
+    if patterns is None or any(_WILDCARDS & set(p) for p in patterns):
+        return None
+    return sorted(set(patterns))
+
+
+def refusal(namespace: str, patterns: tuple[str, ...]) -> str:
+    """The message for an Application whose namespace is outside ``patterns``."""
+    return (f"namespace {namespace!r} is not allowed (--allowed-namespaces {','.join(patterns)}); "
+            "nothing was created, changed or pruned there")
+
+
+class ScopedKube:
+    """``Kube`` restricted to namespaces matching ``patterns``; every other attribute is the
+    wrapped Kube's."""
+
+    def __init__(self, kube: Kube, patterns: tuple[str, ...]):
+        self._kube, self.patterns = kube, patterns
+        self.names = literal(patterns)
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def _check(self, obj: dict) -> None:
+        namespace = obj.get("metadata", {}).get("namespace")
+        if obj.get("kind") == "Namespace":
+            namespace = obj["metadata"]["name"]
+        if namespace is not None and not allowed(namespace, self.patterns):
+            raise ApiError(403, "OutsideAllowedNamespaces", refusal(namespace, self.patterns),
+                           f"{obj.get('kind')}/{namespace}/{obj['metadata'].get('name')}")
+
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+        """Like ``Kube.list``, keeping only objects in allowed namespaces; per namespace when
+        the patterns are plain names (Namespaces: the allowed names themselves)."""
+        if self.names is None:
+            items = self._kube.list(group, kind, label_selector)
+            if kind == "Namespace":
+                return [n for n in items if allowed(n["metadata"]["name"], self.patterns)]
+            return [o for o in items if allowed(o["metadata"].get("namespace", ""), self.patterns)]
+        if kind == "Namespace":
+            return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in self.names]
+        items: list[dict] = []
+        query = {"labelSelector": label_selector} if label_selector else None
+        for namespace in self.names:
+            data = self._kube.request("GET", path(group, kind, namespace), query=query)
+            if data is None:
+                raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
+                               f"listing {kind}")
+            for item in data.get("items", []):
+                item.setdefault("apiVersion", data.get("apiVersion", "v1"))
+                item.setdefault("kind", kind)
+                items.append(item)
+        return items
+
+    def apply(self, obj: dict, force: bool = True) -> dict:
+        self._check(obj)
+        return self._kube.apply(obj, force)
+
+    def create(self, obj: dict) -> dict:
+        self._check(obj)
+        return self._kube.create(obj)
+
+    def delete(self, obj: dict) -> bool:
+        self._check(obj)
+        return self._kube.delete(obj)
+
+    def patch_status(self, obj: dict, status: dict) -> dict:
+        self._check(obj)
+        return self._kube.patch_status(obj, status)
+
+    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
+        self._check(obj)
+        return self._kube.patch_managed_fields(obj, entries)
+
+
+def split(found: list, patterns: tuple[str, ...] | None) -> tuple[list, list]:
+    """(manifests inside ``patterns``, one ``manifests.ManifestError`` per manifest outside,
+    naming its file, line and namespace)."""
+    from .manifests import ManifestError
+
+    if patterns is None:
+        return list(found), []
+    inside = [m for m in found if allowed(m.namespace, patterns)]
+    outside = [ManifestError(m.path, m.line, "metadata.namespace", f"Application {m.namespace}/{m.name}: "
+                             + refusal(m.namespace, patterns)) for m in found if not allowed(m.namespace, patterns)]
+    return inside, outside

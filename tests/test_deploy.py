@@ -1,0 +1,97 @@
+"""``deploy/`` as shipped: ``kubectl apply -k deploy/`` installs an agent that syncs a public
+repository with no Secret, and each component (private HTTPS, SSH, namespaced Roles) is switched
+on by uncommenting its one line and renders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support import app_yaml
+
+pytestmark = pytest.mark.usefixtures("crd")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def render(cluster, directory: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(directory)).stdout) if d]
+
+
+def with_component(tmp_path: Path, component: str) -> Path:
+    """A copy of deploy/ with the component's one line uncommented."""
+    copy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "deploy", copy)
+    text = (copy / "kustomization.yaml").read_text()
+    line = f"  # - components/{component}\n"
+    assert text.count(line) == 1
+    (copy / "kustomization.yaml").write_text(text.replace(line, f"  - components/{component}\n"))
+    return copy
+
+
+def agent_env(docs: list[dict]) -> dict:
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_the_base_needs_no_secret(cluster):
+    docs = render(cluster, ROOT / "deploy")
+    assert sorted(d["kind"] for d in docs) == sorted(["Namespace", "ServiceAccount", "ClusterRole",
+                                                      "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"])
+    env = agent_env(docs)
+    assert "GITOPS_AGENT_GIT_TOKEN_FILE" not in env and "GITOPS_AGENT_SSH_KEY_FILE" not in env
+    assert "secret" not in json.dumps(next(d for d in docs if d["kind"] == "Deployment")).lower()
+
+
+@pytest.mark.parametrize("component, env_name, secret", [
+    ("https-token", "GITOPS_AGENT_GIT_TOKEN_FILE", "gitops-agent-repo-token"),
+    ("ssh", "GITOPS_AGENT_SSH_KEY_FILE", "gitops-agent-repo-ssh"),
+])
+def test_private_repository_components_render(cluster, tmp_path, component, env_name, secret):
+    docs = render(cluster, with_component(tmp_path, component))
+    env = agent_env(docs)
+    assert env[env_name].startswith("/etc/gitops-agent/")
+    if component == "ssh":
+        assert env["GITOPS_AGENT_KNOWN_HOSTS_FILE"].startswith("/etc/gitops-agent/")
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Secret"] == [secret]
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert any(v.get("secret", {}).get("secretName") == secret for v in volumes)
+
+
+def test_namespaced_rbac_component_renders(cluster, tmp_path):
+    docs = render(cluster, with_component(tmp_path, "namespaced-rbac"))
+    kinds = [d["kind"] for d in docs]
+    assert "ClusterRole" not in kinds and "ClusterRoleBinding" not in kinds
+    roles = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "Role"}
+    assert {("team-a", "gitops-agent"), ("team-b", "gitops-agent")} <= roles
+    assert agent_env(docs)["GITOPS_AGENT_ALLOWED_NAMESPACES"] == "team-a,team-b"
+
+
+def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(cluster, agent, repo, namespace,
+                                                                             objects, tmp_path):
+    cluster.kubectl("apply", "-k", str(ROOT / "deploy"))
+    try:
+        secrets = json.loads(cluster.kubectl("get", "secrets", "-n", "gitops-agent", "-o", "json").stdout)["items"]
+        assert secrets == []
+        token = cluster.kubectl("create", "token", "gitops-agent", "-n", "gitops-agent").stdout.strip()
+        config = json.loads(Path(cluster.kubeconfig).read_text())
+        config["users"][0]["user"] = {"token": token}
+        kubeconfig = tmp_path / "agent-kubeconfig"
+        kubeconfig.write_text(json.dumps(config))
+        repo.write("a.yaml", app_yaml("web"))
+        head = repo.commit()
+        proc = agent.run([sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",
+                          "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"),
+                          "--namespace", namespace])
+        assert proc.returncode == 0, proc.stderr
+        assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+        assert all(objects.trio(namespace, "web"))
+    finally:
+        cluster.kubectl("delete", "deployment", "gitops-agent", "-n", "gitops-agent", "--ignore-not-found",
+                        check=False)

@@ -1,0 +1,98 @@
+"""The first hour of a new user (issue 10), against the real control plane: a metadata typo is
+refused by file and line with nothing created, the summary counts and lists invalid
+Applications, ``--allowed-namespaces`` keeps the agent out of other namespaces."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import app_yaml
+
+pytestmark = pytest.mark.usefixtures("crd")
+
+
+def test_a_metadata_typo_is_refused_with_file_and_line_and_nothing_is_created(agent, repo, namespace, objects):
+    other = f"{namespace}-billing"
+    repo.write("apps/web.yaml", f"""\
+apiVersion: heumsi.github.io/v1
+kind: Application
+metadata:
+  name: web
+  namspace: {other}
+spec:
+  image: nginx:1
+  replicas: 1
+  port: 80
+""")
+    repo.write("apps/ok.yaml", app_yaml("ok"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "error: apps/web.yaml:5: metadata.namspace: unknown field (did you mean namespace?)" in proc.stderr
+    assert objects.trio(namespace, "web") == (None, None, None)  # not synced into the default either
+    assert objects.app(other, "web") is None
+    assert all(objects.trio(namespace, "ok"))  # the valid one still syncs
+    assert f"{namespace}/web: apps/web.yaml:5: metadata.namspace" in proc.stdout
+
+
+def test_summary_counts_and_lists_invalid_applications(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("good"))
+    repo.write("b.yaml", app_yaml("bad-port", port=0))
+    repo.write("c.yaml", app_yaml("bad-label").replace("name: bad-label", "name: bad-label\n  labels: {tier: 3}"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("sync failed: 3 created, 0 configured, 0 unchanged, 0 pruned, 2 failed;"), last
+    assert f"2 Applications failed: {namespace}/bad-label, {namespace}/bad-port" in last
+    assert f"  {namespace}/bad-port: b.yaml:" in proc.stdout and "spec.port: must be an integer" in proc.stdout
+    assert f"  {namespace}/bad-label: c.yaml:" in proc.stdout and "metadata.labels.tier: must be a string" \
+        in proc.stdout
+    assert all(objects.trio(namespace, "good")) and objects.app(namespace, "bad-port") is None
+
+
+@pytest.mark.parametrize("how", ["names", "glob"])
+def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo, namespaces, objects):
+    inside, outside = namespaces("in"), namespaces("out")
+    allowed = inside if how == "names" else "in-*"
+    repo.write("a.yaml", app_yaml("a", namespace=inside))
+    repo.write("b.yaml", app_yaml("b", namespace=outside))
+    repo.commit()
+    assert agent.sync(repo.path).returncode == 0  # unrestricted: both synced, both owned by this source
+    repo.remove("b.yaml")
+    repo.commit()
+    proc = agent.sync(repo.path, "--allowed-namespaces", allowed)
+    assert proc.returncode == 0, proc.stderr
+    assert all(objects.trio(outside, "b"))  # gone from Git, but outside: never pruned
+    repo.write("c.yaml", app_yaml("c", namespace=outside))
+    repo.write("a.yaml", app_yaml("a", namespace=inside, image="nginx:2"))
+    repo.commit()
+    proc = agent.sync(repo.path, env={"GITOPS_AGENT_ALLOWED_NAMESPACES": allowed})
+    assert proc.returncode == 2
+    assert f"error: c.yaml:1: metadata.namespace: Application {outside}/c: namespace '{outside}' is not allowed" \
+        in proc.stderr
+    assert objects.trio(outside, "c") == (None, None, None)
+    assert all(objects.trio(outside, "b"))
+    assert objects.deployment(inside, "a")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    assert f"{outside}/c" in proc.stdout.splitlines()[-1]
+
+
+def test_sync_logs_each_api_retry_with_what_failed_and_when_the_next_try_is(agent, repo, cluster, tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    from tests.cluster import free_port
+
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"  # nothing listens
+    kubeconfig = tmp_path / "unreachable"
+    kubeconfig.write_text(json.dumps(config))
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    proc = agent.run([sys.executable, "-m", "agent", "sync", "--repo", str(repo.path), "--kubeconfig",
+                      str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--api-retry-seconds", "3"])
+    assert proc.returncode == 2
+    retries = [line for line in proc.stderr.splitlines() if "retrying in" in line]
+    assert len(retries) >= 2, proc.stderr
+    assert all("INFO agent.retry" in line and "Unreachable" in line and "(at " in line for line in retries)

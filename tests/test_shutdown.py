@@ -1,0 +1,108 @@
+"""SIGTERM ends ``run`` within ``--shutdown-grace`` plus a second in every state, with exit 0:
+idle between passes, in the middle of a pass, while the API server is unreachable (the pass is
+retrying) and while the Git remote does not answer (the fetch hangs). And a clean stop hands the
+leader Lease over at once instead of after it expires."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests import faults
+from tests.proxy import FaultProxy
+from tests.support import app_yaml, wait_for
+from tests.test_run import image_of, remote, start_agent  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("crd")
+GRACE = 3.0
+
+
+def stop_timed(agent) -> tuple[int, float]:
+    """SIGTERM, then (exit code, seconds until the process was gone)."""
+    started = time.monotonic()
+    code = agent.stop(signal.SIGTERM, timeout=60)
+    return code, time.monotonic() - started
+
+
+def assert_prompt_clean_exit(agent):
+    code, seconds = stop_timed(agent)
+    assert code == 0, agent.output()
+    assert seconds < GRACE + 1, f"took {seconds:.1f}s"
+    assert "Traceback" not in agent.output()
+
+
+def test_sigterm_when_idle(start_agent, repo, remote, namespace):  # noqa: F811
+    repo.write("a.yaml", app_yaml("web"))
+    remote.push()
+    agent = start_agent(remote.url, "--interval", "60", "--namespace", namespace, "--shutdown-grace", str(GRACE))
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60, what="a pass")
+    assert_prompt_clean_exit(agent)
+
+
+def test_sigterm_mid_pass(start_agent, repo, remote, namespace, objects):  # noqa: F811
+    for i in range(20):
+        repo.write(f"a{i}.yaml", app_yaml(f"app{i}"))
+    remote.push()
+    agent = start_agent(remote.url, "--interval", "60", "--namespace", namespace, "--shutdown-grace", str(GRACE))
+    wait_for(lambda: objects.deployment(namespace, "app0") is not None, timeout=60, interval=0.05,
+             what="the pass to be under way")
+    assert_prompt_clean_exit(agent)
+
+
+def test_sigterm_while_the_api_server_is_unreachable(start_agent, repo, remote, namespace, cluster,  # noqa: F811
+                                                      tmp_path):
+    proxy = FaultProxy(int(cluster.server.rsplit(":", 1)[1]))
+    try:
+        kubeconfig = proxy.kubeconfig(cluster.kubeconfig, tmp_path / "proxied")
+        repo.write("a.yaml", app_yaml("web"))
+        remote.push()
+        agent = start_agent(remote.url, "--interval", "1", "--namespace", namespace, "--no-watch",
+                            "--shutdown-grace", str(GRACE), "--api-retry-seconds", "120", kubeconfig=kubeconfig)
+        wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60,
+                 what="a pass")
+        proxy.cut()
+        wait_for(lambda: "retrying in" in agent.output(), timeout=30, what="a pass retrying the API server")
+        assert "Unreachable" in agent.output() and "attempt" in agent.output()  # what failed, when next
+        assert_prompt_clean_exit(agent)
+    finally:
+        proxy.close()
+
+
+def test_sigterm_while_the_git_remote_hangs(start_agent, repo, namespace, tmp_path):  # noqa: F811
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+    with faults.GitHttpServer(tmp_path / "srv", mode=faults.HANG) as server:
+        agent = start_agent(server.url("apps.git"), "--interval", "60", "--namespace", namespace,
+                            "--fetch-timeout", "300", "--shutdown-grace", str(GRACE))
+        wait_for(lambda: server.requests, timeout=30, what="the fetch to reach the hanging remote")
+        time.sleep(0.5)
+        assert_prompt_clean_exit(agent)
+
+
+def test_a_clean_stop_hands_the_lease_over_at_once(start_agent, repo, remote, namespace, objects,  # noqa: F811
+                                                   cluster):
+    repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+    remote.push()
+    flags = ["--interval", "60", "--namespace", namespace, "--leader-elect", "--lease-namespace", namespace,
+             "--lease-duration", "15", "--no-watch", "--shutdown-grace", str(GRACE)]
+    first = start_agent(remote.url, *flags, "--identity", "first", cache="cache-1")
+    wait_for(lambda: first.metric("gitops_agent_leader") == 1, timeout=60, what="first to lead")
+    second = start_agent(remote.url, *flags, "--identity", "second", cache="cache-2")
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:1", timeout=60, what="first sync")
+    time.sleep(3)
+    assert second.metric("gitops_agent_leader") == 0
+    stopped = time.monotonic()  # measured from SIGTERM: the standby may take over before the old leader exits
+    code, _ = stop_timed(first)
+    assert code == 0, first.output()
+    wait_for(lambda: second.metric("gitops_agent_leader") == 1, timeout=30, interval=0.1,
+             what="the standby to lead")
+    handover = time.monotonic() - stopped
+    print(f"lease hand-over after a clean stop: {handover:.1f}s (lease duration 15s)")
+    assert handover < 5, f"hand-over took {handover:.1f}s"  # retry period 2 s; expiry would be >= 15 s
+    lease = json.loads(cluster.kubectl("get", "lease", "gitops-agent", "-n", namespace, "-o", "json").stdout)
+    assert lease["spec"]["holderIdentity"] == "second"
+    assert "released the leader lease" in first.output()

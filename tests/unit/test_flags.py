@@ -1,0 +1,87 @@
+"""agent.flags: every type's accepted and refused values, and how a refusal reads."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from agent import flags
+
+SECONDS = flags.number(1, 86400)
+GRACE = flags.number(0, 3600)
+TIMEOUT = flags.number(0, 3600, above=True)
+LEASE = flags.number(3, 3600, integer=True)
+
+
+@pytest.mark.parametrize("convert, text, value", [
+    (SECONDS, "1", 1.0), (SECONDS, "60", 60.0), (SECONDS, " 2.5 ", 2.5), (SECONDS, "86400", 86400.0),
+    (GRACE, "0", 0.0), (TIMEOUT, "0.5", 0.5), (LEASE, "15", 15), (LEASE, "3", 3),
+    (flags.log_level, "info", "INFO"), (flags.log_level, "WARNING", "WARNING"),
+    (flags.choice("text", "json"), "JSON", "json"),
+    (flags.dns_label, "team-web", "team-web"), (flags.dns_subdomain, "gitops-agent.v1", "gitops-agent.v1"),
+    (flags.label_value, "apps_main.v2", "apps_main.v2"), (flags.http_addr, ":8080", ":8080"),
+    (flags.http_addr, "127.0.0.1:0", "127.0.0.1:0"), (flags.non_empty, "x", "x"),
+    (flags.namespace_patterns, "team-*, web ,app-?", ("team-*", "web", "app-?")),
+])
+def test_accepted(convert, text, value):
+    assert convert(text) == value
+
+
+@pytest.mark.parametrize("convert, text, rule", [
+    (SECONDS, "-5", ">= 1 and <= 86400"), (SECONDS, "0", ">= 1"), (SECONDS, "86401", "<= 86400"),
+    (SECONDS, "inf", "number of seconds"), (SECONDS, "nan", "number of seconds"), (SECONDS, "", "number"),
+    (SECONDS, "1m", "number of seconds"), (GRACE, "-1", ">= 0"), (TIMEOUT, "0", "> 0"),
+    (TIMEOUT, "-1", "> 0"), (LEASE, "2", ">= 3"), (LEASE, "4.5", "whole number"),
+    (flags.log_level, "verbose", "DEBUG, INFO, WARNING, ERROR"), (flags.choice("text", "json"), "xml", "text, json"),
+    (flags.dns_label, "Team", "DNS-1123 label"), (flags.dns_label, "a" * 64, "DNS-1123 label"),
+    (flags.dns_subdomain, "a_b", "DNS-1123 subdomain"), (flags.label_value, "-x", "label value"),
+    (flags.label_value, "", "label value"), (flags.http_addr, "8080", "HOST:PORT"),
+    (flags.http_addr, ":70000", "HOST:PORT"), (flags.http_addr, ":http", "HOST:PORT"),
+    (flags.non_empty, "  ", "non-empty"), (flags.readable_file, "/nonexistent/token", "No such file"),
+    (flags.readable_file, "/", "directory"), (flags.namespace_patterns, ",", "namespace names or globs"),
+    (flags.namespace_patterns, "Kube-System", "namespace names or globs"),
+])
+def test_refused_with_the_value_and_the_rule(convert, text, rule):
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        convert(text)
+    assert repr(text) in str(err.value) and rule in str(err.value)
+
+
+def test_a_value_from_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.setenv("GITOPS_AGENT_INTERVAL", "-5")
+    raw = flags.env("INTERVAL", "60")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"GITOPS_AGENT_INTERVAL='-5' is not allowed"):
+        SECONDS(raw)
+    monkeypatch.delenv("GITOPS_AGENT_INTERVAL")
+    assert flags.env("INTERVAL", "60") == "60"
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("YES", True), (" 1", True), ("On", True),
+                                         ("false", False), ("no", False), ("0", False), ("OFF", False)])
+def test_env_bool_words(monkeypatch, text, value):
+    monkeypatch.setenv("GITOPS_AGENT_PRUNE", text)
+    assert flags.env_bool("PRUNE", not value) is value
+
+
+@pytest.mark.parametrize("text", ["maybe", "", "2", "y"])
+def test_env_bool_refuses_other_words(monkeypatch, text):
+    monkeypatch.setenv("GITOPS_AGENT_PRUNE", text)
+    with pytest.raises(flags.UsageError, match=r"GITOPS_AGENT_PRUNE=.* is not allowed: must be a boolean"):
+        flags.env_bool("PRUNE", True)
+
+
+@pytest.mark.parametrize("argv0, prog", [("/usr/local/bin/gitops-agent", "gitops-agent"),
+                                         ("/app/agent/__main__.py", "python -m agent"), ("-c", "python -m agent")])
+def test_prog_name(argv0, prog):
+    assert flags.prog_name(argv0) == prog
+
+
+def test_parser_error_is_one_line(capsys):
+    parser = flags.Parser(prog="gitops-agent")
+    parser.add_argument("--interval", type=SECONDS)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["--interval", "-5"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--interval" in err and "'-5'" in err
