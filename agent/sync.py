@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, manifests, plan, render, source
+from . import apply, conditions, manifests, plan, render, source
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -134,6 +134,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     in_scope: dict[str, dict] = {}
     outcomes: dict[str, list[str]] = {}  # app key -> actions taken
     failures: dict[str, str] = {}
+    reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     for step in (s for s in app_steps if s.action != plan.PRUNE):
@@ -145,7 +146,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                     "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
                 namespaces.add(namespace)
 
-        done = _converge(kube, report, failures, key, step, before=ensure_namespace)
+        done = _converge(kube, report, failures, key, step, before=ensure_namespace, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
@@ -168,22 +169,29 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         spec = app.get("spec") or {}
         if not jsonschema.Draft7Validator(SPEC_SCHEMA).is_valid(spec):
             failures[key] = "its spec does not match the Application schema; children not rendered"
+            reasons[key] = conditions.INVALID_SPEC
             report.add(key, f"{KIND}/{key}", FAILED, failures[key])
             continue
         desired_children += render.children(app["metadata"]["name"], app["metadata"]["namespace"],
                                             app["metadata"]["uid"], spec)
     child_steps = plan.plan(desired_children, live_children, prune=prune)
     deployments: dict[str, dict] = {}
+    services: dict[str, dict] = {}
+    for child in live_children:  # health reads what the pass saw, then what it applied
+        if plan.owned(child):
+            (deployments if child["kind"] == "Deployment" else services)[_owner_key(child)] = child
     for step in child_steps:
         if step.action == plan.PRUNE:
             continue
         key = _owner_key(step.desired)
-        done = _converge(kube, report, failures, key, step)
+        done = _converge(kube, report, failures, key, step, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
         if step.identity[1] == "Deployment":
             deployments[key] = done.live
+        else:
+            services[key] = done.live
     desired_ids = {plan.identity(c) for c in desired_children}
     for child in live_children:
         if plan.identity(child) not in desired_ids and not plan.owned(child):
@@ -214,7 +222,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         from_git = key in git_paths or plan.owned(app, opts.source_id)
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
         if key in failures:
-            outcome = status_.Outcome(False, False, report.commit if from_git else None, "SyncFailed",
+            outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
                                       failures[key], path if from_git else None)
         elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
@@ -230,7 +238,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
-        _write_status(kube, report, key, app, outcome, deployments.get(key))
+        _write_status(kube, report, key, app, outcome, deployments.get(key), services.get(key))
 
 
 def _owner_key(obj: dict) -> str:
@@ -244,10 +252,11 @@ def _owner_key(obj: dict) -> str:
 
 
 def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,
-              before=None) -> apply.Applied | None:
+              before=None, reasons: dict[str, str] | None = None) -> apply.Applied | None:
     """Carry out a create/update/unchanged step (``before()`` first, if given; see
     ``apply.converge``). On an API error record the failure for ``key`` and return None;
-    re-raise when the API server is unreachable (the pass stops, nothing is pruned)."""
+    re-raise when the API server is unreachable (the pass stops, nothing is pruned). A refusal
+    retrying cannot fix also records its reason in ``reasons`` (``conditions.failure_reason``)."""
     try:
         if before and step.action != plan.UNCHANGED:
             before()
@@ -256,6 +265,9 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
         if err.status == 0:
             raise
         failures[key] = str(err)
+        reason = conditions.failure_reason(err.status, isinstance(err, apply.ImmutableConflict))
+        if reasons is not None and reason != "SyncFailed":
+            reasons[key] = reason
         report.add(key, step.subject, FAILED, str(err))
         return None
 
@@ -270,8 +282,8 @@ def _record(report: Report, kube: Kube, key: str, subject: str, done: apply.Appl
 
 
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-                  deployment: dict | None) -> None:
-    new = status_.compute(app, outcome, deployment, _now())
+                  deployment: dict | None, service: dict | None = None) -> None:
+    new = status_.compute(app, outcome, deployment, _now(), service=service)
     if not status_.differs(app.get("status"), new):
         return
     old = app.get("status") or {}
