@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import sync
+from . import guards, sync
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
@@ -60,6 +60,13 @@ def default_cache_dir() -> str:
     return str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitops-agent")
 
 
+def _share(text: str) -> float:
+    try:
+        return guards.share(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_source_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that syncs: source, scope, cluster connection, logging."""
     parser.add_argument("--log-level", default=_env("LOG_LEVEL"),
@@ -99,6 +106,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
                              "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES=true|false]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
+    flag("--max-prune-share", "MAX_PRUNE_SHARE", "a pass that would prune more than this share (0 to 1) of "
+         f"this source's Applications, and more than {guards.MIN_PRUNES_GUARDED}, prunes nothing and exits 2 "
+         "(default: 0.5; 1.0 turns the guard off)", type=_share, default=_env("MAX_PRUNE_SHARE", "0.5"))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
          "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"))
     flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
@@ -185,7 +195,7 @@ def options_from(args: argparse.Namespace) -> sync.Options:
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
                         source_id=args.source_id or source_id(args.repo, args.path),
-                        submodules=args.submodules)
+                        submodules=args.submodules, max_prune_share=args.max_prune_share)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, manifests, plan, render, source
+from . import apply, conditions, guards, manifests, plan, render, source
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -35,7 +35,9 @@ class Options:
     where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
     ``heumsi.github.io/source`` label that marks this source's Applications (see
     ``source.source_id``); ``submodules``: follow submodules under ``path`` (False: a
-    submodule there fails the pass)."""
+    submodule there fails the pass); ``max_prune_share``: a pass that would prune more than
+    this share of the source's Applications, and more than 10, prunes nothing and fails (1.0:
+    no limit; see ``guards``)."""
 
     repo: str
     cache_dir: str
@@ -48,6 +50,7 @@ class Options:
     credentials: source.Credentials | None = None
     source_id: str = "default"
     submodules: bool = True
+    max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
 
 
 def _now() -> str:
@@ -137,6 +140,13 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
+    # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
+    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not guards.prune_disabled(s.live)]
+    prunes = sum(s.action == plan.PRUNE for s in app_steps)
+    if desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
+        report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
+        prune = False
+        app_steps = [s for s in app_steps if s.action != plan.PRUNE]
     for step in (s for s in app_steps if s.action != plan.PRUNE):
         key = _key(step.desired)
 
@@ -199,12 +209,17 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                 "not a child it made: not ours, left alone")
 
     # Prune: children first, then their Applications (not left to the garbage collector).
+    keeps_children: set[str] = set()  # Applications with a child kept by its annotation
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
         owner = _owner_key(step.live)
         if owner in failures or owner in foreign:  # not synced this pass, or another source's
             continue
+        if guards.prune_disabled(step.live):
+            report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
+            keeps_children.add(owner)
+            continue
         try:
-            kube.delete(step.live)
+            kube.delete(step.live, guards.propagation(step.identity[1], owner in keeps_children))
         except ApiError as err:
             if err.status == 0:
                 raise
@@ -229,6 +244,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             report.failed.add(key)
         elif key not in git_paths and plan.owned(app, opts.source_id):
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
+            if guards.prune_disabled(app):
+                why = f"it has the annotation {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
             report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
             outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
                                       f"no longer in Git at commit {report.commit}; kept because {why}", path)
