@@ -78,10 +78,15 @@ DEADLINE = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlin
     (dep(conditions=[{**DEADLINE, "status": "True"}]), HEALTHY),
     (dep(conditions=[{**DEADLINE, "reason": "ReplicaSetUpdated"}]), HEALTHY),
     (dep(conditions=[{**DEADLINE, "type": "Available"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "type": "ReplicaFailure"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "reason": "NewReplicaSetAvailable"}]), HEALTHY),
+    (dep(conditions=[{k: v for k, v in DEADLINE.items() if k != "status"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "status": "Unknown"}]), HEALTHY),
     (dep(conditions=[{"type": "Available", "status": "True"}, DEADLINE]), DEGRADED),
     (dep(updated=1), PROGRESSING),
     (dep(updated=3, total=3, available=3), HEALTHY),
     (dep(total=3), PROGRESSING),
+    (dep(total=1), HEALTHY),  # fewer pods than updated ones: nothing old left to go
     (dep(available=1), PROGRESSING),
     (dep(available=3), HEALTHY),
     (dep(replicas=0, updated=0, total=0, available=0), HEALTHY),
@@ -89,6 +94,9 @@ DEADLINE = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlin
     (dep(spec_replicas=None, updated=0, total=0, available=0), PROGRESSING),
     (dep(spec_replicas=None, updated=1, total=1, available=0), PROGRESSING),
     ({"metadata": {"name": "web"}, "spec": {"replicas": 1}}, PROGRESSING),  # no status yet
+    ({"metadata": {"name": "web"}, "spec": {"replicas": 0}, "status": {}}, HEALTHY),  # no generations at all
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 0}, "status": {}}, PROGRESSING),  # none observed
+    ({"metadata": {}, "spec": {"replicas": 1}, "status": {"availableReplicas": 1}}, PROGRESSING),  # none updated
     ({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}, PROGRESSING),
 ])
 def test_deployment_rules(obj, status):
