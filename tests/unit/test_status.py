@@ -118,3 +118,42 @@ def test_replicas_are_read_from_the_deployment_status():
     assert (out["replicas"], out["readyReplicas"]) == (3, 1)
     empty = status.compute(app(), OK, None, "T1", service=None)
     assert (empty["replicas"], empty["readyReplicas"]) == (0, 0)
+
+
+def test_sync_time_moves_when_the_commit_advances_without_a_change():
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    again = status.compute(app(first), status.Outcome(True, False, SHA2, "Synced", "ok"), deployment(), "T2",
+                           service=SERVICE)
+    assert (again["lastSyncTime"], again["lastSyncedCommit"]) == ("T2", SHA2)
+    same = "".join(["1"] * 40)  # equal to SHA1, another object: compared by value
+    kept = status.compute(app(first), status.Outcome(True, False, same, "Synced", "ok"), deployment(), "T3",
+                          service=SERVICE)
+    assert kept["lastSyncTime"] == "T1"
+
+
+def test_hand_applied_first_pass_gets_a_sync_time_and_no_commit_or_path():
+    out = status.compute(app(), status.Outcome(True, False, None, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    assert out["lastSyncTime"] == "T1"
+    assert not {"lastSyncedCommit", "lastAttemptedCommit", "sourcePath"} & set(out)
+    with_path = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "apps/web.yaml"),
+                               deployment(), "T1", service=SERVICE)
+    assert with_path["sourcePath"] == "apps/web.yaml"
+
+
+def test_an_application_without_generation_is_observed_as_zero():
+    bare = {"metadata": {"name": "web"}, "spec": {"replicas": 2}}
+    out = status.compute(bare, OK, deployment(), "T1", service=SERVICE)
+    assert out["observedGeneration"] == 0
+    assert {c["observedGeneration"] for c in out["conditions"]} == {0}
+
+
+def test_transition_times_survive_a_status_read_back_from_the_api_server():
+    import json
+
+    first = status.compute(app(), OK, deployment(), "T1", service=SERVICE)
+    stored = json.loads(json.dumps(first))  # strings as a client parses them: equal, not identical
+    again = status.compute(app(stored), OK, deployment(), "T2", service=SERVICE)
+    assert {c["lastTransitionTime"] for c in again["conditions"]} == {"T1"}
+    assert not status.differs(stored, again)
+    assert status.differs(stored, status.compute(app(stored), OK, deployment(ready=1), "T2", service=SERVICE))
+    assert status.differs(None, again) and not status.differs(None, {})
