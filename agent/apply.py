@@ -27,6 +27,11 @@ _IMMUTABLE = re.compile(r"([\w.\[\]-]+): (?:Invalid value|Forbidden)\b.*?(?:fiel
                         r"may not change once set|is immutable)", re.S)
 
 
+class ImmutableConflict(ApiError):
+    """A child's immutable field differs from Git and the child is not the agent's, so it is
+    not deleted: retrying cannot help (the Application's ``Stalled`` condition)."""
+
+
 @dataclass(frozen=True)
 class Applied:
     """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
@@ -104,7 +109,7 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
 
 def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
     if step.live is None or not plan.owned(step.live):
-        raise ApiError(refused.status, refused.reason,
+        raise ImmutableConflict(refused.status, refused.reason,
                        f"{field} is immutable and differs from Git, and this object was not made by the "
                        "agent (no gitops-agent apply or no controller ownerReference to its Application), "
                        "so it is not deleted; delete or rename it to let the agent create its own",

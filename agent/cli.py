@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import flags, sync
+from . import flags, guards, sync
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
@@ -90,6 +90,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
                              "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
     flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
+    flag("--max-prune-share", "MAX_PRUNE_SHARE", "a pass that would prune more than this share (0 to 1) of "
+         f"this source's Applications, and more than {guards.MIN_PRUNES_GUARDED}, prunes nothing and exits 2 "
+         "(default: 0.5; 1.0 turns the guard off)", type=flags.number(0, 1), default=_env("MAX_PRUNE_SHARE", "0.5"))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
          "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"), type=flags.readable_file)
     flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
@@ -193,7 +196,8 @@ def options_from(args: argparse.Namespace) -> sync.Options:
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,
                         source_id=args.source_id or source_id(args.repo, args.path),
-                        submodules=args.submodules, allowed_namespaces=args.allowed_namespaces)
+                        submodules=args.submodules, allowed_namespaces=args.allowed_namespaces,
+                        max_prune_share=args.max_prune_share)
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

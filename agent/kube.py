@@ -226,10 +226,11 @@ class Kube:
                 self._dry_namespaces.add(meta["name"])
         return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj, query=query)
 
-    def delete(self, obj: dict) -> bool:
-        """Delete ``obj`` (background propagation), preconditioned on its UID when known so a
-        newer object of the same name is never deleted. Returns False if it was already gone."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+    def delete(self, obj: dict, propagation: str = "Background") -> bool:
+        """Delete ``obj`` with ``propagation`` (``Background``, ``Foreground`` or ``Orphan``; see
+        ``guards.propagation``), preconditioned on its UID when known so a newer object of the
+        same name is never deleted. Returns False if it was already gone."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
         uid = obj["metadata"].get("uid")
         if uid:
             body["preconditions"] = {"uid": uid}

@@ -91,9 +91,9 @@ class ScopedKube:
         self._check(obj)
         return self._kube.create(obj)
 
-    def delete(self, obj: dict) -> bool:
+    def delete(self, obj: dict, propagation: str = "Background") -> bool:
         self._check(obj)
-        return self._kube.delete(obj)
+        return self._kube.delete(obj, propagation)
 
     def patch_status(self, obj: dict, status: dict) -> dict:
         self._check(obj)

@@ -3,13 +3,18 @@
 Follows the Kubernetes API conventions: ``observedGeneration``; ``conditions`` as a list of
 {type, status, reason, message, lastTransitionTime, observedGeneration} where
 ``lastTransitionTime`` only moves when a condition's status flips; ``Ready`` is the summary.
+Which conditions there are follows kstatus (``conditions.kstatus``); ``health`` follows
+gitops-engine (``health.application``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-READY, SYNCED = "Ready", "Synced"
+from . import conditions as conditions_
+from . import health as health_
+
+READY, SYNCED = conditions_.READY, conditions_.SYNCED
 
 
 @dataclass(frozen=True)
@@ -39,10 +44,13 @@ def _condition(old: list[dict], type_: str, status: bool, reason: str, message: 
             "lastTransitionTime": since, "observedGeneration": generation}
 
 
-def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str) -> dict:
+def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, service: dict | None) -> dict:
     """The new ``status`` for ``app`` (the live Application dict).
 
-    ``deployment``: the live child Deployment (replicas read from its status), or None.
+    ``deployment``, ``service``: the live children, or None where absent (replicas are read
+    from the Deployment's status; ``health`` is ``{status, message}`` from both).
+    ``conditions``: ``Ready``, then ``Reconciling`` and ``Stalled`` when they apply, then
+    ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
     ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
     ``lastSyncedCommit`` only advances when ``outcome.ok``; ``lastSyncTime`` moves when a
     change was applied or the synced commit advanced, and is otherwise kept.
@@ -66,24 +74,13 @@ def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str) -> d
     if last_sync:
         status["lastSyncTime"] = last_sync
     dstatus = (deployment or {}).get("status") or {}
-    want = app.get("spec", {}).get("replicas", 0)
     status["replicas"] = dstatus.get("replicas", 0)
     status["readyReplicas"] = dstatus.get("readyReplicas", 0)
-    conditions = old.get("conditions") or []
-    synced = _condition(conditions, SYNCED, outcome.ok, outcome.reason, outcome.message, generation, now)
-    rolled_out = (deployment is not None
-                  and dstatus.get("observedGeneration", 0) >= deployment["metadata"].get("generation", 0)
-                  and dstatus.get("updatedReplicas", 0) >= want
-                  and status["readyReplicas"] >= want and status["replicas"] <= want)
-    if not outcome.ok:
-        ready = _condition(conditions, READY, False, outcome.reason, outcome.message, generation, now)
-    elif rolled_out:
-        ready = _condition(conditions, READY, True, "Available",
-                           f"{status['readyReplicas']}/{want} replicas ready", generation, now)
-    else:
-        ready = _condition(conditions, READY, False, "Progressing",
-                           f"{status['readyReplicas']}/{want} replicas ready", generation, now)
-    status["conditions"] = [ready, synced]
+    health = health_.application(deployment, service)
+    status["health"] = health.as_status()
+    old_conditions = old.get("conditions") or []
+    status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
+                            for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]
     return status
 
 

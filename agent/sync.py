@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, manifests, plan, render, scope, source
+from . import apply, conditions, guards, manifests, plan, render, scope, source
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -35,7 +35,9 @@ class Options:
     where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
     ``heumsi.github.io/source`` label that marks this source's Applications (see
     ``source.source_id``); ``submodules``: follow submodules under ``path`` (False: a
-    submodule there fails the pass)."""
+    submodule there fails the pass); ``max_prune_share``: a pass that would prune more than
+    this share of the source's Applications, and more than 10, prunes nothing and fails (1.0:
+    no limit; see ``guards``)."""
 
     repo: str
     cache_dir: str
@@ -49,6 +51,7 @@ class Options:
     source_id: str = "default"
     submodules: bool = True
     allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace
+    max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
 
 
 def _now() -> str:
@@ -141,8 +144,16 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     in_scope: dict[str, dict] = {}
     outcomes: dict[str, list[str]] = {}  # app key -> actions taken
     failures: dict[str, str] = {}
+    reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
+    # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
+    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not guards.prune_disabled(s.live)]
+    prunes = sum(s.action == plan.PRUNE for s in app_steps)
+    if desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
+        report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
+        prune = False
+        app_steps = [s for s in app_steps if s.action != plan.PRUNE]
     for step in (s for s in app_steps if s.action != plan.PRUNE):
         key = _key(step.desired)
 
@@ -152,7 +163,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                     "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
                 namespaces.add(namespace)
 
-        done = _converge(kube, report, failures, key, step, before=ensure_namespace)
+        done = _converge(kube, report, failures, key, step, before=ensure_namespace, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
@@ -175,22 +186,29 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         spec = app.get("spec") or {}
         if not jsonschema.Draft7Validator(SPEC_SCHEMA).is_valid(spec):
             failures[key] = "its spec does not match the Application schema; children not rendered"
+            reasons[key] = conditions.INVALID_SPEC
             report.add(key, f"{KIND}/{key}", FAILED, failures[key])
             continue
         desired_children += render.children(app["metadata"]["name"], app["metadata"]["namespace"],
                                             app["metadata"]["uid"], spec)
     child_steps = plan.plan(desired_children, live_children, prune=prune)
     deployments: dict[str, dict] = {}
+    services: dict[str, dict] = {}
+    for child in live_children:  # health reads what the pass saw, then what it applied
+        if plan.owned(child):
+            (deployments if child["kind"] == "Deployment" else services)[_owner_key(child)] = child
     for step in child_steps:
         if step.action == plan.PRUNE:
             continue
         key = _owner_key(step.desired)
-        done = _converge(kube, report, failures, key, step)
+        done = _converge(kube, report, failures, key, step, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
         if step.identity[1] == "Deployment":
             deployments[key] = done.live
+        else:
+            services[key] = done.live
     desired_ids = {plan.identity(c) for c in desired_children}
     for child in live_children:
         if plan.identity(child) not in desired_ids and not plan.owned(child):
@@ -198,12 +216,17 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                 "not a child it made: not ours, left alone")
 
     # Prune: children first, then their Applications (not left to the garbage collector).
+    keeps_children: set[str] = set()  # Applications with a child kept by its annotation
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
         owner = _owner_key(step.live)
         if owner in failures or owner in foreign:  # not synced this pass, or another source's
             continue
+        if guards.prune_disabled(step.live):
+            report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
+            keeps_children.add(owner)
+            continue
         try:
-            kube.delete(step.live)
+            kube.delete(step.live, guards.propagation(step.identity[1], owner in keeps_children))
         except ApiError as err:
             if err.status == 0:
                 raise
@@ -221,13 +244,15 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         from_git = key in git_paths or plan.owned(app, opts.source_id)
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
         if key in failures:
-            outcome = status_.Outcome(False, False, report.commit if from_git else None, "SyncFailed",
+            outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
                                       failures[key], path if from_git else None)
         elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
             report.failed.add(key)
         elif key not in git_paths and plan.owned(app, opts.source_id):
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
+            if guards.prune_disabled(app):
+                why = f"it has the annotation {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
             report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
             outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
                                       f"no longer in Git at commit {report.commit}; kept because {why}", path)
@@ -237,7 +262,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
-        _write_status(kube, report, key, app, outcome, deployments.get(key))
+        _write_status(kube, report, key, app, outcome, deployments.get(key), services.get(key))
 
 
 def _owner_key(obj: dict) -> str:
@@ -251,10 +276,11 @@ def _owner_key(obj: dict) -> str:
 
 
 def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,
-              before=None) -> apply.Applied | None:
+              before=None, reasons: dict[str, str] | None = None) -> apply.Applied | None:
     """Carry out a create/update/unchanged step (``before()`` first, if given; see
     ``apply.converge``). On an API error record the failure for ``key`` and return None;
-    re-raise when the API server is unreachable (the pass stops, nothing is pruned)."""
+    re-raise when the API server is unreachable (the pass stops, nothing is pruned). A refusal
+    retrying cannot fix also records its reason in ``reasons`` (``conditions.failure_reason``)."""
     try:
         if before and step.action != plan.UNCHANGED:
             before()
@@ -263,6 +289,9 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
         if err.status == 0:
             raise
         failures[key] = str(err)
+        reason = conditions.failure_reason(err.status, isinstance(err, apply.ImmutableConflict))
+        if reasons is not None and reason != "SyncFailed":
+            reasons[key] = reason
         report.add(key, step.subject, FAILED, str(err))
         return None
 
@@ -277,8 +306,8 @@ def _record(report: Report, kube: Kube, key: str, subject: str, done: apply.Appl
 
 
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-                  deployment: dict | None) -> None:
-    new = status_.compute(app, outcome, deployment, _now())
+                  deployment: dict | None, service: dict | None = None) -> None:
+    new = status_.compute(app, outcome, deployment, _now(), service=service)
     if not status_.differs(app.get("status"), new):
         return
     old = app.get("status") or {}

@@ -1,5 +1,7 @@
 """status: conditions, commits and times computed from one pass's outcome."""
 
+import pytest
+
 from agent import status
 
 SHA1, SHA2 = "1" * 40, "2" * 40
@@ -11,13 +13,16 @@ def app(old_status=None, generation=3, replicas=2):
 
 
 def deployment(ready=2, replicas=2):
-    return {"metadata": {"generation": 1},
+    return {"metadata": {"generation": 1}, "spec": {"replicas": replicas},
             "status": {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
-                       "readyReplicas": ready}}
+                       "readyReplicas": ready, "availableReplicas": ready}}
+
+
+SERVICE = {"spec": {"type": "ClusterIP"}}
 
 
 def test_success_records_commit_children_and_ready():
-    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", "a.yaml"), deployment(), "T1")
+    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", "a.yaml"), deployment(), "T1", service=SERVICE)
     assert out["lastSyncedCommit"] == out["lastAttemptedCommit"] == SHA1
     assert out["lastSyncedCommitShort"] == SHA1[:7]
     assert (out["deployment"], out["service"], out["observedGeneration"]) == ("web", "web", 3)
@@ -28,8 +33,8 @@ def test_success_records_commit_children_and_ready():
 
 
 def test_failure_never_advances_the_synced_commit():
-    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1")
-    out = status.compute(app(first), status.Outcome(False, False, SHA2, "SyncFailed", "boom"), deployment(), "T2")
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    out = status.compute(app(first), status.Outcome(False, False, SHA2, "SyncFailed", "boom"), deployment(), "T2", service=SERVICE)
     assert (out["lastSyncedCommit"], out["lastAttemptedCommit"]) == (SHA1, SHA2)
     assert out["lastSyncTime"] == "T1"
     conditions = {c["type"]: c for c in out["conditions"]}
@@ -38,13 +43,117 @@ def test_failure_never_advances_the_synced_commit():
 
 
 def test_unchanged_pass_computes_the_same_status():
-    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1")
-    again = status.compute(app(first), status.Outcome(True, False, SHA1, "Synced", "ok"), deployment(), "T2")
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    again = status.compute(app(first), status.Outcome(True, False, SHA1, "Synced", "ok"), deployment(), "T2", service=SERVICE)
     assert not status.differs(first, again)
 
 
 def test_not_ready_until_replicas_are_ready():
-    out = status.compute(app(), status.Outcome(True, True, None, "Synced", "ok"), deployment(ready=1), "T1")
+    out = status.compute(app(), status.Outcome(True, True, None, "Synced", "ok"), deployment(ready=1), "T1", service=SERVICE)
     ready = next(c for c in out["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "Progressing")
     assert "lastSyncedCommit" not in out and "lastAttemptedCommit" not in out
+
+
+OK = status.Outcome(True, False, SHA1, "Synced", "ok")
+
+
+def kinds(out):
+    return {c["type"]: (c["status"], c["reason"]) for c in out["conditions"]}
+
+
+@pytest.mark.parametrize("dep, svc, health", [
+    (deployment(), SERVICE, {"status": "Healthy", "message": "all children healthy"}),
+    (deployment(ready=1), SERVICE,
+     {"status": "Progressing", "message": "Deployment: waiting for rollout to finish: 1 of 2 replicas available"}),
+    (None, SERVICE, {"status": "Missing", "message": "Deployment: Deployment does not exist"}),
+    (deployment(), None, {"status": "Missing", "message": "Service: Service does not exist"}),
+])
+def test_health_is_the_worst_of_deployment_and_service(dep, svc, health):
+    assert status.compute(app(), OK, dep, "T1", service=svc)["health"] == health
+
+
+@pytest.mark.parametrize("outcome, dep, expected", [
+    (OK, deployment(), {"Ready": ("True", "Healthy"), "Synced": ("True", "Synced")}),
+    (OK, deployment(ready=1), {"Ready": ("False", "Progressing"), "Reconciling": ("True", "Progressing"),
+                               "Synced": ("True", "Synced")}),
+    (status.Outcome(False, False, SHA1, "InvalidManifest", "bad"), deployment(),
+     {"Ready": ("False", "InvalidManifest"), "Stalled": ("True", "InvalidManifest"),
+      "Synced": ("False", "InvalidManifest")}),
+    (status.Outcome(False, False, SHA1, "SyncFailed", "boom"), deployment(ready=1),
+     {"Ready": ("False", "SyncFailed"), "Synced": ("False", "SyncFailed")}),
+])
+def test_conditions_follow_kstatus(outcome, dep, expected):
+    out = status.compute(app(), outcome, dep, "T1", service=SERVICE)
+    assert kinds(out) == expected
+    assert [c["type"] for c in out["conditions"]][0] == "Ready"
+    assert [c["type"] for c in out["conditions"]][-1] == "Synced"
+    for condition in out["conditions"]:
+        assert condition["observedGeneration"] == 3 and condition["lastTransitionTime"] == "T1"
+        assert set(condition) == {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
+
+
+def test_reconciling_goes_away_when_the_rollout_finishes_and_ready_flips_once():
+    rolling = status.compute(app(), OK, deployment(ready=1), "T1", service=SERVICE)
+    still = status.compute(app(rolling), OK, deployment(ready=1), "T2", service=SERVICE)
+    assert not status.differs(rolling, still)
+    done = status.compute(app(still), OK, deployment(), "T3", service=SERVICE)
+    assert kinds(done) == {"Ready": ("True", "Healthy"), "Synced": ("True", "Synced")}
+    times = {c["type"]: c["lastTransitionTime"] for c in done["conditions"]}
+    assert times == {"Ready": "T3", "Synced": "T1"}
+
+
+def test_stalled_appears_with_the_failure_and_goes_with_the_fix():
+    bad = status.Outcome(False, False, SHA2, "ImmutableConflict", "spec.selector is immutable")
+    first = status.compute(app(), OK, deployment(), "T1", service=SERVICE)
+    stalled = status.compute(app(first), bad, deployment(), "T2", service=SERVICE)
+    stall = next(c for c in stalled["conditions"] if c["type"] == "Stalled")
+    assert (stall["status"], stall["message"], stall["lastTransitionTime"]) == ("True", "spec.selector is immutable", "T2")
+    fixed = status.compute(app(stalled), OK, deployment(), "T3", service=SERVICE)
+    assert "Stalled" not in kinds(fixed)
+
+
+def test_replicas_are_read_from_the_deployment_status():
+    out = status.compute(app(replicas=5), OK, deployment(ready=1, replicas=3), "T1", service=SERVICE)
+    assert (out["replicas"], out["readyReplicas"]) == (3, 1)
+    empty = status.compute(app(), OK, None, "T1", service=None)
+    assert (empty["replicas"], empty["readyReplicas"]) == (0, 0)
+
+
+def test_sync_time_moves_when_the_commit_advances_without_a_change():
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    again = status.compute(app(first), status.Outcome(True, False, SHA2, "Synced", "ok"), deployment(), "T2",
+                           service=SERVICE)
+    assert (again["lastSyncTime"], again["lastSyncedCommit"]) == ("T2", SHA2)
+    same = "".join(["1"] * 40)  # equal to SHA1, another object: compared by value
+    kept = status.compute(app(first), status.Outcome(True, False, same, "Synced", "ok"), deployment(), "T3",
+                          service=SERVICE)
+    assert kept["lastSyncTime"] == "T1"
+
+
+def test_hand_applied_first_pass_gets_a_sync_time_and_no_commit_or_path():
+    out = status.compute(app(), status.Outcome(True, False, None, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    assert out["lastSyncTime"] == "T1"
+    assert not {"lastSyncedCommit", "lastAttemptedCommit", "sourcePath"} & set(out)
+    with_path = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "apps/web.yaml"),
+                               deployment(), "T1", service=SERVICE)
+    assert with_path["sourcePath"] == "apps/web.yaml"
+
+
+def test_an_application_without_generation_is_observed_as_zero():
+    bare = {"metadata": {"name": "web"}, "spec": {"replicas": 2}}
+    out = status.compute(bare, OK, deployment(), "T1", service=SERVICE)
+    assert out["observedGeneration"] == 0
+    assert {c["observedGeneration"] for c in out["conditions"]} == {0}
+
+
+def test_transition_times_survive_a_status_read_back_from_the_api_server():
+    import json
+
+    first = status.compute(app(), OK, deployment(), "T1", service=SERVICE)
+    stored = json.loads(json.dumps(first))  # strings as a client parses them: equal, not identical
+    again = status.compute(app(stored), OK, deployment(), "T2", service=SERVICE)
+    assert {c["lastTransitionTime"] for c in again["conditions"]} == {"T1"}
+    assert not status.differs(stored, again)
+    assert status.differs(stored, status.compute(app(stored), OK, deployment(ready=1), "T2", service=SERVICE))
+    assert status.differs(None, again) and not status.differs(None, {})

@@ -1,0 +1,110 @@
+"""Health of an Application's children, one pure function per kind. Pure.
+
+The shape and the rules follow Argo CD's gitops-engine ``pkg/health`` (``health_deployment.go``,
+``health_service.go``, ``health.go``): each function takes the live object as the API server
+returns it (a dict, or None when it does not exist) and answers a :class:`Health` with one of
+five statuses. Only the fields named in each docstring are read, so a fixture captured with
+``kubectl get -o yaml`` is a complete test input (see ``tests/unit/fixtures/health``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HEALTHY, PROGRESSING, DEGRADED, MISSING, SUSPENDED = "Healthy", "Progressing", "Degraded", "Missing", "Suspended"
+
+ORDER = (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED)
+"""Statuses from best to worst; an Application takes its worst child's (gitops-engine's
+``healthOrder``, without Unknown). Why this order: Degraded needs a person (a rollout gave up);
+Missing means a child does not exist at all, which is worse than one still rolling out;
+Progressing usually resolves by itself; Suspended is a person's deliberate choice, not a fault,
+but it is not Healthy either (nothing rolls out while it lasts), so it ranks just above."""
+
+
+@dataclass(frozen=True)
+class Health:
+    """``status``: one of ``ORDER``; ``message``: a sentence naming why (empty when Healthy
+    needs no explanation)."""
+
+    status: str
+    message: str = ""
+
+    def as_status(self) -> dict:
+        """The ``status.health`` object: ``{"status": ..., "message": ...}``."""
+        return {"status": self.status, "message": self.message}
+
+
+def deployment(obj: dict | None) -> Health:
+    """Health of an ``apps/v1`` Deployment (gitops-engine ``getAppsv1DeploymentHealth``).
+
+    Reads ``metadata.generation``, ``spec.paused``, ``spec.replicas`` (default 1, as the API
+    server defaults it) and ``status`` (``observedGeneration``, ``replicas``,
+    ``updatedReplicas``, ``availableReplicas``, ``conditions``). First rule that matches:
+
+    1. None: Missing.
+    2. ``spec.paused``: Suspended.
+    3. ``metadata.generation > status.observedGeneration``: Progressing (the controller has not
+       seen the latest spec).
+    4. condition ``Progressing`` is False with reason ``ProgressDeadlineExceeded``: Degraded.
+    5. ``updatedReplicas < spec.replicas``: Progressing (new pods still to be made).
+    6. ``status.replicas > updatedReplicas``: Progressing (old pods still terminating).
+    7. ``availableReplicas < spec.replicas``: Progressing (updated pods not yet available).
+    8. else Healthy.
+    """
+    if obj is None:
+        return Health(MISSING, "Deployment does not exist")
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    name = obj.get("metadata", {}).get("name", "")
+    if spec.get("paused"):
+        return Health(SUSPENDED, f"Deployment {name} is paused")
+    if obj.get("metadata", {}).get("generation", 0) > status.get("observedGeneration", 0):
+        return Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Progressing" and condition.get("status") == "False" \
+                and condition.get("reason") == "ProgressDeadlineExceeded":
+            return Health(DEGRADED, f"Deployment {name} exceeded its progress deadline: "
+                                    f"{condition.get('message', '')}".rstrip(": "))
+    want = spec.get("replicas", 1)
+    updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
+    available = status.get("availableReplicas", 0)
+    if updated < want:
+        return Health(PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
+    if total > updated:
+        return Health(PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
+                                   "pending termination")
+    if available < want:
+        return Health(PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
+    return Health(HEALTHY, f"{available}/{want} replicas available")
+
+
+def service(obj: dict | None) -> Health:
+    """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
+
+    Reads ``spec.type`` and ``status.loadBalancer.ingress``. None: Missing. A LoadBalancer
+    without an ingress address yet: Progressing. Every other Service (ClusterIP, NodePort,
+    ExternalName, headless) is Healthy once it exists.
+    """
+    if obj is None:
+        return Health(MISSING, "Service does not exist")
+    if (obj.get("spec") or {}).get("type") == "LoadBalancer":
+        if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+            return Health(PROGRESSING, "waiting for the load balancer to get an address")
+    return Health(HEALTHY)
+
+
+def worst(children: dict[str, Health]) -> Health:
+    """The Application's health from its children's: ``{"Deployment/web": Health, ...}`` ->
+    the worst by ``ORDER`` (the first named, in sorted order, on a tie), its message prefixed
+    with the child's name. No children, or all Healthy: Healthy, "all children healthy"."""
+    if not children:
+        return Health(HEALTHY, "no children")
+    name, found = max(sorted(children.items()), key=lambda item: ORDER.index(item[1].status))
+    if found.status == HEALTHY:
+        return Health(HEALTHY, "all children healthy")
+    return Health(found.status, f"{name}: {found.message}")
+
+
+def application(deployment_obj: dict | None, service_obj: dict | None) -> Health:
+    """Health of an Application from its live Deployment and Service (None when absent): the
+    worst of ``deployment`` and ``service``."""
+    return worst({"Deployment": deployment(deployment_obj), "Service": service(service_obj)})

@@ -1,0 +1,174 @@
+"""health: one function per child kind, table-tested with objects as the API server returns them
+(tests/unit/fixtures/health, each file says how it was captured), plus edge tables."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent import health
+from agent.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
+
+FIXTURES = Path(__file__).parent / "fixtures" / "health"
+
+
+def fixture(name: str) -> dict:
+    return yaml.safe_load((FIXTURES / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name, status, message", [
+    ("deployment-healthy", HEALTHY, "2/2 replicas available"),
+    ("deployment-scaled-to-zero", HEALTHY, "0/0 replicas available"),
+    ("deployment-paused", SUSPENDED, "Deployment paused is paused"),
+    ("deployment-generation-not-observed", PROGRESSING,
+     "waiting for the deployment controller to observe the latest spec"),
+    ("deployment-progress-deadline-exceeded", DEGRADED,
+     'Deployment deadline exceeded its progress deadline: ReplicaSet "deadline-5755846474" has timed out progressing.'),
+    ("deployment-pods-pending", PROGRESSING, "waiting for rollout to finish: 0 of 2 replicas available"),
+    ("deployment-rolling-update", PROGRESSING, "waiting for rollout to finish: 1 of 2 new replicas updated"),
+    ("deployment-old-replicas-terminating", PROGRESSING,
+     "waiting for rollout to finish: 1 old replicas pending termination"),
+])
+def test_deployment_fixtures(name, status, message):
+    assert health.deployment(fixture(name)) == Health(status, message)
+
+
+@pytest.mark.parametrize("name, status", [
+    ("service-clusterip", HEALTHY),
+    ("service-loadbalancer-pending", PROGRESSING),
+    ("service-loadbalancer-ready", HEALTHY),
+])
+def test_service_fixtures(name, status):
+    assert health.service(fixture(name)).status == status
+
+
+def test_every_fixture_is_a_real_api_object_and_in_a_table():
+    names = {p.stem for p in FIXTURES.glob("*.yaml")}
+    assert len(names) == 11
+    for name in names:
+        obj = fixture(name)
+        assert obj["apiVersion"] in ("apps/v1", "v1") and obj["metadata"]["uid"] and "status" in obj
+
+
+def dep(generation=1, observed=1, replicas=2, updated=2, total=2, available=2, paused=None,
+        conditions=None, spec_replicas="given"):
+    spec = {} if spec_replicas is None else {"replicas": replicas}
+    if paused is not None:
+        spec["paused"] = paused
+    return {"metadata": {"name": "web", "generation": generation}, "spec": spec,
+            "status": {"observedGeneration": observed, "replicas": total, "updatedReplicas": updated,
+                       "availableReplicas": available, "conditions": conditions or []}}
+
+
+DEADLINE = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"}
+
+
+@pytest.mark.parametrize("obj, status", [
+    (None, MISSING),
+    (dep(), HEALTHY),
+    (dep(paused=True), SUSPENDED),
+    (dep(paused=False), HEALTHY),
+    (dep(paused=True, generation=5, conditions=[DEADLINE]), SUSPENDED),  # paused wins
+    (dep(generation=2, observed=1), PROGRESSING),
+    (dep(generation=2, observed=2), HEALTHY),
+    (dep(generation=1, observed=2), HEALTHY),
+    (dep(generation=2, observed=1, conditions=[DEADLINE]), PROGRESSING),  # deadline of an old spec
+    (dep(conditions=[DEADLINE]), DEGRADED),
+    (dep(updated=0, available=0, conditions=[DEADLINE]), DEGRADED),
+    (dep(conditions=[{**DEADLINE, "status": "True"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "reason": "ReplicaSetUpdated"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "type": "Available"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "type": "ReplicaFailure"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "reason": "NewReplicaSetAvailable"}]), HEALTHY),
+    (dep(conditions=[{k: v for k, v in DEADLINE.items() if k != "status"}]), HEALTHY),
+    (dep(conditions=[{**DEADLINE, "status": "Unknown"}]), HEALTHY),
+    (dep(conditions=[{"type": "Available", "status": "True"}, DEADLINE]), DEGRADED),
+    (dep(updated=1), PROGRESSING),
+    (dep(updated=3, total=3, available=3), HEALTHY),
+    (dep(total=3), PROGRESSING),
+    (dep(total=1), HEALTHY),  # fewer pods than updated ones: nothing old left to go
+    (dep(available=1), PROGRESSING),
+    (dep(available=3), HEALTHY),
+    (dep(replicas=0, updated=0, total=0, available=0), HEALTHY),
+    (dep(spec_replicas=None, updated=1, total=1, available=1), HEALTHY),  # default 1
+    (dep(spec_replicas=None, updated=0, total=0, available=0), PROGRESSING),
+    (dep(spec_replicas=None, updated=1, total=1, available=0), PROGRESSING),
+    ({"metadata": {"name": "web"}, "spec": {"replicas": 1}}, PROGRESSING),  # no status yet
+    ({"metadata": {"name": "web"}, "spec": {"replicas": 0}, "status": {}}, HEALTHY),  # no generations at all
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 0}, "status": {}}, PROGRESSING),  # none observed
+    ({"metadata": {}, "spec": {"replicas": 1}, "status": {"availableReplicas": 1}}, PROGRESSING),  # none updated
+    ({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}, PROGRESSING),
+])
+def test_deployment_rules(obj, status):
+    assert health.deployment(obj).status == status
+
+
+@pytest.mark.parametrize("obj, message", [
+    (None, "Deployment does not exist"),
+    (dep(updated=1), "waiting for rollout to finish: 1 of 2 new replicas updated"),
+    (dep(total=5), "waiting for rollout to finish: 3 old replicas pending termination"),
+    (dep(available=1), "waiting for rollout to finish: 1 of 2 replicas available"),
+    (dep(conditions=[DEADLINE]), "Deployment web exceeded its progress deadline: timed out"),
+    (dep(conditions=[{k: v for k, v in DEADLINE.items() if k != "message"}]),
+     "Deployment web exceeded its progress deadline"),
+])
+def test_deployment_messages(obj, message):
+    assert health.deployment(obj).message == message
+
+
+@pytest.mark.parametrize("obj, status, message", [
+    (None, MISSING, "Service does not exist"),
+    ({"spec": {"type": "ClusterIP"}}, HEALTHY, ""),
+    ({"spec": {}}, HEALTHY, ""),
+    ({}, HEALTHY, ""),
+    ({"spec": {"type": "NodePort"}}, HEALTHY, ""),
+    ({"spec": {"type": "LoadBalancer"}}, PROGRESSING, "waiting for the load balancer to get an address"),
+    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}}, PROGRESSING,
+     "waiting for the load balancer to get an address"),
+    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": []}}}, PROGRESSING,
+     "waiting for the load balancer to get an address"),
+    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": [{"hostname": "lb"}]}}},
+     HEALTHY, ""),
+])
+def test_service_rules(obj, status, message):
+    assert health.service(obj) == Health(status, message)
+
+
+def test_order_is_documented_worst_last():
+    assert health.ORDER == (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED)
+
+
+@pytest.mark.parametrize("children, expected", [
+    ({}, Health(HEALTHY, "no children")),
+    ({"A": Health(HEALTHY, "x")}, Health(HEALTHY, "all children healthy")),
+    ({"A": Health(HEALTHY), "B": Health(SUSPENDED, "s")}, Health(SUSPENDED, "B: s")),
+    ({"A": Health(SUSPENDED, "s"), "B": Health(PROGRESSING, "p")}, Health(PROGRESSING, "B: p")),
+    ({"A": Health(MISSING, "m"), "B": Health(PROGRESSING, "p")}, Health(MISSING, "A: m")),
+    ({"A": Health(MISSING, "m"), "B": Health(DEGRADED, "d")}, Health(DEGRADED, "B: d")),
+    ({"A": Health(DEGRADED, "d"), "B": Health(HEALTHY)}, Health(DEGRADED, "A: d")),
+    ({"B": Health(PROGRESSING, "b"), "A": Health(PROGRESSING, "a")}, Health(PROGRESSING, "A: a")),  # tie: first name
+    ({"A": Health(PROGRESSING, "a"), "B": Health(SUSPENDED, "s"), "C": Health(HEALTHY)}, Health(PROGRESSING, "A: a")),
+])
+def test_worst_child_wins(children, expected):
+    assert health.worst(children) == expected
+
+
+@pytest.mark.parametrize("deployment, service, expected", [
+    ("deployment-healthy", "service-clusterip", Health(HEALTHY, "all children healthy")),
+    ("deployment-healthy", None, Health(MISSING, "Service: Service does not exist")),
+    (None, "service-clusterip", Health(MISSING, "Deployment: Deployment does not exist")),
+    ("deployment-progress-deadline-exceeded", None, Health(DEGRADED, "Deployment: Deployment deadline exceeded "
+                                                            'its progress deadline: ReplicaSet "deadline-5755846474" '
+                                                            "has timed out progressing.")),
+    ("deployment-paused", "service-loadbalancer-pending",
+     Health(PROGRESSING, "Service: waiting for the load balancer to get an address")),
+    ("deployment-paused", "service-clusterip", Health(SUSPENDED, "Deployment: Deployment paused is paused")),
+])
+def test_application_is_the_worst_of_its_children(deployment, service, expected):
+    got = health.application(deployment and fixture(deployment), service and fixture(service))
+    assert got == expected
+
+
+def test_as_status_is_the_status_health_object():
+    assert Health(PROGRESSING, "p").as_status() == {"status": "Progressing", "message": "p"}
+    assert Health(HEALTHY).as_status() == {"status": "Healthy", "message": ""}
