@@ -177,7 +177,7 @@ def test_a_failed_diff_never_exits_1(agent, repo, namespace, tmp_path):
 @pytest.mark.parametrize("args,says", [
     (["diff", "-o", "yaml"], "invalid choice: 'yaml' (choose from 'text', 'json', 'markdown')"),
     (["sync", "--output", "html"], "invalid choice: 'html'"),
-    (["diff", "--fetch-timeout", "x"], "invalid float value: 'x'"),
+    (["diff", "--fetch-timeout", "x"], "--fetch-timeout: 'x' is not allowed"),
     (["diff"], "the following arguments are required: --repo"),
 ])
 def test_bad_flags_are_one_line_exit_2(agent, args, says):

@@ -42,10 +42,15 @@ def agent_env(docs: list[dict]) -> dict:
 def test_the_base_needs_no_secret(cluster):
     docs = render(cluster, ROOT / "deploy")
     assert sorted(d["kind"] for d in docs) == sorted(["Namespace", "ServiceAccount", "ClusterRole",
-                                                      "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"])
+                                                      "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
+                                                      "Service"])
     env = agent_env(docs)
     assert "GITOPS_AGENT_GIT_TOKEN_FILE" not in env and "GITOPS_AGENT_SSH_KEY_FILE" not in env
-    assert "secret" not in json.dumps(next(d for d in docs if d["kind"] == "Deployment")).lower()
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    assert "secret" not in json.dumps(deployment["spec"]["template"]["spec"].get("volumes", [])).lower()
+    refs = [e["valueFrom"]["secretKeyRef"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+            if "secretKeyRef" in e.get("valueFrom", {})]
+    assert all(ref["optional"] for ref in refs)  # only the optional webhook secret: none is needed
 
 
 @pytest.mark.parametrize("component, env_name, secret", [

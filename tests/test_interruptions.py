@@ -41,7 +41,7 @@ def snapshot(objects, namespace: str) -> dict:
         out[f"Application/{app['metadata']['name']}"] = (
             app["spec"], status.get("lastSyncedCommit"), status.get("lastAttemptedCommit"),
             tuple((c["type"], c["status"], c["reason"]) for c in status.get("conditions", [])
-                  if c["type"] != "Ready"))  # Ready depends on how fast pods start
+                  if c["type"] not in ("Ready", "Reconciling")))  # these depend on how fast pods start
     for d in objects.apps.list_namespaced_deployment(namespace).items:
         out[f"Deployment/{d.metadata.name}"] = (d.spec.replicas, d.spec.template.spec.containers[0].image,
                                                 len(d.metadata.owner_references or []))

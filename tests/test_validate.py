@@ -69,7 +69,7 @@ def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
     out = proc.stdout
     for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
                      "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
-                     "apps/labels.yaml:5: metadata.labels.tier: value must be a string",
+                     "apps/labels.yaml:5: metadata.labels.tier: must be a string",
                      "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
                      "apps/b/dup.yaml:1: metadata.name"):
         assert expected in out, expected
