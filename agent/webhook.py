@@ -360,8 +360,11 @@ class Webhook:
             request.send_header("Retry-After", "5")
         if request.close_connection:
             request.send_header("Connection", "close")
-        request.end_headers()
-        request.wfile.write(body)
+        try:
+            request.end_headers()
+            request.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client left; its hit is already logged
+            request.close_connection = True
 
 
 def create(secret: bytes, opts, runner, metrics) -> Webhook:
