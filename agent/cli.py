@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import flags, guards, sync
+from . import flags, guards, ratelimit, sync, writes
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
@@ -79,6 +79,18 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
          "(connection errors, 429, 5xx) before the pass gives up; 0 to 600 (default: 20)",
          type=flags.number(0, 600), default=_env("API_RETRY_SECONDS", "20"))
+    flag("--concurrency", "CONCURRENCY", "API writes (apply, prune, status, events) a pass sends at once; "
+         f"1 to {writes.MAX_CONCURRENCY} (default: {writes.DEFAULT_CONCURRENCY})",
+         type=flags.number(1, writes.MAX_CONCURRENCY, integer=True, unit="requests"),
+         default=_env("CONCURRENCY", str(writes.DEFAULT_CONCURRENCY)))
+    flag("--kube-api-qps", "KUBE_API_QPS", "client-side rate limit: API requests per second, on average; "
+         f"above 0, at most 10000 (default: {ratelimit.DEFAULT_QPS:g}, as Flux)",
+         type=flags.number(0, 10000, above=True, unit="requests per second"),
+         default=_env("KUBE_API_QPS", f"{ratelimit.DEFAULT_QPS:g}"))
+    flag("--kube-api-burst", "KUBE_API_BURST", "client-side rate limit: API requests allowed at once above "
+         f"the rate after a quiet spell; 1 to 100000 (default: {ratelimit.DEFAULT_BURST}, as Flux)",
+         type=flags.number(1, 100000, integer=True, unit="requests"),
+         default=_env("KUBE_API_BURST", str(ratelimit.DEFAULT_BURST)))
     flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take; above 0, at most 3600 (default: 60)",
          type=flags.number(0, 3600, above=True), default=_env("FETCH_TIMEOUT", "60"))
     parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
@@ -240,7 +252,8 @@ def _main(argv: list[str] | None) -> int:
     try:
         opts = options_from(args)
         kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,
-                    dry_run=ci.is_dry_run(args))
+                    dry_run=ci.is_dry_run(args), concurrency=args.concurrency, qps=args.kube_api_qps,
+                    burst=args.kube_api_burst)
     except (ApiError, OSError) as err:
         if args.command != "run":
             return ci.report_failure(args, str(err))
@@ -268,6 +281,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
     metrics = Metrics()
+    kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
                     health=health, watch=args.watch)

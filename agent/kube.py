@@ -26,6 +26,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
 
@@ -106,12 +107,20 @@ class Kube:
     in-cluster service account is tried first, then the default kubeconfig (``~/.kube/config``
     or ``$KUBECONFIG``), as kubectl does. Raises ``ApiError`` (status 0) when no configuration
     can be loaded. ``dry_run``: send writes as server-side dry runs and skip events and status
-    writes (see the module docstring).
+    writes (see the module docstring). ``concurrency``: how many requests a pass may have in
+    flight (``agent.writes``); the connection pool holds that many plus the watches'.
+    ``qps``/``burst``: the client-side rate limit (``agent.ratelimit.TokenBucket``) every
+    request passes, each retry and each watch (re)connection included; ``on_wait(seconds)``,
+    when set, is told how long each request waited for it (the Prometheus metric).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
-                 retry_seconds: float = 20.0, dry_run: bool = False):
+                 retry_seconds: float = 20.0, dry_run: bool = False, *, concurrency: int = 1,
+                 qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST):
         self.dry_run = dry_run
+        self.concurrency = concurrency
+        self.limiter = TokenBucket(qps, burst)
+        self.on_wait = None  # callable(seconds) or None
         self._dry_namespaces: set[str] = set()  # namespaces a dry run "created"
         self._dry_deleted: set[str] = set()  # paths of objects a dry run "deleted"
         configuration = client.Configuration()
@@ -132,6 +141,9 @@ class Kube:
                 detail = f"{type(err).__name__}: {err}"
             raise ApiError(0, "NoConfiguration", detail, f"loading the cluster configuration{where}") from None
         configuration.retries = False
+        # urllib3 keeps this many connections per host: one per parallel write, plus the three
+        # watches of ``run`` and a spare, so no request waits for or discards a connection.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, concurrency + 4)
         self.api = client.ApiClient(configuration)
         self.interrupt = threading.Event()  # set on shutdown: retries and waits end at once
         self._retrying = tenacity.Retrying(
@@ -159,8 +171,15 @@ class Kube:
                 body = {**body, "dryRun": ["All"]}
         return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type)
 
+    def throttle(self) -> None:
+        """Wait for the rate limit's token (at once on ``interrupt``) and report the wait."""
+        waited = self.limiter.wait(self.interrupt)
+        if self.on_wait is not None:
+            self.on_wait(waited)
+
     def _request_once(self, method, url_path, body, query, content_type):
         what = f"{method} {url_path}"
+        self.throttle()
         headers = {"Accept": "application/json", "Content-Type": content_type}
         req = self.api.param_serialize(method, url_path, query_params=list((query or {}).items()),
                                        header_params=headers, body=body, auth_settings=["BearerToken"])
@@ -331,6 +350,7 @@ class Kube:
             if resource_version:
                 kwargs["resource_version"] = resource_version
             try:
+                self.throttle()  # each (re)connection is a request like any other
                 for event in watcher.stream(func, *args, **kwargs):
                     if stop.is_set():
                         break
@@ -361,6 +381,8 @@ class Kube:
 
         from .election import ReleasableLeaseLock
 
+        # The lease is renewed through the client's own requests, outside the rate limit: a
+        # renewal must never queue behind a pass's writes and lose the lease.
         client.Configuration.set_default(self.api.configuration)
         lock = ReleasableLeaseLock(name, namespace, identity)
         cfg = electionconfig.Config(lock, lease_duration, renew_deadline, retry_period, on_started, on_stopped)

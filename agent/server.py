@@ -38,6 +38,10 @@ class Metrics:
         self.webhook_requests = Counter("gitops_agent_webhook_requests_total",
                                         "POST /hooks/git requests by result (accepted, ignored, unauthorized, ...).",
                                         ["result"], registry=r)
+        self.rate_limit_wait = Histogram(
+            "gitops_agent_kube_api_rate_limit_wait_seconds",
+            "Seconds each API request waited for the client-side rate limit (--kube-api-qps, --kube-api-burst).",
+            registry=r, buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
 class Health:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, guards, manifests, plan, render, scope, source
+from . import apply, conditions, events, guards, manifests, plan, render, scope, source, writes
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -23,7 +23,6 @@ from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
 CRD_NAME = f"{PLURAL}.{GROUP}"
-EVENT_REASON = {CREATED: "Created", CONFIGURED: "Updated", RECREATED: "Recreated"}
 
 
 @dataclass(frozen=True)
@@ -105,10 +104,13 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     report.invalid += [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
+    batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     try:
-        _reconcile(kube, opts, report, wanted, problems)
+        _reconcile(batch, opts, report, wanted, problems)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
+        return report
+    batch.flush(lambda items: list(writes.ordered(kube, items, lambda e, _: kube.event(*e), report)))
     return report
 
 
@@ -154,16 +156,13 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
         prune = False
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
-    for step in (s for s in app_steps if s.action != plan.PRUNE):
+    made = writes.Namespaces(kube, namespaces, lambda name: {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": name, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
+    app_work = [s for s in app_steps if s.action != plan.PRUNE]
+    for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
+            kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
+            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons):
         key = _key(step.desired)
-
-        def ensure_namespace(namespace=step.desired["metadata"]["namespace"]):
-            if namespace not in namespaces:
-                kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                    "name": namespace, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
-                namespaces.add(namespace)
-
-        done = _converge(kube, report, failures, key, step, before=ensure_namespace, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
@@ -182,9 +181,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
     # Children: render for every Application in scope, plan against live, apply.
     desired_children = []
+    spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
     for key, app in sorted(in_scope.items()):
         spec = app.get("spec") or {}
-        if not jsonschema.Draft7Validator(SPEC_SCHEMA).is_valid(spec):
+        if not spec_validator.is_valid(spec):
             failures[key] = "its spec does not match the Application schema; children not rendered"
             reasons[key] = conditions.INVALID_SPEC
             report.add(key, f"{KIND}/{key}", FAILED, failures[key])
@@ -197,11 +197,11 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for child in live_children:  # health reads what the pass saw, then what it applied
         if plan.owned(child):
             (deployments if child["kind"] == "Deployment" else services)[_owner_key(child)] = child
-    for step in child_steps:
-        if step.action == plan.PRUNE:
-            continue
+    child_work = [s for s in child_steps if s.action != plan.PRUNE]
+    for step, done in writes.ordered(kube, child_work, lambda step, scratch: _converge(
+            kube, scratch, scratch.failures, _owner_key(step.desired), step, reasons=scratch.reasons),
+            report, failures, reasons):
         key = _owner_key(step.desired)
-        done = _converge(kube, report, failures, key, step, reasons=reasons)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
@@ -216,29 +216,26 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                 "not a child it made: not ours, left alone")
 
     # Prune: children first, then their Applications (not left to the garbage collector).
+    # Two waves (writes.ordered): every child's prune has finished before an Application's starts.
     keeps_children: set[str] = set()  # Applications with a child kept by its annotation
-    for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
-        owner = _owner_key(step.live)
-        if owner in failures or owner in foreign:  # not synced this pass, or another source's
-            continue
-        if guards.prune_disabled(step.live):
-            report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
-            keeps_children.add(owner)
-            continue
-        try:
-            kube.delete(step.live, guards.propagation(step.identity[1], owner in keeps_children))
-        except ApiError as err:
-            if err.status == 0:
-                raise
-            report.add(owner, step.subject, FAILED, f"prune failed: {err}")
-            continue
-        report.add(owner, step.subject, PRUNED)
-        if step.identity[1] == KIND:
-            kube.event(step.live, "Normal", "Pruned", f"{step.subject} pruned: it is no longer in Git "
-                       f"at commit {report.commit}")
+    for wave in ([s for s in child_steps if s.action == plan.PRUNE], [s for s in app_steps if s.action == plan.PRUNE]):
+        deletes = []
+        for step in wave:
+            owner = _owner_key(step.live)
+            if owner in failures or owner in foreign:  # not synced this pass, or another source's
+                continue
+            if guards.prune_disabled(step.live):
+                report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
+                keeps_children.add(owner)
+                continue
+            deletes.append((step, owner, guards.propagation(step.identity[1], owner in keeps_children)))
+        for (step, owner, _), pruned in writes.ordered(kube, deletes, lambda d, scratch: _prune(kube, scratch, *d), report):
+            if pruned:
+                kube.change(step.live if step.identity[1] == KIND else in_scope.get(owner), owner, PRUNED, step.subject)
 
     # Status: once per Application in scope, only when it differs.
     broken_files = {p.path: str(p) for p in problems}
+    statuses = []  # written in parallel once every outcome is known
     for key, app in sorted(in_scope.items()):
         annotations = app["metadata"].get("annotations") or {}
         from_git = key in git_paths or plan.owned(app, opts.source_id)
@@ -262,7 +259,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
-        _write_status(kube, report, key, app, outcome, deployments.get(key), services.get(key))
+        statuses.append((key, app, outcome, deployments.get(key), services.get(key)))
+    for _ in writes.ordered(kube, statuses, lambda st, scratch: _write_status(kube, scratch, *st), report):
+        pass
 
 
 def _owner_key(obj: dict) -> str:
@@ -296,13 +295,26 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
         return None
 
 
-def _record(report: Report, kube: Kube, key: str, subject: str, done: apply.Applied, app: dict | None,
+def _record(report: Report, kube: events.Batch, key: str, subject: str, done: apply.Applied, app: dict | None,
             outcomes: dict[str, list[str]]) -> None:
     report.add(key, subject, done.action, done.message)
     outcomes.setdefault(key, []).append(done.action)
-    if done.action != UNCHANGED and app is not None:
-        why = f" ({done.message})" if done.message else ""
-        kube.event(app, "Normal", EVENT_REASON[done.action], f"{subject} {done.action}{why}")
+    if done.action != UNCHANGED:
+        kube.change(app, key, done.action, subject, done.message)
+
+
+def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) -> bool:
+    """Delete one object ``step`` prunes; True when it was deleted (or already gone). A refusal
+    is recorded as failed for ``owner``; an unreachable API server (status 0) re-raises."""
+    try:
+        kube.delete(step.live, propagation)
+    except ApiError as err:
+        if err.status == 0:
+            raise
+        report.add(owner, step.subject, FAILED, f"prune failed: {err}")
+        return False
+    report.add(owner, step.subject, PRUNED)
+    return True
 
 
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
