@@ -16,6 +16,14 @@ hardened as follows:
 * unquoted timestamps stay strings (as with kubectl / go-yaml v2), so bodies stay JSON;
 * values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``, non-string keys such as
   YAML 1.1's unquoted ``yes``/``on``) are errors.
+
+Speed: a file is first read with libyaml's C parser (``yaml.CParser``, whose events carry the
+same line marks) under a composer that gives up at the first alias, at nesting deeper than
+``MAX_DEPTH`` or at any YAML error. Only a file that comes out of that path with no error at
+all is taken from it; any other file is read again with the pure-Python loader above, so every
+error (and its file:line: field wording) is exactly that loader's. Without libyaml the
+pure-Python loader reads every file. ``ParseCache`` (``parsecache.py``) skips files whose Git
+blob id is unchanged since the last pass.
 """
 
 from __future__ import annotations
@@ -27,10 +35,13 @@ from dataclasses import dataclass, field as dataclass_field
 
 import yaml
 from jsonschema import Draft202012Validator, validators
-from yaml.constructor import ConstructorError
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.resolver import Resolver
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from . import metadata as metadata_rules
+from . import parsecache
 from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA
 
 MAX_DEPTH = 100
@@ -113,7 +124,27 @@ class _TooDeep(yaml.scanner.ScannerError):
         super().__init__(None, None, _TOO_DEEP, mark)
 
 
-class _Loader(yaml.SafeLoader):
+class _Bail(Exception):
+    """The fast path met something only the pure-Python loader reports in its own words."""
+
+
+class _Strict:
+    """Duplicate mapping keys are errors (both loaders)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _DuplicateKey(node, key_node, key, seen[key])
+                seen[key] = key_node.start_mark.line + 1
+            except TypeError:  # unhashable key: SafeConstructor reports it below
+                pass
+        return super().construct_mapping(node, deep)
+
+
+class _Loader(_Strict, yaml.SafeLoader):
     """SafeLoader that rejects aliases, bounds nesting and detects duplicate keys.
 
     The scanner stops a file whose block indentation or flow nesting alone exceeds
@@ -165,17 +196,37 @@ class _Loader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
-    def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml: every file takes the pure-Python loader
+    CParser = None
+_FAST = CParser is not None
+if _FAST:
+    class _CLoader(_Strict, Composer, CParser, SafeConstructor, Resolver):
+        """libyaml's C parser under PyYAML's own composer (Python, so it can be bounded): raises
+        ``_Bail`` at the first alias or at nesting deeper than ``MAX_DEPTH`` (libyaml's parser
+        is iterative, so deep input never recurses before that)."""
+
+        def __init__(self, stream: str):
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                raise _Bail()
+            if not self.check_event(yaml.CollectionStartEvent):
+                return super().compose_node(parent, index)
+            if self.depth >= MAX_DEPTH:
+                raise _Bail()
+            self.depth += 1
             try:
-                if key in seen:
-                    raise _DuplicateKey(node, key_node, key, seen[key])
-                seen[key] = key_node.start_mark.line + 1
-            except TypeError:  # unhashable key: SafeConstructor reports it below
-                pass
-        return super().construct_mapping(node, deep)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
 
 # YAML 1.1 timestamps would become datetime objects; kubectl keeps them as strings.
@@ -183,6 +234,8 @@ _Loader.yaml_implicit_resolvers = {
     ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+if _FAST:
+    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
 
 # JSON/Kubernetes integers: bool is not an integer, and neither is 3.0 (jsonschema's
 # default for draft 4+ accepts integral floats).
@@ -200,7 +253,7 @@ def is_dns1123_label(value) -> bool:
 
 
 def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int = 1_048_576,
-         max_documents: int = 1000) -> LoadResult:
+         max_documents: int = 1000, blobs: dict[str, str] | None = None, cache=None) -> LoadResult:
     """Parse and validate Application documents.
 
     ``files`` maps repo-relative posix paths to raw file bytes (UTF-8, optional BOM,
@@ -209,6 +262,10 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
     errors. Any other problem rejects only its document. Two documents with the same
     (namespace, name) are both rejected, with an error at each naming every location.
     Raises ``ValueError`` if ``default_namespace`` is not a DNS-1123 label.
+
+    ``blobs`` (path -> Git blob id) and ``cache`` (a ``parsecache.ParseCache``): a file whose
+    blob id, path, default namespace and limits were parsed cleanly before is taken from the
+    cache instead of parsed; a clean parse is stored there. The result is the same either way.
     """
     if not is_dns1123_label(default_namespace):
         raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
@@ -216,8 +273,17 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
     found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
     documents: list[tuple[str, int, int, str | None]] = []
     for path in sorted(files):
-        file_found, file_errors = _load_file(path, files[path], default_namespace,
-                                             max_file_bytes, max_documents, documents)
+        blob = (blobs or {}).get(path) if cache is not None else None
+        cache_key = parsecache.key(blob, path, default_namespace, max_file_bytes, max_documents) if blob else None
+        entry = cache.get(cache_key) if cache_key else None
+        if entry is not None:
+            file_found, file_errors = _from_entry(path, entry, documents), []
+        else:
+            first = len(documents)
+            file_found, file_errors = _load_file(path, files[path], default_namespace,
+                                                 max_file_bytes, max_documents, documents)
+            if cache_key and not file_errors:
+                cache.put(cache_key, _entry(file_found, documents[first:]))
         found += file_found
         errors += file_errors
     by_identity: dict[tuple[str, str], list] = {}
@@ -236,6 +302,27 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
     errors.sort(key=lambda e: (e.path, e.line or 0, e.field or "", e.message))
     return LoadResult(manifests, errors, _rejected(errors, documents))
 
+
+
+def _entry(found: list, documents: list) -> list:
+    """A clean file's parse as ``parsecache`` stores it: [first line, last line, body or None]
+    per document."""
+    bodies = {line: manifest.body for _, _, line, manifest in found}
+    return [[start, end, bodies.get(start) if named else None] for _, start, end, named in documents]
+
+
+def _from_entry(path: str, entry: list, documents: list) -> list:
+    """The ``found`` items of a cached clean file (and its ``documents`` rows appended)."""
+    found = []
+    for start, end, body in entry:
+        named = None
+        if body is not None:
+            meta = body["metadata"]
+            identity = (meta["namespace"], meta["name"])
+            named = "/".join(identity)
+            found.append((identity, path, start, Manifest(identity[0], identity[1], body, path, start)))
+        documents.append((path, start, end, named))
+    return found
 
 
 def _rejected(errors: list[ManifestError], documents: list[tuple[str, int, int, str | None]]) -> list[Rejected]:
@@ -264,6 +351,11 @@ def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs:
     except UnicodeDecodeError as e:
         return [], [ManifestError(path, data.count(b"\n", 0, e.start) + 1, None,
                                   f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})")]
+    if _FAST:
+        fast = _load_fast(path, text, namespace, max_docs)
+        if fast is not None:
+            documents += fast[2]
+            return fast[0], fast[1]
     loader = None
     try:
         loader = _Loader(text)
@@ -290,6 +382,34 @@ def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs:
         if loader is not None:
             loader.dispose()
     return found, errors
+
+
+def _load_fast(path: str, text: str, namespace: str, max_docs: int):
+    """(found, errors, documents) of ``text`` read with the C parser, or None when the file
+    must be read by the pure-Python loader: any YAML error, alias, deep nesting, too many
+    documents, or any error at all in its documents (so error wording is never the fast path's)."""
+    found: list = []
+    errors: list[ManifestError] = []
+    documents: list = []
+    loader = _CLoader(text)
+    try:
+        count = 0
+        while loader.check_node():
+            count += 1
+            if count > max_docs:
+                return None
+            node = loader.get_node()
+            n_found = len(found)
+            _document(path, node, [], loader, namespace, found, errors)
+            if errors:
+                return None
+            named = "/".join(found[-1][0]) if len(found) > n_found else None
+            documents.append((path, node.start_mark.line + 1, node.end_mark.line + 1, named))
+    except (_Bail, yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError, MemoryError):
+        return None
+    finally:
+        loader.dispose()
+    return found, errors, documents
 
 
 def _document(path, node, problems, loader, default_namespace, found, errors) -> None:

@@ -60,10 +60,12 @@ class Snapshot:
     ``commit``: full 40-hex SHA. ``files``: repo-relative posix path -> raw bytes, every
     ``*.yaml``/``*.yml`` under the configured path. ``problems``: (path, message) for files
     that were refused (symlink leaving the repository, over the size limit, too many files).
+    ``blobs``: path -> the Git blob id (40 hex) of the bytes in ``files`` (the parse cache's key).
     """
 
     commit: str
     files: dict[str, bytes] = field(default_factory=dict)
+    blobs: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -327,6 +329,7 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
             snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
             continue
         snapshot.files[shown] = target.data_stream.read()
+        snapshot.blobs[shown] = target.hexsha
     return snapshot
 
 

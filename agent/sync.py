@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, events, guards, manifests, plan, render, scope, source, writes
+from . import apply, conditions, events, guards, manifests, parsecache, plan, render, scope, source, writes
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -94,7 +94,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")
         return report
-    loaded = manifests.load(snapshot.files, opts.namespace)
+    cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo), opts.source_id)  # parse changed files only
+    loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
+    cache.save()
     wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)
     problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors + outside
     report.errors += [str(p) for p in problems]

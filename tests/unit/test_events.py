@@ -1,0 +1,90 @@
+"""One Event per Application per pass (agent/events.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import events
+
+
+def app(name="web", namespace="ns"):
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": name, "namespace": namespace, "uid": "u"}}
+
+
+@pytest.mark.parametrize("changes, text", [
+    ([], ""),
+    ([("unchanged", "Service/ns/web", "")], ""),
+    ([("created", "Deployment/ns/web", ""), ("created", "Service/ns/web", ""),
+      ("configured", "Application/ns/web", "")],
+     "created Deployment/ns/web, Service/ns/web; configured Application/ns/web"),
+    ([("pruned", "Service/ns/web", ""), ("recreated", "Deployment/ns/web", "spec.selector is immutable"),
+      ("configured", "Application/ns/web", "")],
+     "configured Application/ns/web; recreated Deployment/ns/web (spec.selector is immutable); "
+     "pruned Service/ns/web"),
+    ([("created", "Service/ns/web", ""), ("created", "Service/ns/web", "")], "created Service/ns/web"),
+])
+def test_message_lists_objects_per_action_in_a_fixed_order(changes, text):
+    assert events.message(changes) == text
+
+
+@pytest.mark.parametrize("actions, reason", [
+    ([], None), (["unchanged"], None), (["pruned"], "Pruned"), (["configured", "pruned"], "Updated"),
+    (["pruned", "configured", "created"], "Created"), (["created", "recreated"], "Recreated"),
+])
+def test_reason_is_the_weightiest_action(actions, reason):
+    assert events.reason([(a, "X/ns/n", "") for a in actions]) == reason
+
+
+class Sent:
+    def __init__(self):
+        self.sent = []
+
+    def event(self, obj, type_, reason, message):
+        self.sent.append((obj["metadata"]["name"], type_, reason, message))
+
+
+def test_batch_sends_one_event_per_application_with_changes_only():
+    kube = Sent()
+    batch = events.Batch(kube)
+    batch.change(app("web"), "ns/web", "created", "Application/ns/web")
+    batch.change(app("web"), "ns/web", "created", "Deployment/ns/web")
+    batch.change(app("db"), "ns/db", "unchanged", "Service/ns/db")
+    batch.change(None, "ns/gone", "pruned", "Service/ns/gone")  # no object known: nothing to attach to
+    assert kube.sent == []  # held until flush
+    batch.flush()
+    assert kube.sent == [("web", "Normal", "Created", "created Application/ns/web, Deployment/ns/web")]
+    batch.flush()
+    assert len(kube.sent) == 1  # flushed means forgotten
+
+
+def test_a_warning_carries_the_changes_and_replaces_the_normal_event():
+    kube = Sent()
+    batch = events.Batch(kube)
+    batch.change(app(), "ns/web", "configured", "Application/ns/web")
+    batch.event(app(), "Warning", "SyncFailed", "Service/ns/web: 422 Invalid")
+    batch.event(app("db"), "Warning", "InvalidSpec", "bad spec")
+    batch.flush()
+    assert kube.sent == [("db", "Warning", "InvalidSpec", "bad spec"),
+                         ("web", "Warning", "SyncFailed", "Service/ns/web: 422 Invalid; configured Application/ns/web")]
+
+
+def test_a_pruned_applications_event_goes_to_the_pruned_object_given_last():
+    kube = Sent()
+    batch = events.Batch(kube)
+    batch.change(None, "ns/old", "pruned", "Deployment/ns/old")
+    batch.change(app("old"), "ns/old", "pruned", "Application/ns/old")
+    batch.flush()
+    assert kube.sent == [("old", "Normal", "Pruned", "pruned Deployment/ns/old, Application/ns/old")]
+
+
+def test_a_normal_event_given_directly_is_appended_and_messages_are_capped():
+    kube = Sent()
+    batch = events.Batch(kube)
+    batch.event(app(), "Normal", "Suspended", "reconciliation is suspended")
+    batch.change(app("big"), "ns/big", "created", "Deployment/ns/" + "x" * 2000)
+    sent = []
+    batch.flush(send=sent.extend)
+    assert [(o["metadata"]["name"], t, r, m) for o, t, r, m in sent][1] == \
+        ("web", "Normal", "Suspended", "reconciliation is suspended")
+    assert len(sent[0][3]) == events.MAX_MESSAGE

@@ -1,0 +1,126 @@
+"""Parsing only what changed: the blob-id cache and the C parser's fast path (agent/parsecache.py,
+agent/manifests.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent import manifests, parsecache
+
+APP = """\
+apiVersion: heumsi.github.io/v1
+kind: Application
+metadata:
+  name: {name}
+  labels: {{team: a}}
+spec:
+  image: nginx:1
+  replicas: 1
+  port: 80
+"""
+FILES = {
+    "a.yaml": APP.format(name="a").encode(),
+    "multi.yaml": (APP.format(name="b") + "---\n# nothing\n---\n" + APP.format(name="c")).encode(),
+    "bad.yaml": APP.format(name="d").replace("replicas: 1", "replicas: -1").encode(),
+}
+BLOBS = {"a.yaml": "1" * 40, "multi.yaml": "2" * 40, "bad.yaml": "3" * 40}
+
+
+def test_the_c_parser_and_the_python_parser_give_the_same_result(monkeypatch):
+    assert manifests._FAST, "PyYAML here is built with libyaml"
+    fast = manifests.load(FILES, "prod")
+    monkeypatch.setattr(manifests, "_FAST", False)
+    assert manifests.load(FILES, "prod") == fast
+    assert [m.name for m in fast.manifests] == ["a", "b", "c"] and [m.line for m in fast.manifests] == [1, 1, 13]
+
+
+@pytest.mark.parametrize("text", [
+    "a: &x 1\nb: *x\n",  # alias: the Python loader's wording and line
+    "a: 1\na: 2\n",  # duplicate key
+    "a:\n\t- b\n",  # syntax error
+    "[" * 200 + "]" * 200 + "\n",  # too deep
+])
+def test_files_with_problems_read_as_the_python_loader_reads_them(monkeypatch, text):
+    fast = manifests.load({"x.yaml": text.encode()}, "prod")
+    monkeypatch.setattr(manifests, "_FAST", False)
+    assert manifests.load({"x.yaml": text.encode()}, "prod") == fast and fast.errors
+
+
+def test_a_cached_file_is_not_parsed_again_and_gives_the_same_result(monkeypatch, tmp_path):
+    cache = parsecache.ParseCache(tmp_path / "c.json", "1.0")
+    first = manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
+    cache.save()
+    parsed = []
+    real = manifests._load_file
+    monkeypatch.setattr(manifests, "_load_file", lambda path, *a: parsed.append(path) or real(path, *a))
+    again = parsecache.ParseCache(tmp_path / "c.json", "1.0")
+    assert manifests.load(FILES, "prod", blobs=BLOBS, cache=again) == first
+    assert parsed == ["bad.yaml"]  # a file with errors is always parsed (its wording is the parser's)
+    changed = {**BLOBS, "a.yaml": "4" * 40}
+    manifests.load(FILES, "prod", blobs=changed, cache=again)
+    assert parsed == ["bad.yaml", "a.yaml", "bad.yaml"]
+    manifests.load(FILES, "other", blobs=BLOBS, cache=again)  # another default namespace: another key
+    assert parsed[-3:] == ["a.yaml", "bad.yaml", "multi.yaml"]
+
+
+def test_without_blob_ids_nothing_is_cached(tmp_path):
+    cache = parsecache.ParseCache(tmp_path / "c.json")
+    manifests.load(FILES, "prod", cache=cache)
+    cache.save()
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_save_keeps_only_what_the_last_pass_used(tmp_path):
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
+    cache.save()
+    manifests.load({"a.yaml": FILES["a.yaml"]}, "prod", blobs=BLOBS, cache=cache)
+    cache.save()
+    entries = json.loads((tmp_path / "c.json").read_text())["entries"]
+    assert [k.split("\0")[1] for k in entries] == ["a.yaml"]
+
+
+@pytest.mark.parametrize("content", [
+    "not json",
+    json.dumps({"format": "something else", "version": "v", "entries": {}}),
+    json.dumps({"format": parsecache.FORMAT, "version": "another version", "entries": {"k": []}}),
+    json.dumps([1, 2]),
+    "\xff\xfe",
+])
+def test_a_corrupt_or_foreign_cache_file_is_ignored(tmp_path, content):
+    (tmp_path / "c.json").write_text(content, encoding="latin-1")
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    result = manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
+    assert result == manifests.load(FILES, "prod")
+
+
+@pytest.mark.parametrize("entry", [
+    "x", [[1]], [[0, 1, None]], [[3, 2, None]], [[1, 2, {"kind": "Application"}]],
+    [[1, 9, {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "BAD", "namespace": "p"},
+             "spec": {}}]],
+    [[1, 9, {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "a", "namespace": "p"},
+             "spec": {}, "extra": 1}]],
+    [[True, 9, None]],
+])
+def test_an_entry_of_the_wrong_shape_is_never_trusted(tmp_path, entry):
+    key = parsecache.key(BLOBS["a.yaml"], "a.yaml", "prod", 1_048_576, 1000)
+    (tmp_path / "c.json").write_text(json.dumps({"format": parsecache.FORMAT, "version": "v", "entries": {key: entry}}))
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    assert cache.get(key) is None
+    assert manifests.load(FILES, "prod", blobs=BLOBS, cache=cache) == manifests.load(FILES, "prod")
+
+
+def test_an_unwritable_cache_is_only_slower(tmp_path):
+    (tmp_path / "dir").write_text("a file where the directory should be")
+    cache = parsecache.ParseCache(tmp_path / "dir" / "c.json", "v")
+    manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
+    cache.save()  # logged, not raised
+
+
+def test_beside_names_one_file_per_source_and_reuses_it(tmp_path):
+    one = parsecache.beside(tmp_path / "abc.git", "src-1")
+    assert one.file == tmp_path / "abc.git.src-1.parsed.json"
+    assert parsecache.beside(tmp_path / "abc.git", "src-1") is one
+    assert parsecache.beside(tmp_path / "abc.git", "src-2") is not one

@@ -1,0 +1,138 @@
+"""Bounded parallel writes that keep the serial pass's results and order (agent/writes.py)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from agent import writes
+from agent.kube import ApiError
+from agent.report import Report
+
+
+class Pool:
+    def __init__(self, concurrency):
+        self.concurrency = concurrency
+
+
+def test_defaults():
+    assert (writes.DEFAULT_CONCURRENCY, writes.MAX_CONCURRENCY) == (8, 64)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4, 16])
+def test_results_and_report_come_in_input_order_whatever_the_completion_order(concurrency):
+    report, failures = Report(), {}
+
+    def task(i, scratch):
+        time.sleep(random.random() / 200)
+        scratch.add(f"ns/a{i}", f"Deployment/ns/a{i}", "created")
+        if i % 3 == 0:
+            scratch.failures[f"ns/a{i}"] = f"failed {i}"
+        return i * 10
+
+    out = list(writes.ordered(Pool(concurrency), range(30), task, report, failures))
+    assert out == [(i, i * 10) for i in range(30)]
+    assert [c.subject for c in report.changes] == [f"Deployment/ns/a{i}" for i in range(30)]
+    assert failures == {f"ns/a{i}": f"failed {i}" for i in range(0, 30, 3)}
+
+
+def test_at_most_concurrency_tasks_run_at_once():
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def task(_item, _scratch):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+
+    list(writes.ordered(Pool(3), range(12), task, Report()))
+    assert peak[0] == 3
+
+
+def test_no_concurrency_attribute_means_one_at_a_time():
+    seen = []
+    list(writes.ordered(object(), range(5), lambda i, _s: seen.append((i, threading.current_thread().name)), Report()))
+    assert [i for i, _ in seen] == [0, 1, 2, 3, 4]
+    assert {name for _, name in seen} == {threading.current_thread().name}
+
+
+def test_an_unreachable_server_stops_the_rest_and_raises_in_order():
+    report, started = Report(), []
+
+    def task(i, scratch):
+        started.append(i)
+        scratch.add(f"ns/a{i}", f"Application/ns/a{i}", "created")
+        if i == 2:
+            raise ApiError(0, "Unreachable", "connection refused")
+        time.sleep(0.01)
+        return i
+
+    results = writes.ordered(Pool(2), range(40), task, report)
+    assert next(results) == (0, 0) and next(results) == (1, 1)
+    with pytest.raises(ApiError) as err:
+        next(results)
+    assert err.value.status == 0
+    assert [c.subject for c in report.changes] == [f"Application/ns/a{i}" for i in range(3)]
+    assert len(started) < 40  # tasks not yet started were skipped
+
+
+def test_an_api_refusal_is_a_result_that_stops_nothing():
+    def task(i, _scratch):
+        if i == 1:
+            raise ApiError(422, "Invalid", "no")
+        return i
+
+    results = writes.ordered(Pool(4), range(4), task, Report())
+    assert next(results) == (0, 0)
+    with pytest.raises(ApiError):  # raised at its place: callers turn refusals into results
+        next(results)
+
+
+def test_scratch_replays_failed_and_notes_and_reasons():
+    report, reasons = Report(), {}
+
+    def task(i, scratch):
+        scratch.failed.add(f"ns/a{i}")
+        scratch.notes.append(f"note {i}")
+        scratch.reasons[f"ns/a{i}"] = "InvalidSpec"
+
+    list(writes.ordered(Pool(4), range(3), task, report, None, reasons))
+    assert report.failed == {"ns/a0", "ns/a1", "ns/a2"}
+    assert report.notes == ["note 0", "note 1", "note 2"]
+    assert reasons == {f"ns/a{i}": "InvalidSpec" for i in range(3)}
+
+
+def test_each_missing_namespace_is_created_once_however_many_tasks_need_it():
+    created = []
+
+    class Kube:
+        def create(self, obj):
+            time.sleep(0.01)
+            created.append(obj["name"])
+
+    made = writes.Namespaces(Kube(), {"existing"}, lambda name: {"name": name})
+    list(writes.ordered(Pool(8), ["a", "a", "b", "existing", "a", "b"] * 3,
+                        lambda ns, _s: made.ensure(ns), Report()))
+    assert sorted(created) == ["a", "b"]
+
+
+def test_a_failed_namespace_creation_is_tried_again_by_the_next_task():
+    calls = []
+
+    class Kube:
+        def create(self, obj):
+            calls.append(obj["name"])
+            if len(calls) == 1:
+                raise ApiError(500, "InternalError", "try again")
+
+    made = writes.Namespaces(Kube(), set(), lambda name: {"name": name})
+    with pytest.raises(ApiError):
+        made.ensure("a")
+    made.ensure("a")
+    made.ensure("a")
+    assert calls == ["a", "a"]
