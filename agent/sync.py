@@ -163,7 +163,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     app_work = [s for s in app_steps if s.action != plan.PRUNE]
     for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
-            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons):
+            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons,
+            inline=lambda step: step.action == plan.UNCHANGED):
         key = _key(step.desired)
         if done is None:
             continue
@@ -202,7 +203,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     child_work = [s for s in child_steps if s.action != plan.PRUNE]
     for step, done in writes.ordered(kube, child_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _owner_key(step.desired), step, reasons=scratch.reasons),
-            report, failures, reasons):
+            report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
         key = _owner_key(step.desired)
         if done is None:
             continue

@@ -71,7 +71,8 @@ def _stops(err: BaseException) -> bool:
 
 
 def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
-            failures: dict | None = None, reasons: dict | None = None) -> Iterator[tuple[T, R]]:
+            failures: dict | None = None, reasons: dict | None = None,
+            inline: Callable[[T], bool] | None = None) -> Iterator[tuple[T, R]]:
     """Run ``task(item, scratch)`` for every item, at most ``kube.concurrency`` at a time
     (1 when ``kube`` has no such attribute), and yield ``(item, result)`` in input order,
     each after its scratch was replayed into ``report`` (and ``failures``/``reasons``).
@@ -80,7 +81,9 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
     pass (see ``_stops``) makes the tasks not yet started skip; the exception is re-raised
     when the replay reaches it. Any other exception a task raised is re-raised at its place
     too (tasks are expected to turn per-object ApiErrors into results, as ``sync._converge``
-    does)."""
+    does). ``inline(item)`` True: the task sends no request (e.g. an unchanged step), so it runs
+    in the calling thread, without the pool's overhead (its place in the
+    replay is unchanged). They run before the pool's tasks."""
     items = list(items)
     stop = threading.Event()
 
@@ -95,15 +98,24 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
                 stop.set()
             return None, scratch, err
 
-    workers = max(1, min(int(getattr(kube, "concurrency", 1) or 1), len(items) or 1))
+    results: list = [None] * len(items)
+    pooled = []
+    for i, item in enumerate(items):  # inline ones first: they send nothing, so nothing skips them
+        if inline is not None and inline(item):
+            results[i] = run(item)
+        else:
+            pooled.append(i)
+    workers = max(1, min(int(getattr(kube, "concurrency", 1) or 1), len(pooled) or 1))
     if workers == 1:
-        results = [run(item) for item in items]
+        for i in pooled:
+            results[i] = run(items[i])
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="write") as pool:
-            results = list(pool.map(run, items))
+            for i, result in zip(pooled, pool.map(run, [items[i] for i in pooled])):
+                results[i] = result
     for item, (value, scratch, err) in zip(items, results):
-        if value is _SKIPPED:  # only after a stopping error, which the replay raised already
-            raise RuntimeError("a write was skipped without a stopping error")  # pragma: no cover
+        if value is _SKIPPED:  # skipped after a stopping error: raise that one (pool tasks start in order,
+            raise next(e for _, _, e in results if e is not None and _stops(e))  # so it is normally raised first)
         scratch.replay(report, failures, reasons)
         if err is not None:
             raise err

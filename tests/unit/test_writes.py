@@ -136,3 +136,18 @@ def test_a_failed_namespace_creation_is_tried_again_by_the_next_task():
     made.ensure("a")
     made.ensure("a")
     assert calls == ["a", "a"]
+
+
+def test_inline_items_run_in_the_calling_thread_and_keep_their_place():
+    report, threads = Report(), {}
+
+    def task(i, scratch):
+        threads[i] = threading.current_thread().name
+        scratch.add(f"ns/a{i}", f"Deployment/ns/a{i}", "unchanged" if i % 2 else "created")
+        return i
+
+    out = list(writes.ordered(Pool(4), range(8), task, report, inline=lambda i: i % 2 == 1))
+    assert out == [(i, i) for i in range(8)]
+    assert [c.subject for c in report.changes] == [f"Deployment/ns/a{i}" for i in range(8)]
+    assert {threads[i] for i in (1, 3, 5, 7)} == {threading.current_thread().name}
+    assert threading.current_thread().name not in {threads[i] for i in (0, 2, 4, 6)}
