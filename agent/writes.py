@@ -31,7 +31,7 @@ from .kube import ApiError
 
 T = TypeVar("T")
 R = TypeVar("R")
-DEFAULT_CONCURRENCY = 8
+DEFAULT_CONCURRENCY = 4  # see the README's Performance and limits: measured on the local control plane
 MAX_CONCURRENCY = 64
 
 

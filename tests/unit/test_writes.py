@@ -19,7 +19,7 @@ class Pool:
 
 
 def test_defaults():
-    assert (writes.DEFAULT_CONCURRENCY, writes.MAX_CONCURRENCY) == (8, 64)
+    assert (writes.DEFAULT_CONCURRENCY, writes.MAX_CONCURRENCY) == (4, 64)
 
 
 @pytest.mark.parametrize("concurrency", [1, 4, 16])
