@@ -5,6 +5,12 @@ speaking plain JSON dicts so the pure steps never see client model objects. Tran
 (connection errors, 429 and 5xx answers) are retried with exponential backoff (``tenacity``);
 everything else raises ``ApiError`` at once.
 
+Every request (``request`` is the one door; each retry counts) and every watch (re)connection
+first waits for a token of the client-side rate limit (``ratelimit.TokenBucket``, as client-go's
+``--kube-api-qps``/``--kube-api-burst``); ``interrupt`` ends that wait at once. The client is
+thread-safe and its urllib3 pool holds ``concurrency`` connections and more, for the parallel
+writes of ``agent.writes``.
+
 With ``dry_run=True`` every write is a server-side dry run (``dryRun=All``): the API server
 validates, defaults and admits it and answers with the object it would store, but stores
 nothing. Events and status writes are skipped entirely (no request), so a dry-run pass leaves
