@@ -35,6 +35,8 @@ def test_packaged_crd_equals_the_repository_crd():
     ({"image": "x", "replicas": True, "port": 80}, ("spec", "replicas")),
     ({"image": "x", "replicas": 1, "port": 65536}, ("spec", "port")),
     ({"image": "x", "replicas": 1}, ("spec",)),
+    ({"image": "x", "replicas": 1, "port": 80, "suspend": "true"}, ("spec", "suspend")),
+    ({"image": "x", "replicas": 1, "port": 80, "suspend": 0}, ("spec", "suspend")),
 ])
 def test_crd_schema_problems(spec, field):
     found = crd.problems({"apiVersion": "heumsi.github.io/v1", "kind": "Application",
