@@ -70,7 +70,7 @@ class Hold:
 
 def _disabled(obj: dict | None) -> bool:
     value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(RECONCILE_ANNOTATION)
-    return isinstance(value, str) and value != "" and value.casefold() == RECONCILE_DISABLED
+    return isinstance(value, str) and value.casefold() == RECONCILE_DISABLED
 
 
 def _owners(obj: dict) -> set[str]:
