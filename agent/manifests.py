@@ -373,8 +373,11 @@ def _spec_problems(spec) -> list[tuple[tuple, str]]:
 
 
 def _rule(schema: dict) -> str:
-    """Human wording of a scalar property schema, e.g. 'an integer between 1 and 65535'."""
+    """Human wording of a scalar property schema, e.g. 'an integer between 1 and 65535' or
+    'true or false'."""
     lo, hi = schema.get("minimum"), schema.get("maximum")
+    if schema.get("type") == "boolean":
+        return "true or false"
     if schema.get("type") == "string":
         return "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
     if lo is not None and hi is not None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 
-from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
-           FAILED: "failed", RECREATED: "recreate", KEPT: "kept"}
+           FAILED: "failed", RECREATED: "recreate", KEPT: "kept", SUSPENDED: "suspended"}
 """Report action word -> the plan word used in json and markdown (and by dry runs)."""
 CHANGING = ("create", "update", "prune", "recreate")
-COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept", "suspended")
 FORMATS = ("text", "json", "markdown")
 
 

@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
 KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
 RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
+SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
 
 
 @dataclass(frozen=True)
 class Change:
     """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
     ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged,
-    recreated, pruned, kept or failed; ``message``: why, for failures and recreations."""
+    recreated, pruned, kept, suspended or failed; ``message``: why, for failures, recreations,
+    kept and suspended objects."""
 
     application: str
     subject: str
@@ -84,7 +86,7 @@ class Report:
             lines += [f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
-        for extra in (RECREATED, KEPT):
+        for extra in (RECREATED, KEPT, SUSPENDED):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"

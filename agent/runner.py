@@ -148,7 +148,7 @@ class Runner:
         m.pass_duration.observe(duration)
         m.passes.labels(result="success" if report.ok else "failure").inc()
         for change in report.changes:
-            if change.action != "unchanged":
+            if change.action not in ("unchanged", "suspended"):  # left alone: not acted on
                 m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
         if report.fetch_seconds is not None:
             m.fetch_duration.observe(report.fetch_seconds)

@@ -32,6 +32,11 @@ SPEC_SCHEMA: dict = {
             "maximum": 65535,
             "description": "TCP port the container listens on; also the Service port.",
         },
+        "suspend": {
+            "type": "boolean",
+            "description": "true stops the agent from applying, correcting, recreating or pruning the "
+            "children; the Application is still applied and is never pruned. Omitted means false.",
+        },
     },
 }
 """OpenAPI v3 schema of ``spec``, copied verbatim into the CRD's openAPIV3Schema.

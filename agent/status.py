@@ -25,6 +25,8 @@ class Outcome:
     ``commit``: the full SHA the pass worked from (None for a hand-applied Application).
     ``reason``/``message``: a CamelCase reason and a sentence for the Synced condition.
     ``source_path``: the file it came from in Git, if any.
+    ``health``: the health to record instead of the children's (a suspended Application, see
+    ``suspend.outcome``); ``suspended``: write ``status.suspended: true`` (absent otherwise).
     """
 
     ok: bool
@@ -33,6 +35,8 @@ class Outcome:
     reason: str
     message: str
     source_path: str | None = None
+    health: health_.Health | None = None
+    suspended: bool = False
 
 
 def _condition(old: list[dict], type_: str, status: bool, reason: str, message: str,
@@ -76,8 +80,10 @@ def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, s
     dstatus = (deployment or {}).get("status") or {}
     status["replicas"] = dstatus.get("replicas", 0)
     status["readyReplicas"] = dstatus.get("readyReplicas", 0)
-    health = health_.application(deployment, service)
+    health = outcome.health or health_.application(deployment, service)
     status["health"] = health.as_status()
+    if outcome.suspended:
+        status["suspended"] = True
     old_conditions = old.get("conditions") or []
     status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
                             for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, events, guards, manifests, parsecache, plan, render, scope, source, writes
+from . import apply, conditions, events, guards, manifests, parsecache, plan, render, scope, source, suspend, writes
 from . import status as status_
 from .kube import ApiError, Kube
-from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
 from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
-    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not guards.prune_disabled(s.live)]
+    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
+                                                                        or suspend.never_pruned(s.live))]
     prunes = sum(s.action == plan.PRUNE for s in app_steps)
     if desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
@@ -160,7 +161,13 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
     made = writes.Namespaces(kube, namespaces, lambda name: {"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": name, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
-    app_work = [s for s in app_steps if s.action != plan.PRUNE]
+    app_work = []
+    for step in (s for s in app_steps if s.action != plan.PRUNE):
+        if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
+            report.add(_key(step.desired), step.subject, SUSPENDED, suspend.Hold(suspend.ON_APPLICATION, True).message)
+            in_scope[_key(step.desired)] = step.live
+        else:
+            app_work.append(step)
     for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
             before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons,
@@ -182,6 +189,11 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                 and not app["metadata"].get("deletionTimestamp"):
             in_scope[key] = app
 
+    # Suspended Applications (spec.suspend, the reconcile annotation; see suspend.py).
+    desired_by_key = {_key(d): d for d in desired_apps}
+    holds = {k: h for k, a in in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
+    held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
+
     # Children: render for every Application in scope, plan against live, apply.
     desired_children = []
     spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
@@ -200,7 +212,16 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for child in live_children:  # health reads what the pass saw, then what it applied
         if plan.owned(child):
             (deployments if child["kind"] == "Deployment" else services)[_owner_key(child)] = child
-    child_work = [s for s in child_steps if s.action != plan.PRUNE]
+    child_work = []
+    for step in (s for s in child_steps if s.action != plan.PRUNE):
+        key = _owner_key(step.desired)
+        why = suspend.child(holds.get(key), step.subject, step.live)
+        if not why:
+            child_work.append(step)
+            continue
+        report.add(key, step.subject, SUSPENDED, why)
+        if key not in holds:
+            held_children.setdefault(key, {})[step.identity[1]] = step.subject
     for step, done in writes.ordered(kube, child_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _owner_key(step.desired), step, reasons=scratch.reasons),
             report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
@@ -227,8 +248,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             owner = _owner_key(step.live)
             if owner in failures or owner in foreign:  # not synced this pass, or another source's
                 continue
-            if guards.prune_disabled(step.live):
-                report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
+            if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
+                by = guards.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else suspend.RECONCILE_ANNOTATION
+                report.add(owner, step.subject, KEPT, f"not in Git; {by}: {step.live['metadata']['annotations'][by]}")
                 keeps_children.add(owner)
                 continue
             deletes.append((step, owner, guards.propagation(step.identity[1], owner in keeps_children)))
@@ -253,9 +275,16 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
             if guards.prune_disabled(app):
                 why = f"it has the annotation {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+            if key in holds:
+                why = suspend.kept_because(holds[key])
             report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-            outcome = status_.Outcome(False, False, report.commit, "PruneSkipped",
-                                      f"no longer in Git at commit {report.commit}; kept because {why}", path)
+            outcome = suspend.outcome(holds.get(key), {}, None, None, commit=report.commit, path=path, gone=True) \
+                or status_.Outcome(False, False, report.commit, "PruneSkipped",
+                                   f"no longer in Git at commit {report.commit}; kept because {why}", path)
+        elif key in holds or key in held_children:
+            outcome = suspend.outcome(holds.get(key), held_children.get(key, {}), deployments.get(key),
+                                      services.get(key), commit=report.commit if key in git_paths else None,
+                                      path=git_paths.get(key))
         else:
             changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
             what = f"commit {report.commit[:12]}" if key in git_paths else "the live Application"
@@ -343,4 +372,4 @@ def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: stat
                    "(kubectl apply -f crd.yaml)")
         return
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
-        kube.event(app, "Warning", outcome.reason, outcome.message)
+        kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)

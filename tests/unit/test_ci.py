@@ -35,6 +35,8 @@ def test_packaged_crd_equals_the_repository_crd():
     ({"image": "x", "replicas": True, "port": 80}, ("spec", "replicas")),
     ({"image": "x", "replicas": 1, "port": 65536}, ("spec", "port")),
     ({"image": "x", "replicas": 1}, ("spec",)),
+    ({"image": "x", "replicas": 1, "port": 80, "suspend": "true"}, ("spec", "suspend")),
+    ({"image": "x", "replicas": 1, "port": 80, "suspend": 0}, ("spec", "suspend")),
 ])
 def test_crd_schema_problems(spec, field):
     found = crd.problems({"apiVersion": "heumsi.github.io/v1", "kind": "Application",
@@ -177,7 +179,8 @@ def test_pass_document_validates_and_maps_actions():
                                source={"repo": "https://***@example.com/r.git", "ref": None, "path": "."},
                                diffs={"Deployment/ns/web": "--- a\n+++ b\n"}, seconds=1.5)
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
-    assert doc["counts"] == {"create": 1, "update": 1, "unchanged": 1, "prune": 1, "recreate": 0, "failed": 1, "kept": 0}
+    assert doc["counts"] == {"create": 1, "update": 1, "unchanged": 1, "prune": 1, "recreate": 0, "failed": 1, "kept": 0,
+                             "suspended": 0}
     objs = {o["subject"]: o for a in doc["applications"] for o in a["objects"]}
     assert objs["Deployment/ns/web"]["diff"] == "--- a\n+++ b\n" and objs["Application/ns/web"]["diff"] is None
     errors = doc["errors"]
@@ -195,6 +198,27 @@ def test_recreated_maps_to_recreate():
     doc = output.pass_document(report, command="sync", dry_run=True, exit_code=1, source={"repo": "r", "ref": None, "path": "."})
     assert doc["counts"]["recreate"] == 1 and doc["changes"] is True
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_suspended_objects_are_counted_listed_and_no_change():
+    report = Report(commit=SHA)
+    report.add("ns/web", "Application/ns/web", UNCHANGED)
+    report.add("ns/web", "Deployment/ns/web", output.SUSPENDED, "not applied: its Application is suspended")
+    report.add("ns/web", "Service/ns/web", output.SUSPENDED, "not applied: its Application is suspended")
+    doc = output.pass_document(report, command="sync", dry_run=False, exit_code=0,
+                               source={"repo": "r", "ref": None, "path": "."})
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert doc["counts"]["suspended"] == 2 and doc["counts"]["unchanged"] == 1 and doc["changes"] is False
+    [app] = doc["applications"]
+    assert [(o["action"], o["message"], o["diff"]) for o in app["objects"]][1] == (
+        "suspended", "not applied: its Application is suspended", None)
+    assert output.text(doc).splitlines()[-1] == "sync: in sync (0 create, 0 update, 1 unchanged, 0 prune, 0 failed, " \
+                                                "2 suspended)"
+    assert "| `ns/web` | Deployment **suspended**, Service **suspended** | 1 |" in output.markdown(doc)
+    assert report.summary().splitlines()[-1] == ("sync succeeded: 0 created, 0 configured, 1 unchanged, 0 pruned, "
+                                                 "0 failed, 2 suspended")
+    assert "  Deployment/ns/web suspended (not applied: its Application is suspended)" in report.summary()
+    assert report.ok and not report.changed and report.failed == set()
 
 
 def test_schema_rejects_a_failed_report_exiting_1():

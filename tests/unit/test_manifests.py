@@ -37,6 +37,13 @@ def test_example_loads_unchanged():
               "spec": {"image": "nginx:latest", "replicas": 1, "port": 80}})]
 
 
+@pytest.mark.parametrize("value, parsed", [("true", True), ("false", False)])
+def test_suspend_is_an_optional_boolean_kept_in_the_body(value, parsed):
+    result = run({"a.yaml": EXAMPLE + f"  suspend: {value}\n"})
+    assert result.errors == []
+    assert result.manifests[0].body["spec"] == {"image": "nginx:latest", "replicas": 1, "port": 80, "suspend": parsed}
+
+
 def test_multi_document_file():
     text = "# apps\n---\n" + app("a") + "---\n---\n---\n" + app("b") + "---\n"
     result = run({"apps.yaml": text})
@@ -163,10 +170,17 @@ def test_missing_metadata_and_name():
     (6, 'image: ""', "spec.image", 'must be a non-empty string (got "")'),
     (6, "image: 5", "spec.image", "must be a non-empty string (got 5)"),
     (6, "image: [a]", "spec.image", 'must be a non-empty string (got ["a"])'),
+    (9, 'suspend: "true"', "spec.suspend", 'must be true or false (got "true")'),
+    (9, "suspend: 1", "spec.suspend", "must be true or false (got 1)"),
+    (9, "suspend:", "spec.suspend", "must be true or false (got null)"),
+    (9, "suspend: [true]", "spec.suspend", "must be true or false (got [true])"),
 ])
 def test_wrong_spec_values(line, replacement, field, message):
     key = replacement.split(":")[0]
-    original = {"replicas": "replicas: 1", "port": "port: 80", "image": "image: nginx:latest"}[key]
+    original = {"replicas": "replicas: 1", "port": "port: 80", "image": "image: nginx:latest",
+                "suspend": "port: 80"}[key]
+    if key == "suspend":
+        replacement = f"port: 80\n  {replacement}"
     err = only_error(run({"apps/web.yaml": EXAMPLE.replace(original, replacement)}))
     assert (err.path, err.line, err.field, err.message) == ("apps/web.yaml", line, field, message)
 
@@ -195,7 +209,7 @@ def test_missing_or_empty_spec():
 def test_unknown_spec_field():
     err = only_error(run({"a.yaml": EXAMPLE + "  replica: 2\n"}))
     assert (err.line, err.field) == (9, "spec.replica")
-    assert err.message == "unknown field (allowed: image, port, replicas)"
+    assert err.message == "unknown field (allowed: image, port, replicas, suspend)"
 
 
 def test_unknown_top_level_field():
