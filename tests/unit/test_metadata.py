@@ -105,6 +105,10 @@ def test_qualified_name_prefix_is_at_most_253_characters(prefix_length, ok):
     # labels: null is skipped, and the annotations after it are still checked
     ({"labels": None, "annotations": {"note": 7}},
      [(("annotations", "note"), 'must be a string, not an integer (quote it: "7")')]),
+    # labels that are not a mapping do not stop the annotations from being checked
+    ({"labels": ["a"], "annotations": {"note": 7}},
+     [(("labels",), "must be a mapping of strings to strings, not a list"),
+      (("annotations", "note"), 'must be a string, not an integer (quote it: "7")')]),
     ({"labels": {"-x": "a b"}}, [(("labels", "-x"), f"key '-x' {metadata.KEY_RULE}"),
                                  (("labels", "-x"), f"value 'a b' {metadata.VALUE_RULE}")]),
     ({"annotations": {"a b": "any text at all"}}, [(("annotations", "a b"), f"key 'a b' {metadata.KEY_RULE}")]),
