@@ -207,3 +207,31 @@ def test_handover_keeps_the_agents_entry_in_place_and_its_other_keys():
     status_entry = {**OURS, "subresource": "status"}
     entries = fields.handover(deployment(status_entry, entry("kubectl-patch", fields_v1=EXTRA_PORT)), "apps/v1", NOW)
     assert entries[0] == status_entry and entries[1]["fieldsV1"] == EXTRA_PORT
+
+
+@pytest.mark.parametrize("live", [
+    {"kind": "ConfigMap", "metadata": {"managedFields": [entry("kubectl-edit", fields_v1={"f:data": {"f:x": {}}})]}},
+    {"metadata": {"managedFields": [entry("kubectl-patch", fields_v1=EXTRA_PORT)]}},  # no kind at all
+])
+def test_a_kind_the_agent_does_not_render_has_nothing_to_hand_over(live):
+    assert fields.foreign(live) == {}
+    assert fields.handover(live, "v1", NOW) is None
+
+
+@pytest.mark.parametrize("obj", [{}, {"kind": "Deployment"}, {"metadata": {"managedFields": None}}])
+def test_an_object_without_managed_fields_was_not_applied_by_the_agent(obj):
+    assert fields.applied_by_agent(obj) is False
+
+
+def test_handover_stamps_utc_whatever_the_machines_timezone(monkeypatch):
+    import time
+    monkeypatch.setenv("TZ", "JST-9")  # UTC+9, a POSIX rule: needs no timezone database
+    time.tzset()
+    try:
+        entries = fields.handover(deployment(entry("kubectl-edit", fields_v1=EXTRA_PORT)), "apps/v1")
+        now = datetime.datetime.now(datetime.timezone.utc)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    stamp = datetime.datetime.strptime(entries[0]["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    assert abs((now - stamp).total_seconds()) < 60

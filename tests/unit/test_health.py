@@ -172,3 +172,29 @@ def test_application_is_the_worst_of_its_children(deployment, service, expected)
 def test_as_status_is_the_status_health_object():
     assert Health(PROGRESSING, "p").as_status() == {"status": "Progressing", "message": "p"}
     assert Health(HEALTHY).as_status() == {"status": "Healthy", "message": ""}
+
+
+@pytest.mark.parametrize("obj, expected", [
+    # an object without metadata (a bare template) is judged by its spec and status alone
+    ({"spec": {"replicas": 1}, "status": {"replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}},
+     Health(HEALTHY, "1/1 replicas available")),
+    ({"spec": {"replicas": 1}}, Health(PROGRESSING, "waiting for rollout to finish: 0 of 1 new replicas updated")),
+    # without a name the messages leave the name out rather than print a placeholder
+    ({"spec": {"paused": True}}, Health(SUSPENDED, "Deployment  is paused")),
+    ({"metadata": {}, "spec": {"paused": True}}, Health(SUSPENDED, "Deployment  is paused")),
+    ({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}},
+     Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")),
+])
+def test_deployment_without_metadata_or_name(obj, expected):
+    assert health.deployment(obj) == expected
+
+
+@pytest.mark.parametrize("message, expected", [
+    # the controller's message is kept whole, whatever characters it ends with
+    ("deadline hit for ReplicaSet web-7cX", "Deployment web exceeded its progress deadline: "
+                                            "deadline hit for ReplicaSet web-7cX"),
+    ("", "Deployment web exceeded its progress deadline"),
+])
+def test_progress_deadline_message_is_the_controllers(message, expected):
+    cond = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": message}
+    assert health.deployment(dep(conditions=[cond])) == Health(DEGRADED, expected)

@@ -5,7 +5,7 @@ import time
 import pytest
 from jsonschema import Draft202012Validator
 
-from agent.manifests import LoadResult, Manifest, ManifestError, load
+from agent.manifests import LoadResult, Manifest, ManifestError, Rejected, load
 from agent.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
@@ -378,3 +378,180 @@ def test_spec_schema_is_a_valid_structural_schema():
         node = stack.pop()
         assert set(node) <= allowed and "type" in node
         stack.extend(node.get("properties", {}).values())
+
+
+RULE_TEXT = RULE  # the DNS-1123 wording users see after a bad name or namespace
+
+
+def test_rejected_counts_each_refused_document_once_with_its_first_line_and_application():
+    files = {
+        "a.yaml": app("a") + "---\n" + app("b", spec="  image: x\n  replicas: 1\n  port: 0\n") + "---\n"
+                  + app("Bad") + "---\n" + EXAMPLE.split("spec:")[0],
+        "b.yaml": "# x\n" + app("c", spec="  image: x\n  replicas: -1\n  port: 80\n"),
+        "c.yaml": app("d") + "---\nkey: [unclosed\n",
+        "d.yaml": "x" * 10,
+    }
+    result = run(files)
+    assert [m.name for m in result.manifests] == ["a"]
+    assert result.rejected == [
+        Rejected("a.yaml", 10, "default/b", ("a.yaml:17: spec.port: must be an integer between 1 and 65535 (got 0)",)),
+        Rejected("a.yaml", 19, None, (f'a.yaml:22: metadata.name: "Bad" {RULE_TEXT}',)),
+        Rejected("a.yaml", 28, "default/nginx", ("a.yaml:28: spec: is required",)),
+        Rejected("b.yaml", 2, "default/c", ("b.yaml:8: spec.replicas: must be an integer >= 0 (got -1)",)),
+        # a syntax error rejects the whole file, including the valid document before it
+        Rejected("c.yaml", None, None, ("c.yaml:11: invalid YAML: expected ',' or ']', but got '<stream end>' "
+                                        "(while parsing a flow sequence)",)),
+        Rejected("d.yaml", 1, None, ("d.yaml:1: document must be a mapping, not a string",)),
+    ]
+
+
+def flow_app(name, port):
+    return ("--- {apiVersion: heumsi.github.io/v1, kind: Application, metadata: {name: %s}, "
+            "spec: {image: x, replicas: 1, port: %s}}\n" % (name, port))
+
+
+def test_rejected_documents_that_each_take_one_line():
+    result = run({"f.yaml": flow_app("a", 0) + flow_app("b", 0) + flow_app("c", 80)})
+    assert [m.name for m in result.manifests] == ["c"]
+    message = "spec.port: must be an integer between 1 and 65535 (got 0)"
+    assert result.rejected == [Rejected("f.yaml", 1, "default/a", (f"f.yaml:1: {message}",)),
+                               Rejected("f.yaml", 2, "default/b", (f"f.yaml:2: {message}",))]
+
+
+def test_all_reasons_of_one_document_are_in_its_one_rejected_entry():
+    text = "# c\n" + app("web", spec="  image: ''\n  replicas: -1\n  port: 0\n")
+    [rejected] = run({"w.yaml": text}).rejected
+    assert rejected == Rejected("w.yaml", 2, "default/web", (
+        'w.yaml:7: spec.image: must be a non-empty string (got "")',
+        "w.yaml:8: spec.replicas: must be an integer >= 0 (got -1)",
+        "w.yaml:9: spec.port: must be an integer between 1 and 65535 (got 0)"))
+
+
+def test_errors_on_one_line_are_ordered_by_field():
+    text = ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: a}\n"
+            "spec: {image: x, replicas: -1, port: 0}\n")
+    assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(4, "spec.port"), (4, "spec.replicas")]
+
+
+def test_duplicate_identity_message_names_every_location():
+    result = run({"a.yaml": EXAMPLE, "b/c.yml": "# x\n" + EXAMPLE})
+    assert [str(e) for e in result.errors] == [
+        "a.yaml:1: metadata.name: Application default/nginx is defined more than once: a.yaml:1, b/c.yml:2",
+        "b/c.yml:2: metadata.name: Application default/nginx is defined more than once: a.yaml:1, b/c.yml:2"]
+
+
+def test_default_limits_are_one_mebibyte_and_a_thousand_documents():
+    big = EXAMPLE + "#" * (1_048_577 - len(EXAMPLE) - 1) + "\n"
+    assert len(big) == 1_048_577
+    assert run({"big.yaml": big}).errors == [
+        ManifestError("big.yaml", None, None, "file is 1048577 bytes, above the limit of 1048576 bytes")]
+    assert run({"many.yaml": "---\n" * 1001}).errors == [
+        ManifestError("many.yaml", None, None, "more than 1000 YAML documents")]
+    assert run({"many.yaml": "---\n" * 1000}).errors == []
+
+
+def test_invalid_default_namespace_message():
+    with pytest.raises(ValueError) as raised:
+        load({}, "Bad_NS")
+    assert str(raised.value) == f"default namespace 'Bad_NS' {RULE_TEXT}"
+
+
+@pytest.mark.parametrize("data, line, message", [
+    (b"\n\nx: \xff\n\n", 3, "not valid UTF-8 (byte 0xff at offset 5)"),
+    (b"x: \xfe\n", 1, "not valid UTF-8 (byte 0xfe at offset 3)"),
+    ("\n\na: \x01\n\n\n".encode(), 3, "invalid YAML: character #x0001: special characters are not allowed"),
+    ("a: \x01\n".encode(), 1, "invalid YAML: character #x0001: special characters are not allowed"),
+    (b"a: b: c\n", 1, "invalid YAML: mapping values are not allowed here"),
+    (b"\na: [\n", 3, "invalid YAML: expected the node content, but found '<stream end>' (while parsing a flow node)"),
+])
+def test_file_level_errors_name_their_line_exactly(data, line, message):
+    assert run({"bad.yaml": data}).errors == [ManifestError("bad.yaml", line, None, message)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    (EXAMPLE.replace("image: nginx:latest", "image: !!python/name:os.system ''"),
+     (6, None, "invalid YAML value: could not determine a constructor for the tag "
+               "'tag:yaml.org,2002:python/name:os.system'")),
+    (EXAMPLE.replace("heumsi.github.io/v1", "!!binary aGk="),
+     (1, None, "only Application (heumsi.github.io/v1) documents are supported "
+               "(found apiVersion b'hi', kind \"Application\")")),
+    ("apiVersion: apps/v1\nkind: Deployment\n",
+     (1, None, 'only Application (heumsi.github.io/v1) documents are supported '
+               '(found apiVersion "apps/v1", kind "Deployment")')),
+    ("kind: Application\n",
+     (1, None, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+               'kind "Application")')),
+    (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x:\n    - 1\n"
+                                                  "    - .inf\n"),
+     (8, "metadata.annotations.x[1]", "must be a finite number (JSON has no .inf or .nan)")),
+    (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
+    (EXAMPLE + "1: x\n", (1, None, "key 1 is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans "
+                                   "and digits as numbers; quote it)")),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels:\n    on: x\n"),
+     (4, "metadata.labels", "key True is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and "
+                            "digits as numbers; quote it)")),
+    (app("café"), (4, "metadata.name", f'"café" {RULE_TEXT}')),
+    ("3.5\n", (1, None, "document must be a mapping, not a number")),
+    ("# c\n\nkind: Application\napiVersion: heumsi.github.io/v1\nspec: {image: x, replicas: 1, port: 80}\n",
+     (3, "metadata", "is required")),
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: [a]\nspec: {image: x, replicas: 1, port: 80}\n",
+     (3, "metadata", "must be a mapping")),
+    (EXAMPLE + "spek: 1\n", (9, "spek", "unknown field (allowed: apiVersion, kind, metadata, spec, status)")),
+])
+def test_document_errors_exactly(text, expected):
+    [err] = run({"a.yaml": text}).errors
+    assert (err.line, err.field, err.message) == expected
+
+
+def test_a_document_that_is_only_an_alias_is_refused_alone():
+    result = run({"a.yaml": "--- *a\n---\n" + app("ok")})
+    assert [m.name for m in result.manifests] == ["ok"]
+    assert result.rejected == [Rejected("a.yaml", 1, None, ("a.yaml:1: YAML aliases are not supported",))]
+
+
+def _block(levels):
+    """``levels`` nested block mappings, the deepest holding two keys."""
+    return ("".join("  " * i + f"k{i}:\n" for i in range(levels - 1))
+            + "  " * (levels - 1) + "a: 1\n" + "  " * (levels - 1) + "b: 2\n")
+
+
+@pytest.mark.parametrize("levels, expected", [
+    (100, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, kind null)")),
+    (101, (101, "nesting deeper than 100 levels is not supported")),
+])
+def test_block_nesting_limit_is_100_levels(levels, expected):
+    [err] = run({"a.yaml": _block(levels)}).errors
+    assert (err.line, err.message) == expected
+
+
+@pytest.mark.parametrize("levels, names, expected", [
+    (100, ["ok"], (10, "document must be a mapping, not a list")),  # at the limit: only its document is wrong
+    (101, [], (10, "nesting deeper than 100 levels is not supported")),  # the scanner stops the whole file
+])
+def test_flow_nesting_limit_is_100_levels(levels, names, expected):
+    result = run({"a.yaml": app("ok") + "---\n" + "[" * levels + "]" * levels + "\n"})
+    assert [m.name for m in result.manifests] == names
+    assert [(e.line, e.message) for e in result.errors] == [expected]
+
+
+def _mixed(lists, sibling):
+    """61 nested block mappings whose deepest key ``z`` holds ``lists`` nested flow lists; with
+    ``sibling``, a key before ``z`` holds an empty list (closed before ``z`` is read)."""
+    text = "".join("  " * i + f"k{i}:\n" for i in range(60))
+    if sibling:
+        text += "  " * 60 + "a: []\n"
+    return text + "  " * 60 + "z: " + "[" * lists + "]" * lists + "\n"
+
+
+@pytest.mark.parametrize("lists, sibling, expected", [
+    (39, False, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+                    "kind null)")),
+    (39, True, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+                   "kind null)")),
+    (40, False, (61, "nesting deeper than 100 levels is not supported")),
+    (40, True, (62, "nesting deeper than 100 levels is not supported")),  # a closed sibling does not reset depth
+])
+def test_mixed_block_and_flow_nesting_counts_every_open_level(lists, sibling, expected):
+    result = run({"a.yaml": _mixed(lists, sibling) + "---\n" + app("ok")})
+    assert [m.name for m in result.manifests] == ["ok"]
+    assert [(e.line, e.message) for e in result.errors] == [expected]

@@ -54,3 +54,73 @@ def test_metadata_problems_name_file_line_and_field(extra, line, field, says):
 def test_valid_metadata_is_accepted(extra):
     result = manifests.load({"a.yaml": EXAMPLE.format(extra=extra).encode()}, "default")
     assert result.errors == [] and len(result.manifests) == 1
+
+
+ALLOWED_TEXT = "(allowed: name, namespace, labels, annotations)"
+
+
+@pytest.mark.parametrize("key, hint", [
+    ("namspace", True),      # a letter left out
+    ("namepsace", True),     # two letters swapped
+    ("namespaze", True),     # one letter wrong
+    ("namespacee", True),    # one letter too many
+    ("nomespaze", False),    # two letters wrong
+    ("namespacexx", False),  # two letters too many, even though it starts with namespace
+    ("resource", False),     # the same length give or take one, but other letters
+    ("uid", False),
+])
+def test_unknown_metadata_key_message_and_typo_hint(key, hint):
+    says = "unknown field (did you mean namespace?) " if hint else "unknown field "
+    assert metadata.problems({"name": "web", key: "x"}) == [((key,), says + ALLOWED_TEXT)]
+
+
+def _subdomain(length):
+    """A valid DNS-1123 subdomain of exactly ``length`` characters (labels of 63, dot-separated)."""
+    labels, left = [], length
+    while left > 64:
+        labels.append("a" * 63)
+        left -= 64
+    return ".".join(labels + ["b" * left])
+
+
+@pytest.mark.parametrize("prefix_length, ok", [(1, True), (253, True), (254, False), (300, False)])
+def test_qualified_name_prefix_is_at_most_253_characters(prefix_length, ok):
+    prefix = _subdomain(prefix_length)
+    assert len(prefix) == prefix_length
+    assert metadata.qualified_name_ok(f"{prefix}/name") is ok
+
+
+@pytest.mark.parametrize("meta, expected", [
+    ({"labels": "tier"}, [(("labels",), "must be a mapping of strings to strings, not a string")]),
+    ({"annotations": 3}, [(("annotations",), "must be a mapping of strings to strings, not an integer")]),
+    ({"labels": {"tier": None}}, [(("labels", "tier"), "must be a string, not null")]),
+    ({"labels": {"tier": 1.5}}, [(("labels", "tier"), 'must be a string, not a number (quote it: "1.5")')]),
+    ({"labels": {"tier": False}}, [(("labels", "tier"), 'must be a string, not a boolean (quote it: "False")')]),
+    ({"labels": {"tier": [1]}}, [(("labels", "tier"), 'must be a string, not a list (quote it: "[1]")')]),
+    ({"labels": {"tier": {"a": "b"}}},
+     [(("labels", "tier"), "must be a string, not a mapping (quote it: \"{'a': 'b'}\")")]),
+    # YAML reads an unquoted 2024-01-31 as a date: the message names the type as Python does
+    ({"annotations": {"since": __import__("datetime").date(2024, 1, 31)}},
+     [(("annotations", "since"), 'must be a string, not date (quote it: "2024-01-31")')]),
+    # labels: null is skipped, and the annotations after it are still checked
+    ({"labels": None, "annotations": {"note": 7}},
+     [(("annotations", "note"), 'must be a string, not an integer (quote it: "7")')]),
+    # labels that are not a mapping do not stop the annotations from being checked
+    ({"labels": ["a"], "annotations": {"note": 7}},
+     [(("labels",), "must be a mapping of strings to strings, not a list"),
+      (("annotations", "note"), 'must be a string, not an integer (quote it: "7")')]),
+    ({"labels": {"-x": "a b"}}, [(("labels", "-x"), f"key '-x' {metadata.KEY_RULE}"),
+                                 (("labels", "-x"), f"value 'a b' {metadata.VALUE_RULE}")]),
+    ({"annotations": {"a b": "any text at all"}}, [(("annotations", "a b"), f"key 'a b' {metadata.KEY_RULE}")]),
+])
+def test_problem_messages_exactly(meta, expected):
+    assert metadata.problems(meta) == expected
+
+
+@pytest.mark.parametrize("extra_bytes, refused", [(0, False), (1, True)])
+def test_annotations_total_size_limit_boundary(extra_bytes, refused):
+    value = "x" * (metadata.ANNOTATIONS_MAX_BYTES - 1 + extra_bytes)  # key "a" is the one byte more
+    found = metadata.problems({"annotations": {"a": value}})
+    size = metadata.ANNOTATIONS_MAX_BYTES + extra_bytes
+    assert found == ([(("annotations",), f"annotations total {size} bytes, above the limit of 262144 bytes")]
+                     if refused else [])

@@ -156,3 +156,12 @@ def test_objects_without_metadata_or_references_are_not_owned():
     assert plan.owner_name({"metadata": {"ownerReferences": [{"kind": "Application", "name": "x",
                                                              "controller": True}]}}) is None  # no apiVersion
     assert plan.contains({"metadata": {}}, plan._without_provenance({"metadata": {}}))
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "v1", "kind": "Service"},
+    {"apiVersion": "heumsi.github.io/v1", "kind": "Application"},
+])
+def test_an_object_without_metadata_is_never_owned(obj):
+    assert plan.owned(obj) is False
+    assert plan.owned(obj, "repo-path") is False
