@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, guards, manifests, plan, render, scope, source
+from . import apply, backoff, conditions, guards, manifests, plan, render, scope, source, sync_now
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, UNCHANGED, Report
@@ -62,13 +62,16 @@ def _key(obj: dict) -> str:
     return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
 
-def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False) -> Report:
+def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
+        retry: backoff.Policy = backoff.ONE_SHOT) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
     ``known_commit``: the commit the previous pass worked from; the fetch is skipped when the
     remote ref still points at it. ``offline``: reuse ``known_commit`` without asking the
     remote at all (passes triggered by cluster changes between scheduled passes).
+    ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
+    whose retry time has not come are skipped and reported, everything else is attempted.
     """
     report = Report()
     started = time.monotonic()
@@ -106,13 +109,14 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     try:
-        _reconcile(kube, opts, report, wanted, problems)
+        _reconcile(kube, opts, report, wanted, problems, retry)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
     return report
 
 
-def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list) -> None:
+def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
+               retry: backoff.Policy = backoff.ONE_SHOT) -> None:
     served = kube.served(GROUP, VERSION)
     if PLURAL not in served:
         report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
@@ -146,6 +150,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     failures: dict[str, str] = {}
     reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
+    waiting = _waiting(report, live_apps, git_paths, opts.source_id, retry)  # in backoff: skipped
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not guards.prune_disabled(s.live)]
@@ -154,7 +159,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
         prune = False
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
-    for step in (s for s in app_steps if s.action != plan.PRUNE):
+    failed_apps: dict[str, dict] = {}  # live Applications whose own apply failed: status only
+    for step in (s for s in app_steps if s.action != plan.PRUNE and _key(s.desired) not in waiting):
         key = _key(step.desired)
 
         def ensure_namespace(namespace=step.desired["metadata"]["namespace"]):
@@ -165,6 +171,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
         done = _converge(kube, report, failures, key, step, before=ensure_namespace, reasons=reasons)
         if done is None:
+            if step.live is not None:
+                failed_apps[key] = step.live
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
         in_scope[key] = done.live
@@ -177,7 +185,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for app in live_apps:
         key = _key(app)
         if key not in in_scope and key not in pruned_apps and key not in failures and key not in foreign \
-                and not app["metadata"].get("deletionTimestamp"):
+                and key not in waiting and not app["metadata"].get("deletionTimestamp"):
             in_scope[key] = app
 
     # Children: render for every Application in scope, plan against live, apply.
@@ -219,7 +227,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     keeps_children: set[str] = set()  # Applications with a child kept by its annotation
     for step in [s for s in child_steps if s.action == plan.PRUNE] + [s for s in app_steps if s.action == plan.PRUNE]:
         owner = _owner_key(step.live)
-        if owner in failures or owner in foreign:  # not synced this pass, or another source's
+        if owner in failures or owner in foreign or owner in waiting:  # not synced this pass, or another source's
             continue
         if guards.prune_disabled(step.live):
             report.add(owner, step.subject, KEPT, f"not in Git; {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}")
@@ -239,7 +247,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
     # Status: once per Application in scope, only when it differs.
     broken_files = {p.path: str(p) for p in problems}
-    for key, app in sorted(in_scope.items()):
+    for key, app in sorted({**failed_apps, **in_scope}.items()):
         annotations = app["metadata"].get("annotations") or {}
         from_git = key in git_paths or plan.owned(app, opts.source_id)
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
@@ -262,7 +270,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
-        _write_status(kube, report, key, app, outcome, deployments.get(key), services.get(key))
+        _write_status(kube, report, key, app, outcome, deployments.get(key), services.get(key),
+                      failed=key in failures, retry=retry)
 
 
 def _owner_key(obj: dict) -> str:
@@ -305,9 +314,34 @@ def _record(report: Report, kube: Kube, key: str, subject: str, done: apply.Appl
         kube.event(app, "Normal", EVENT_REASON[done.action], f"{subject} {done.action}{why}")
 
 
+def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: str,
+             retry: backoff.Policy) -> dict[str, backoff.Waiting]:
+    """Applications this pass skips because they are backing off (``backoff.waiting``; only
+    with ``retry.skip``), each reported in a note; another source's are not this pass's."""
+    if not retry.skip:
+        return {}
+    now = datetime.datetime.now(datetime.timezone.utc)
+    out = {}
+    for app in live_apps:
+        key = _key(app)
+        if plan.owned(app) and not plan.owned(app, source_id):
+            continue
+        wait = backoff.waiting(app, report.commit if key in git_paths else None, now)
+        if wait is not None:
+            out[key] = wait
+            report.notes.append(f"{KIND}/{key}: {wait.message()}")
+            report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
+    return out
+
+
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-                  deployment: dict | None, service: dict | None = None) -> None:
+                  deployment: dict | None, service: dict | None = None, *, failed: bool = False,
+                  retry: backoff.Policy = backoff.ONE_SHOT) -> None:
     new = status_.compute(app, outcome, deployment, _now(), service=service)
+    # sync now (the request is handled, whatever the outcome) and backoff (see their modules)
+    new.update(sync_now.status_fields(app))
+    new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
+    report.retry_at = backoff.earliest(report.retry_at, new.get(backoff.NEXT_RETRY))
     if not status_.differs(app.get("status"), new):
         return
     old = app.get("status") or {}
