@@ -142,10 +142,12 @@ class Runner:
         """The pass at an Application's ``nextRetryTime`` (asks Git: a newer commit resets)."""
         self.run_pass(offline=False, trigger="retry")
 
-    def _schedule_retry(self, retry_at: datetime.datetime | None) -> None:
-        """Run a pass at ``retry_at`` when that comes before the next interval pass
-        (``backoff.retry_sooner``): one date job, replaced by each pass's newest answer."""
-        if not self._scheduler.running or self.stopping.is_set():
+    def _schedule_retry(self, report: Report) -> None:
+        """Run a pass at ``report.retry_at`` when that comes before the next interval pass
+        (``backoff.retry_sooner``): one date job, replaced by each pass's newest answer. A pass
+        that could not read Git saw no Application and leaves the plan as it was."""
+        retry_at = report.retry_at
+        if not self._scheduler.running or self.stopping.is_set() or report.fetch_failed:
             return
         job = self._scheduler.get_job("interval")
         if backoff.retry_sooner(retry_at, job.next_run_time if job else None):
@@ -173,7 +175,7 @@ class Runner:
             report = sync.run(self.kube, self.opts, known_commit=self.last_commit,
                               offline=offline and self.last_commit is not None, retry=self.retry)
             duration = time.monotonic() - started
-            self._schedule_retry(report.retry_at)
+            self._schedule_retry(report)
         if report.commit and not report.fetch_failed:
             self.last_commit = report.commit
         self._observe(report, duration, trigger)

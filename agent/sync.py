@@ -326,7 +326,8 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
         key = _key(app)
         if plan.owned(app) and not plan.owned(app, source_id):
             continue
-        wait = backoff.waiting(app, report.commit if key in git_paths else None, now)
+        from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
+        wait = backoff.waiting(app, report.commit if from_git else None, now)
         if wait is not None:
             out[key] = wait
             report.notes.append(f"{KIND}/{key}: {wait.message()}")
