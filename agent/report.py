@@ -42,6 +42,8 @@ class Report:
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
+    backing_off: dict = field(default_factory=dict)
+    """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
 
     @property
     def ok(self) -> bool:

@@ -329,7 +329,7 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
         from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
         wait = backoff.waiting(app, report.commit if from_git else None, now)
         if wait is not None:
-            out[key] = wait
+            out[key] = report.backing_off[key] = wait
             report.notes.append(f"{KIND}/{key}: {wait.message()}")
             report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
     return out

@@ -41,6 +41,7 @@ def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
                             f"Application/ns/hand: backing off after 2 failures, next retry at {FUTURE}",
                             f"Application/ns/later: backing off after 2 failures, next retry at {LATER}"]
     assert report.retry_at == backoff.parse_time(FUTURE)
+    assert report.backing_off == skipped
     assert report.ok  # skipping is not a fresh failure
 
 
@@ -52,7 +53,7 @@ def test_an_owned_application_kept_out_of_git_resets_on_a_new_commit():
 def test_sync_once_skips_nothing():
     report = Report(commit=COMMIT)
     assert sync._waiting(report, [live("waits")], {"ns/waits": "a.yaml"}, "src", backoff.ONE_SHOT) == {}
-    assert report.notes == [] and report.retry_at is None
+    assert report.notes == [] and report.retry_at is None and report.backing_off == {}
 
 
 @pytest.fixture
