@@ -247,6 +247,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "reconcile":
         return reconcile_cmd.run(args)
     _setup_logging(args)
+    if args.command == "run" and args.min_retry_delay > args.max_retry_delay:
+        raise flags.UsageError(f"--min-retry-delay {args.min_retry_delay:g} is more than --max-retry-delay "
+                               f"{args.max_retry_delay:g}: the first retry cannot wait longer than the longest")
     if args.command == "validate":
         return ci.run_validate(args)
     try:
@@ -259,9 +262,6 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED
     if args.command == "run":
-        if args.min_retry_delay > args.max_retry_delay:
-            raise flags.UsageError(f"--min-retry-delay {args.min_retry_delay:g} is more than --max-retry-delay "
-                                   f"{args.max_retry_delay:g}: the first retry cannot wait longer than the longest")
         return run_forever(kube, opts, args)
     return ci.run_pass(kube, opts, args)
 

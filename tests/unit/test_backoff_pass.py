@@ -82,3 +82,27 @@ def test_the_runner_schedules_a_retry_before_the_interval_pass(runner):
     runner._schedule_retry(Report())  # nothing waits: nothing scheduled, no error
     assert runner._scheduler.get_job("retry") is None
     assert runner._scheduler.get_job("interval") is not None
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--min-retry-delay", "0"], "argument --min-retry-delay: '0' is not allowed: must be a number of seconds > 0 "
+                                 "and <= 3600"),
+    (["--max-retry-delay", "86401"], "argument --max-retry-delay: '86401' is not allowed"),
+    (["--min-retry-delay", "10", "--max-retry-delay", "5"],
+     "--min-retry-delay 10 is more than --max-retry-delay 5: the first retry cannot wait longer than the longest"),
+])
+def test_retry_delay_flags_are_checked_with_one_line(capsys, args, says):
+    from agent import cli
+
+    assert cli.main(["run", "--repo", "/nowhere", "--kubeconfig", "/nonexistent", *args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_retry_delay_flags_reach_the_runner_policy():
+    from agent import cli
+
+    args = cli.build_parser().parse_args(["run", "--repo", "x", "--min-retry-delay", "2", "--max-retry-delay", "30"])
+    assert (args.min_retry_delay, args.max_retry_delay) == (2.0, 30.0)
+    args = cli.build_parser().parse_args(["run", "--repo", "x"])
+    assert (args.min_retry_delay, args.max_retry_delay) == (5.0, 300.0)
