@@ -135,7 +135,9 @@ def test_sync_now_resets_the_backoff_and_sync_once_always_attempts(
     st = status(objects, namespace)
     assert st["lastHandledReconcileAt"] == token_of(proc)  # handled although the sync failed
     assert service_writes(cluster) - writes == 1  # attempted at once, although backing off
-    assert st["failures"] == 1 and at(st["nextRetryTime"]) > at(first["nextRetryTime"])  # the count began again
+    assert st["failures"] == 1  # the count began again; its retry is one first delay (600 s, less jitter) away
+    wait = (at(st["nextRetryTime"]) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    assert 0.9 * 600 - 30 <= wait <= 601, (st["nextRetryTime"], first["nextRetryTime"])
     assert running.stop(signal.SIGTERM, timeout=60) == 0
 
     proc = agent.sync(remote.url, "--namespace", namespace)  # a person asks: attempted, still counted
