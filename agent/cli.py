@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import flags, guards, ratelimit, sync, writes
+from . import backoff, flags, guards, ratelimit, reconcile_cmd, sync, writes
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .runner import JsonFormatter, TextFormatter
@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_source_flags(diff_parser)
     ci.add_output_flags(diff_parser, _env)
     ci.add_validate_parser(commands, _env, default_cache_dir())
+    reconcile_cmd.add_parser(commands, _env)
     run_parser = commands.add_parser(
         "run", help="run passes on a schedule (the in-cluster Deployment)", epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -189,6 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
                             help="enable POST /hooks/git with the secret in this file (or set the secret itself in "
                                  "GITOPS_AGENT_WEBHOOK_SECRET); without one the path answers 404 "
                                  "[env GITOPS_AGENT_WEBHOOK_SECRET_FILE]")
+    run_parser.add_argument("--min-retry-delay", type=flags.number(0, 3600, above=True),
+                            default=_env("MIN_RETRY_DELAY", f"{backoff.BASE_SECONDS:g}"),
+                            help="seconds before the first retry of an Application whose apply failed; each "
+                                 "further failure doubles it; above 0, at most 3600 (default: "
+                                 f"{backoff.BASE_SECONDS:g}) [env GITOPS_AGENT_MIN_RETRY_DELAY]")
+    run_parser.add_argument("--max-retry-delay", type=flags.number(0, 86400, above=True),
+                            default=_env("MAX_RETRY_DELAY", f"{backoff.MAX_SECONDS:g}"),
+                            help="the longest wait between retries, seconds; at least --min-retry-delay, at most "
+                                 f"86400 (default: {backoff.MAX_SECONDS:g}) [env GITOPS_AGENT_MAX_RETRY_DELAY]")
     return parser
 
 
@@ -246,7 +256,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "reconcile":
+        return reconcile_cmd.run(args)
     _setup_logging(args)
+    if args.command == "run" and args.min_retry_delay > args.max_retry_delay:
+        raise flags.UsageError(f"--min-retry-delay {args.min_retry_delay:g} is more than --max-retry-delay "
+                               f"{args.max_retry_delay:g}: the first retry cannot wait longer than the longest")
     if args.command == "validate":
         return ci.run_validate(args)
     try:
@@ -284,7 +299,8 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
-                    health=health, watch=args.watch)
+                    health=health, watch=args.watch,
+                    retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
     try:
         server = serve(args.http_addr, metrics, health,
                        webhook=webhook.create(secret, opts, runner, metrics) if secret else None)

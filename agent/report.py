@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
@@ -40,6 +41,11 @@ class Report:
     invalid: list[tuple[str, str]] = field(default_factory=list)
     """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the
     Application when the document named one, else ``path:line``; counted as failed."""
+    retry_at: datetime.datetime | None = None
+    """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
+    skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
+    backing_off: dict = field(default_factory=dict)
+    """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
 
     @property
     def ok(self) -> bool:

@@ -3,8 +3,12 @@
 APScheduler drives the interval pass (``max_instances=1`` and ``coalesce``: a pass that overruns
 delays the next instead of stacking). Watches on Applications and the agent's children trigger
 an extra pass within about a second when something changes, using the last fetched commit
-(no Git traffic); they are never the only trigger. With leader election, only the replica
-holding the Lease runs passes; a replica that loses the lease stops.
+(no Git traffic); they are never the only trigger. A sync-now request (the annotation
+``heumsi.github.io/reconcile-requested-at`` changed to a token not yet handled, see
+``sync_now``) asks for a pass that does ask Git, coalesced like a webhook's. When an Application
+is backing off (``backoff``) and its retry comes before the next interval pass, a one-off date
+job runs a pass then. With leader election, only the replica holding the Lease runs passes; a
+replica that loses the lease stops.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import logging
 import threading
 import time
 
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import sync
+from . import backoff, sync, sync_now
 from .kube import Kube
 from .render import AGENT_NAME, MANAGED_BY
 from .report import Report
@@ -36,8 +41,9 @@ class Runner:
     """
 
     def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
-                 metrics: Metrics, health: Health, watch: bool = True):
-        self.kube, self.opts = kube, opts
+                 metrics: Metrics, health: Health, watch: bool = True,
+                 retry: backoff.Policy = backoff.Policy(skip=True)):
+        self.kube, self.opts, self.retry = kube, opts, retry
         self.interval, self.jitter = interval, jitter
         self.metrics, self.health = metrics, health
         self.watch_enabled = watch
@@ -48,6 +54,7 @@ class Runner:
         self._trigger = threading.Event()
         self._request_lock = threading.Lock()
         self._online_requested_at: float | None = None  # monotonic time of the newest webhook request
+        self._online_trigger = "webhook"  # what asked for it, for the pass's log line
         self._last_online_start: float | None = None
         self._watch_pending = False
         self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
@@ -59,7 +66,7 @@ class Runner:
         log.info("leading: starting passes every %.0fs", self.interval)
         self.health.leading = True
         self.metrics.leader.set(1)
-        self._scheduler.add_job(self.scheduled_pass, "interval", seconds=self.interval, jitter=self.jitter,
+        self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
                                 max_instances=1, coalesce=True, misfire_grace_time=None,
                                 next_run_time=datetime.datetime.now(datetime.timezone.utc))
         self._scheduler.start()
@@ -83,22 +90,29 @@ class Runner:
         self.stopping.set()
 
     def _on_event(self, event_type: str, obj: dict | None) -> None:
+        if obj and obj.get("kind") == "Application" and event_type in ("ADDED", "MODIFIED") \
+                and sync_now.pending(obj):
+            self.request_pass(trigger="reconcile-request")  # sync now: ask Git, too
+            return
         if event_type == "MODIFIED" and obj and obj.get("kind") == "Application":
             generation = obj["metadata"].get("generation")
             if generation == (obj.get("status") or {}).get("observedGeneration"):
-                return  # a status write (usually this agent's own): nothing to reconcile
+                return  # a status write (usually this agent's own, which also records a handled
+                # sync-now token, so it never asks again): nothing to reconcile
         self._watch_pending = True
         self._trigger.set()
 
-    def request_pass(self) -> bool:
+    def request_pass(self, trigger: str = "webhook") -> bool:
         """Ask for an online pass (one that asks Git) soon, e.g. for a webhook; returns at once.
         Requests coalesce with each other and with watch triggers (one pass serves them all) and
         with the schedule (a pass that started after the request serves it). False when this
-        replica does not sync (a standby, or stopping)."""
+        replica does not sync (a standby, or stopping). ``trigger`` names the asker in the
+        pass's log line (``webhook``, ``reconcile-request``)."""
         if not self.health.leading or self.stopping.is_set():
             return False
         with self._request_lock:
             self._online_requested_at = time.monotonic()
+            self._online_trigger = trigger
             self._trigger.set()
         return True
 
@@ -109,10 +123,11 @@ class Runner:
                 with self._request_lock:
                     self._trigger.clear()
                     requested, self._online_requested_at = self._online_requested_at, None
+                    asked_by = self._online_trigger
                     watched, self._watch_pending = self._watch_pending, False
                 if self.stopping.is_set():
                     continue
-                if requested is not None and self.run_pass(offline=False, trigger="webhook",
+                if requested is not None and self.run_pass(offline=False, trigger=asked_by,
                                                            requested_at=requested) is not None:
                     continue  # an online pass covers what the watches saw, too
                 if watched:
@@ -122,6 +137,28 @@ class Runner:
 
     def scheduled_pass(self) -> None:
         self.run_pass(offline=False, trigger="interval")
+
+    def retry_pass(self) -> None:
+        """The pass at an Application's ``nextRetryTime`` (asks Git: a newer commit resets)."""
+        self.run_pass(offline=False, trigger="retry")
+
+    def _schedule_retry(self, report: Report) -> None:
+        """Run a pass at ``report.retry_at`` when that comes before the next interval pass
+        (``backoff.retry_sooner``): one date job, replaced by each pass's newest answer. A pass
+        that could not read Git saw no Application and leaves the plan as it was."""
+        retry_at = report.retry_at
+        if not self._scheduler.running or self.stopping.is_set() or report.fetch_failed:
+            return
+        job = self._scheduler.get_job("interval")
+        if backoff.retry_sooner(retry_at, job.next_run_time if job else None):
+            self._scheduler.add_job(self.retry_pass, "date", id="retry", run_date=retry_at, replace_existing=True,
+                                    misfire_grace_time=None, coalesce=True, max_instances=1)
+            log.info("next retry pass at %s", retry_at.strftime("%H:%M:%S"))
+        else:
+            try:
+                self._scheduler.remove_job("retry")  # the interval pass comes first, or nothing waits
+            except JobLookupError:
+                pass
 
     def run_pass(self, offline: bool, trigger: str, requested_at: float | None = None) -> Report | None:
         """One pass, unless stopping or another pass is running (then it waits its turn).
@@ -136,8 +173,9 @@ class Runner:
             if not offline:
                 self._last_online_start = started
             report = sync.run(self.kube, self.opts, known_commit=self.last_commit,
-                              offline=offline and self.last_commit is not None)
+                              offline=offline and self.last_commit is not None, retry=self.retry)
             duration = time.monotonic() - started
+            self._schedule_retry(report)
         if report.commit and not report.fetch_failed:
             self.last_commit = report.commit
         self._observe(report, duration, trigger)
@@ -161,7 +199,8 @@ class Runner:
         log.log(logging.INFO if report.ok else logging.WARNING, "pass %s", "succeeded" if report.ok else "failed",
                 extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if report.ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
-                                  "failed_applications": sorted(report.failed), "errors": report.errors}})
+                                  "failed_applications": sorted(report.failed), "errors": report.errors,
+                                  "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from . import apply, conditions, events, guards, manifests, parsecache, plan, render, scope, source, suspend, writes
+from . import (apply, backoff, conditions, events, guards, manifests, parsecache, plan, render, scope, source,
+               suspend, sync_now, writes)
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
@@ -61,13 +62,16 @@ def _key(obj: dict) -> str:
     return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
 
-def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False) -> Report:
+def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
+        retry: backoff.Policy = backoff.ONE_SHOT) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
     ``known_commit``: the commit the previous pass worked from; the fetch is skipped when the
     remote ref still points at it. ``offline``: reuse ``known_commit`` without asking the
     remote at all (passes triggered by cluster changes between scheduled passes).
+    ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
+    whose retry time has not come are skipped and reported, everything else is attempted.
     """
     report = Report()
     started = time.monotonic()
@@ -108,7 +112,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     try:
-        _reconcile(batch, opts, report, wanted, problems)
+        _reconcile(batch, opts, report, wanted, problems, retry)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
         return report
@@ -116,7 +120,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     return report
 
 
-def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list) -> None:
+def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
+               retry: backoff.Policy = backoff.ONE_SHOT) -> None:
     served = kube.served(GROUP, VERSION)
     if PLURAL not in served:
         report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
@@ -150,6 +155,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     failures: dict[str, str] = {}
     reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
+    waiting = _waiting(report, live_apps, git_paths, opts.source_id, retry)  # in backoff: skipped
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
@@ -161,8 +167,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
     made = writes.Namespaces(kube, namespaces, lambda name: {"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": name, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
+    failed_apps: dict[str, dict] = {}  # live Applications whose own apply failed: status only
     app_work = []
-    for step in (s for s in app_steps if s.action != plan.PRUNE):
+    for step in (s for s in app_steps if s.action != plan.PRUNE and _key(s.desired) not in waiting):
         if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
             report.add(_key(step.desired), step.subject, SUSPENDED, suspend.Hold(suspend.ON_APPLICATION, True).message)
             in_scope[_key(step.desired)] = step.live
@@ -174,6 +181,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             inline=lambda step: step.action == plan.UNCHANGED):
         key = _key(step.desired)
         if done is None:
+            if step.live is not None:
+                failed_apps[key] = step.live
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
         in_scope[key] = done.live
@@ -186,7 +195,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for app in live_apps:
         key = _key(app)
         if key not in in_scope and key not in pruned_apps and key not in failures and key not in foreign \
-                and not app["metadata"].get("deletionTimestamp"):
+                and key not in waiting and not app["metadata"].get("deletionTimestamp"):
             in_scope[key] = app
 
     # Suspended Applications (spec.suspend, the reconcile annotation; see suspend.py).
@@ -246,7 +255,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         deletes = []
         for step in wave:
             owner = _owner_key(step.live)
-            if owner in failures or owner in foreign:  # not synced this pass, or another source's
+            if owner in failures or owner in foreign or owner in waiting:  # not synced this pass, another source's, or backing off
                 continue
             if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
                 by = guards.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else suspend.RECONCILE_ANNOTATION
@@ -261,7 +270,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     # Status: once per Application in scope, only when it differs.
     broken_files = {p.path: str(p) for p in problems}
     statuses = []  # written in parallel once every outcome is known
-    for key, app in sorted(in_scope.items()):
+    for key, app in sorted({**failed_apps, **in_scope}.items()):
         annotations = app["metadata"].get("annotations") or {}
         from_git = key in git_paths or plan.owned(app, opts.source_id)
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
@@ -291,9 +300,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
-        statuses.append((key, app, outcome, deployments.get(key), services.get(key)))
-    for _ in writes.ordered(kube, statuses, lambda st, scratch: _write_status(kube, scratch, *st), report):
-        pass
+        statuses.append((key, app, outcome, deployments.get(key), services.get(key), key in failures))
+    for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: _write_status(
+            kube, scratch, *st[:5], failed=st[5], retry=retry), report):
+        report.retry_at = backoff.earliest(report.retry_at, next_retry)
 
 
 def _owner_key(obj: dict) -> str:
@@ -349,20 +359,49 @@ def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) ->
     return True
 
 
+def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: str,
+             retry: backoff.Policy) -> dict[str, backoff.Waiting]:
+    """Applications this pass skips because they are backing off (``backoff.waiting``; only
+    with ``retry.skip``), each reported in a note; another source's are not this pass's."""
+    if not retry.skip:
+        return {}
+    now = datetime.datetime.now(datetime.timezone.utc)
+    out = {}
+    for app in live_apps:
+        key = _key(app)
+        if plan.owned(app) and not plan.owned(app, source_id):
+            continue
+        from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
+        wait = backoff.waiting(app, report.commit if from_git else None, now)
+        if wait is not None:
+            out[key] = report.backing_off[key] = wait
+            report.notes.append(f"{KIND}/{key}: {wait.message()}")
+            report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
+    return out
+
+
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-                  deployment: dict | None, service: dict | None = None) -> None:
+                  deployment: dict | None, service: dict | None = None, *, failed: bool = False,
+                  retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
+    """Write the Application's new status when it differs from the stored one; returns the
+    status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
+    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool)."""
     new = status_.compute(app, outcome, deployment, _now(), service=service)
+    # sync now (the request is handled, whatever the outcome) and backoff (see their modules)
+    new.update(sync_now.status_fields(app))
+    new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
+    next_retry = new.get(backoff.NEXT_RETRY)
     if not status_.differs(app.get("status"), new):
-        return
+        return next_retry
     old = app.get("status") or {}
     patch = {**{k: None for k in old if k not in new}, **new}  # merge patch: null removes a field
     try:
         stored = kube.patch_status(app, patch)
     except ApiError as err:
         if err.status == 404:
-            return
+            return next_retry
         report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")
-        return
+        return next_retry
     if stored is None or stored.get("status") != new:
         lost = sorted(k for k in new if ((stored or {}).get("status") or {}).get(k) != new[k])
         report.add(key, f"{KIND}/{key}", FAILED,
@@ -370,6 +409,7 @@ def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: stat
                    f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status subresource or "
                    "a schema that prunes these fields; apply this project's crd.yaml "
                    "(kubectl apply -f crd.yaml)")
-        return
+        return next_retry
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
+    return next_retry

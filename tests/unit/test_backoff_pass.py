@@ -1,0 +1,108 @@
+"""Backoff in a pass and in the runner: which live Applications a run pass skips (and reports),
+and the retry pass the runner schedules before the interval pass."""
+
+import datetime
+
+import pytest
+
+from agent import backoff, sync
+from agent.report import Report
+from agent.runner import Runner
+from agent.server import Health, Metrics
+
+UTC = datetime.timezone.utc
+COMMIT = "a" * 40
+FUTURE = (datetime.datetime.now(UTC) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+LATER = (datetime.datetime.now(UTC) + datetime.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+PAST = "2020-01-01T00:00:00Z"
+OURS = [{"manager": "gitops-agent", "operation": "Apply"}]
+
+
+def live(name, next_retry=FUTURE, failures=2, commit=COMMIT, source="src", managed=True, generation=1):
+    labels = {"app.kubernetes.io/managed-by": "gitops-agent", "heumsi.github.io/source": source} if managed else {}
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": name, "namespace": "ns", "generation": generation, "labels": labels,
+                         "managedFields": OURS if managed else []},
+            "status": {"observedGeneration": 1, "failures": failures, "nextRetryTime": next_retry,
+                       "lastAttemptedCommit": commit}}
+
+
+def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
+    report = Report(commit=COMMIT)
+    apps = [live("waits"), live("due", next_retry=PAST), live("newer", commit="b" * 40),
+            live("other", source="elsewhere"), live("hand", managed=False, commit="b" * 40),
+            live("later", next_retry=LATER)]
+    git = {"ns/waits": "a.yaml", "ns/due": "a.yaml", "ns/newer": "a.yaml"}
+    skipped = sync._waiting(report, apps, git, "src", backoff.Policy(skip=True))
+    # "hand" is not from Git: a commit does not reset it; "other" is another source's business
+    assert skipped == {"ns/waits": backoff.Waiting(2, FUTURE), "ns/hand": backoff.Waiting(2, FUTURE),
+                       "ns/later": backoff.Waiting(2, LATER)}
+    assert report.notes == [f"Application/ns/waits: backing off after 2 failures, next retry at {FUTURE}",
+                            f"Application/ns/hand: backing off after 2 failures, next retry at {FUTURE}",
+                            f"Application/ns/later: backing off after 2 failures, next retry at {LATER}"]
+    assert report.retry_at == backoff.parse_time(FUTURE)
+    assert report.backing_off == skipped
+    assert report.ok  # skipping is not a fresh failure
+
+
+def test_an_owned_application_kept_out_of_git_resets_on_a_new_commit():
+    report = Report(commit="b" * 40)
+    assert sync._waiting(report, [live("kept")], {}, "src", backoff.Policy(skip=True)) == {}
+
+
+def test_sync_once_skips_nothing():
+    report = Report(commit=COMMIT)
+    assert sync._waiting(report, [live("waits")], {"ns/waits": "a.yaml"}, "src", backoff.ONE_SHOT) == {}
+    assert report.notes == [] and report.retry_at is None and report.backing_off == {}
+
+
+@pytest.fixture
+def runner():
+    r = Runner(None, None, interval=600, jitter=0, metrics=Metrics(), health=Health(max_age=60))
+    r._scheduler.start(paused=True)
+    yield r
+    r._scheduler.shutdown(wait=False)
+
+
+def interval_job(runner, at):
+    runner._scheduler.add_job(runner.scheduled_pass, "interval", id="interval", seconds=600, next_run_time=at)
+
+
+def test_the_runner_schedules_a_retry_before_the_interval_pass(runner):
+    now = datetime.datetime.now(UTC)
+    interval_job(runner, now + datetime.timedelta(seconds=600))
+    runner._schedule_retry(Report(retry_at=now + datetime.timedelta(seconds=5)))
+    assert runner._scheduler.get_job("retry").next_run_time == now + datetime.timedelta(seconds=5)
+    runner._schedule_retry(Report(retry_at=now + datetime.timedelta(seconds=9)))  # the newest answer wins
+    assert runner._scheduler.get_job("retry").next_run_time == now + datetime.timedelta(seconds=9)
+    runner._schedule_retry(Report(fetch_failed=True))  # saw nothing: keeps the plan
+    assert runner._scheduler.get_job("retry").next_run_time == now + datetime.timedelta(seconds=9)
+    runner._schedule_retry(Report(retry_at=now + datetime.timedelta(seconds=900)))  # the interval pass first
+    assert runner._scheduler.get_job("retry") is None
+    runner._schedule_retry(Report())  # nothing waits: nothing scheduled, no error
+    assert runner._scheduler.get_job("retry") is None
+    assert runner._scheduler.get_job("interval") is not None
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--min-retry-delay", "0"], "argument --min-retry-delay: '0' is not allowed: must be a number of seconds > 0 "
+                                 "and <= 3600"),
+    (["--max-retry-delay", "86401"], "argument --max-retry-delay: '86401' is not allowed"),
+    (["--min-retry-delay", "10", "--max-retry-delay", "5"],
+     "--min-retry-delay 10 is more than --max-retry-delay 5: the first retry cannot wait longer than the longest"),
+])
+def test_retry_delay_flags_are_checked_with_one_line(capsys, args, says):
+    from agent import cli
+
+    assert cli.main(["run", "--repo", "/nowhere", "--kubeconfig", "/nonexistent", *args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
+
+
+def test_retry_delay_flags_reach_the_runner_policy():
+    from agent import cli
+
+    args = cli.build_parser().parse_args(["run", "--repo", "x", "--min-retry-delay", "2", "--max-retry-delay", "30"])
+    assert (args.min_retry_delay, args.max_retry_delay) == (2.0, 30.0)
+    args = cli.build_parser().parse_args(["run", "--repo", "x"])
+    assert (args.min_retry_delay, args.max_retry_delay) == (5.0, 300.0)

@@ -1,0 +1,152 @@
+"""sync_now: the request annotation, when it is pending, what status records; the runner's
+watch rule; the reconcile command's result line; the annotation is never taken over."""
+
+import pytest
+
+from agent import backoff, crd, fields, reconcile_cmd, sync_now
+from agent.runner import Runner
+from agent.server import Health, Metrics
+
+A = "heumsi.github.io/reconcile-requested-at"
+
+
+def app(token=None, handled=None, generation=2, observed=2, annotations=None):
+    meta = {"name": "web", "namespace": "ns", "generation": generation,
+            "annotations": {**(annotations or {}), **({A: token} if token is not None else {})}}
+    status = {"observedGeneration": observed, **({"lastHandledReconcileAt": handled} if handled is not None else {})}
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": meta, "status": status}
+
+
+def test_names():
+    assert sync_now.ANNOTATION == A
+    assert sync_now.STATUS_FIELD == "lastHandledReconcileAt"
+    assert sync_now.FIELD_MANAGER == "gitops-agent-reconcile"
+
+
+@pytest.mark.parametrize("live, token, pending", [
+    (app(token="t1"), "t1", True),
+    (app(token="t1", handled="t1"), "t1", False),
+    (app(token="t2", handled="t1"), "t2", True),
+    (app(token="t1", handled="t2"), "t1", True),  # any change is a new request, older-looking or not
+    (app(handled="t1"), None, False),  # annotation removed: nothing asked
+    (app(), None, False),
+    (app(token=""), None, False),  # an empty value asks nothing
+    ({"metadata": {"annotations": {A: 5}}}, None, False),
+    ({"metadata": {"annotations": None}}, None, False),
+    ({"metadata": None}, None, False),
+    ({}, None, False),
+])
+def test_token_and_pending(live, token, pending):
+    assert sync_now.token(live) == token
+    assert sync_now.pending(live) is pending
+
+
+@pytest.mark.parametrize("live, handled", [
+    (app(handled="t1"), "t1"), (app(), None), ({"status": None}, None),
+    ({"status": {"lastHandledReconcileAt": 3}}, None), ({}, None),
+])
+def test_handled(live, handled):
+    assert sync_now.handled(live) == handled
+
+
+@pytest.mark.parametrize("live, recorded", [
+    (app(token="t2", handled="t1"), {"lastHandledReconcileAt": "t2"}),
+    (app(token="t1"), {"lastHandledReconcileAt": "t1"}),  # recorded as given
+    (app(handled="t1"), {"lastHandledReconcileAt": "t1"}),  # kept after the annotation went
+    (app(), {}),
+])
+def test_status_records_the_token(live, recorded):
+    assert sync_now.status_fields(live) == recorded
+
+
+@pytest.mark.parametrize("ns, token", [
+    (0, "1970-01-01T00:00:00.000000000Z"),
+    (1_764_583_200_123_456_789, "2025-12-01T10:00:00.123456789Z"),
+    (1_764_583_200_000_000_001, "2025-12-01T10:00:00.000000001Z"),
+])
+def test_new_token_is_rfc3339_with_nanoseconds(ns, token):
+    assert sync_now.new_token(ns) == token
+
+
+def test_a_new_token_is_now():
+    import re
+    import time
+
+    before = time.time_ns()
+    token = sync_now.new_token()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", token)
+    assert sync_now.new_token(before)[:19] <= token[:19] <= sync_now.new_token(time.time_ns())[:19]
+
+
+def test_the_crd_keeps_the_new_status_fields():
+    status = crd.openapi_schema()["properties"]["status"]["properties"]
+    assert status["lastHandledReconcileAt"]["type"] == "string"
+    assert status["failures"] == {**status["failures"], "type": "integer", "minimum": 1}
+    assert status["nextRetryTime"]["type"] == "string" and status["nextRetryTime"]["format"] == "date-time"
+
+
+def test_the_agent_never_takes_the_request_annotation_over():
+    live = app(token="t1")
+    live["metadata"]["managedFields"] = [
+        {"manager": "gitops-agent", "operation": "Apply", "apiVersion": "heumsi.github.io/v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:spec": {"f:image": {}}, "f:metadata": {"f:annotations": {"f:heumsi.github.io/content-hash": {}}}}},
+        {"manager": sync_now.FIELD_MANAGER, "operation": "Update", "apiVersion": "heumsi.github.io/v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{A}": {}}}}},
+        {"manager": "kubectl-annotate", "operation": "Update", "apiVersion": "heumsi.github.io/v1",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{A}": {}}}}},
+    ]
+    assert fields.foreign(live) == {}
+    assert fields.handover(live, "heumsi.github.io/v1") is None
+
+
+# -- the runner's watch rule ---------------------------------------------------------------
+
+@pytest.fixture
+def runner():
+    r = Runner(None, None, interval=60, jitter=0, metrics=Metrics(), health=Health(max_age=60))
+    r.health.leading = True
+    return r
+
+
+@pytest.mark.parametrize("event, live, online, offline", [
+    ("MODIFIED", app(token="t1"), True, False),  # the reconcile command's patch
+    ("MODIFIED", app(token="t2", handled="t1"), True, False),
+    ("ADDED", app(token="t1"), True, False),  # seen at start-up or after a re-list
+    ("MODIFIED", app(token="t1", handled="t1"), False, False),  # the agent's own status write
+    ("MODIFIED", app(), False, False),
+    ("MODIFIED", app(generation=3), False, True),  # a spec edit: an offline pass as before
+    ("ADDED", app(token="t1", handled="t1"), False, True),
+    ("DELETED", app(token="t1"), False, True),
+])
+def test_watch_events_that_ask_for_a_pass(runner, event, live, online, offline):
+    runner._on_event(event, live)
+    assert (runner._online_requested_at is not None) is online
+    assert runner._watch_pending is offline
+    assert runner._trigger.is_set() is (online or offline)
+    if online:
+        assert runner._online_trigger == "reconcile-request"
+
+
+def test_the_runner_backs_off_by_default_and_sync_does_not(runner):
+    assert runner.retry.skip is True and backoff.ONE_SHOT.skip is False
+
+
+# -- the reconcile command's result ---------------------------------------------------------
+
+def conditions(ready, reason, message, synced, synced_message="children applied"):
+    return [{"type": "Ready", "status": ready, "reason": reason, "message": message},
+            {"type": "Synced", "status": synced, "reason": "Synced" if synced == "True" else "SyncFailed",
+             "message": synced_message}]
+
+
+@pytest.mark.parametrize("status, ok, line", [
+    ({"conditions": conditions("True", "Healthy", "all replicas ready", "True"), "lastSyncedCommit": "abc"},
+     True, "Ready=True (Healthy: all replicas ready); lastSyncedCommit abc"),
+    ({"conditions": conditions("False", "Progressing", "1 of 2 updated", "True")},
+     True, "Ready=False (Progressing: 1 of 2 updated); lastSyncedCommit none"),
+    ({"conditions": conditions("False", "SyncFailed", "quota", "False", "Service: 403 quota"), "lastSyncedCommit": "abc"},
+     False, "sync failed: Service: 403 quota; Ready=False (SyncFailed: quota); lastSyncedCommit abc"),
+    ({}, False, "sync failed: no Synced condition; Ready=Unknown (NoStatus: no Ready condition); lastSyncedCommit none"),
+])
+def test_describe(status, ok, line):
+    assert reconcile_cmd.describe({"status": status}) == (ok, line)
