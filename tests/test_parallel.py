@@ -18,7 +18,7 @@ from tests.test_drift import _older_agents_deployment
 pytestmark = pytest.mark.usefixtures("crd")
 APPS = 16
 SERIAL, PARALLEL = 1, 16
-TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime")
+TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime", "nextRetryTime")  # nextRetryTime: when the pass ran, jittered
 
 
 def sync(agent, repo, namespace, concurrency):
