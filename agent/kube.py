@@ -229,6 +229,18 @@ class Kube:
             item.setdefault("kind", kind)
         return data.get("items", [])
 
+    def list_in(self, group: str, kind: str, namespace: str) -> list[dict]:
+        """Every object of a namespaced kind in ``namespace`` (no label selector), each with
+        apiVersion and kind set; empty for a namespace that does not exist. Raises ApiError."""
+        data = self.request("GET", path(group, kind, namespace))
+        if data is None:
+            raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
+                           f"listing {kind} in {namespace}")
+        for item in data.get("items", []):
+            item.setdefault("apiVersion", data.get("apiVersion", "v1"))
+            item.setdefault("kind", kind)
+        return data.get("items", [])
+
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
         object. ``force`` takes over fields another manager set (drift is undone)."""

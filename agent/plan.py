@@ -139,3 +139,38 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
             if owned(live_by_id[ident], source):
                 steps.append(Step(PRUNE, ident, None, live_by_id[ident]))
     return steps
+
+
+def lost_label(obj: dict) -> bool:
+    """True when ``obj`` is a child the agent made whose ``managed-by`` label was removed or
+    changed by hand: applied by the agent's field manager, with a controller ownerReference to
+    the Application of its own name (as ``owned`` requires), but outside the label-selected
+    list a pass reads."""
+    meta = obj.get("metadata", {})
+    return fields.applied_by_agent(obj) and owner_name(obj) == meta.get("name")
+
+
+def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[Step]]:
+    """Check the create steps of children against ``found``: objects that exist under the same
+    identity although the label-selected list did not show them (a namespaced list without a
+    selector). Returns ``(steps, conflicts)``:
+
+    - a create whose object exists and is the agent's own child that lost its label
+      (``lost_label``) becomes an update of that object (the apply puts the label back);
+    - a create whose object exists and is someone else's is taken out of ``steps`` and
+      returned in ``conflicts``: the agent never applies over an object it did not make (a
+      server-side apply would silently adopt it, and a later prune would delete it), so the
+      caller fails that Application, naming the object;
+    - every other step is returned unchanged, in its order.
+    """
+    by_id = {identity(obj): obj for obj in found}
+    out, conflicts = [], []
+    for step in steps:
+        existing = by_id.get(step.identity) if step.action == CREATE else None
+        if existing is None:
+            out.append(step)
+        elif lost_label(existing):
+            out.append(Step(UPDATE, step.identity, step.desired, existing))
+        else:
+            conflicts.append(step)
+    return out, conflicts

@@ -83,6 +83,12 @@ class ScopedKube:
                 items.append(item)
         return items
 
+    def list_in(self, group: str, kind: str, namespace: str) -> list[dict]:
+        """Like ``Kube.list_in``; nothing is listed outside the allowed namespaces."""
+        if not allowed(namespace, self.patterns):
+            return []
+        return self._kube.list_in(group, kind, namespace)
+
     def apply(self, obj: dict, force: bool = True) -> dict:
         self._check(obj)
         return self._kube.apply(obj, force)

@@ -216,6 +216,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         desired_children += render.children(app["metadata"]["name"], app["metadata"]["namespace"],
                                             app["metadata"]["uid"], spec)
     child_steps = plan.plan(desired_children, live_children, prune=prune)
+    child_steps = _claim(kube, report, child_steps, failures, reasons)
     deployments: dict[str, dict] = {}
     services: dict[str, dict] = {}
     for child in live_children:  # health reads what the pass saw, then what it applied
@@ -304,6 +305,28 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: _write_status(
             kube, scratch, *st[:5], failed=st[5], retry=retry), report):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
+
+
+def _claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
+           reasons: dict[str, str]) -> list[plan.Step]:
+    """Children to create whose name may be taken: one list per kind and namespace that has a
+    create (no label selector), then ``plan.claim``. A child the agent made that lost its
+    ``managed-by`` label is updated in place; an object someone else made fails its
+    Application (reason ``AlreadyExists``, Stalled) and is never applied over or pruned."""
+    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
+    if not wanted:
+        return steps
+    found = [obj for group, kind, namespace in wanted for obj in kube.list_in(group, kind, namespace)]
+    steps, conflicts = plan.claim(steps, found)
+    for step in conflicts:
+        key = _owner_key(step.desired)
+        why = (f"exists and was not made by the agent (no gitops-agent apply and controller ownerReference "
+               f"to Application {key}), so it is left alone; delete or rename it to let the agent create "
+               "its own, or rename the Application")
+        failures[key] = f"{step.subject}: {why}"
+        reasons[key] = conditions.ALREADY_EXISTS
+        report.add(key, step.subject, FAILED, why)
+    return steps
 
 
 def _owner_key(obj: dict) -> str:

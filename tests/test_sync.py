@@ -366,3 +366,63 @@ def test_hidden_directories_such_as_ci_config_are_skipped(agent, repo, namespace
     repo.commit()
     sync_ok(agent, repo, namespace)
     assert all(objects.trio(namespace, "web"))
+
+
+def test_a_child_name_taken_by_someone_elses_object_is_never_applied_over(agent, repo, namespace, objects, cluster,
+                                                                           tmp_path):
+    """A Service the user made before the Application existed is not adopted by server-side
+    apply (nor pruned later): the Application fails, Stalled with reason AlreadyExists, and
+    its Deployment still syncs. Once the user removes their Service, the agent creates its own."""
+    theirs = tmp_path / "theirs.yaml"
+    theirs.write_text(f"""\
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: {namespace}, labels: {{team: mine}}}}
+spec:
+  selector: {{app: mine}}
+  ports: [{{port: 8080, targetPort: 9090}}]
+""")
+    cluster.kubectl("apply", "-f", str(theirs))
+    before = objects.service(namespace, "web")
+    repo.write("web.yaml", app_yaml("web", port=80))
+    repo.write("other.yaml", app_yaml("other"))
+    repo.commit("web and other")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert f"Service/{namespace}/web: exists and was not made by the agent" in proc.stderr
+    after = objects.service(namespace, "web")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["metadata"]["labels"] == {"team": "mine"} and not after["metadata"].get("ownerReferences")
+    assert objects.deployment(namespace, "web") is not None and objects.service(namespace, "other") is not None
+    conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}
+    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "AlreadyExists")
+    assert conditions["Ready"]["status"] == "False"
+    # removing web from Git never prunes the user's Service
+    repo.remove("web.yaml")
+    repo.commit("web gone")
+    sync_ok(agent, repo, namespace)
+    assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert objects.app(namespace, "web") is None
+    # the user deletes theirs and Git has web again: the agent makes its own
+    cluster.kubectl("-n", namespace, "delete", "service", "web")
+    repo.write("web.yaml", app_yaml("web", port=80))
+    repo.commit("web again")
+    sync_ok(agent, repo, namespace)
+    service = objects.service(namespace, "web")
+    assert service["spec"]["ports"][0]["port"] == 80
+    assert service["metadata"]["ownerReferences"][0]["name"] == "web"
+
+
+def test_a_child_whose_managed_by_label_was_removed_is_updated_in_place(agent, repo, namespace, objects, cluster):
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit("web")
+    sync_ok(agent, repo, namespace)
+    uid = objects.deployment(namespace, "web")["metadata"]["uid"]
+    cluster.kubectl("-n", namespace, "label", "deployment", "web", "app.kubernetes.io/managed-by-")
+    cluster.kubectl("-n", namespace, "scale", "deployment", "web", "--replicas=3")
+    proc = sync_ok(agent, repo, namespace)
+    assert f"Deployment/{namespace}/web configured" in proc.stdout
+    deployment = objects.deployment(namespace, "web")
+    assert deployment["metadata"]["uid"] == uid
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"
+    assert deployment["spec"]["replicas"] == 1

@@ -165,3 +165,49 @@ def test_objects_without_metadata_or_references_are_not_owned():
 def test_an_object_without_metadata_is_never_owned(obj):
     assert plan.owned(obj) is False
     assert plan.owned(obj, "repo-path") is False
+
+
+def _children():
+    return render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
+
+
+def test_lost_label_is_the_agents_child_without_its_label():
+    deployment, _ = map(applied, _children())
+    meta = deployment["metadata"]
+    unlabelled = {**deployment, "metadata": {**meta, "labels": {}}}
+    assert plan.lost_label(unlabelled) and plan.lost_label(deployment)
+    not_applied = {**unlabelled, "metadata": {**unlabelled["metadata"], "managedFields": []}}
+    no_refs = {**unlabelled, "metadata": {**unlabelled["metadata"], "ownerReferences": []}}
+    renamed = {**unlabelled, "metadata": {**unlabelled["metadata"], "name": "web-copy"}}
+    for obj in (not_applied, no_refs, renamed, {"metadata": {}}):
+        assert not plan.lost_label(obj)
+
+
+def test_claim_turns_a_create_over_the_agents_unlabelled_child_into_an_update():
+    deployment, service = _children()
+    mine = applied(deployment)
+    mine = {**mine, "metadata": {**mine["metadata"], "labels": {}, "resourceVersion": "7"}}
+    steps = plan.plan([deployment, service], [])
+    out, conflicts = plan.claim(steps, [mine])
+    assert conflicts == []
+    assert [(s.action, s.subject) for s in out] == [("update", "Deployment/ns/web"), ("create", "Service/ns/web")]
+    assert out[0].live is mine and out[0].desired is deployment and out[1].live is None
+
+
+def test_claim_refuses_a_create_over_someone_elses_object():
+    deployment, service = _children()
+    theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}
+    elsewhere = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "other"}}
+    steps = plan.plan([deployment, service], [])
+    out, conflicts = plan.claim(steps, [theirs, elsewhere])
+    assert [s.subject for s in out] == ["Deployment/ns/web"]
+    assert [(s.action, s.subject) for s in conflicts] == [("create", "Service/ns/web")]
+
+
+def test_claim_leaves_every_step_but_creates_alone():
+    deployment, service = map(applied, _children())
+    changed = {**deployment, "spec": {**deployment["spec"], "replicas": 3}}
+    steps = plan.plan([deployment, service], [changed, service])
+    out, conflicts = plan.claim(steps, [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}])
+    assert out == steps and conflicts == []
+    assert plan.claim([], []) == ([], [])
