@@ -24,7 +24,8 @@ SPEC_SCHEMA: dict = {
         "replicas": {
             "type": "integer",
             "minimum": 0,
-            "description": "Number of pod replicas (0 scales the application down).",
+            "maximum": 2147483647,
+            "description": "Number of pod replicas (0 scales the application down; at most 2147483647, a Deployment's int32).",
         },
         "port": {
             "type": "integer",

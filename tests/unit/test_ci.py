@@ -167,7 +167,7 @@ def sample_report():
     report.add("ns/new", "Application/ns/new", CREATED)
     report.add("ns/gone", "Service/ns/gone", PRUNED)
     report.add("ns/bad", "Deployment/ns/bad", FAILED, "422 Invalid: nope")
-    problem = ManifestError("apps/x.yaml", 7, "spec.replicas", "must be an integer >= 0 (got -1)")
+    problem = ManifestError("apps/x.yaml", 7, "spec.replicas", "must be an integer between 0 and 2147483647 (got -1)")
     report.problems = [problem]
     report.errors.append(str(problem))
     report.errors.append("something else went wrong")
@@ -184,7 +184,7 @@ def test_pass_document_validates_and_maps_actions():
     objs = {o["subject"]: o for a in doc["applications"] for o in a["objects"]}
     assert objs["Deployment/ns/web"]["diff"] == "--- a\n+++ b\n" and objs["Application/ns/web"]["diff"] is None
     errors = doc["errors"]
-    assert errors[0] == {"message": "must be an integer >= 0 (got -1)", "file": "apps/x.yaml", "line": 7,
+    assert errors[0] == {"message": "must be an integer between 0 and 2147483647 (got -1)", "file": "apps/x.yaml", "line": 7,
                          "field": "spec.replicas", "subject": None}
     assert {"message": "422 Invalid: nope", "file": None, "line": None, "field": None,
             "subject": "Deployment/ns/bad"} in errors

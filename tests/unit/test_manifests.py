@@ -159,11 +159,12 @@ def test_missing_metadata_and_name():
 
 
 @pytest.mark.parametrize("line, replacement, field, message", [
-    (7, 'replicas: "3"', "spec.replicas", 'must be an integer >= 0 (got "3")'),
-    (7, "replicas: true", "spec.replicas", "must be an integer >= 0 (got true)"),
-    (7, "replicas: 3.0", "spec.replicas", "must be an integer >= 0 (got 3.0)"),
-    (7, "replicas: -1", "spec.replicas", "must be an integer >= 0 (got -1)"),
-    (7, "replicas:", "spec.replicas", "must be an integer >= 0 (got null)"),
+    (7, 'replicas: "3"', "spec.replicas", 'must be an integer between 0 and 2147483647 (got "3")'),
+    (7, "replicas: true", "spec.replicas", "must be an integer between 0 and 2147483647 (got true)"),
+    (7, "replicas: 3.0", "spec.replicas", "must be an integer between 0 and 2147483647 (got 3.0)"),
+    (7, "replicas: -1", "spec.replicas", "must be an integer between 0 and 2147483647 (got -1)"),
+    (7, "replicas:", "spec.replicas", "must be an integer between 0 and 2147483647 (got null)"),
+    (7, "replicas: 2147483648", "spec.replicas", "must be an integer between 0 and 2147483647 (got 2147483648)"),
     (8, "port: 0", "spec.port", "must be an integer between 1 and 65535 (got 0)"),
     (8, "port: 70000", "spec.port", "must be an integer between 1 and 65535 (got 70000)"),
     (8, 'port: "80"', "spec.port", 'must be an integer between 1 and 65535 (got "80")'),
@@ -397,7 +398,7 @@ def test_rejected_counts_each_refused_document_once_with_its_first_line_and_appl
         Rejected("a.yaml", 10, "default/b", ("a.yaml:17: spec.port: must be an integer between 1 and 65535 (got 0)",)),
         Rejected("a.yaml", 19, None, (f'a.yaml:22: metadata.name: "Bad" {RULE_TEXT}',)),
         Rejected("a.yaml", 28, "default/nginx", ("a.yaml:28: spec: is required",)),
-        Rejected("b.yaml", 2, "default/c", ("b.yaml:8: spec.replicas: must be an integer >= 0 (got -1)",)),
+        Rejected("b.yaml", 2, "default/c", ("b.yaml:8: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",)),
         # a syntax error rejects the whole file, including the valid document before it
         Rejected("c.yaml", None, None, ("c.yaml:11: invalid YAML: expected ',' or ']', but got '<stream end>' "
                                         "(while parsing a flow sequence)",)),
@@ -423,7 +424,7 @@ def test_all_reasons_of_one_document_are_in_its_one_rejected_entry():
     [rejected] = run({"w.yaml": text}).rejected
     assert rejected == Rejected("w.yaml", 2, "default/web", (
         'w.yaml:7: spec.image: must be a non-empty string (got "")',
-        "w.yaml:8: spec.replicas: must be an integer >= 0 (got -1)",
+        "w.yaml:8: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
         "w.yaml:9: spec.port: must be an integer between 1 and 65535 (got 0)"))
 
 
