@@ -38,10 +38,12 @@ def share(text: str) -> float:
 
 
 def prune_disabled(obj: dict) -> bool:
-    """True when ``obj`` (any live object dict) carries ``heumsi.github.io/prune: disabled``
-    (the value compared exactly, as Flux compares its own)."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    return annotations.get(PRUNE_ANNOTATION) == PRUNE_DISABLED
+    """True when ``obj`` (any live object dict) carries ``heumsi.github.io/prune: disabled``,
+    the value compared ignoring case as Flux compares its own (``fluxcd/pkg/ssa``
+    ``AnyInMetadata``, ``strings.EqualFold``), and as ``suspend`` compares the reconcile
+    annotation: ``Disabled`` keeps the object too."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(PRUNE_ANNOTATION)
+    return isinstance(value, str) and value.casefold() == PRUNE_DISABLED
 
 
 def too_many(prunes: int, owned: int, max_share: float) -> bool:

@@ -7,7 +7,10 @@ from agent import guards
 
 @pytest.mark.parametrize("annotations, disabled", [
     ({"heumsi.github.io/prune": "disabled"}, True),
-    ({"heumsi.github.io/prune": "Disabled"}, False),
+    ({"heumsi.github.io/prune": "Disabled"}, True),
+    ({"heumsi.github.io/prune": "DISABLED"}, True),
+    ({"heumsi.github.io/prune": " disabled"}, False),
+    ({"heumsi.github.io/prune": "disabledx"}, False),
     ({"heumsi.github.io/prune": "enabled"}, False),
     ({"heumsi.github.io/prune": ""}, False),
     ({"prune": "disabled"}, False),
