@@ -4,7 +4,7 @@ Starts its own local control plane (``tests.cluster``, state under /tmp) unless 
 names a running one, measures every size, writes ``bench/results.json``, ``BENCHMARKS.md`` and
 ``bench/pass-time.png`` and stops the control plane it started. Environment: ``BENCH_N``
 (sizes, comma-separated), ``BENCH_REPEATS``, ``BENCH_AGENT_TREE`` (a second agent checkout to
-compare with this one), ``BENCH_CONCURRENCY``, ``BENCH_SCALE_OUT_N``, ``BENCH_STOP_AT``.
+compare with this one, ``PATH`` or ``LABEL=PATH``; this one's label: ``BENCH_THIS_LABEL``), ``BENCH_CONCURRENCY``, ``BENCH_SCALE_OUT_N``, ``BENCH_STOP_AT``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=int(env("BENCH_REPEATS", "0")),
                    help="rounds per size (default: 3 to N=100, 2 to N=1,000, 1 above)")
     p.add_argument("--agent-tree", action="append", default=[],
-                   help="another agent checkout to measure beside this one (repeatable) [env BENCH_AGENT_TREE]")
+                   help="another agent checkout to measure beside this one, PATH or LABEL=PATH (repeatable) "
+                        "[env BENCH_AGENT_TREE; this checkout's label: BENCH_THIS_LABEL, default this]")
     p.add_argument("--concurrency", type=int, default=int(env("BENCH_CONCURRENCY")) if env("BENCH_CONCURRENCY") else None,
                    help="passed to agents whose sync takes --concurrency (default: their own default)")
     p.add_argument("--threads", type=int, default=8, help="threads of the plain SSA loop (default: 8)")
@@ -112,9 +113,12 @@ def main(argv=None) -> int:
     try:
         cluster.kubectl("apply", "--server-side", "-f", str(ROOT / "crd.yaml"))
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/applications.heumsi.github.io")
-        trees = [agent_run.Tree.at("this", ROOT)]
-        for i, path in enumerate(opts.agent_tree):
-            trees.append(agent_run.Tree.at(Path(path).name or f"other{i}", Path(path)))
+        trees = [agent_run.Tree.at(os.environ.get("BENCH_THIS_LABEL", "this"), ROOT)]
+        for i, spec in enumerate(opts.agent_tree):
+            label, sep, path = spec.partition("=")
+            if not sep:
+                label, path = Path(spec).name or f"other{i}", spec
+            trees.append(agent_run.Tree.at(label, Path(path)))
         api = Api(cluster.kubeconfig, threads=opts.threads)
         bench = Bench(api=api, cluster=cluster, work=work, trees=trees, concurrency=opts.concurrency,
                       threads=opts.threads, stop_at=opts.stop_at, log=sys.stderr)

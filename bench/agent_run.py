@@ -39,6 +39,10 @@ class Tree:
         python = str(venv) if venv.exists() else sys.executable
         git = lambda *a: subprocess.run(["git", "-C", str(path), *a], capture_output=True, text=True).stdout.strip()
         commit = git("rev-parse", "--short=12", "HEAD") + ("+dirty" if git("status", "--porcelain", "agent") else "")
+        where = subprocess.run([python, "-c", "import agent, os; print(os.path.dirname(agent.__file__))"],
+                               cwd=path, env=_env(path), capture_output=True, text=True).stdout.strip()
+        if Path(where).resolve() != path / "agent":
+            raise SystemExit(f"bench: {python} imports the agent from {where or '?'}, not from {path}")
         help_text = subprocess.run([python, "-m", "agent", "sync", "--help"], cwd=path, env=_env(path),
                                    capture_output=True, text=True).stdout
         return cls(label, path, python, commit, "--concurrency" in help_text)
