@@ -72,7 +72,7 @@ def parse(argv=None) -> argparse.Namespace:
                    help="HH:MM UTC: abandon what is still running then, keep what was measured")
     p.add_argument("--state-dir", default=env("BENCH_STATE_DIR", ""),
                    help="a running control plane to reuse (default: start one under /tmp, stop it after)")
-    p.add_argument("--out", default=str(ROOT), help="where BENCHMARKS.md goes (default: the checkout)")
+    p.add_argument("--out", default=env("BENCH_OUT", str(ROOT)), help="where BENCHMARKS.md goes (default: the checkout) [env BENCH_OUT]")
     opts = p.parse_args(argv)
     if isinstance(opts.n, str):
         opts.n = _sizes(opts.n)
