@@ -18,6 +18,7 @@ from pathlib import Path
 from . import agent_run, stats, workload
 from .api import Api
 
+FAKE_COMMIT = "0" * 40  # the source-commit annotation of the Applications kubectl and the loop apply
 SETTLE = 0.5  # seconds: the API server counts a request as its answer leaves; let it land
 
 
@@ -40,6 +41,8 @@ class Bench:
     samples: stats.Samples = field(default_factory=stats.Samples)
     details: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    prefix: str = ""  # the namespaces of the current round (see workload)
+    rounds: int = 0
 
     # -- helpers ---------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -56,10 +59,35 @@ class Bench:
         left = (self.stop_at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
         return max(1.0, min(default, left))
 
-    def clean(self) -> None:
+    def clean(self) -> str:
+        """Delete the last round's namespaces and wait until they are gone; returns the
+        namespace prefix of the next round (new names, see ``workload``)."""
         self.check_time()
-        seconds = self.api.delete_namespaces(workload.NAMESPACES, timeout=self.timeout(1800))
-        self.say(f"  cleaned in {seconds:.1f}s")
+        if self.prefix:
+            seconds = self.api.delete_namespaces(workload.namespace_names(self.prefix), timeout=self.timeout(1800))
+            quiet = self.quiesce()
+            self.say(f"  cleaned {self.prefix}-* in {seconds:.1f}s, quiet after {quiet:.1f}s more")
+        self.rounds += 1
+        self.prefix = f"b{self.rounds}"
+        return self.prefix
+
+    def quiesce(self, window: float = 2.0, limit: float = 60.0) -> float:
+        """Wait until ``window`` seconds pass with no request a client would be counted for
+        (the garbage collector finishing with deleted objects); at most ``limit`` seconds."""
+        started = time.monotonic()
+        before = self.api.request_counts()
+        while time.monotonic() - started < limit:
+            time.sleep(window)
+            after = self.api.request_counts()
+            if not stats.client_requests(stats.delta(before, after)):
+                break
+            before = after
+        return time.monotonic() - started
+
+    def fresh_repo(self, n: int) -> tuple[Path, str]:
+        """A new Git repository of N Applications in this round's namespaces, and its commit."""
+        repo = self.work / f"repo-{n}-{self.prefix}"
+        return repo, workload.make_repo(repo, n, self.prefix)
 
     def measure(self, n: int, variant: str, phase: str, step) -> float:
         """Run ``step()`` (returns its seconds, or None to time it here) between two metric
@@ -102,9 +130,9 @@ class Bench:
         self.notes.append(f"N={n}: not every Deployment was observed within 600 s before the settle pass")
 
     # -- variants --------------------------------------------------------------------------
-    def agent_round(self, n: int, tree, repo: Path, base: str, rnd: int) -> None:
+    def agent_round(self, n: int, tree, rnd: int) -> None:
         variant = f"agent:{tree.label}"
-        workload.reset(repo, base)
+        repo, _ = self.fresh_repo(n)
         cache = self.work / f"cache-{n}-{tree.label}-{rnd}"
         args = agent_run.sync_args(repo, workload.ROOT_PATH, "bench", self.cluster.kubeconfig, cache,
                                    self.concurrency, tree)
@@ -128,9 +156,9 @@ class Bench:
         self.wait_observed(n)
         self.measure(n, variant, "settle", agent_pass("settle"))
         self.measure(n, variant, "nochange", agent_pass("nochange"))
-        workload.change_one(repo)
+        workload.change_one(repo, self.prefix)
         self.measure(n, variant, "changeone", agent_pass("changeone"))
-        first = workload.app_name(0), workload.app_namespace(0)
+        first = workload.app_name(0), workload.app_namespace(0, self.prefix)
         dep = self.api.request("GET", f"/apis/apps/v1/namespaces/{first[1]}/deployments/{first[0]}")
         self.expect("the changed image applied",
                     dep["spec"]["template"]["spec"]["containers"][0]["image"] == workload.CHANGED_IMAGE)
@@ -142,10 +170,11 @@ class Bench:
         self.expect("the hand edit undone", dep["spec"]["replicas"] == 0)
         self.samples.add(n, variant, "peak_rss_mib", max(rss))
 
-    def kubectl_round(self, n: int, base: str) -> None:
+    def kubectl_round(self, n: int) -> None:
         first = self.work / f"kubectl-apps-{n}.json"
         second = self.work / f"kubectl-children-{n}.json"
-        apps = workload.namespaces() + workload.desired_applications(n, base, "bench-kubectl")
+        apps = workload.namespaces(self.prefix) + workload.desired_applications(n, self.prefix, FAKE_COMMIT,
+                                                                               "bench-kubectl")
         first.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": apps}))
 
         def apply(path):
@@ -162,8 +191,9 @@ class Bench:
         self.expect("kubectl made every object", self.counts() == (n, n, n))
         self.measure(n, "kubectl", "reapply", lambda: (apply(first), apply(second)) and None)
 
-    def loop_round(self, n: int, base: str) -> None:
-        apps = workload.namespaces() + workload.desired_applications(n, base, "bench-loop")
+    def loop_round(self, n: int) -> None:
+        apps = workload.namespaces(self.prefix) + workload.desired_applications(n, self.prefix, FAKE_COMMIT,
+                                                                               "bench-loop")
         children: list = []
 
         def cold():
@@ -177,8 +207,6 @@ class Bench:
 
     # -- sizes -----------------------------------------------------------------------------
     def size(self, n: int, repeats: int) -> None:
-        repo = self.work / f"repo-{n}"
-        base = workload.make_repo(repo, n)
         variants = [f"agent:{t.label}" for t in self.trees] + ["kubectl", "loop"]
         order = stats.interleave(variants, repeats)
         self.say(f"N={n}: {repeats} round(s) of {', '.join(variants)}")
@@ -187,22 +215,18 @@ class Bench:
             self.clean()
             if variant.startswith("agent:"):
                 tree = next(t for t in self.trees if f"agent:{t.label}" == variant)
-                self.agent_round(n, tree, repo, base, rnd)
+                self.agent_round(n, tree, rnd)
             elif variant == "kubectl":
-                self.kubectl_round(n, base)
+                self.kubectl_round(n)
             else:
-                self.loop_round(n, base)
+                self.loop_round(n)
 
     def profile(self, n: int) -> dict:
         """A cProfile of one cold pass per tree at ``n``: {label: top-20 text}."""
-        repo = self.work / f"repo-{n}"
-        if repo.exists():
-            workload.reset(repo, self._base(repo))
-        else:
-            workload.make_repo(repo, n)
         out = {}
         for tree in self.trees:
             self.clean()
+            repo, _ = self.fresh_repo(n)
             cache = self.work / f"cache-profile-{tree.label}"
             prof = self.work / f"cold-{tree.label}.prof"
             args = agent_run.sync_args(repo, workload.ROOT_PATH, "bench", self.cluster.kubeconfig, cache,
@@ -214,21 +238,14 @@ class Bench:
                                "top": agent_run.profile_top(prof, tree.path)}
         return out
 
-    def _base(self, repo: Path) -> str:
-        import subprocess
-
-        return subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=repo, capture_output=True,
-                              text=True, check=True).stdout.split()[0]
-
     def scale_out(self, n: int, tree, repeats: int) -> dict:
         """One agent on all N against two at once on the halves (own source ids and caches)."""
-        repo = self.work / f"repo-scale-{n}"
-        workload.make_repo(repo, n)
         logs = self.work / "logs"
         logs.mkdir(exist_ok=True)
         self.say(f"scale-out at N={n} with agent:{tree.label}: {repeats} round(s)")
         for rnd, variant in stats.interleave(["one", "two"], repeats):
             self.clean()
+            repo, _ = self.fresh_repo(n)
             for phase in ("cold", "nochange"):
                 jobs = [(workload.ROOT_PATH, "bench-all")] if variant == "one" else \
                     [(workload.HALVES[0], "bench-half-0"), (workload.HALVES[1], "bench-half-1")]
