@@ -130,6 +130,7 @@ def main(argv=None) -> int:
                    "trees": [{"label": t.label, "path": str(t.path), "commit": t.commit,
                               "concurrency_flag": t.concurrency_flag} for t in trees],
                    "concurrency": opts.concurrency, "repeats": {}, "incomplete": []}
+        bench.remove_leftovers()
         for t in trees:
             bench.say(f"agent:{t.label} = {t.path} at {t.commit} ({t.python}); --concurrency: {t.concurrency_flag}")
         for n in opts.n:

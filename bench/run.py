@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import random
+import re
+import string
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,7 @@ class Bench:
     notes: list = field(default_factory=list)
     prefix: str = ""  # the namespaces of the current round (see workload)
     rounds: int = 0
+    run_id: str = field(default_factory=lambda: "".join(random.choice(string.ascii_lowercase) for _ in range(3)))
 
     # -- helpers ---------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -68,8 +72,17 @@ class Bench:
             quiet = self.quiesce()
             self.say(f"  cleaned {self.prefix}-* in {seconds:.1f}s, quiet after {quiet:.1f}s more")
         self.rounds += 1
-        self.prefix = f"b{self.rounds}"
+        self.prefix = f"b{self.run_id}{self.rounds}"
         return self.prefix
+
+    def remove_leftovers(self) -> None:
+        """Delete namespaces an earlier, interrupted run left (``b<run><round>-<k>``), so no
+        measured pass prunes them."""
+        left = [ns["metadata"]["name"] for ns in self.api.list("Namespace")
+                if re.fullmatch(r"b[a-z]{3}\d+-\d+", ns["metadata"]["name"])]
+        if left:
+            self.say(f"deleting {len(left)} namespaces an earlier run left")
+            self.api.delete_namespaces(left, timeout=self.timeout(1800))
 
     def quiesce(self, window: float = 2.0, limit: float = 60.0) -> float:
         """Wait until ``window`` seconds pass with no request a client would be counted for

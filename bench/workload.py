@@ -7,9 +7,10 @@ halves (the scale-out measurement). The objects for kubectl and the loop come fr
 own ``render`` module (the Applications as the agent applies them, their Deployments and
 Services), so every client writes the same bodies.
 
-Every round uses namespaces of its own (``PREFIX`` = ``b1``, ``b2``...): the API server's
+Every round uses namespaces of its own (``PREFIX`` = ``bxyz1``, ``bxyz2``...): the API server's
 NamespaceLifecycle admission looks a namespace up live (a GET) for every request in it for 30 s
-after it was deleted, which would slow and inflate a round that reused the names.
+after it was deleted, which would slow and inflate a round that reused the names. ``b`` + a
+random run id + the round number, so no two runs share names either.
 """
 
 from __future__ import annotations
