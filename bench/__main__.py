@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import agent_run, report, stats
+from . import agent_run, report, stats, workload
 from .api import Api
 from .run import Bench, OutOfTime
 
@@ -133,32 +133,43 @@ def main(argv=None) -> int:
         bench.remove_leftovers()
         for t in trees:
             bench.say(f"agent:{t.label} = {t.path} at {t.commit} ({t.python}); --concurrency: {t.concurrency_flag}")
-        for n in opts.n:
-            repeats = opts.repeats or stats.default_repeats(n)
-            results["repeats"][f"{n:,}"] = repeats
-            try:
-                bench.size(n, repeats)
-            except OutOfTime as err:
-                results["incomplete"].append(f"N={n}: {err}")
-                bench.say(f"N={n} abandoned: {err}")
-        profile_n = max(opts.n) if opts.profile_n < 0 else opts.profile_n
-        if profile_n:
-            try:
-                results["profiles"], results["profile_n"] = bench.profile(profile_n), profile_n
-            except OutOfTime as err:
-                results["incomplete"].append(f"profile: {err}")
-        if opts.scale_out_n:
-            tree = next((t for t in trees if t.label == opts.scale_out_tree), trees[0])
-            try:
-                info = bench.scale_out(opts.scale_out_n, tree, opts.repeats or stats.default_repeats(opts.scale_out_n))
-                info["halves"] = list(__import__("bench.workload", fromlist=["HALVES"]).HALVES)
-                results["scale_out"] = info
-            except OutOfTime as err:
-                results["incomplete"].append(f"scale-out: {err}")
-        bench.clean()
-        results.update(load_end=uptime(), elapsed_s=time.monotonic() - started, details=bench.details,
-                       notes=bench.notes, samples=bench.samples.as_rows())
-        write(results, bench.samples, Path(opts.out))
+        def checkpoint() -> None:  # everything so far, so an interrupted run still leaves its figures
+            results.update(load_end=uptime(), elapsed_s=time.monotonic() - started, details=bench.details,
+                           notes=bench.notes, samples=bench.samples.as_rows())
+            write(results, bench.samples, Path(opts.out))
+
+        try:
+            for n in opts.n:
+                repeats = opts.repeats or stats.default_repeats(n)
+                results["repeats"][f"{n:,}"] = repeats
+                try:
+                    bench.size(n, repeats)
+                except OutOfTime as err:
+                    results["incomplete"].append(f"N={n}: {err}")
+                    bench.say(f"N={n} abandoned: {err}")
+                checkpoint()
+            profile_n = max(opts.n) if opts.profile_n < 0 else opts.profile_n
+            if profile_n:
+                try:
+                    results["profiles"], results["profile_n"] = bench.profile(profile_n), profile_n
+                except OutOfTime as err:
+                    results["incomplete"].append(f"profile: {err}")
+                checkpoint()
+            if opts.scale_out_n:
+                tree = next((t for t in trees if t.label == opts.scale_out_tree), trees[0])
+                try:
+                    info = bench.scale_out(opts.scale_out_n, tree,
+                                           opts.repeats or stats.default_repeats(opts.scale_out_n))
+                    info["halves"] = list(workload.HALVES)
+                    results["scale_out"] = info
+                except OutOfTime as err:
+                    results["incomplete"].append(f"scale-out: {err}")
+            bench.clean()
+        except (Exception, KeyboardInterrupt) as err:  # keep what was measured, then report the failure
+            results["incomplete"].append(f"stopped by {type(err).__name__}: {str(err)[:300]}")
+            checkpoint()
+            raise
+        checkpoint()
     finally:
         if own:
             cluster_mod.down(state)
