@@ -270,6 +270,9 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         procs.start("kube-controller-manager", [
             bin_, "kube-controller-manager", f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             "--secure-port=0",
+            # The default client limit (20 requests/s) needs minutes to give 1,000 new Deployments
+            # their ReplicaSets and status, which the benchmark waits for.
+            "--kube-api-qps=500", "--kube-api-burst=1000",
             "--controllers=garbage-collector-controller,deployment-controller,"
             "replicaset-controller,namespace-controller",
         ])
