@@ -54,8 +54,9 @@ def parse(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=_sizes, default=env("BENCH_N", "100,1000"), help="sizes (default: 100,1000)")
-    p.add_argument("--repeats", type=int, default=int(env("BENCH_REPEATS", "0")),
-                   help="rounds per size (default: 3 to N=100, 2 to N=1,000, 1 above)")
+    p.add_argument("--repeats", type=_sizes, default=env("BENCH_REPEATS", ""),
+                   help="rounds per size, one number for all or one per size (default: 3 to N=100, "
+                        "2 to N=1,000, 1 above); the scale-out takes the last")
     p.add_argument("--agent-tree", action="append", default=[],
                    help="another agent checkout to measure beside this one, PATH or LABEL=PATH (repeatable) "
                         "[env BENCH_AGENT_TREE; this checkout's label: BENCH_THIS_LABEL, default this]")
@@ -76,11 +77,22 @@ def parse(argv=None) -> argparse.Namespace:
     opts = p.parse_args(argv)
     if isinstance(opts.n, str):
         opts.n = _sizes(opts.n)
+    if isinstance(opts.repeats, str):
+        opts.repeats = _sizes(opts.repeats) if opts.repeats else []
+    if len(opts.repeats) not in (0, 1, len(opts.n)):
+        p.error(f"--repeats {opts.repeats} is not allowed: one number, or one per size ({len(opts.n)})")
     if isinstance(opts.stop_at, str):
         opts.stop_at = _stop_at(opts.stop_at)
     if env("BENCH_AGENT_TREE"):
         opts.agent_tree.append(env("BENCH_AGENT_TREE"))
     return opts
+
+
+def rounds(repeats: list[int], sizes: list[int], n: int) -> int:
+    """Rounds at size ``n``: the one given for all, the one given for ``n``, or the default."""
+    if not repeats:
+        return stats.default_repeats(n)
+    return repeats[0] if len(repeats) == 1 else repeats[sizes.index(n)]
 
 
 def machine(api: Api) -> dict:
@@ -140,7 +152,7 @@ def main(argv=None) -> int:
 
         try:
             for n in opts.n:
-                repeats = opts.repeats or stats.default_repeats(n)
+                repeats = rounds(opts.repeats, opts.n, n)
                 results["repeats"][f"{n:,}"] = repeats
                 try:
                     bench.size(n, repeats)
@@ -159,7 +171,7 @@ def main(argv=None) -> int:
                 tree = next((t for t in trees if t.label == opts.scale_out_tree), trees[0])
                 try:
                     info = bench.scale_out(opts.scale_out_n, tree,
-                                           opts.repeats or stats.default_repeats(opts.scale_out_n))
+                                           rounds(opts.repeats[-1:], [opts.scale_out_n], opts.scale_out_n))
                     info["halves"] = list(workload.HALVES)
                     results["scale_out"] = info
                 except OutOfTime as err:
