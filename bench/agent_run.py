@@ -112,7 +112,7 @@ def profile_top(profile: Path, tree: Path, count: int = 20) -> str:
     stats = pstats.Stats(str(profile), stream=out)
     stats.sort_stats("tottime").print_stats(count)
     text = out.getvalue()
-    for prefix in (str(tree) + "/", sys.prefix + "/", "/usr/local/lib/", "/usr/lib/"):
+    for prefix in (str(tree) + "/", sys.prefix + "/", sys.base_prefix + "/", "/usr/local/lib/", "/usr/lib/"):
         text = text.replace(prefix, "")
     lines = text.splitlines()
     start_at = next((i for i, line in enumerate(lines) if "function calls" in line), 0)
