@@ -146,3 +146,16 @@ def test_describe_lists_largest_first_with_subresources():
 @pytest.mark.parametrize("a, b, expected", [(1.0, 4.0, 0.25), (None, 4.0, None), (1.0, None, None), (1.0, 0, None)])
 def test_ratio(a, b, expected):
     assert stats.ratio(a, b) == expected
+
+
+@pytest.mark.parametrize("repeats, sizes, n, expected", [
+    ([], [100, 1000], 100, 3),        # the default per size
+    ([], [100, 1000], 1000, 2),
+    ([1], [100, 1000], 100, 1),       # one number for every size
+    ([3, 1], [100, 1000], 100, 3),    # one per size
+    ([3, 1], [100, 1000], 1000, 1),
+])
+def test_rounds_per_size(repeats, sizes, n, expected):
+    from bench.__main__ import rounds
+
+    assert rounds(repeats, sizes, n) == expected
