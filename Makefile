@@ -1,12 +1,13 @@
 # Two commands do all set-up on a fresh machine:
 #   make test   - virtual environment, project + test extras, control plane build, full test suite
 #   make demo   - the same set-up, then the agent syncing sample-repo/ into a local control plane
+#   make bench  - the same set-up plus the bench extra, then the benchmark (BENCHMARKS.md)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: test demo cluster unit mutation clean lock
+.PHONY: test demo cluster unit mutation clean lock bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,14 @@ test: cluster
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -v tests/unit $(PYTEST_ARGS)
+
+# BENCH_N, BENCH_REPEATS, BENCH_AGENT_TREE, BENCH_CONCURRENCY, BENCH_SCALE_OUT_N, BENCH_STOP_AT: see bench/__main__.py
+bench: cluster $(VENV)/.bench-installed
+	$(PY) -m bench
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
 
 demo: cluster
 	PY=$(PY) bash scripts/demo.sh

@@ -255,7 +255,9 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
             f"--secure-port={api_port}", f"--cert-dir={certs}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={sa_key}", f"--service-account-signing-key-file={sa_key}",
-            "--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+            # A /16 holds 65,534 Service IPs (the benchmark makes 10,000 Services; a /24 held 253),
+            # clear of kwok's pod CIDR 10.244.0.0/16.
+            "--service-cluster-ip-range=10.0.0.0/16", "--authorization-mode=RBAC",
             f"--token-auth-file={state / 'tokens.csv'}",
             # No serviceaccount controller and no node-lifecycle controller run here.
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
@@ -268,6 +270,9 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         procs.start("kube-controller-manager", [
             bin_, "kube-controller-manager", f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             "--secure-port=0",
+            # The default client limit (20 requests/s) needs minutes to give 1,000 new Deployments
+            # their ReplicaSets and status, which the benchmark waits for.
+            "--kube-api-qps=500", "--kube-api-burst=1000",
             "--controllers=garbage-collector-controller,deployment-controller,"
             "replicaset-controller,namespace-controller",
         ])
