@@ -263,7 +263,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
         statuses.append((key, app, outcome, deployments.get(key), services.get(key)))
-    for _ in writes.ordered(kube, statuses, lambda st, scratch: _write_status(kube, scratch, *st), report):
+    for _ in writes.ordered(kube, statuses, lambda st, scratch: _write_status(kube, scratch, *st), report,
+                            inline=lambda st: not _status_moves(*st[1:])):
         pass
 
 
@@ -318,6 +319,12 @@ def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) ->
         return False
     report.add(owner, step.subject, PRUNED)
     return True
+
+
+def _status_moves(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None) -> bool:
+    """True when ``_write_status`` would send a write (the stored status differs); a status
+    that does not move is written, that is skipped, without the pool (``writes.ordered``)."""
+    return status_.differs(app.get("status"), status_.compute(app, outcome, deployment, _now(), service=service))
 
 
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
