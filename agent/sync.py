@@ -303,7 +303,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       path if key in git_paths else None)
         statuses.append((key, app, outcome, deployments.get(key), services.get(key), key in failures))
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: _write_status(
-            kube, scratch, *st[:5], failed=st[5], retry=retry), report):
+            kube, scratch, *st[:5], failed=st[5], retry=retry), report,
+            inline=lambda st: not _status_moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
 
 
@@ -327,7 +328,6 @@ def _claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[st
         reasons[key] = conditions.ALREADY_EXISTS
         report.add(key, step.subject, FAILED, why)
     return steps
-
 
 def _owner_key(obj: dict) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
@@ -403,16 +403,30 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
     return out
 
 
+def _new_status(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
+                failed: bool, retry: backoff.Policy) -> dict:
+    """The status ``_write_status`` would store: ``status.compute`` plus the sync-now and
+    backoff fields (see their modules)."""
+    new = status_.compute(app, outcome, deployment, _now(), service=service)
+    new.update(sync_now.status_fields(app))  # the request is handled, whatever the outcome
+    new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
+    return new
+
+
+def _status_moves(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
+                  failed: bool, *, retry: backoff.Policy) -> bool:
+    """True when ``_write_status`` would send a write (the stored status differs); a status
+    that does not move is checked, and skipped, without the pool (``writes.ordered``)."""
+    return status_.differs(app.get("status"), _new_status(app, outcome, deployment, service, failed, retry))
+
+
 def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
                   deployment: dict | None, service: dict | None = None, *, failed: bool = False,
                   retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
     """Write the Application's new status when it differs from the stored one; returns the
     status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
     pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool)."""
-    new = status_.compute(app, outcome, deployment, _now(), service=service)
-    # sync now (the request is handled, whatever the outcome) and backoff (see their modules)
-    new.update(sync_now.status_fields(app))
-    new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
+    new = _new_status(app, outcome, deployment, service, failed, retry)
     next_retry = new.get(backoff.NEXT_RETRY)
     if not status_.differs(app.get("status"), new):
         return next_retry
