@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import jsonschema
 
 from . import (apply, backoff, conditions, events, guards, manifests, parsecache, plan, render, scope, source,
-               suspend, sync_now, writes)
+               statuswrite, suspend, writes)
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
 from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
-CRD_NAME = f"{PLURAL}.{GROUP}"
+CRD_NAME = statuswrite.CRD_NAME
 
 
 @dataclass(frozen=True)
@@ -52,10 +52,6 @@ class Options:
     submodules: bool = True
     allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _key(obj: dict) -> str:
@@ -302,9 +298,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       "Synced", f"children applied from {what}",
                                       path if key in git_paths else None)
         statuses.append((key, app, outcome, deployments.get(key), services.get(key), key in failures))
-    for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: _write_status(
+    for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
             kube, scratch, *st[:5], failed=st[5], retry=retry), report,
-            inline=lambda st: not _status_moves(*st[1:], retry=retry)):
+            inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
 
 
@@ -401,52 +397,3 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
             report.notes.append(f"{KIND}/{key}: {wait.message()}")
             report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
     return out
-
-
-def _new_status(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
-                failed: bool, retry: backoff.Policy) -> dict:
-    """The status ``_write_status`` would store: ``status.compute`` plus the sync-now and
-    backoff fields (see their modules)."""
-    new = status_.compute(app, outcome, deployment, _now(), service=service)
-    new.update(sync_now.status_fields(app))  # the request is handled, whatever the outcome
-    new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
-    return new
-
-
-def _status_moves(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
-                  failed: bool, *, retry: backoff.Policy) -> bool:
-    """True when ``_write_status`` would send a write (the stored status differs); a status
-    that does not move is checked, and skipped, without the pool (``writes.ordered``)."""
-    return status_.differs(app.get("status"), _new_status(app, outcome, deployment, service, failed, retry))
-
-
-def _write_status(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-                  deployment: dict | None, service: dict | None = None, *, failed: bool = False,
-                  retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
-    """Write the Application's new status when it differs from the stored one; returns the
-    status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
-    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool)."""
-    new = _new_status(app, outcome, deployment, service, failed, retry)
-    next_retry = new.get(backoff.NEXT_RETRY)
-    if not status_.differs(app.get("status"), new):
-        return next_retry
-    old = app.get("status") or {}
-    patch = {**{k: None for k in old if k not in new}, **new}  # merge patch: null removes a field
-    try:
-        stored = kube.patch_status(app, patch)
-    except ApiError as err:
-        if err.status == 404:
-            return next_retry
-        report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")
-        return next_retry
-    if stored is None or stored.get("status") != new:
-        lost = sorted(k for k in new if ((stored or {}).get("status") or {}).get(k) != new[k])
-        report.add(key, f"{KIND}/{key}", FAILED,
-                   f"the API server accepted the status write but did not store {', '.join(lost) or 'it'}: "
-                   f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status subresource or "
-                   "a schema that prunes these fields; apply this project's crd.yaml "
-                   "(kubectl apply -f crd.yaml)")
-        return next_retry
-    if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
-        kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
-    return next_retry
