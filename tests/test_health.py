@@ -97,6 +97,38 @@ def test_kubectl_wait_times_out_while_the_rollout_cannot_finish(agent, repo, nam
     assert set(conditions(objects.app(namespace, "web"))) == {"Ready", "Synced"}
 
 
+def test_a_rollout_past_its_progress_deadline_is_degraded_and_stalled(agent, repo, namespaces, objects, cluster):
+    """A real Deployment whose rollout cannot finish (pods that never schedule) and whose
+    progress deadline has passed: the Deployment controller sets Progressing=False with reason
+    ProgressDeadlineExceeded, the agent reports health Degraded, Ready False, Stalled True (as
+    kstatus does), and kubectl wait for Ready times out while Stalled is met. The deadline is
+    shortened by hand: progressDeadlineSeconds is a field the agent does not render, so its
+    apply leaves it alone."""
+    namespace = namespaces()
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=TOO_BIG)
+    repo.write("web.yaml", app_yaml("web", replicas=1))
+    repo.commit()
+    sync(agent, repo, namespace)
+    cluster.kubectl("-n", namespace, "patch", "deployment", "web", "--type=merge",
+                    "-p", '{"spec": {"progressDeadlineSeconds": 1}}')
+
+    def deadline_exceeded():
+        found = {c["type"]: c for c in (objects.deployment(namespace, "web").get("status") or {}).get("conditions") or []}
+        return found.get("Progressing", {}).get("reason") == "ProgressDeadlineExceeded"
+
+    wait_for(deadline_exceeded, timeout=120, what="the Deployment controller to mark the rollout past its deadline")
+    sync(agent, repo, namespace)
+    app = objects.app(namespace, "web")
+    assert app["status"]["health"]["status"] == "Degraded"
+    found = conditions(app)
+    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Degraded")
+    assert (found["Stalled"]["status"], found["Stalled"]["reason"]) == ("True", "Degraded")
+    assert found["Synced"]["status"] == "True" and "Reconciling" not in found
+    assert objects.deployment(namespace, "web")["spec"]["progressDeadlineSeconds"] == 1
+    assert wait_ready(cluster, namespace, "web", timeout="3s").returncode != 0
+    assert wait_ready(cluster, namespace, "web", timeout="3s", condition="Stalled").returncode == 0
+
+
 def test_immutable_conflict_on_a_child_the_agent_may_not_delete_is_stalled(agent, repo, namespace, objects,
                                                                            cluster):
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27")  # selector app=web
