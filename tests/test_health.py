@@ -134,8 +134,16 @@ def test_immutable_conflict_on_a_child_the_agent_may_not_delete_is_stalled(agent
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27")  # selector app=web
     repo.write("web.yaml", app_yaml("web"))
     repo.commit()
+    # someone else's Deployment under the child's name is never applied over: AlreadyExists
     sync(agent, repo, namespace, code=2)
     assert wait_ready(cluster, namespace, "web", timeout="10s", condition="Stalled").returncode == 0
+    found = conditions(objects.app(namespace, "web"))
+    assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
+        ("AlreadyExists", "False", "AlreadyExists")
+    assert "exists and was not made by the agent" in found["Stalled"]["message"]
+    # with the agent's labels copied onto it, the apply reaches the immutable selector
+    cluster.kubectl("-n", namespace, "label", "deployment", "web", "app.kubernetes.io/managed-by=gitops-agent")
+    sync(agent, repo, namespace, code=2)
     found = conditions(objects.app(namespace, "web"))
     assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
         ("ImmutableConflict", "False", "ImmutableConflict")

@@ -75,7 +75,7 @@ def settled(objects, namespace):
 
 
 def taken(cluster, namespace, tmp_path):
-    """A hand-made Deployment ``taken`` whose selector differs from what the agent renders."""
+    """A hand-made Deployment ``taken`` (its Application fails: AlreadyExists, never applied over)."""
     manifest = tmp_path / f"taken-{namespace}.json"
     manifest.write_text(json.dumps({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "taken", "namespace": namespace},
