@@ -150,3 +150,22 @@ def test_a_bad_output_format_in_the_environment_is_one_line_exit_2(tmp_path):
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr == (
             "error: GITOPS_AGENT_OUTPUT='xml' is not an output format (allowed: text, json, markdown)\n"), command
+
+
+def test_processes_sharing_one_cache_fetch_one_at_a_time(tmp_path):
+    """Several runs at once on one --cache-dir (CI jobs on one runner): each waits for the
+    mirror's lock instead of failing on Git's ref locks or on the first fetch's rename."""
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit("web")
+    cache = tmp_path / "cache"
+    for round_ in range(3):  # the first round races the first fetch, the others a fetch of a new commit
+        procs = [subprocess.Popen([sys.executable, "-m", "agent", "validate", "--repo", str(repo.path),
+                                   "--cache-dir", str(cache), "-q"], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, outputs
+        repo.write("web.yaml", app_yaml("web", replicas=round_ + 2))
+        repo.commit(f"round {round_}")
+    assert len([p for p in cache.iterdir() if p.name.endswith(".git")]) == 1
+    assert not [p for p in cache.iterdir() if p.name.startswith(".new-")]  # no staging left behind
