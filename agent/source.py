@@ -30,6 +30,7 @@ FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags
                   "+HEAD:refs/remotes/origin/HEAD")
 SYMLINK_MODE = 0o120000
 _SHA = re.compile(r"^[0-9a-f]{4,40}$")
+FULL_REF_PREFIXES = ("refs/heads/", "refs/tags/")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
@@ -310,16 +311,24 @@ def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float) -> b
         return False
     if ref and _SHA.match(ref) and known.startswith(ref):
         return True
-    names = ["HEAD"] if not ref else [f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"]
+    names = ["HEAD"] if not ref else [f"{ref}^{{}}", ref] if ref.startswith(FULL_REF_PREFIXES) else [
+        f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"]
     listed = repo.git.ls_remote("origin", *([ref] if ref else ["HEAD"]), kill_after_timeout=timeout)
     remote = dict(reversed(line.split("\t", 1)) for line in listed.splitlines() if "\t" in line)
     return next((remote[n] for n in names if n in remote), None) == known
 
 
 def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
-    """Full SHA of the commit ``ref`` names in a fetched mirror: branch, then tag, then SHA."""
-    candidates = ["refs/remotes/origin/HEAD"] if not ref else [
-        f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", *([ref] if _SHA.match(ref) else [])]
+    """Full SHA of the commit ``ref`` names in a fetched mirror: branch, then tag, then SHA; a
+    full ref name (``refs/heads/main``, ``refs/tags/v1``, as Git, Flux's ``spec.ref.name`` and
+    push webhooks write them) names exactly that branch or tag."""
+    if ref and ref.startswith("refs/heads/"):
+        candidates = [f"refs/remotes/origin/{ref.removeprefix('refs/heads/')}"]
+    elif ref and ref.startswith("refs/tags/"):
+        candidates = [ref]
+    else:
+        candidates = ["refs/remotes/origin/HEAD"] if not ref else [
+            f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", *([ref] if _SHA.match(ref) else [])]
     for candidate in candidates:
         try:
             return repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")

@@ -169,3 +169,27 @@ def test_processes_sharing_one_cache_fetch_one_at_a_time(tmp_path):
         repo.commit(f"round {round_}")
     assert len([p for p in cache.iterdir() if p.name.endswith(".git")]) == 1
     assert not [p for p in cache.iterdir() if p.name.startswith(".new-")]  # no staging left behind
+
+
+def test_full_ref_names_name_exactly_that_branch_or_tag(validate, tmp_path):
+    """``refs/heads/NAME`` and ``refs/tags/NAME`` (as Git, Flux's spec.ref.name and push
+    webhooks write them) resolve to that branch or tag, also where a branch and a tag share a
+    name; the no-change check of ``run`` (git ls-remote) reads them the same way."""
+    from agent import source
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("web.yaml", app_yaml("web"))
+    tagged = repo.commit("one")
+    repo.git("tag", "v1")
+    repo.git("branch", "v1-branch")
+    repo.write("web.yaml", app_yaml("web", replicas=2))
+    head = repo.commit("two")
+    repo.git("branch", "v1")  # a branch named like the tag, at the newer commit
+    cache = tmp_path / "cache"
+    for ref, commit in (("refs/heads/main", head), ("refs/tags/v1", tagged), ("refs/heads/v1", head),
+                        ("v1", head), ("main", head)):
+        proc = validate("--repo", str(repo.path), "--ref", ref, "--cache-dir", str(cache), "-o", "json")
+        assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == commit, ref
+        assert source.fetch(str(repo.path), ref, cache, known_commit=commit).fetched is False, ref
+    proc = validate("--repo", str(repo.path), "--ref", "refs/heads/nope", "--cache-dir", str(cache))
+    assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stdout + proc.stderr
