@@ -62,7 +62,8 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
 
     flag("--repo", "REPO", "Git repository: local path, file://, https:// or ssh:// URL",
          default=_env("REPO"), required=_env("REPO") is None, type=flags.non_empty)
-    flag("--ref", "REF", "branch, tag or commit SHA to sync (default: the remote's HEAD)", default=_env("REF"))
+    flag("--ref", "REF", "branch, tag or commit SHA to sync, also as a full name (refs/heads/main, refs/tags/v1); "
+         "default: the remote's HEAD", default=_env("REF"), type=flags.non_empty)
     flag("--path", "PATH", "directory inside the repository holding Application YAML (default: .)",
          default=_env("PATH", "."), type=flags.non_empty)
     flag("--namespace", "NAMESPACE", "namespace for Applications that name none (default: default)",
@@ -75,7 +76,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("KUBECONFIG"))
     flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
-         default=_env("CACHE_DIR", default_cache_dir()))
+         default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty)
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
          "(connection errors, 429, 5xx) before the pass gives up; 0 to 600 (default: 20)",
          type=flags.number(0, 600), default=_env("API_RETRY_SECONDS", "20"))
@@ -84,8 +85,8 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          type=flags.number(1, writes.MAX_CONCURRENCY, integer=True, unit="requests"),
          default=_env("CONCURRENCY", str(writes.DEFAULT_CONCURRENCY)))
     flag("--kube-api-qps", "KUBE_API_QPS", "client-side rate limit: API requests per second, on average; "
-         f"above 0, at most 10000 (default: {ratelimit.DEFAULT_QPS:g}, as Flux)",
-         type=flags.number(0, 10000, above=True, unit="requests per second"),
+         f"0.1 to 10000 (default: {ratelimit.DEFAULT_QPS:g}, as Flux)",
+         type=flags.number(0.1, 10000, unit="requests per second"),
          default=_env("KUBE_API_QPS", f"{ratelimit.DEFAULT_QPS:g}"))
     flag("--kube-api-burst", "KUBE_API_BURST", "client-side rate limit: API requests allowed at once above "
          f"the rate after a quiet spell; 1 to 100000 (default: {ratelimit.DEFAULT_BURST}, as Flux)",
@@ -104,7 +105,8 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
     flag("--max-prune-share", "MAX_PRUNE_SHARE", "a pass that would prune more than this share (0 to 1) of "
          f"this source's Applications, and more than {guards.MIN_PRUNES_GUARDED}, prunes nothing and exits 2 "
-         "(default: 0.5; 1.0 turns the guard off)", type=flags.number(0, 1), default=_env("MAX_PRUNE_SHARE", "0.5"))
+         "(default: 0.5; 1.0 turns the guard off)", type=flags.number(0, 1, unit=""),
+         default=_env("MAX_PRUNE_SHARE", "0.5"))
     flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
          "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"), type=flags.readable_file)
     flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",

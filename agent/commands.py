@@ -90,15 +90,18 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                     "kubeconfig; reports every problem in one run.")
     parser.add_argument("--repo", help="Git repository to read a commit of (default: none, --path is a "
                                        "directory on disk)")
-    parser.add_argument("--ref", help="branch, tag or commit SHA (only with --repo; default: the remote's HEAD)")
+    parser.add_argument("--ref", type=flags.non_empty,
+                        help="branch, tag or commit SHA, also as a full name (refs/heads/main); only with --repo; "
+                             "default: the remote's HEAD")
     parser.add_argument("--path", default=".", help="directory of Application YAML: on disk, or inside "
                                                     "the repository with --repo (default: .)")
     parser.add_argument("--namespace", default=env("NAMESPACE", "default"),
                         help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
-    parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir),
+    parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir}) [env GITOPS_AGENT_CACHE_DIR]")
-    parser.add_argument("--fetch-timeout", type=float, default=env("FETCH_TIMEOUT", "60"),
-                        help="seconds a Git fetch may take (default: 60) [env GITOPS_AGENT_FETCH_TIMEOUT]")
+    parser.add_argument("--fetch-timeout", type=flags.number(0, 3600, above=True), default=env("FETCH_TIMEOUT", "60"),
+                        help="seconds a Git fetch may take; above 0, at most 3600 (default: 60) "
+                             "[env GITOPS_AGENT_FETCH_TIMEOUT]")
     parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"),
                         help="file holding an HTTPS token for --repo (or set GITOPS_AGENT_GIT_TOKEN)")
     parser.add_argument("--git-username", default=env("GIT_USERNAME", "git"), help="user sent with the token")

@@ -95,8 +95,9 @@ def number(minimum: float | None = None, maximum: float | None = None, *, above:
            integer: bool = False, unit: str = "seconds"):
     """Type for a finite number (``integer``: a whole number) in ``[minimum, maximum]``
     (``above``: strictly greater than ``minimum``). Returns float or int; the error names the
-    range and ``unit``, e.g. "must be a number of seconds > 0 and <= 3600"."""
-    kind = f"a whole number of {unit}" if integer else f"a number of {unit}"
+    range and ``unit`` (none when empty, for a plain quantity such as a share), e.g. "must be a
+    number of seconds > 0 and <= 3600"."""
+    kind = ("a whole number" if integer else "a number") + (f" of {unit}" if unit else "")
     parts = []
     if minimum is not None:
         parts.append(f"{'>' if above else '>='} {minimum:g}")
