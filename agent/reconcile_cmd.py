@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from . import flags, sync_now
+from . import flags, suspend, sync_now
 from .kube import ApiError, Kube, path
 from .schema import GROUP, KIND
 
@@ -81,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
     token = sync_now.new_token()
     url = path(GROUP, KIND, args.namespace, args.name)
     try:
+        live = kube.request("GET", url)
+        hold = suspend.application(None, live) if live else None
+        if hold is not None:  # as `flux reconcile` refuses a suspended object at once
+            print(f"error: {subject} is suspended ({hold.mechanism}), so no pass would sync it; resume it "
+                  "first (see Suspend and hot-fix in the README)", file=sys.stderr)
+            return EXIT_FAILED
         kube.request("PATCH", url, body={"metadata": {"annotations": {sync_now.ANNOTATION: token}}},
                      query={"fieldManager": sync_now.FIELD_MANAGER}, content_type="application/merge-patch+json")
     except ApiError as err:

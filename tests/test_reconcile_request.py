@@ -96,6 +96,23 @@ def test_a_missing_application_exits_2_with_one_line(agent, namespace):
         "or the Application CRD is not installed)"]
 
 
+def test_a_suspended_application_is_refused_at_once(agent, repo, namespace, objects, cluster):
+    """As ``flux reconcile`` refuses a suspended object: one line, exit 2, nothing annotated."""
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db").replace("port: 80", "port: 80\n  suspend: true"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stderr
+    cluster.kubectl("-n", namespace, "annotate", "application", "web", "heumsi.github.io/reconcile=disabled")
+    for name, why in (("web", "heumsi.github.io/reconcile: disabled on the Application"), ("db", "spec.suspend: true")):
+        proc = reconcile(agent, name, namespace, "--wait", "--timeout", "5")
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.strip().splitlines() == [
+            f"error: Application/{namespace}/{name} is suspended ({why}), so no pass would sync it; resume it "
+            "first (see Suspend and hot-fix in the README)"]
+        assert ANNOTATION not in (objects.app(namespace, name)["metadata"].get("annotations") or {})
+
+
 def test_without_a_running_agent_wait_times_out_and_sync_once_handles_the_request(
         agent, repo, namespace, objects):
     repo.write("a.yaml", app_yaml("web"))
