@@ -89,7 +89,8 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")
-            lines += [f"  {what}: {reason}" for what, reason in self.invalid]
+            lines += [f"  {reason}" if reason.startswith(f"{what}:") else f"  {what}: {reason}"
+                      for what, reason in self.invalid]  # a file's error already starts with file:line
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
         for extra in (RECREATED, KEPT, SUSPENDED):

@@ -24,3 +24,14 @@ def test_no_invalid_no_section():
     report = Report(commit="a" * 40)
     report.add("ns/ok", "Application/ns/ok", "created")
     assert "invalid" not in report.summary() and report.summary().endswith("0 failed")
+
+
+def test_an_invalid_file_is_named_once():
+    from agent.report import Report
+
+    report = Report(commit="c" * 40)
+    report.invalid = [("list.yaml:1", "list.yaml:1: only Application documents are supported"),
+                      ("shop/web", "apps/web.yaml:5: spec.port: must be an integer")]
+    lines = report.summary().splitlines()
+    assert "  list.yaml:1: only Application documents are supported" in lines
+    assert "  shop/web: apps/web.yaml:5: spec.port: must be an integer" in lines
