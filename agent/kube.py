@@ -143,8 +143,13 @@ class Kube:
             where = f" from {kubeconfig}" if kubeconfig else ""
             if kubeconfig and not os.path.exists(kubeconfig):
                 detail = "the file does not exist"
-            else:
-                detail = f"{type(err).__name__}: {err}"
+            elif isinstance(err, config.ConfigException):
+                detail = " ".join(str(err).split())
+            else:  # a file that is not a kubeconfig at all: the loader fails deep inside
+                detail = "not a kubeconfig file (YAML with clusters, users and contexts)"
+            if not kubeconfig and not context:
+                detail += (" (looked for the in-cluster service account, then $KUBECONFIG or ~/.kube/config; "
+                           "give --kubeconfig FILE)")
             raise ApiError(0, "NoConfiguration", detail, f"loading the cluster configuration{where}") from None
         configuration.retries = False
         # urllib3 keeps this many connections per host: one per parallel write, plus the three

@@ -151,3 +151,19 @@ def test_every_default_in_help_is_written_the_same_way(main):
 ])
 def test_as_a_user_types_it(args, env, needle):
     assert_one_line(run_agent(args, env), needle)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: NoConfiguration: not a kubeconfig file"),
+    (["--kubeconfig", "/nonexistent/kubeconfig"], "the file does not exist"),
+    ([], "give --kubeconfig FILE"),
+])
+def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    proc = main(["sync", "--repo", str(repo), "--cache-dir", str(tmp_path / "cache"), *args])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration") and needle in lines[0]
