@@ -174,14 +174,3 @@ def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[St
         else:
             conflicts.append(step)
     return out, conflicts
-
-
-def other_source(live: dict | None, source: str) -> str | None:
-    """The ``heumsi.github.io/source`` of ``live`` when it is an Application the agent owns for
-    another source than ``source`` (see ``owned``), else None. Such an Application is that
-    source's: a second repository or path holding the same Application never takes it over
-    (which would relabel it, and a later removal there would prune it), as Argo CD reports a
-    resource two Applications track (SharedResourceWarning) instead of syncing it."""
-    if live is None or not owned(live) or owned(live, source):
-        return None
-    return (live.get("metadata", {}).get("labels") or {}).get(SOURCE_LABEL)

@@ -166,13 +166,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     failed_apps: dict[str, dict] = {}  # live Applications whose own apply failed: status only
     app_work = []
     for step in (s for s in app_steps if s.action != plan.PRUNE and _key(s.desired) not in waiting):
-        if (other := plan.other_source(step.live, opts.source_id)) is not None:
-            why = (f"already synced from another source (heumsi.github.io/source: {other}); this source "
-                   f"({opts.source_id}) never takes it over: remove it from one of the two repositories or paths, "
-                   "or give both the same --source-id")
-            failures[_key(step.desired)] = f"{step.subject}: {why}"
-            report.add(_key(step.desired), step.subject, FAILED, why)
-        elif suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
+        if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
             report.add(_key(step.desired), step.subject, SUSPENDED, suspend.Hold(suspend.ON_APPLICATION, True).message)
             in_scope[_key(step.desired)] = step.live
         else:

@@ -426,30 +426,3 @@ def test_a_child_whose_managed_by_label_was_removed_is_updated_in_place(agent, r
     assert deployment["metadata"]["uid"] == uid
     assert deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"
     assert deployment["spec"]["replicas"] == 1
-
-
-def test_a_second_repository_with_the_same_application_never_takes_it_over(agent, repo, namespace, objects, tmp_path):
-    """Two sources (repositories) holding one Application: the first one's stays as it is; the
-    second fails naming the owner, writes nothing to it, and its removal there prunes nothing."""
-    from tests.support import GitRepo
-
-    repo.write("web.yaml", app_yaml("web", image="nginx:1"))
-    repo.commit("web")
-    sync_ok(agent, repo, namespace)
-    first = objects.app(namespace, "web")
-    other = GitRepo.create(tmp_path / "other")
-    other.write("web.yaml", app_yaml("web", image="evil:1"))
-    other.write("db.yaml", app_yaml("db"))
-    other.commit("web too")
-    proc = agent.sync(other.path, "--namespace", namespace)
-    assert proc.returncode == 2
-    assert f"Application/{namespace}/web: already synced from another source" in proc.stderr
-    now = objects.app(namespace, "web")
-    assert now["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
-    assert container(objects.deployment(namespace, "web"))["image"] == "nginx:1"
-    assert objects.app(namespace, "db") is not None  # the rest of that source syncs
-    other.remove("web.yaml")
-    other.commit("web gone there")
-    sync_ok(agent, other, namespace)
-    assert objects.app(namespace, "web")["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
-    assert objects.deployment(namespace, "web") is not None

@@ -211,13 +211,3 @@ def test_claim_leaves_every_step_but_creates_alone():
     out, conflicts = plan.claim(steps, [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}])
     assert out == steps and conflicts == []
     assert plan.claim([], []) == ([], [])
-
-
-def test_other_source_names_the_source_that_owns_an_application():
-    mine = app("web", labels={**OWNED, "heumsi.github.io/source": "a"})
-    theirs = app("web", labels={**OWNED, "heumsi.github.io/source": "b"})
-    by_hand = app("web")
-    assert plan.other_source(theirs, "a") == "b"
-    assert plan.other_source(mine, "a") is None
-    assert plan.other_source(by_hand, "a") is None
-    assert plan.other_source(None, "a") is None
