@@ -109,7 +109,8 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     (["--ref", "main"], "--ref needs --repo"),
     (["--namespace", "Bad_NS"], "--namespace 'Bad_NS' is not a valid DNS-1123 label"),
     (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
-    (["--fetch-timeout", "soon"], "invalid float value: 'soon'"),
+    (["--fetch-timeout", "soon"], "argument --fetch-timeout: 'soon' is not allowed: must be a number of seconds > 0 and <= 3600"),
+    (["--fetch-timeout", "nan"], "must be a number of seconds > 0 and <= 3600"),
 ])
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
     proc = validate(*args, cwd=tmp_path)
