@@ -88,9 +88,13 @@ def _moved(kube: Kube, before: dict, after: dict) -> bool:
 
 def _take_over(kube: Kube, step: plan.Step) -> bool:
     """Hand other managers' fields in the authoritative subtrees to the agent; True when the
-    managedFields were rewritten. Re-reads and retries when another write raced it."""
-    current = step.live
+    managedFields were rewritten. Reads the object in full first (listed objects carry
+    compacted managedFields, ``fields.compact``, and the patch replaces the whole list) and
+    again when another write raced it."""
+    current = kube.get(step.live)
     for _ in range(TAKE_OVER_ATTEMPTS):
+        if current is None:
+            return False
         entries = fields.handover(current, step.desired["apiVersion"])
         if entries is None:
             return False
@@ -101,8 +105,6 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
             if err.status not in (409, 422, 500):
                 raise
         current = kube.get(current)
-        if current is None:
-            return False
     raise ApiError(409, "Conflict", f"other writers kept changing it; field ownership not taken over "
                                     f"after {TAKE_OVER_ATTEMPTS} attempts", step.subject)
 

@@ -159,3 +159,24 @@ def applied_by_agent(obj: dict) -> bool:
     manifest, or a copy-pasted YAML, do not carry."""
     return any(e.get("manager") == AGENT_NAME and e.get("operation") == "Apply"
                for e in obj.get("metadata", {}).get("managedFields") or [])
+
+
+KEPT_FOR_READERS: tuple[Path, ...] = (_path("metadata.annotations"),)
+"""Subtrees of every entry that ``compact`` keeps besides the authoritative ones: who owns
+each annotation (``suspend.set_by_hand`` reads the owner of ``heumsi.github.io/reconcile``)."""
+
+
+def compact(obj: dict) -> dict:
+    """``obj`` (a dict as the API serves it) with each ``metadata.managedFields`` entry's
+    ``fieldsV1`` cut down to what the pass reads: the authoritative subtrees of its kind
+    (``foreign``) and ``KEPT_FOR_READERS``; every entry stays, with its manager, operation and
+    subresource (``applied_by_agent``, ``eligible``). Modifies and returns ``obj``.
+
+    About half of a listed object's memory is managedFields, and a pass holds every listed
+    object; ``handover``, which rewrites the whole list, must be given the full object (a GET)."""
+    domains = AUTHORITATIVE.get(obj.get("kind", ""), ()) + KEPT_FOR_READERS
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        trie = entry.get("fieldsV1")
+        if isinstance(trie, dict):
+            entry["fieldsV1"], _ = split(trie, domains)
+    return obj

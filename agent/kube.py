@@ -32,6 +32,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from . import fields
 from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
@@ -96,6 +97,18 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     group = obj["apiVersion"].rpartition("/")[0]
     meta = obj["metadata"]
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
+
+
+def _items(data: dict, kind: str) -> list[dict]:
+    """A list response's items, each with apiVersion and kind set (list items omit them) and
+    its managedFields compacted (``fields.compact``: a pass holds every listed object)."""
+    api_version = data.get("apiVersion", "v1")
+    items = data.get("items") or []
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+        fields.compact(item)
+    return items
 
 
 def _as_if_stored(obj: dict) -> dict:
@@ -228,33 +241,29 @@ class Kube:
         if data is None:
             raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
                            f"listing {kind}")
-        api_version = data.get("apiVersion", "v1")
-        for item in data.get("items", []):
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-        return data.get("items", [])
+        return _items(data, kind)
 
-    def list_in(self, group: str, kind: str, namespace: str) -> list[dict]:
-        """Every object of a namespaced kind in ``namespace`` (no label selector), each with
-        apiVersion and kind set; empty for a namespace that does not exist. Raises ApiError."""
-        data = self.request("GET", path(group, kind, namespace))
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+        """Every object of a namespaced kind in ``namespace`` (all of them when no label
+        selector is given), as ``list`` returns them; empty for a namespace that does not
+        exist. Raises ApiError."""
+        query = {"labelSelector": label_selector} if label_selector else None
+        data = self.request("GET", path(group, kind, namespace), query=query)
         if data is None:
             raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
                            f"listing {kind} in {namespace}")
-        for item in data.get("items", []):
-            item.setdefault("apiVersion", data.get("apiVersion", "v1"))
-            item.setdefault("kind", kind)
-        return data.get("items", [])
+        return _items(data, kind)
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
-        object. ``force`` takes over fields another manager set (drift is undone)."""
+        object, its managedFields compacted as ``list``'s are (``fields.compact``: a pass holds
+        what it applied). ``force`` takes over fields another manager set (drift is undone)."""
         query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-        return self.request("PATCH", _path_of(obj), body=obj, query=query,
-                            content_type="application/apply-patch+yaml")
+        return fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
+                                           content_type="application/apply-patch+yaml"))
 
     def create(self, obj: dict) -> dict:
         """Create ``obj`` (POST to its collection); returns the created object."""

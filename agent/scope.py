@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from .kube import ApiError, Kube, path
+from .kube import ApiError, Kube
 
 _WILDCARDS = set("*?[")
 
@@ -70,24 +70,13 @@ class ScopedKube:
             return [o for o in items if allowed(o["metadata"].get("namespace", ""), self.patterns)]
         if kind == "Namespace":
             return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in self.names]
-        items: list[dict] = []
-        query = {"labelSelector": label_selector} if label_selector else None
-        for namespace in self.names:
-            data = self._kube.request("GET", path(group, kind, namespace), query=query)
-            if data is None:
-                raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
-                               f"listing {kind}")
-            for item in data.get("items", []):
-                item.setdefault("apiVersion", data.get("apiVersion", "v1"))
-                item.setdefault("kind", kind)
-                items.append(item)
-        return items
+        return [obj for namespace in self.names for obj in self._kube.list_in(group, kind, namespace, label_selector)]
 
-    def list_in(self, group: str, kind: str, namespace: str) -> list[dict]:
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
         """Like ``Kube.list_in``; nothing is listed outside the allowed namespaces."""
         if not allowed(namespace, self.patterns):
             return []
-        return self._kube.list_in(group, kind, namespace)
+        return self._kube.list_in(group, kind, namespace, label_selector)
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         self._check(obj)

@@ -235,3 +235,36 @@ def test_handover_stamps_utc_whatever_the_machines_timezone(monkeypatch):
         time.tzset()
     stamp = datetime.datetime.strptime(entries[0]["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
     assert abs((now - stamp).total_seconds()) < 60
+
+
+STATUS_FIELDS = {"f:status": {"f:replicas": {}, "f:conditions": {".": {}}}}
+OUTSIDE = {"f:spec": {"f:strategy": {"f:type": {}}, "f:revisionHistoryLimit": {}}}
+
+
+def test_compact_keeps_authoritative_subtrees_and_annotations_of_every_entry():
+    edit = entry("kubectl-edit", fields_v1=fields.merge(EXTRA_PORT, OUTSIDE))
+    status = entry("kube-controller-manager", fields_v1=STATUS_FIELDS, subresource="status")
+    controller = entry("kube-controller-manager", fields_v1=REVISION)
+    obj = deployment(OURS, edit, status, controller)
+    foreign_before = fields.foreign(obj)
+    assert fields.compact(obj) is obj
+    kept = obj["metadata"]["managedFields"]
+    assert [e["manager"] for e in kept] == ["gitops-agent", "kubectl-edit", "kube-controller-manager",
+                                            "kube-controller-manager"]
+    assert kept[0]["fieldsV1"] == OURS["fieldsV1"]
+    assert kept[1]["fieldsV1"] == EXTRA_PORT  # the strategy and history limit are outside: dropped
+    assert kept[1]["operation"] == "Update" and kept[2]["subresource"] == "status"
+    assert kept[2]["fieldsV1"] == {}  # status is read by no pure step
+    assert kept[3]["fieldsV1"] == REVISION  # who owns each annotation stays known
+    assert fields.foreign(obj) == foreign_before
+    assert fields.applied_by_agent(obj)
+
+
+def test_compact_of_a_service_and_of_an_object_without_managed_fields():
+    ports = {"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {}}, "f:sessionAffinity": {}}}
+    svc = {"kind": "Service", "metadata": {"managedFields": [entry("kubectl-patch", fields_v1=ports)]}}
+    fields.compact(svc)
+    assert svc["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:ports": ports["f:spec"]["f:ports"]}}
+    assert fields.compact({"kind": "Service", "metadata": {}}) == {"kind": "Service", "metadata": {}}
+    unknown = {"kind": "ConfigMap", "metadata": {"managedFields": [entry("x", fields_v1=fields.merge(REVISION, OUTSIDE))]}}
+    assert fields.compact(unknown)["metadata"]["managedFields"][0]["fieldsV1"] == REVISION
