@@ -191,3 +191,32 @@ def test_run_refuses_another_repositorys_application_every_pass_and_writes_nothi
     assert running.metric("gitops_agent_passes_total", result="success") == 0
     assert f"Application/{namespace}/web: web.yaml:1: not applied" in running.output()
     assert running.stop() == 0
+
+
+def test_the_careful_hand_over_keeps_the_application_and_its_children(agent, repo, other, namespace, objects,
+                                                                      cluster):
+    """README's hand-over with the old source still running: prune=disabled, remove it from the
+    old repository (kept, not pruned), remove the repository annotation, the new source takes it."""
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db"))
+    repo.commit("web")
+    sync_ok(agent, repo, namespace)
+    uids = children_uids(objects, namespace, "web")
+    uid = objects.app(namespace, "web")["metadata"]["uid"]
+    cluster.kubectl("-n", namespace, "annotate", "application", "web", "heumsi.github.io/prune=disabled")
+    repo.remove("web.yaml")
+    repo.commit("web leaves A")
+    assert "kept" in sync_ok(agent, repo, namespace).stdout
+    cluster.kubectl("-n", namespace, "annotate", "application", "web", f"{REPOSITORY}-")
+    sync_ok(agent, repo, namespace)  # A does not put it back: not in its Git any more
+    assert REPOSITORY not in objects.app(namespace, "web")["metadata"]["annotations"]
+    other.write("web.yaml", app_yaml("web", image="nginx:2"))
+    other.commit("web arrives in B")
+    sync_ok(agent, other, namespace)
+    cluster.kubectl("-n", namespace, "annotate", "application", "web", "heumsi.github.io/prune-")
+    sync_ok(agent, repo, namespace)  # A leaves B's Application alone now
+    app = objects.app(namespace, "web")
+    assert (app["metadata"]["uid"], app["metadata"]["labels"][SOURCE]) == (uid, source.source_id(str(other.path)))
+    assert app["status"]["lastSyncedCommit"] == other.head()
+    assert children_uids(objects, namespace, "web") == uids
+    assert container(objects.deployment(namespace, "web"))["image"] == "nginx:2"
