@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from . import fields
-from .render import AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
+from .render import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from .schema import GROUP, KIND
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
@@ -174,3 +174,52 @@ def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[St
         else:
             conflicts.append(step)
     return out, conflicts
+
+
+def other_repository(live: dict | None, source: str, repository: str) -> str | None:
+    """The repository identity recorded on ``live`` when this source (``source`` id, from the
+    repository whose identity is ``repository``) must leave that Application alone, else None.
+
+    The rule (README "Several sources"): an Application another source owns (``owned`` by the
+    agent, its ``heumsi.github.io/source`` label naming another source id) and annotated
+    ``heumsi.github.io/repository`` with a different identity came from another repository.
+    Applying it would relabel it as this source's (a silent takeover), and a later removal from
+    this repository would prune it while the other one still has it; so it is not taken over.
+    Taken over, as before, are: the same repository identity (another URL form of one
+    repository, a changed ``--path``, two sources on paths of one repository); no repository
+    annotation (applied by an agent before it recorded one, or by hand); no source label, or
+    no agent ownership at all (hand-applied: ``owned``). A shared ``--source-id`` is one source.
+    """
+    if live is None or identity(live)[:2] != (GROUP, KIND) or not owned(live) or owned(live, source):
+        return None
+    meta = live.get("metadata", {})
+    if not (meta.get("labels") or {}).get(SOURCE_LABEL):
+        return None
+    other = (meta.get("annotations") or {}).get(REPOSITORY)
+    return other if other and other != repository else None
+
+
+def refuse(steps: list[Step], source: str, repository: str,
+           where: dict[str, str]) -> tuple[list[Step], list[tuple[Step, str]]]:
+    """Take out of ``steps`` the Applications another repository's source owns
+    (``other_repository``). ``where``: ``namespace/name`` -> ``file:line`` of the document in
+    Git. Returns ``(steps, refused)``: the other steps in their order, and per refused step a
+    one-line message (without the ``Application/ns/name: `` prefix the report adds) naming
+    the file, the other repository and how to proceed. The caller counts each as a failed
+    Application, applies and writes nothing to it (no status, no Event) and never prunes it or
+    its children (another source's; ``owned``)."""
+    out, refused = [], []
+    for step in steps:
+        other = other_repository(step.live, source, repository) if step.action != PRUNE else None
+        if other is None:
+            out.append(step)
+            continue
+        _, _, namespace, name = step.identity
+        label = step.live["metadata"]["labels"][SOURCE_LABEL]
+        refused.append((step, (
+            f"{where.get(f'{namespace}/{name}', '?')}: not applied: already synced from another repository, "
+            f"{other[:200]!r} ({SOURCE_LABEL}={label}); this source leaves it, its status and its children as "
+            f"they are and never prunes it. Remove it from one of the two repositories, or hand it over to this "
+            f"one: kubectl -n {namespace} annotate application {name} {REPOSITORY}- (taken at this source's "
+            f"next pass, unless the other source applies it again first)")))
+    return out, refused

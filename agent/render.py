@@ -28,6 +28,10 @@ APPLICATION_LABEL = "heumsi.github.io/application"
 SOURCE_COMMIT = "heumsi.github.io/source-commit"
 SOURCE_PATH = "heumsi.github.io/source-path"
 """Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
+REPOSITORY = "heumsi.github.io/repository"
+"""Annotation on Git-applied Applications: the identity of the repository they were applied from
+(``repository.identity``: one value for every URL form of one repository). Another repository's
+source never takes them over (``plan.other_repository``)."""
 CONTENT_HASH = "heumsi.github.io/content-hash"
 """Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
 so that removing a label or annotation in Git is a change too (a subset comparison of desired
@@ -58,13 +62,15 @@ def owner_reference(app_name: str, app_uid: str) -> dict:
             "controller": True, "blockOwnerDeletion": True}
 
 
-def desired_application(manifest_body: dict, commit: str, path: str, source: str = "default") -> dict:
+def desired_application(manifest_body: dict, commit: str, path: str, source: str = "default",
+                        repository: str | None = None) -> dict:
     """The Application as the agent applies it from Git.
 
-    Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec).
+    Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec);
+    ``repository``: the repository's identity (``repository.identity``; None: not recorded).
     Output: apiVersion, kind, metadata (name, namespace, the user's labels and annotations plus
-    ``managed-by`` and the ``source`` label, the content hash, source commit and path annotations) and spec. Status is
-    never applied.
+    ``managed-by`` and the ``source`` label, the content hash, source commit and path annotations,
+    and the ``repository`` annotation) and spec. Status is never applied.
     """
     meta = manifest_body["metadata"]
     labels = dict(meta.get("labels") or {})
@@ -76,6 +82,8 @@ def desired_application(manifest_body: dict, commit: str, path: str, source: str
     annotations[CONTENT_HASH] = hashlib.sha256(content.encode()).hexdigest()[:16]
     annotations[SOURCE_COMMIT] = commit
     annotations[SOURCE_PATH] = path
+    if repository is not None:
+        annotations[REPOSITORY] = repository
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import git
 
+from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
+
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
                   "+HEAD:refs/remotes/origin/HEAD")

@@ -28,16 +28,15 @@ CRD_NAME = statuswrite.CRD_NAME
 
 @dataclass(frozen=True)
 class Options:
-    """What to sync. ``repo``: URL or local path; ``ref``: branch, tag or SHA (None: the
-    remote's HEAD); ``path``: directory inside the repository; ``namespace``: for Applications
-    that name none; ``prune``: delete what the agent owns and Git no longer has;
-    ``allow_empty``: permit a commit with no Applications to prune them all; ``cache_dir``:
-    where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
-    ``heumsi.github.io/source`` label that marks this source's Applications (see
-    ``source.source_id``); ``submodules``: follow submodules under ``path`` (False: a
-    submodule there fails the pass); ``max_prune_share``: a pass that would prune more than
-    this share of the source's Applications, and more than 10, prunes nothing and fails (1.0:
-    no limit; see ``guards``)."""
+    """What to sync. ``repo``: URL or local path (its ``source.repository_identity`` is recorded on
+    every Application applied); ``ref``: branch, tag or SHA (None: the remote's HEAD); ``path``: directory
+    inside the repository; ``namespace``: for Applications that name none; ``prune``: delete what the agent
+    owns and Git no longer has; ``allow_empty``: permit a commit with no Applications to prune them all;
+    ``cache_dir``: where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
+    ``heumsi.github.io/source`` label that marks this source's Applications (see ``source.source_id``);
+    ``submodules``: follow submodules under ``path`` (False: a submodule there fails the pass);
+    ``max_prune_share``: a pass that would prune more than this share of the source's Applications, and
+    more than 10, prunes nothing and fails (1.0: no limit; see ``guards``)."""
 
     repo: str
     cache_dir: str
@@ -136,7 +135,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     prune = opts.prune and not problems
     if problems and opts.prune:
         report.notes.append("pruning skipped: not every file could be read and validated")
-    desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id) for m in wanted]
+    repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
+    desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository) for m in wanted]
     owned_live = [a for a in live_apps if plan.owned(a, opts.source_id)]
     if prune and not desired_apps and owned_live and not opts.allow_empty:
         report.errors.append(
@@ -153,6 +153,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
     waiting = _waiting(report, live_apps, git_paths, opts.source_id, retry)  # in backoff: skipped
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
+    where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in wanted}  # file:line in Git
+    app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
+    for step, why in refused:  # another repository's Application: failed here, nothing written to it
+        report.add(_key(step.desired), step.subject, FAILED, why)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
                                                                         or suspend.never_pruned(s.live))]
@@ -183,9 +187,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         _record(report, kube, key, step.subject, done, done.live, outcomes)
         in_scope[key] = done.live
 
-    # Applications kept from the cluster: hand-applied ones, and owned ones Git did not
-    # prune this pass (their file failed to validate, or pruning is off). Applications of
-    # another source are its agent's business.
+    # Applications kept from the cluster: hand-applied ones, and owned ones Git did not prune this pass
+    # (their file failed to validate, or pruning is off). Another source's are its agent's business.
     pruned_apps = {_key(s.live) for s in app_steps if s.action == plan.PRUNE}
     foreign = {_key(a) for a in live_apps if plan.owned(a) and not plan.owned(a, opts.source_id)}
     for app in live_apps:

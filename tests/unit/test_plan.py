@@ -211,3 +211,87 @@ def test_claim_leaves_every_step_but_creates_alone():
     out, conflicts = plan.claim(steps, [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}])
     assert out == steps and conflicts == []
     assert plan.claim([], []) == ([], [])
+
+
+REPO_A, REPO_B = "github.com/org/a", "github.com/org/b"
+
+
+def theirs(labels=None, annotations=None, **kw):
+    """An Application source "a" of REPO_A applied (unless ``labels``/``annotations`` say otherwise)."""
+    return app("web", labels={**OWNED, render.SOURCE_LABEL: "a"} if labels is None else labels,
+               annotations={render.REPOSITORY: REPO_A} if annotations is None else annotations, **kw)
+
+
+@pytest.mark.parametrize("live, source, repository, other", [
+    # another source id and another repository: refused, naming the other repository
+    (theirs(), "b", REPO_B, REPO_A),
+    # the same repository under another source id (a new URL form or --path, two paths of one
+    # repository): taken over, as before
+    (theirs(), "b", REPO_A, None),
+    # this source's own (also a --source-id shared by two repositories): as before
+    (theirs(), "a", REPO_B, None),
+    # no repository annotation (an older agent, or applied by hand): taken over
+    (theirs(annotations={}), "b", REPO_B, None),
+    (theirs(annotations={render.REPOSITORY: ""}), "b", REPO_B, None),
+    # no source label: hand-applied or an agent before source labels; taken over
+    (theirs(labels=OWNED), "b", REPO_B, None),
+    (theirs(labels={**OWNED, render.SOURCE_LABEL: ""}), "b", REPO_B, None),
+    # no agent ownership (copied labels and annotation, no gitops-agent apply): not another source's
+    (theirs(managed=[{"manager": "kubectl-client-side-apply", "operation": "Update"}]), "b", REPO_B, None),
+    (theirs(labels={render.SOURCE_LABEL: "a"}), "b", REPO_B, None),
+    (None, "b", REPO_B, None),  # nothing live: a create
+])
+def test_other_repository_refuses_only_another_sources_application_from_another_repository(
+        live, source, repository, other):
+    assert plan.other_repository(live, source, repository) == other
+
+
+def test_other_repository_is_only_about_applications():
+    child = {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "web", "namespace": "default", "managedFields": APPLIED,
+                          "ownerReferences": [render.owner_reference("web", "u1")],
+                          "labels": {**OWNED, render.SOURCE_LABEL: "a"}, "annotations": {render.REPOSITORY: REPO_A}}}
+    assert plan.owned(child)  # the agent's child, but children have no source: never refused
+    assert plan.other_repository(child, "b", REPO_B) is None
+
+
+def test_refuse_takes_out_another_repositorys_application_with_a_one_line_message():
+    live = [theirs(), app("mine", labels={**OWNED, render.SOURCE_LABEL: "b"}),
+            app("gone", labels={**OWNED, render.SOURCE_LABEL: "b"}),
+            app("old", labels={**OWNED, render.SOURCE_LABEL: "a"}, annotations={render.REPOSITORY: REPO_A})]
+    desired = [app("new"), app("web", image="evil"), app("mine")]
+    steps = plan.plan(desired, live, source="b")
+    out, refused = plan.refuse(steps, "b", REPO_B, {"default/web": "apps/web.yaml:3"})
+    assert [(s.action, s.identity[3]) for s in out] == [
+        (plan.CREATE, "new"), (plan.UNCHANGED, "mine"), (plan.PRUNE, "gone")]
+    [(step, why)] = refused
+    assert step.identity == ("heumsi.github.io", "Application", "default", "web") and step.action == plan.UPDATE
+    assert "\n" not in why
+    assert why.startswith("apps/web.yaml:3: not applied: already synced from another repository, "
+                          f"'{REPO_A}' ({render.SOURCE_LABEL}=a); ")
+    assert "never prunes it" in why and "Remove it from one of the two repositories" in why
+    assert f"kubectl -n default annotate application web {render.REPOSITORY}-" in why
+    # "old" (another source's, not in this Git) is neither refused nor pruned: plan never prunes it
+    assert all(s.identity[3] != "old" for s in out)
+
+
+def test_refuse_keeps_steps_it_has_no_reason_to_refuse():
+    steps = plan.plan([app("web")], [theirs()], source="b")
+    assert plan.refuse(steps, "b", REPO_A, {}) == (steps, [])
+    assert plan.refuse([], "b", REPO_B, {}) == ([], [])
+    out, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})  # no file known: said so, still one line
+    assert out == [] and why.startswith("?: not applied")
+
+
+def test_refuse_quotes_a_hand_edited_repository_annotation_on_one_line():
+    steps = plan.plan([app("web")], [theirs(annotations={render.REPOSITORY: "x\ny" + "z" * 500})], source="b")
+    _, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})
+    assert "\n" not in why and "'x\\ny" in why and "z" * 300 not in why
+
+
+def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
+    # an Application an older agent applied (no annotation) is updated once to get it
+    desired = [app("web", annotations={render.REPOSITORY: REPO_A})]
+    assert plan.plan(desired, [app("web", labels=OWNED)])[0].action == plan.UPDATE
+    assert plan.plan(desired, [app("web", labels=OWNED, annotations={render.REPOSITORY: REPO_A})])[0].action \
+        == plan.UNCHANGED

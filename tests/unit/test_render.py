@@ -36,7 +36,16 @@ def test_desired_application_marks_ownership_and_provenance():
     annotations = out["metadata"]["annotations"]
     assert (annotations[render.SOURCE_COMMIT], annotations[render.SOURCE_PATH]) == ("c" * 40, "apps/a.yaml")
     assert len(annotations[render.CONTENT_HASH]) == 16
+    assert render.REPOSITORY not in annotations  # none given: none recorded
     assert "status" not in out
+
+
+def test_desired_application_records_the_repository_identity():
+    body = {"metadata": {"name": "a", "namespace": "n", "annotations": {render.REPOSITORY: "set in git"}},
+            "spec": {"image": "i", "replicas": 2, "port": 8080}}
+    out = render.desired_application(body, "c" * 40, "a.yaml", "src-1", "github.com/Org/repo")
+    assert out["metadata"]["annotations"][render.REPOSITORY] == "github.com/Org/repo"  # the agent's, not Git's
+    assert out["metadata"]["labels"][render.SOURCE_LABEL] == "src-1"
 
 
 def test_removing_a_label_in_git_changes_the_content_hash():
