@@ -168,9 +168,10 @@ each annotation (``suspend.set_by_hand`` reads the owner of ``heumsi.github.io/r
 
 def compact(obj: dict) -> dict:
     """``obj`` (a dict as the API serves it) with each ``metadata.managedFields`` entry's
-    ``fieldsV1`` cut down to what the pass reads: the authoritative subtrees of its kind
-    (``foreign``) and ``KEPT_FOR_READERS``; every entry stays, with its manager, operation and
-    subresource (``applied_by_agent``, ``eligible``). Modifies and returns ``obj``.
+    ``fieldsV1`` cut down to what the pass reads: ``KEPT_FOR_READERS``, and for an entry the
+    agent takes fields over from (``eligible``) the authoritative subtrees of its kind
+    (``foreign``); every entry stays, with its manager, operation and subresource
+    (``applied_by_agent``, ``eligible``). Modifies and returns ``obj``.
 
     About half of a listed object's memory is managedFields, and a pass holds every listed
     object; ``handover``, which rewrites the whole list, must be given the full object (a GET)."""
@@ -178,5 +179,5 @@ def compact(obj: dict) -> dict:
     for entry in (obj.get("metadata") or {}).get("managedFields") or []:
         trie = entry.get("fieldsV1")
         if isinstance(trie, dict):
-            entry["fieldsV1"], _ = split(trie, domains)
+            entry["fieldsV1"], _ = split(trie, domains if eligible(entry) else KEPT_FOR_READERS)
     return obj
