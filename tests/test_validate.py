@@ -105,9 +105,11 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
 
 
 @pytest.mark.parametrize("args,says", [
-    (["-o", "xml"], "invalid choice: 'xml' (choose from 'text', 'json', 'markdown')"),
-    (["--ref", "main"], "--ref needs --repo"),
-    (["--namespace", "Bad_NS"], "--namespace 'Bad_NS' is not a valid DNS-1123 label"),
+    (["-o", "xml"], "argument -o/--output: 'xml' is not allowed: must be one of text, json, markdown"),
+    (["--ref", "main"], "argument --ref: 'main' is not allowed without --repo"),
+    (["--namespace", "Bad_NS"], "argument --namespace: 'Bad_NS' is not allowed: must be a DNS-1123 label"),
+    (["--log-level", "verbose"], "argument --log-level: 'verbose' is not allowed: must be one of DEBUG"),
+    (["--repo", "x", "--git-token-file", "/nonexistent/t"], "argument --git-token-file: '/nonexistent/t' is not allowed"),
     (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
     (["--fetch-timeout", "soon"], "argument --fetch-timeout: 'soon' is not allowed: must be a number of seconds > 0 and <= 3600"),
     (["--fetch-timeout", "nan"], "must be a number of seconds > 0 and <= 3600"),
@@ -149,8 +151,9 @@ def test_a_bad_output_format_in_the_environment_is_one_line_exit_2(tmp_path):
     for command in ("validate", "diff", "sync"):
         proc = subprocess.run([sys.executable, "-m", "agent", command, "--repo", "x"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 2 and proc.stderr == (
-            "error: GITOPS_AGENT_OUTPUT='xml' is not an output format (allowed: text, json, markdown)\n"), command
+        assert proc.returncode == 2 and proc.stdout == "" and proc.stderr == (
+            f"python -m agent {command}: error: argument -o/--output: GITOPS_AGENT_OUTPUT='xml' is not allowed: "
+            f"must be one of text, json, markdown (see python -m agent {command} --help)\n"), command
 
 
 def test_processes_sharing_one_cache_fetch_one_at_a_time(tmp_path):
