@@ -128,7 +128,9 @@ def _credentials(args) -> source.Credentials:
 
 
 def run_validate(args) -> int:
-    """``validate``: prints the report; returns 0 (valid) or 2 (invalid, or unreadable source).
+    """``validate``: prints each problem on stderr (``error: file:line: field: message``) and
+    the report on stdout (text: the verdict line); returns 0 (valid) or 2 (invalid, or
+    unreadable source).
     Raises ``flags.UsageError`` for flags that do not go together or an unreadable token file."""
     if args.ref and not args.repo:
         raise flags.UsageError(f"{flags.shown(args.ref)} is not allowed without --repo (without --repo, "
@@ -138,9 +140,10 @@ def run_validate(args) -> int:
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
     code = EXIT_OK if result.ok else EXIT_FAILED
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
+    for error in doc["errors"]:  # every problem on stderr, whatever the report's format
+        print(f"error: {source.redact(output.error_line(error), args.repo)}", file=sys.stderr)
+    sys.stderr.flush()  # the problems, then the verdict, also on one terminal
     _emit(source.redact(output.render(doc, args.output), args.repo))
-    if result.fatal and args.output != "text":
-        print(f"error: {source.redact(result.fatal, args.repo)}", file=sys.stderr)
     return code
 
 

@@ -66,14 +66,15 @@ def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
     write(tmp_path / "apps", BROKEN)
     proc = validate("--path", "apps", cwd=tmp_path)
     assert proc.returncode == 2
-    out = proc.stdout
+    errors = proc.stderr.splitlines()
+    assert len(errors) == 7 and all(line.startswith("error: apps/") for line in errors), errors
     for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
                      "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
                      "apps/labels.yaml:5: metadata.labels.tier: must be a string",
                      "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
                      "apps/b/dup.yaml:1: metadata.name"):
-        assert expected in out, expected
-    assert out.splitlines()[-1] == "invalid: 7 problems in 7 files"
+        assert expected in proc.stderr, expected
+    assert proc.stdout == "invalid: 7 problems in 7 files\n"  # the report: the problems are on stderr
 
 
 def test_json_and_markdown_reports(validate, tmp_path):
@@ -85,8 +86,26 @@ def test_json_and_markdown_reports(validate, tmp_path):
     assert {(Path(e["file"]).name, e["line"], e["field"]) for e in doc["errors"]} >= {
         ("schema.yaml", 7, "spec.replicas"), ("labels.yaml", 5, "metadata.labels.tier")}
     assert doc["exitCode"] == 2 and doc["applications"][0]["name"] == "default/good"
+    assert len(proc.stderr.splitlines()) == 7  # every problem on stderr too
     md = validate("--path", str(tmp_path), "--output", "markdown").stdout
     assert md.startswith("### gitops-agent validate: 7 problems in 7 files") and "| `default/good` |" in md
+
+
+@pytest.mark.parametrize("output", ["text", "json", "markdown"])
+@pytest.mark.parametrize("path, error", [
+    ("/nonexistent", "error: --path '/nonexistent' does not exist"),
+    ("/etc/hostname", "error: --path '/etc/hostname' is not a directory"),
+])
+def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, tmp_path, path, error, output):
+    proc = validate("--path", path, "-o", output, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == error + "\n"
+    if output == "text":
+        assert proc.stdout == "invalid: 1 problem in 0 files\n"
+    elif output == "json":
+        doc = json.loads(proc.stdout)
+        assert doc["ok"] is False and doc["errors"][0]["message"] == error.removeprefix("error: ")
+    else:
+        assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
 
 
 def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
@@ -99,7 +118,7 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     proc = validate("--repo", str(repo.path), "--path", "apps", "--ref", good, "--cache-dir", cache, "-o", "json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == good
     proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", cache)
-    assert proc.returncode == 2 and "apps/web.yaml:7: spec.replicas" in proc.stdout
+    assert proc.returncode == 2 and "error: apps/web.yaml:7: spec.replicas" in proc.stderr
     # the work tree holds the same broken file: validated as a plain directory it fails too
     assert validate("--path", str(repo.path / "apps")).returncode == 2
 
@@ -117,8 +136,8 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
     proc = validate(*args, cwd=tmp_path)
     assert proc.returncode == 2
-    assert says in proc.stdout + proc.stderr
-    assert len(proc.stderr.strip().splitlines()) <= 1
+    assert says in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert says not in proc.stdout  # the report (if any) on stdout; the error on stderr
 
 
 def test_credentials_never_appear(validate, tmp_path):
@@ -196,4 +215,4 @@ def test_full_ref_names_name_exactly_that_branch_or_tag(validate, tmp_path):
         assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == commit, ref
         assert source.fetch(str(repo.path), ref, cache, known_commit=commit).fetched is False, ref
     proc = validate("--repo", str(repo.path), "--ref", "refs/heads/nope", "--cache-dir", str(cache))
-    assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stderr
