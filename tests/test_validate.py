@@ -216,3 +216,20 @@ def test_full_ref_names_name_exactly_that_branch_or_tag(validate, tmp_path):
         assert source.fetch(str(repo.path), ref, cache, known_commit=commit).fetched is False, ref
     proc = validate("--repo", str(repo.path), "--ref", "refs/heads/nope", "--cache-dir", str(cache))
     assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stderr
+
+
+def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
+    """``kind: List`` as ``kubectl apply -f`` takes it: each item is a document of the file; an
+    item's error names the file and the item's own line."""
+    items = "".join("- " + app_yaml(name, replicas=replicas).replace("\n", "\n  ").rstrip(" ")
+                    for name, replicas in (("web", 1), ("api", -1)))
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n" + items +
+                                        "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n")
+    proc = validate("--path", ".", "-o", "json", cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 and [a["name"] for a in doc["applications"]] == ["default/web"]
+    assert [(a["file"], a["line"]) for a in doc["applications"]] == [("list.yaml", 4)]
+    assert proc.stderr.splitlines() == [
+        "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
+        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", '
+        'kind "ConfigMap")']

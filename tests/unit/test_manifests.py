@@ -447,7 +447,7 @@ def test_default_limits_are_one_mebibyte_and_a_thousand_documents():
     assert run({"big.yaml": big}).errors == [
         ManifestError("big.yaml", None, None, "file is 1048577 bytes, above the limit of 1048576 bytes")]
     assert run({"many.yaml": "---\n" * 1001}).errors == [
-        ManifestError("many.yaml", None, None, "more than 1000 YAML documents")]
+        ManifestError("many.yaml", None, None, "more than 1000 YAML documents (each item of a List counts as one)")]
     assert run({"many.yaml": "---\n" * 1000}).errors == []
 
 
