@@ -367,7 +367,9 @@ def _application(path, node, data, lines, default_namespace, found, errors) -> N
         if "name" not in meta:
             error(_line(lines, ("metadata",)), "metadata.name", "is required")
         for field, value in (("name", name), ("namespace", namespace)):
-            if (field in meta) and not is_dns1123_label(value):
+            if field in meta and not isinstance(value, str):  # 123, true, null: not a label at all
+                error(_line(lines, ("metadata", field)), f"metadata.{field}", metadata_rules.not_a_string(value))
+            elif field in meta and not is_dns1123_label(value):
                 error(_line(lines, ("metadata", field)), f"metadata.{field}", f"{_show(value)} {_LABEL_RULE}")
         for sub, message in metadata_rules.problems(meta):
             error(_line(lines, ("metadata",) + sub), _dotted(("metadata",) + sub), message)

@@ -233,3 +233,16 @@ def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
         "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
         'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", '
         'kind "ConfigMap")']
+
+
+def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
+    (tmp_path / "web.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
+        "  labels:\n    tier: 5\n    canary: true\nspec: {image: x, replicas: 1, port: 80}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        'error: web.yaml:4: metadata.name: must be a string, not an integer (quote it: "123")',
+        'error: web.yaml:5: metadata.namespace: must be a string, not an integer (quote it: "7")',
+        'error: web.yaml:7: metadata.labels.tier: must be a string, not an integer (quote it: "5")',
+        "error: web.yaml:8: metadata.labels.canary: must be a string, not a boolean (YAML 1.1 reads unquoted "
+        "true/false, yes/no and on/off as booleans; quote it)"]

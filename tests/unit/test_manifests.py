@@ -139,9 +139,20 @@ def test_valid_names(name):
     assert [m.name for m in run({"n.yaml": app(name)}).manifests] == [name.strip('"')]
 
 
-def test_unquoted_numeric_name_is_not_a_string():
-    err = only_error(run({"n.yaml": app("0")}))
-    assert err.message == f"0 {RULE}"
+@pytest.mark.parametrize("value, message", [
+    ("0", 'must be a string, not an integer (quote it: "0")'),
+    ("123", 'must be a string, not an integer (quote it: "123")'),
+    ("1.5", 'must be a string, not a number (quote it: "1.5")'),
+    ("yes", "must be a string, not a boolean (YAML 1.1 reads unquoted true/false, yes/no and on/off as "
+            "booleans; quote it)"),
+    ("null", "must be a string, not null"), ("[web]", "must be a string, not a list"),
+])
+def test_a_name_or_namespace_that_is_not_a_string_says_so(value, message):
+    """kubectl refuses a number where a string belongs; "not a valid DNS-1123 label" would
+    send the user looking at the characters of a name that is fine once quoted."""
+    for field, text, line in (("name", app(value), 4), ("namespace", app("web", value), 5)):
+        err = only_error(run({"n.yaml": text}))
+        assert (err.line, err.field, err.message) == (line, f"metadata.{field}", message)
 
 
 def test_invalid_namespace():

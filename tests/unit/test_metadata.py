@@ -95,10 +95,12 @@ def test_qualified_name_prefix_is_at_most_253_characters(prefix_length, ok):
     ({"annotations": 3}, [(("annotations",), "must be a mapping of strings to strings, not an integer")]),
     ({"labels": {"tier": None}}, [(("labels", "tier"), "must be a string, not null")]),
     ({"labels": {"tier": 1.5}}, [(("labels", "tier"), 'must be a string, not a number (quote it: "1.5")')]),
-    ({"labels": {"tier": False}}, [(("labels", "tier"), 'must be a string, not a boolean (quote it: "False")')]),
-    ({"labels": {"tier": [1]}}, [(("labels", "tier"), 'must be a string, not a list (quote it: "[1]")')]),
-    ({"labels": {"tier": {"a": "b"}}},
-     [(("labels", "tier"), "must be a string, not a mapping (quote it: \"{'a': 'b'}\")")]),
+    # a boolean was written true, yes or on: no spelling is guessed (never "False")
+    ({"labels": {"tier": False}}, [(("labels", "tier"), "must be a string, not a boolean (YAML 1.1 reads unquoted "
+                                    "true/false, yes/no and on/off as booleans; quote it)")]),
+    # quoting a list or mapping makes no label value: no hint
+    ({"labels": {"tier": [1]}}, [(("labels", "tier"), "must be a string, not a list")]),
+    ({"labels": {"tier": {"a": "b"}}}, [(("labels", "tier"), "must be a string, not a mapping")]),
     # YAML reads an unquoted 2024-01-31 as a date: the message names the type as Python does
     ({"annotations": {"since": __import__("datetime").date(2024, 1, 31)}},
      [(("annotations", "since"), 'must be a string, not date (quote it: "2024-01-31")')]),
