@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from .schema import did_you_mean
+
 API_VERSION, KIND = "v1", "List"
 ALLOWED = ("apiVersion", "kind", "metadata", "items")
 
@@ -30,7 +32,8 @@ def items(node, data: dict) -> tuple[list[tuple[object, object]], list[tuple[tup
     problems: list[tuple[tuple, str]] = []
     for key in data:
         if key not in ALLOWED:
-            problems.append(((key,), f"unknown field in a List (allowed: {', '.join(ALLOWED)})"))
+            problems.append(((key,), f"unknown field in a List{did_you_mean(key, ALLOWED)} "
+                                     f"(allowed: {', '.join(ALLOWED)})"))
     values = data.get("items")
     if values is None:
         return [], problems

@@ -44,7 +44,7 @@ from .yamlload import MAX_DEPTH, _Bail, _DuplicateKey, _Loader, _TooDeep  # noqa
 
 if _FAST:
     from .yamlload import _CLoader
-from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA
+from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA, did_you_mean
 
 
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -355,7 +355,8 @@ def _application(path, node, data, lines, default_namespace, found, errors) -> N
         return error(_line(lines, bad[0]), _dotted(bad[0]) or None, bad[1])
     for key in data:
         if key not in _TOP_LEVEL:
-            error(_line(lines, (key,)), key, f"unknown field (allowed: {', '.join(_TOP_LEVEL)})")
+            error(_line(lines, (key,)), key,
+                  f"unknown field{did_you_mean(key, _TOP_LEVEL)} (allowed: {', '.join(_TOP_LEVEL)})")
 
     identity = None
     meta = data.get("metadata")
@@ -399,7 +400,8 @@ def _spec_problems(spec) -> list[tuple[tuple, str]]:
             out += [((k,), "is required") for k in e.validator_value if k not in e.instance]
         elif e.validator == "additionalProperties":
             allowed = ", ".join(sorted(_SPEC_FIELDS))
-            out += [((k,), f"unknown field (allowed: {allowed})") for k in e.instance if k not in _SPEC_FIELDS]
+            out += [((k,), f"unknown field{did_you_mean(k, _SPEC_FIELDS, 'spec.')} (allowed: {allowed})")
+                    for k in e.instance if k not in _SPEC_FIELDS]
         elif not sub and e.validator == "type":
             out.append(((), f"must be a mapping, not {_type_name(spec)}"))
         elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:

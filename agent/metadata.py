@@ -46,7 +46,8 @@ def problems(meta: dict) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     for key in meta:
         if key not in ALLOWED:
-            hint = " (did you mean namespace?)" if _close(key, "namespace") else ""
+            close = next((field for field in ALLOWED if _close(key, field)), None)
+            hint = f" (did you mean metadata.{close}?)" if close else ""
             out.append(((key,), f"unknown field{hint} (allowed: {', '.join(ALLOWED)})"))
     for field in ("labels", "annotations"):
         if field not in meta or meta[field] is None:
@@ -86,9 +87,11 @@ def not_a_string(value) -> str:
     return f'must be a string, not {_kind(value)} (quote it: "{value}")'
 
 
-def _close(word: str, target: str) -> bool:
-    """A likely typo of ``target``: same letters give or take one (namspace, namepsace, namesapce)."""
-    if word == target or abs(len(word) - len(target)) > 1:
+def _close(word, target: str) -> bool:
+    """A likely typo of ``target``: same letters give or take one (namspace, namepsace, namesapce,
+    lables). Deliberately stricter than the spec's difflib hint: metadata holds many keys the API
+    server sets (uid, generateName, finalizers), and none of those should read as a typo."""
+    if not isinstance(word, str) or word == target or abs(len(word) - len(target)) > 1:
         return False
     return sorted(word) == sorted(target) or sum(a != b for a, b in zip(word, target)) <= 1 \
         or any(word == target[:i] + target[i + 1:] for i in range(len(target)))

@@ -28,7 +28,7 @@ spec:
     repo.commit()
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2
-    assert "error: apps/web.yaml:5: metadata.namspace: unknown field (did you mean namespace?)" in proc.stderr
+    assert "error: apps/web.yaml:5: metadata.namspace: unknown field (did you mean metadata.namespace?)" in proc.stderr
     assert objects.trio(namespace, "web") == (None, None, None)  # not synced into the default either
     assert objects.app(other, "web") is None
     assert all(objects.trio(namespace, "ok"))  # the valid one still syncs

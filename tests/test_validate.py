@@ -246,3 +246,15 @@ def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate,
         'error: web.yaml:7: metadata.labels.tier: must be a string, not an integer (quote it: "5")',
         "error: web.yaml:8: metadata.labels.canary: must be a string, not a boolean (YAML 1.1 reads unquoted "
         "true/false, yes/no and on/off as booleans; quote it)"]
+
+
+def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
+    (tmp_path / "web.yaml").write_text(app_yaml("web").replace("replicas: 1", "replica: 1").replace(
+        "metadata:", "metdata: {}\nmetadata:"))
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "error: web.yaml:3: metdata: unknown field (did you mean metadata?) (allowed: apiVersion, kind, metadata, "
+        "spec, status)",
+        "error: web.yaml:6: spec.replicas: is required",
+        "error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: image, port, "
+        "replicas, suspend)"]

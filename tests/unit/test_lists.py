@@ -82,7 +82,7 @@ def test_an_empty_list_holds_nothing_and_is_no_error(monkeypatch, text):
     (HEAD.replace("items:\n", "items: {a: 1}\n"), "l.yaml:5: items: must be a list of Application documents, not a mapping"),
     (HEAD + "- 42\n", "l.yaml:6: document must be a mapping, not an integer"),
     (HEAD.replace("items:\n", "itemz: []\n"),
-     "l.yaml:5: itemz: unknown field in a List (allowed: apiVersion, kind, metadata, items)"),
+     "l.yaml:5: itemz: unknown field in a List (did you mean items?) (allowed: apiVersion, kind, metadata, items)"),
     (HEAD.replace("items:\n", "yes: 1\n"), "l.yaml:1: key True is not a string (YAML 1.1 reads unquoted yes/no/on/off "
                                            "as booleans and digits as numbers; quote it)"),
 ])

@@ -218,15 +218,30 @@ def test_missing_or_empty_spec():
     assert [e.message for e in errors] == ["must be a mapping, not null"]
 
 
-def test_unknown_spec_field():
-    err = only_error(run({"a.yaml": EXAMPLE + "  replica: 2\n"}))
-    assert (err.line, err.field) == (9, "spec.replica")
-    assert err.message == "unknown field (allowed: image, port, replicas, suspend)"
+@pytest.mark.parametrize("key, hint", [
+    ("replica", " (did you mean spec.replicas?)"), ("Replicas", " (did you mean spec.replicas?)"),
+    ("img", " (did you mean spec.image?)"), ("ports", " (did you mean spec.port?)"),
+    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("env", ""),
+])
+def test_unknown_spec_field(key, hint):
+    err = only_error(run({"a.yaml": EXAMPLE + f"  {key}: 2\n"}))
+    assert (err.line, err.field) == (9, f"spec.{key}")
+    assert err.message == f"unknown field{hint} (allowed: image, port, replicas, suspend)"
 
 
-def test_unknown_top_level_field():
-    err = only_error(run({"a.yaml": EXAMPLE + "spek: {}\n"}))
-    assert (err.line, err.field) == (9, "spek")
+@pytest.mark.parametrize("key, hint", [("spek", " (did you mean spec?)"), ("metdata", " (did you mean metadata?)"),
+                                       ("stats", " (did you mean status?)"), ("foo", "")])
+def test_unknown_top_level_field(key, hint):
+    err = only_error(run({"a.yaml": EXAMPLE + f"{key}: {{}}\n"}))
+    assert (err.line, err.field) == (9, key)
+    assert err.message == f"unknown field{hint} (allowed: apiVersion, kind, metadata, spec, status)"
+
+
+def test_did_you_mean():
+    from agent.schema import did_you_mean
+
+    assert did_you_mean("replica", ("image", "replicas"), "spec.") == " (did you mean spec.replicas?)"
+    assert did_you_mean("zzz", ("image", "replicas")) == "" and did_you_mean(True, ("true",)) == ""
 
 
 def test_exported_status_is_accepted_and_ignored():
@@ -508,7 +523,7 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
      (3, "metadata", "is required")),
     ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: [a]\nspec: {image: x, replicas: 1, port: 80}\n",
      (3, "metadata", "must be a mapping")),
-    (EXAMPLE + "spek: 1\n", (9, "spek", "unknown field (allowed: apiVersion, kind, metadata, spec, status)")),
+    (EXAMPLE + "spek: 1\n", (9, "spek", "unknown field (did you mean spec?) (allowed: apiVersion, kind, metadata, spec, status)")),
 ])
 def test_document_errors_exactly(text, expected):
     [err] = run({"a.yaml": text}).errors

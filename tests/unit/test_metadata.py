@@ -26,7 +26,7 @@ def test_label_values(value, ok):
 
 
 @pytest.mark.parametrize("extra, line, field, says", [
-    ("  namspace: billing\n", 5, "metadata.namspace", "unknown field (did you mean namespace?)"),
+    ("  namspace: billing\n", 5, "metadata.namspace", "unknown field (did you mean metadata.namespace?)"),
     ("  generateName: web-\n", 5, "metadata.generateName", "allowed: name, namespace, labels, annotations"),
     ("  uid: 1234\n", 5, "metadata.uid", "unknown field"),
     ("  labels: [a, b]\n", 5, "metadata.labels", "must be a mapping of strings to strings, not a list"),
@@ -70,8 +70,15 @@ ALLOWED_TEXT = "(allowed: name, namespace, labels, annotations)"
     ("uid", False),
 ])
 def test_unknown_metadata_key_message_and_typo_hint(key, hint):
-    says = "unknown field (did you mean namespace?) " if hint else "unknown field "
+    says = "unknown field (did you mean metadata.namespace?) " if hint else "unknown field "
     assert metadata.problems({"name": "web", key: "x"}) == [((key,), says + ALLOWED_TEXT)]
+
+
+@pytest.mark.parametrize("key, close", [("lables", "labels"), ("label", "labels"), ("annotation", "annotations"),
+                                        ("nmae", "name"), ("generateName", None), ("finalizers", None)])
+def test_a_typo_of_any_metadata_key_is_hinted(key, close):
+    hint = f"(did you mean metadata.{close}?) " if close else ""
+    assert metadata.problems({"name": "web", key: {}}) == [((key,), f"unknown field {hint}{ALLOWED_TEXT}")]
 
 
 def _subdomain(length):
