@@ -23,10 +23,11 @@ def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int
                   diffs: dict[str, str] | None = None, seconds: float = 0.0) -> dict:
     """The document for ``sync`` or ``diff``: ``report`` of the pass, ``diffs`` (subject ->
     unified diff, from ``diff.Recording.diffs``), ``source`` ({repo (redacted), ref, path}),
-    ``seconds`` the whole command's wall time."""
+    ``seconds`` the whole command's wall time. Objects are ``report.outcomes()``, so ``counts``
+    equal the text summary's; file errors are only in ``errors``."""
     diffs = diffs or {}
     apps: dict[str, list[dict]] = {}
-    for change in report.changes:
+    for change in report.outcomes():  # a refused Application is one failed Application object
         kind, _, rest = change.subject.partition("/")
         namespace, _, name = rest.rpartition("/")
         action = ACTIONS.get(change.action, change.action)
