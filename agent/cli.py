@@ -40,7 +40,6 @@ RUN_EPILOG = """exit codes:
 
 
 _env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked by the flag's type
-_env_bool = flags.env_bool  # raises flags.UsageError naming the variable
 
 
 def default_cache_dir() -> str:
@@ -94,15 +93,15 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          default=_env("KUBE_API_BURST", str(ratelimit.DEFAULT_BURST)))
     flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take; above 0, at most 3600 (default: 60)",
          type=flags.number(0, 3600, above=True), default=_env("FETCH_TIMEOUT", "60"))
-    parser.add_argument("--prune", action=argparse.BooleanOptionalAction, default=_env_bool("PRUNE", True),
-                        help="delete Applications (and children) the agent owns that Git no longer has "
-                             "(default: on) [env GITOPS_AGENT_PRUNE]")
-    parser.add_argument("--submodules", action=argparse.BooleanOptionalAction,
-                        default=_env_bool("SUBMODULES", True),
-                        help="follow Git submodules under --path; with --no-submodules a submodule there "
-                             "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
-    flag("--allow-empty", "ALLOW_EMPTY", "allow a commit with no Applications to prune every Application "
-         "the agent owns", action="store_true", default=_env_bool("ALLOW_EMPTY", False))
+    flags.switch(parser, "--prune", variable="PRUNE", default=True,
+                 help="delete Applications (and children) the agent owns that Git no longer has "
+                      "(default: on) [env GITOPS_AGENT_PRUNE]")
+    flags.switch(parser, "--submodules", variable="SUBMODULES", default=True,
+                 help="follow Git submodules under --path; with --no-submodules a submodule there "
+                      "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+    flags.switch(parser, "--allow-empty", variable="ALLOW_EMPTY", default=False, negatable=False,
+                 help="allow a commit with no Applications to prune every Application the agent owns "
+                      "[env GITOPS_AGENT_ALLOW_EMPTY]")
     flag("--max-prune-share", "MAX_PRUNE_SHARE", "a pass that would prune more than this share (0 to 1) of "
          f"this source's Applications, and more than {guards.MIN_PRUNES_GUARDED}, prunes nothing and exits 2 "
          "(default: 0.5; 1.0 turns the guard off)", type=flags.number(0, 1, unit=""),
@@ -167,10 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=flags.http_addr,
                             help="HOST:PORT for /healthz, /readyz, /metrics (default: :8080) "
                                  "[env GITOPS_AGENT_HTTP_ADDR]")
-    run_parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction,
-                            default=_env_bool("LEADER_ELECT", False),
-                            help="only the holder of a coordination.k8s.io Lease syncs (default: off) "
-                                 "[env GITOPS_AGENT_LEADER_ELECT]")
+    flags.switch(run_parser, "--leader-elect", variable="LEADER_ELECT", default=False,
+                 help="only the holder of a coordination.k8s.io Lease syncs (default: off) "
+                      "[env GITOPS_AGENT_LEADER_ELECT]")
     run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME), type=flags.dns_subdomain,
                             help="Lease name (default: gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
     run_parser.add_argument("--lease-namespace", default=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
@@ -183,12 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--identity", default=_env("IDENTITY", f"{socket.gethostname()}-{os.getpid()}"),
                             type=flags.non_empty,
                             help="this replica's name in the Lease (default: HOST-PID) [env GITOPS_AGENT_IDENTITY]")
-    run_parser.add_argument("--watch", action=argparse.BooleanOptionalAction, default=_env_bool("WATCH", True),
-                            help="also pass when an Application or child changes (default: on) [env GITOPS_AGENT_WATCH]")
+    flags.switch(run_parser, "--watch", variable="WATCH", default=True,
+                 help="also pass when an Application or child changes (default: on) [env GITOPS_AGENT_WATCH]")
     run_parser.add_argument("--shutdown-grace", type=flags.number(0, 3600), default=_env("SHUTDOWN_GRACE", "20"),
                             help="seconds SIGTERM waits for a running pass; 0 to 3600 (default: 20) "
                                  "[env GITOPS_AGENT_SHUTDOWN_GRACE]")
-    run_parser.add_argument("--webhook-secret-file", default=_env("WEBHOOK_SECRET_FILE"),
+    run_parser.add_argument("--webhook-secret-file", default=_env("WEBHOOK_SECRET_FILE"), type=flags.readable_file,
                             help="enable POST /hooks/git with the secret in this file (or set the secret itself in "
                                  "GITOPS_AGENT_WEBHOOK_SECRET); without one the path answers 404 "
                                  "[env GITOPS_AGENT_WEBHOOK_SECRET_FILE]")
@@ -209,11 +207,7 @@ def options_from(args: argparse.Namespace) -> sync.Options:
     file cannot be read."""
     token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
     if args.git_token_file:
-        try:
-            token = Path(args.git_token_file).read_text().strip()
-        except (OSError, UnicodeDecodeError) as err:
-            raise flags.UsageError(f"--git-token-file {args.git_token_file!r} cannot be read: "
-                                   f"{getattr(err, 'strerror', None) or err}") from None
+        token = flags.read_token_file(args.git_token_file)
     credentials = Credentials(token=token or None, username=args.git_username,
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
@@ -243,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     traceback and exit 2, never 1 (which means "changed something")."""
     try:
         return _main(argv)
-    except flags.UsageError as err:
-        print(f"{flags.prog_name()}: error: {err}", file=sys.stderr)
+    except flags.UsageError as err:  # found after parsing: worded as argparse words a bad value
+        print(flags.usage_line(getattr(err, "command", None), err), file=sys.stderr)
         return EXIT_FAILED
     except SystemExit as stop:
         if isinstance(stop.code, str):
@@ -257,13 +251,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    try:
+        return _command(args, argv)
+    except flags.UsageError as err:
+        err.command = args.command
+        raise
+
+
+def _given(argv: list[str], flag: str, value: float, *, named: bool = True) -> str:
+    """How a number in a usage error is named: ``--flag 5`` (``5`` without ``named``) when it
+    came from the command line or is the default, ``GITOPS_AGENT_X='5'`` when from the variable."""
+    variable = flags.ENV_PREFIX + flag.removeprefix("--").replace("-", "_").upper()
+    on_command_line = any(a == flag or a.startswith(flag + "=") for a in argv)
+    raw = os.environ.get(variable)
+    if raw is not None and not on_command_line:
+        return f"{variable}={raw!r}"
+    return f"{flag} {value:g}" if named else f"{value:g}"
+
+
+def _command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.command == "reconcile":
         return reconcile_cmd.run(args)
     _setup_logging(args)
-    if args.command == "run" and args.min_retry_delay > args.max_retry_delay:
-        raise flags.UsageError(f"--min-retry-delay {args.min_retry_delay:g} is more than --max-retry-delay "
-                               f"{args.max_retry_delay:g}: the first retry cannot wait longer than the longest")
+    secret = None
+    if args.command == "run":
+        if args.min_retry_delay > args.max_retry_delay:
+            low = _given(argv, "--min-retry-delay", args.min_retry_delay, named=False)
+            high = _given(argv, "--max-retry-delay", args.max_retry_delay)
+            raise flags.UsageError(f"{low} is not allowed: must not be more than {high} (the first retry "
+                                   "cannot wait longer than the longest)", flag="--min-retry-delay")
+        from . import webhook
+
+        # popped: Git and SSH, started by the passes, never inherit the secret
+        secret = webhook.load_secret(args.webhook_secret_file, os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
     if args.command == "validate":
         return ci.run_validate(args)
     try:
@@ -277,12 +299,13 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {redact(str(err))}", file=sys.stderr)
         return EXIT_FAILED
     if args.command == "run":
-        return run_forever(kube, opts, args)
+        return run_forever(kube, opts, args, secret)
     return ci.run_pass(kube, opts, args)
 
 
-def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int:
-    """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM."""
+def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret: bytes | None = None) -> int:
+    """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM.
+    ``secret``: the webhook's (``webhook.load_secret``), None for no webhook."""
     from . import webhook
     from .runner import Runner
     from .server import Health, Metrics, serve
@@ -290,13 +313,6 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace) -> int
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    try:
-        # popped: Git and SSH, started by the passes, never inherit the secret
-        secret = webhook.load_secret(args.webhook_secret_file,
-                                     os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)

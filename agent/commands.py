@@ -16,7 +16,6 @@ from pathlib import Path
 
 from . import flags, output, source
 from . import validate as validate_
-from .manifests import is_dns1123_label
 
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
 # cluster: ``validate`` starts in a fraction of the time, which a pre-commit hook notices.
@@ -37,8 +36,7 @@ VALIDATE_EPILOG = """exit codes:
 """
 
 
-def _env(name: str, default=None):
-    return os.environ.get(f"GITOPS_AGENT_{name}", default)
+_env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
 
 
 def default_cache_dir() -> str:
@@ -60,17 +58,18 @@ def validate_main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
-    return run_validate(args)
+    try:
+        return run_validate(args)
+    except flags.UsageError as err:
+        print(flags.usage_line("validate", err), file=sys.stderr)
+        return EXIT_FAILED
 
 
 def add_output_flags(parser: argparse.ArgumentParser, env) -> None:
     """``-o/--output text|json|markdown`` and ``--quiet`` (no progress bar). ``env(name, default)``
     reads ``GITOPS_AGENT_<name>``."""
-    default = env("OUTPUT", "text")
-    if default not in output.FORMATS:
-        raise SystemExit(f"error: GITOPS_AGENT_OUTPUT={default!r} is not an output format "
-                         f"(allowed: {', '.join(output.FORMATS)})")
-    parser.add_argument("-o", "--output", choices=output.FORMATS, default=default,
+    parser.add_argument("-o", "--output", type=flags.choice(*output.FORMATS), default=env("OUTPUT", "text"),
+                        metavar="{" + ",".join(output.FORMATS) + "}",
                         help="report format on stdout: text, json (one document, see agent/report.schema.json) "
                              "or markdown (for a pull-request comment) [env GITOPS_AGENT_OUTPUT]")
     parser.add_argument("--quiet", "-q", action="store_true",
@@ -95,22 +94,27 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                              "default: the remote's HEAD")
     parser.add_argument("--path", default=".", help="directory of Application YAML: on disk, or inside "
                                                     "the repository with --repo (default: .)")
-    parser.add_argument("--namespace", default=env("NAMESPACE", "default"),
+    parser.add_argument("--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
                         help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
     parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir}) [env GITOPS_AGENT_CACHE_DIR]")
     parser.add_argument("--fetch-timeout", type=flags.number(0, 3600, above=True), default=env("FETCH_TIMEOUT", "60"),
                         help="seconds a Git fetch may take; above 0, at most 3600 (default: 60) "
                              "[env GITOPS_AGENT_FETCH_TIMEOUT]")
-    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"),
-                        help="file holding an HTTPS token for --repo (or set GITOPS_AGENT_GIT_TOKEN)")
-    parser.add_argument("--git-username", default=env("GIT_USERNAME", "git"), help="user sent with the token")
-    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), help="private key for ssh:// repositories")
-    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"),
-                        help="known_hosts for ssh:// repositories (strict checking)")
-    parser.add_argument("--log-level", default=env("LOG_LEVEL"), help="DEBUG, INFO, WARNING or ERROR")
-    parser.add_argument("--log-format", choices=["text", "json"], default=env("LOG_FORMAT", "text"),
-                        help="log lines as text or one JSON object per line")
+    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"), type=flags.readable_file,
+                        help="file holding an HTTPS token for --repo (or set GITOPS_AGENT_GIT_TOKEN) "
+                             "[env GITOPS_AGENT_GIT_TOKEN_FILE]")
+    parser.add_argument("--git-username", default=env("GIT_USERNAME", "git"), type=flags.non_empty,
+                        help="user sent with the token [env GITOPS_AGENT_GIT_USERNAME]")
+    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), type=flags.readable_file,
+                        help="private key for ssh:// repositories [env GITOPS_AGENT_SSH_KEY_FILE]")
+    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"), type=flags.readable_file,
+                        help="known_hosts for ssh:// repositories (strict checking) [env GITOPS_AGENT_KNOWN_HOSTS_FILE]")
+    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
+                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
+                        metavar="{text,json}",
+                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
     add_output_flags(parser, env)
     return parser
 
@@ -118,32 +122,28 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
 def _credentials(args) -> source.Credentials:
     token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
     if args.git_token_file:
-        token = Path(args.git_token_file).read_text().strip()
+        token = flags.read_token_file(args.git_token_file)
     return source.Credentials(token=token or None, username=args.git_username,
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
 
 
 def run_validate(args) -> int:
-    """``validate``: prints the report; returns 0 (valid) or 2 (invalid, or unreadable source)."""
+    """``validate``: prints each problem on stderr (``error: file:line: field: message``) and
+    the report on stdout (text: the verdict line); returns 0 (valid) or 2 (invalid, or
+    unreadable source).
+    Raises ``flags.UsageError`` for flags that do not go together or an unreadable token file."""
     if args.ref and not args.repo:
-        print("error: --ref needs --repo (without --repo, --path is a directory on disk)", file=sys.stderr)
-        return EXIT_FAILED
-    if not is_dns1123_label(args.namespace):
-        print(f"error: --namespace {args.namespace!r} is not a valid DNS-1123 label (lowercase letters, "
-              "digits and '-', starting and ending with a letter or digit)", file=sys.stderr)
-        return EXIT_FAILED
-    try:
-        credentials = _credentials(args) if args.repo else None
-    except OSError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        raise flags.UsageError(f"{flags.shown(args.ref)} is not allowed without --repo (without --repo, "
+                               "--path is a directory on disk)", flag="--ref")
+    credentials = _credentials(args) if args.repo else None
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
     code = EXIT_OK if result.ok else EXIT_FAILED
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
+    for error in doc["errors"]:  # every problem on stderr, whatever the report's format
+        print(f"error: {source.redact(output.error_line(error), args.repo)}", file=sys.stderr)
+    sys.stderr.flush()  # the problems, then the verdict, also on one terminal
     _emit(source.redact(output.render(doc, args.output), args.repo))
-    if result.fatal and args.output != "text":
-        print(f"error: {source.redact(result.fatal, args.repo)}", file=sys.stderr)
     return code
 
 

@@ -9,7 +9,11 @@ How: each flag gets a ``type`` from here, which raises ``argparse.ArgumentTypeEr
 rule. A variable's raw text is passed to argparse as the flag's default wrapped in ``EnvValue``;
 argparse converts a string default with the flag's ``type`` only when the flag is not on the
 command line (a flag wins over its variable), and the type names the variable in its message.
-``Parser.error`` prints that message as one line (no usage block) and exits 2.
+``Parser.error`` prints that message as one line (no usage block) and exits 2. Boolean flags
+(``switch``) work the same way, with ``boolean`` as the type of their variable's text, so a
+variable is read only by the subcommands that have its flag. A problem found after parsing (two
+flags that do not go together, a file that cannot be read) is a ``UsageError`` printed in the
+same words (``usage_line``).
 """
 
 from __future__ import annotations
@@ -29,8 +33,15 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 
-class UsageError(Exception):
-    """A user error found before anything ran; ``str()`` is the one line to print (exit 2)."""
+class UsageError(ValueError):
+    """A user error found after parsing but before anything ran (exit 2). ``str()`` is the
+    message, ``flag`` the flag it concerns (None: none in particular); ``cli.main`` prints it
+    as argparse prints a bad value: ``PROG CMD: error: argument FLAG: MESSAGE (see PROG CMD
+    --help)``."""
+
+    def __init__(self, message: str, flag: str | None = None):
+        super().__init__(message)
+        self.flag = flag
 
 
 class EnvValue(str):
@@ -53,6 +64,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def usage_line(command: str | None, err: "UsageError") -> str:
+    """The one line a ``UsageError`` ends the process with, worded as argparse words a bad
+    value: ``PROG CMD: error: argument FLAG: MESSAGE (see PROG CMD --help)`` (no ``argument
+    FLAG:`` when ``err.flag`` is None, no ``CMD`` when ``command`` is None)."""
+    prog = f"{prog_name()} {command}" if command else prog_name()
+    where = f"argument {err.flag}: " if err.flag else ""
+    return f"{prog}: error: {where}{err} (see {prog} --help)"
+
+
+def read_token_file(value: str, flag: str = "--git-token-file") -> str:
+    """The token in the file ``value`` (surrounding blanks stripped). Raises UsageError naming
+    ``flag`` (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text."""
+    try:
+        return Path(value).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or ("not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err)
+        raise UsageError(f"{shown(value)} is not allowed: must be a readable UTF-8 text file ({why})",
+                         flag=flag) from None
+
+
 def prog_name(argv0: str | None = None) -> str:
     """The name the program was started by, for usage lines: ``gitops-agent`` when run as the
     installed console command, else ``python -m agent``."""
@@ -69,26 +100,39 @@ def env(name: str, default: str | None = None) -> str | None:
     return default if value is None else EnvValue(value, variable)
 
 
-def env_bool(name: str, default: bool) -> bool:
-    """``GITOPS_AGENT_<name>`` as a boolean (true/false, yes/no, 1/0, on/off, any case), or
-    ``default`` when unset. Raises UsageError naming the variable for anything else (also for
-    an empty value)."""
-    variable = ENV_PREFIX + name
-    value = os.environ.get(variable)
-    if value is None:
-        return default
-    word = value.strip().lower()
+def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default: bool, help: str,
+           negatable: bool = True) -> argparse.Action:
+    """Add a boolean flag (``--x``/``--no-x`` when ``negatable``, else ``store_true``) whose
+    default comes from ``GITOPS_AGENT_<variable>`` (true/false, yes/no, 1/0, on/off, any case),
+    else ``default``. The variable is checked by argparse only when the flag is not on the command
+    line and only by the subcommand that has the flag, so a bad value reads like any other:
+    ``PROG sync: error: argument --prune/--no-prune: GITOPS_AGENT_PRUNE='maybe' is not allowed:
+    must be a boolean ... (see PROG sync --help)``. Returns the argparse action."""
+    action = parser.add_argument(*names, action=argparse.BooleanOptionalAction if negatable else "store_true",
+                                 default=env(variable, default), help=help)
+    action.type = boolean  # argparse converts a string default with the action's type
+    return action
+
+
+def boolean(text: str) -> bool:
+    """Type for a boolean variable: true/false, yes/no, 1/0 or on/off (any case, blanks
+    around ignored); anything else (also an empty value) is refused."""
+    word = text.strip().lower()
     if word in TRUE_WORDS:
         return True
     if word in FALSE_WORDS:
         return False
-    raise UsageError(f"{variable}={value!r} is not allowed: must be a boolean "
-                     "(true/false, yes/no, 1/0 or on/off)")
+    raise _refuse(text, "a boolean (true/false, yes/no, 1/0 or on/off)")
+
+
+def shown(value) -> str:
+    """How a refused value is named: ``GITOPS_AGENT_X='text'`` for an ``EnvValue``, else
+    ``'text'``."""
+    return f"{value.variable}={str(value)!r}" if isinstance(value, EnvValue) else repr(str(value))
 
 
 def _refuse(value: str, rule: str) -> argparse.ArgumentTypeError:
-    where = f"{value.variable}={str(value)!r}" if isinstance(value, EnvValue) else repr(str(value))
-    return argparse.ArgumentTypeError(f"{where} is not allowed: must be {rule}")
+    return argparse.ArgumentTypeError(f"{shown(value)} is not allowed: must be {rule}")
 
 
 def number(minimum: float | None = None, maximum: float | None = None, *, above: bool = False,

@@ -28,29 +28,30 @@ blob id is unchanged since the last pass.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field as dataclass_field
 
 import yaml
 from jsonschema import Draft202012Validator, validators
-from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from . import lists, parsecache
 from . import metadata as metadata_rules
-from . import parsecache
+from .nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
+from .nodes import show as _show, type_name as _type_name
 from .yamlload import FAST as _FAST
 from .yamlload import MAX_DEPTH, _Bail, _DuplicateKey, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
 
 if _FAST:
     from .yamlload import _CLoader
-from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA
+from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA, did_you_mean
 
 
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-', "
                "starting and ending with a letter or digit, at most 63 characters)")
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")  # status: ignored, never applied
+_TOO_MANY = "more than {} YAML documents (each item of a List counts as one)"
 
 
 @dataclass(frozen=True)
@@ -179,9 +180,9 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
 
 def _entry(found: list, documents: list) -> list:
     """A clean file's parse as ``parsecache`` stores it: [first line, last line, body or None]
-    per document."""
-    bodies = {line: manifest.body for _, _, line, manifest in found}
-    return [[start, end, bodies.get(start) if named else None] for _, start, end, named in documents]
+    per document (a List: per item). ``found`` holds one item per named document, in order."""
+    bodies = iter([manifest.body for _, _, _, manifest in found])
+    return [[start, end, next(bodies) if named else None] for _, start, end, named in documents]
 
 
 def _from_entry(path: str, entry: list, documents: list) -> list:
@@ -230,19 +231,19 @@ def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs:
             documents += fast[2]
             return fast[0], fast[1]
     loader = None
+    first = len(documents)
     try:
         loader = _Loader(text)
         count = 0
         while loader.check_node():
             count += 1
-            if count > max_docs:
-                return [], [ManifestError(path, None, None, f"more than {max_docs} YAML documents")]
-            node = loader.get_node()
-            problems, loader.problems = loader.problems, []
-            n_found = len(found)
-            _document(path, node, problems, loader, namespace, found, errors)
-            named = "/".join(found[-1][0]) if len(found) > n_found else None
-            documents.append((path, node.start_mark.line + 1, node.end_mark.line + 1, named))
+            node = loader.get_node() if count <= max_docs else None
+            if node is not None:
+                problems, loader.problems = loader.problems, []
+                _document(path, node, problems, loader, namespace, found, errors, documents)
+            if node is None or len(documents) - first > max_docs:
+                del documents[first:]
+                return [], [ManifestError(path, None, None, _TOO_MANY.format(max_docs))]
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         detail = f" ({e.context})" if e.context else ""
@@ -272,12 +273,9 @@ def _load_fast(path: str, text: str, namespace: str, max_docs: int):
             if count > max_docs:
                 return None
             node = loader.get_node()
-            n_found = len(found)
-            _document(path, node, [], loader, namespace, found, errors)
-            if errors:
+            _document(path, node, [], loader, namespace, found, errors, documents)
+            if errors or len(documents) > max_docs:
                 return None
-            named = "/".join(found[-1][0]) if len(found) > n_found else None
-            documents.append((path, node.start_mark.line + 1, node.end_mark.line + 1, named))
     except (_Bail, yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError, MemoryError):
         return None
     finally:
@@ -285,31 +283,68 @@ def _load_fast(path: str, text: str, namespace: str, max_docs: int):
     return found, errors, documents
 
 
-def _document(path, node, problems, loader, default_namespace, found, errors) -> None:
+def _document(path, node, problems, loader, default_namespace, found, errors, documents) -> None:
+    """Check one YAML document ``node`` of ``path``: its Application, or each item of a
+    ``kind: List`` (``lists``), goes to ``found`` as (identity, path, line, Manifest or None),
+    problems to ``errors``, and one row (path, first line, last line, ``namespace/name`` or None)
+    per document or List item to ``documents``."""
+    n_found = len(found)
+    data, lines = _construct(path, node, problems, loader, errors)
+    if not lists.is_list(data):
+        if data is not None:
+            _application(path, node, data, lines, default_namespace, found, errors)
+        return _row(documents, found, n_found, path, node, node.end_mark.line + 1)
+    bad = _non_json({k: v for k, v in data.items() if k != "items"})
+    pairs, own = lists.items(node, data) if bad is None else ([], [bad])
+    errors += [ManifestError(path, _line(lines, sub), _dotted(sub) or None, message) for sub, message in own]
+    for i, (item_node, item) in enumerate(pairs):
+        n = len(found)
+        _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors)
+        # an item's end mark is where the next item starts: its row ends on the line before
+        end = min(item_node.end_mark.line + 1, pairs[i + 1][0].start_mark.line if i + 1 < len(pairs) else math.inf)
+        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end))
+    if not pairs or own:
+        _row(documents, found, len(found), path, node, node.end_mark.line + 1)  # the List's own row
+
+
+def _row(documents: list, found: list, n_found: int, path: str, node, end: int) -> None:
+    """Append the ``documents`` row of ``node`` (a document or List item ending on line ``end``),
+    named after the identity ``found`` gained since it held ``n_found`` items."""
+    named = "/".join(found[-1][0]) if len(found) > n_found else None
+    documents.append((path, node.start_mark.line + 1, end, named))
+
+
+def _construct(path, node, problems, loader, errors):
+    """(data, {field path: line}) of ``node``, or (None, None) after appending its composing
+    problems or construction error to ``errors`` (data is also None for an empty document)."""
+    for at, message in problems:
+        errors.append(ManifestError(path, at, None, message))
+    if problems:
+        return None, None
+    lines, paths = _index(node)
+    try:
+        return loader.construct_document(node), lines
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+        loader.constructed_objects, loader.recursive_objects = {}, {}
+        loader.state_generators, loader.deep_construct = [], False
+        if isinstance(e, _DuplicateKey):
+            field = _dotted(paths[id(e.mapping)] + (e.key_node.value,))
+            errors.append(ManifestError(path, e.problem_mark.line + 1, field, e.problem))
+        else:
+            mark = getattr(e, "problem_mark", None)
+            errors.append(ManifestError(path, mark.line + 1 if mark else node.start_mark.line + 1, None,
+                                        f"invalid YAML value: {getattr(e, 'problem', None) or e}"))
+        return None, None
+
+
+def _application(path, node, data, lines, default_namespace, found, errors) -> None:
+    """Check ``data``, one document (or List item) composed from ``node``, as an Application."""
     line = node.start_mark.line + 1
     n_errors = len(errors)
 
     def error(at, field, message):
         errors.append(ManifestError(path, at, field, message))
 
-    for at, message in problems:
-        error(at, None, message)
-    if problems:
-        return
-    lines, paths = _index(node)
-    try:
-        data = loader.construct_document(node)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
-        loader.constructed_objects, loader.recursive_objects = {}, {}
-        loader.state_generators, loader.deep_construct = [], False
-        if isinstance(e, _DuplicateKey):
-            field = _dotted(paths[id(e.mapping)] + (e.key_node.value,))
-            return error(e.problem_mark.line + 1, field, e.problem)
-        mark = getattr(e, "problem_mark", None)
-        return error(mark.line + 1 if mark else line, None,
-                     f"invalid YAML value: {getattr(e, 'problem', None) or e}")
-    if data is None:  # empty or comment-only document
-        return
     if not isinstance(data, dict):
         return error(line, None, f"document must be a mapping, not {_type_name(data)}")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
@@ -320,7 +355,8 @@ def _document(path, node, problems, loader, default_namespace, found, errors) ->
         return error(_line(lines, bad[0]), _dotted(bad[0]) or None, bad[1])
     for key in data:
         if key not in _TOP_LEVEL:
-            error(_line(lines, (key,)), key, f"unknown field (allowed: {', '.join(_TOP_LEVEL)})")
+            error(_line(lines, (key,)), key,
+                  f"unknown field{did_you_mean(key, _TOP_LEVEL)} (allowed: {', '.join(_TOP_LEVEL)})")
 
     identity = None
     meta = data.get("metadata")
@@ -332,7 +368,9 @@ def _document(path, node, problems, loader, default_namespace, found, errors) ->
         if "name" not in meta:
             error(_line(lines, ("metadata",)), "metadata.name", "is required")
         for field, value in (("name", name), ("namespace", namespace)):
-            if (field in meta) and not is_dns1123_label(value):
+            if field in meta and not isinstance(value, str):  # 123, true, null: not a label at all
+                error(_line(lines, ("metadata", field)), f"metadata.{field}", metadata_rules.not_a_string(value))
+            elif field in meta and not is_dns1123_label(value):
                 error(_line(lines, ("metadata", field)), f"metadata.{field}", f"{_show(value)} {_LABEL_RULE}")
         for sub, message in metadata_rules.problems(meta):
             error(_line(lines, ("metadata",) + sub), _dotted(("metadata",) + sub), message)
@@ -362,7 +400,8 @@ def _spec_problems(spec) -> list[tuple[tuple, str]]:
             out += [((k,), "is required") for k in e.validator_value if k not in e.instance]
         elif e.validator == "additionalProperties":
             allowed = ", ".join(sorted(_SPEC_FIELDS))
-            out += [((k,), f"unknown field (allowed: {allowed})") for k in e.instance if k not in _SPEC_FIELDS]
+            out += [((k,), f"unknown field{did_you_mean(k, _SPEC_FIELDS, 'spec.')} (allowed: {allowed})")
+                    for k in e.instance if k not in _SPEC_FIELDS]
         elif not sub and e.validator == "type":
             out.append(((), f"must be a mapping, not {_type_name(spec)}"))
         elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:
@@ -383,68 +422,3 @@ def _rule(schema: dict) -> str:
     if lo is not None and hi is not None:
         return f"an integer between {lo} and {hi}"
     return f"an integer >= {lo}" if lo is not None else "an integer"
-
-
-def _index(root) -> tuple[dict[tuple, int], dict[int, tuple]]:
-    """Walk a node tree iteratively: {field path: 1-based line of its key or item}
-    and {id(node): its field path}."""
-    lines: dict[tuple, int] = {(): root.start_mark.line + 1}
-    paths: dict[int, tuple] = {}
-    stack = [((), root)]
-    while stack:
-        path, node = stack.pop()
-        paths[id(node)] = path
-        if isinstance(node, MappingNode):
-            for key, value in node.value:
-                sub = path + (key.value if isinstance(key, ScalarNode) else "?",)
-                lines.setdefault(sub, key.start_mark.line + 1)
-                stack.append((sub, value))
-        elif isinstance(node, SequenceNode):
-            for i, value in enumerate(node.value):
-                lines[path + (i,)] = value.start_mark.line + 1
-                stack.append((path + (i,), value))
-    return lines, paths
-
-
-def _line(lines: dict[tuple, int], path: tuple) -> int:
-    """Line of the deepest known prefix of ``path`` (at worst the document start)."""
-    while path not in lines:
-        path = path[:-1]
-    return lines[path]
-
-
-def _dotted(path: tuple) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-
-
-def _non_json(obj) -> tuple[tuple, str] | None:
-    """First (path, message) of a value JSON cannot represent, else None."""
-    stack = [((), obj)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, dict):
-            for key, sub in value.items():
-                if not isinstance(key, str):
-                    return path, (f"key {key!r} is not a string (YAML 1.1 reads unquoted "
-                                  "yes/no/on/off as booleans and digits as numbers; quote it)")
-                stack.append((path + (key,), sub))
-        elif isinstance(value, list):
-            stack.extend((path + (i,), sub) for i, sub in enumerate(value))
-        elif isinstance(value, float) and not math.isfinite(value):
-            return path, "must be a finite number (JSON has no .inf or .nan)"
-        elif not (value is None or isinstance(value, (str, int, float))):
-            return path, f"{_type_name(value)} values (e.g. from !!binary or !!set tags) are not supported"
-    return None
-
-
-def _show(value) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _type_name(value) -> str:
-    names = {type(None): "null", dict: "a mapping", list: "a list", str: "a string",
-             int: "an integer", float: "a number", bool: "a boolean"}
-    return names.get(type(value), type(value).__name__)

@@ -8,7 +8,7 @@ default namespace with exit 0. Only the keys a user writes are accepted (``name`
 rules (``k8s.io/apimachinery/pkg/util/validation``): keys are qualified names with an optional
 DNS-1123 subdomain prefix, label values are at most 63 characters of ``[A-Za-z0-9-_.]`` starting
 and ending alphanumeric (or empty), annotation values any string, all annotations together at
-most 256 KiB. ``name`` and ``namespace`` are checked by ``manifests`` (DNS-1123 labels).
+most 256 KiB. ``name`` and ``namespace`` are checked by ``manifests`` (strings, DNS-1123 labels).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def problems(meta: dict) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     for key in meta:
         if key not in ALLOWED:
-            hint = " (did you mean namespace?)" if _close(key, "namespace") else ""
+            close = next((field for field in ALLOWED if _close(key, field)), None)
+            hint = f" (did you mean metadata.{close}?)" if close else ""
             out.append(((key,), f"unknown field{hint} (allowed: {', '.join(ALLOWED)})"))
     for field in ("labels", "annotations"):
         if field not in meta or meta[field] is None:
@@ -59,8 +60,7 @@ def problems(meta: dict) -> list[tuple[tuple, str]]:
             if not qualified_name_ok(key):
                 out.append(((field, key), f"key {key!r} {KEY_RULE}"))
             if not isinstance(value, str):
-                out.append(((field, key), f"must be a string, not {_kind(value)} (quote it: \"{value}\")"
-                            if value is not None else "must be a string, not null"))
+                out.append(((field, key), not_a_string(value)))
             elif field == "labels" and not label_value_ok(value):
                 out.append(((field, key), f"value {value!r} {VALUE_RULE}"))
         if field == "annotations":
@@ -71,9 +71,27 @@ def problems(meta: dict) -> list[tuple[tuple, str]]:
     return out
 
 
-def _close(word: str, target: str) -> bool:
-    """A likely typo of ``target``: same letters give or take one (namspace, namepsace, namesapce)."""
-    if word == target or abs(len(word) - len(target)) > 1:
+def not_a_string(value) -> str:
+    """The message for a value that must be a string (a name, namespace, label or annotation
+    value) and is not, e.g. ``must be a string, not an integer (quote it: "123")``: YAML reads
+    unquoted ``123``, ``1.5``, ``true`` or ``null`` as other types, as kubectl does (it refuses
+    them). Booleans get the YAML 1.1 words instead of a spelling (``yes`` was read as True); a
+    list or mapping gets no hint."""
+    if value is None:
+        return "must be a string, not null"
+    if isinstance(value, bool):
+        return ("must be a string, not a boolean (YAML 1.1 reads unquoted true/false, yes/no and on/off "
+                "as booleans; quote it)")
+    if isinstance(value, (list, dict)):
+        return f"must be a string, not {_kind(value)}"
+    return f'must be a string, not {_kind(value)} (quote it: "{value}")'
+
+
+def _close(word, target: str) -> bool:
+    """A likely typo of ``target``: same letters give or take one (namspace, namepsace, namesapce,
+    lables). Deliberately stricter than the spec's difflib hint: metadata holds many keys the API
+    server sets (uid, generateName, finalizers), and none of those should read as a typo."""
+    if not isinstance(word, str) or word == target or abs(len(word) - len(target)) > 1:
         return False
     return sorted(word) == sorted(target) or sum(a != b for a, b in zip(word, target)) <= 1 \
         or any(word == target[:i] + target[i + 1:] for i in range(len(target)))

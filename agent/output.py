@@ -23,10 +23,11 @@ def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int
                   diffs: dict[str, str] | None = None, seconds: float = 0.0) -> dict:
     """The document for ``sync`` or ``diff``: ``report`` of the pass, ``diffs`` (subject ->
     unified diff, from ``diff.Recording.diffs``), ``source`` ({repo (redacted), ref, path}),
-    ``seconds`` the whole command's wall time."""
+    ``seconds`` the whole command's wall time. Objects are ``report.outcomes()``, so ``counts``
+    equal the text summary's; file errors are only in ``errors``."""
     diffs = diffs or {}
     apps: dict[str, list[dict]] = {}
-    for change in report.changes:
+    for change in report.outcomes():  # a refused Application is one failed Application object
         kind, _, rest = change.subject.partition("/")
         namespace, _, name = rest.rpartition("/")
         action = ACTIONS.get(change.action, change.action)
@@ -116,14 +117,19 @@ def _where(error: dict) -> str:
     return error["subject"] or ""
 
 
+def error_line(error: dict) -> str:
+    """One entry of ``doc["errors"]`` as the line printed on stderr: ``file:line: field:
+    message``, ``subject: message`` or just the message."""
+    return ": ".join(p for p in (_where(error), error["message"]) if p)
+
+
 def text(doc: dict) -> str:
-    """Plain text: for ``validate`` one line per error then a verdict; for ``diff`` the diffs
-    then the plan; for a dry-run ``sync`` the plan (per Application its objects and actions)."""
+    """Plain text: for ``validate`` the verdict (its errors are printed on stderr, each as
+    ``error_line``); for ``diff`` the diffs then the plan; for a dry-run ``sync`` the plan (per
+    Application its objects and actions)."""
     lines: list[str] = []
     if doc["command"] == "validate":
-        lines += [": ".join(p for p in (_where(e), e["message"]) if p) for e in doc["errors"]]
-        lines.append(_verdict(doc))
-        return "\n".join(lines)
+        return _verdict(doc)
     if doc["command"] == "diff":
         for app in doc["applications"]:
             lines += [obj["diff"].rstrip("\n") for obj in app["objects"] if obj["diff"]]

@@ -42,9 +42,9 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
     parser.add_argument("name", metavar="NAME", type=flags.dns_subdomain, help="the Application's name")
     parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
                         help="the Application's namespace (default: default) [env GITOPS_AGENT_NAMESPACE]")
-    parser.add_argument("--wait", action="store_true", default=flags.env_bool("RECONCILE_WAIT", False),
-                        help="wait until the agent handled the request and print the result "
-                             "[env GITOPS_AGENT_RECONCILE_WAIT]")
+    flags.switch(parser, "--wait", variable="RECONCILE_WAIT", default=False, negatable=False,
+                 help="wait until the agent handled the request and print the result "
+                      "[env GITOPS_AGENT_RECONCILE_WAIT]")
     parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=env("RECONCILE_TIMEOUT", "300"),
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")

@@ -40,7 +40,12 @@ class Report:
     problems: list = field(default_factory=list)  # manifests.ManifestError behind file errors
     invalid: list[tuple[str, str]] = field(default_factory=list)
     """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the
-    Application when the document named one, else ``path:line``; counted as failed."""
+    Application when the document named one (then also in ``refused``), else ``path:line`` or
+    ``path`` (a file error: no Application, never counted as one)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> why, for Applications that failed with no object's API call failing:
+    refused in Git (invalid, outside ``--allowed-namespaces``), or kept because their file is
+    invalid. Each counts as its Application object failed."""
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
@@ -62,21 +67,38 @@ class Report:
             self.failed.add(application)
             self.errors.append(f"{subject}: {message}")
 
+    def failing(self) -> list[str]:
+        """Sorted ``namespace/name`` of every Application that failed: an object's API call
+        failed (``failed``) or it was refused (``refused``). Never a file."""
+        return sorted(self.failed | set(self.refused))
+
+    def file_errors(self) -> list[str]:
+        """Sorted ``path`` or ``path:line`` of each refused file or document that names no
+        Application (YAML syntax, another kind, a file over a limit)."""
+        return sorted({what for what, _ in self.invalid if what not in self.refused})
+
+    def outcomes(self) -> list[Change]:
+        """``changes`` plus one failed ``Application/namespace/name`` (with the reason) for each
+        ``refused`` Application that has no failed object of its own: what counts and reports
+        (text, json, markdown) are made of, so they agree on what failed."""
+        with_failure = {c.application for c in self.changes if c.action == FAILED}
+        return self.changes + [Change(app, f"Application/{app}", FAILED, why)
+                               for app, why in sorted(self.refused.items()) if app not in with_failure]
+
     def counts(self) -> dict[str, int]:
-        """Number of changes per action; ``failed`` also counts the refused documents
-        (``invalid``), so that invalid Applications are never missing from the tally."""
+        """Number of ``outcomes`` per action: ``failed`` counts the objects whose API call failed
+        and each refused Application (once), never a file error."""
         out: dict[str, int] = {}
-        for change in self.changes:
+        for change in self.outcomes():
             out[change.action] = out.get(change.action, 0) + 1
-        if self.invalid:
-            out[FAILED] = out.get(FAILED, 0) + len(self.invalid)
         return out
 
     def summary(self) -> str:
-        """Multi-line text: the commit, per Application its objects and actions, notes and a
-        closing line with the counts of objects per action (``failed`` counts objects whose
-        API call failed) and the Applications that failed. Errors are separate (``errors``),
-        for stderr."""
+        """Multi-line text: the commit, per Application its objects and actions, notes, the
+        refused documents and files with their reasons, and a closing line with the counts of
+        objects per action (``counts``), the Applications that failed and the files that failed,
+        e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml``.
+        Errors are separate (``errors``), for stderr."""
         lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
         by_app: dict[str, list[Change]] = {}
         for change in self.changes:
@@ -97,8 +119,7 @@ class Report:
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"
-        failing = sorted(self.failed | {what for what, _ in self.invalid})
-        failed = (f"; {len(failing)} Application{'s' if len(failing) != 1 else ''} failed: "
-                  f"{', '.join(failing)}") if failing else ""
+        failed = "".join(f"; {len(names)} {noun}{'s' if len(names) != 1 else ''} failed: {', '.join(names)}"
+                         for noun, names in (("Application", self.failing()), ("file", self.file_errors())) if names)
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(lines)

@@ -199,7 +199,8 @@ class Runner:
         log.log(logging.INFO if report.ok else logging.WARNING, "pass %s", "succeeded" if report.ok else "failed",
                 extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if report.ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
-                                  "failed_applications": sorted(report.failed), "errors": report.errors,
+                                  "failed_applications": report.failing(), "failed_files": report.file_errors(),
+                                  "errors": report.errors,
                                   "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -4,6 +4,8 @@ The resource is ``applications.heumsi.github.io``, version ``v1``, kind
 ``Application``, namespaced.
 """
 
+import difflib
+
 GROUP = "heumsi.github.io"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -51,3 +53,14 @@ fields. Use ``STRICT_SPEC_SCHEMA`` for client-side validation that rejects them.
 STRICT_SPEC_SCHEMA: dict = {**SPEC_SCHEMA, "additionalProperties": False}
 """``SPEC_SCHEMA`` plus ``additionalProperties: false``; for local (jsonschema)
 validation only, never for the CRD."""
+
+
+def did_you_mean(key, known, prefix: str = "") -> str:
+    """The hint for an unknown field ``key``: ``" (did you mean spec.replicas?)"`` naming the
+    field of ``known`` (an iterable of names, shown after ``prefix``) closest to it by
+    ``difflib.get_close_matches`` (its default cutoff, 0.6), or ``""`` when none is close or
+    ``key`` is not a string. E.g. ``did_you_mean("replica", ("image", "replicas"), "spec.")``."""
+    if not isinstance(key, str):
+        return ""
+    match = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean {prefix}{match[0]}?)" if match else ""

@@ -102,7 +102,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     report.problems = problems
     report.invalid += [(p, m) for p, m in snapshot.problems] + [
         (r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons)) for r in loaded.rejected]
-    report.invalid += [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
+    elsewhere = [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
+    report.invalid += elsewhere
+    report.refused.update([(r.application, "; ".join(r.reasons)) for r in loaded.rejected if r.application] + elsewhere)
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
@@ -279,7 +281,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       failures[key], path if from_git else None)
         elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
-            report.failed.add(key)
+            report.refused.setdefault(key, broken_files[path])
         elif key not in git_paths and plan.owned(app, opts.source_id):
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
             if guards.prune_disabled(app):

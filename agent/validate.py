@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yaml.nodes import MappingNode, SequenceNode
+
 from . import crd, manifests, source
 from .manifests import Manifest, ManifestError
 
@@ -134,13 +136,19 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
 
 
 def _field_lines(data: bytes, doc_line: int) -> dict[tuple, int] | None:
-    """{field path: line} of the document starting on ``doc_line`` of an already-parsed file."""
+    """{field path: line} of the document (or ``kind: List`` item) starting on ``doc_line`` of
+    an already-parsed file."""
     loader = manifests._Loader(data.decode("utf-8-sig"))
     try:
         while loader.check_node():
             node = loader.get_node()
-            if node is not None and node.start_mark.line + 1 == doc_line:
-                return manifests._index(node)[0]
+            if node is None:
+                continue
+            items = next((v.value for k, v in node.value if getattr(k, "value", None) == "items"
+                          and isinstance(v, SequenceNode)), []) if isinstance(node, MappingNode) else []
+            for candidate in (*items, node):  # a one-line List starts on its first item's line
+                if candidate.start_mark.line + 1 == doc_line:
+                    return manifests._index(candidate)[0]
     finally:
         loader.dispose()
     return None

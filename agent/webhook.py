@@ -31,9 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from . import flags
+
 log = logging.getLogger("agent.webhook")
 
 PATH = "/hooks/git"
+FLAG = "--webhook-secret-file"  # named by every secret error
 MAX_BODY = 1_048_576  # bytes (1 MiB); GitHub caps its payloads at 25 MB, but a push payload is small
 READ_TIMEOUT = 10.0  # seconds for the whole body to arrive
 MAX_CONCURRENT = 4  # hook requests handled at once; more answer 503
@@ -52,25 +55,27 @@ class Malformed(ValueError):
 def load_secret(secret_file: str | None, env_secret: str | None) -> bytes | None:
     """The webhook secret as bytes, or None when the webhook is off.
 
-    ``secret_file``: the ``--webhook-secret-file`` path (wins); its content with surrounding
-    whitespace (a trailing newline) stripped. ``env_secret``: the value of
-    ``GITOPS_AGENT_WEBHOOK_SECRET``. Raises ValueError naming the flag or variable when the file
-    cannot be read or either is empty (an empty HMAC key would let anyone sign).
+    ``secret_file``: the ``--webhook-secret-file`` path (wins; a ``flags.EnvValue`` when it came
+    from ``GITOPS_AGENT_WEBHOOK_SECRET_FILE``); its content with surrounding whitespace (a
+    trailing newline) stripped. ``env_secret``: the value of ``GITOPS_AGENT_WEBHOOK_SECRET``.
+    Raises ``flags.UsageError`` (a ValueError; ``flag`` is ``--webhook-secret-file``) naming the
+    path or variable when the file cannot be read or either is empty (an empty HMAC key would
+    let anyone sign). A secret itself is never shown.
     """
     if secret_file is not None:
-        if not secret_file.strip():
-            raise ValueError("--webhook-secret-file: the path is empty")
         try:
             secret = Path(secret_file).read_bytes().strip()
         except OSError as err:
-            raise ValueError(f"--webhook-secret-file {secret_file}: cannot read it: "
-                             f"{err.strerror or err}") from None
+            raise flags.UsageError(f"{flags.shown(secret_file)} is not allowed: must be a readable file "
+                                   f"({err.strerror or err})", flag=FLAG) from None
         if not secret:
-            raise ValueError(f"--webhook-secret-file {secret_file}: the file is empty")
+            raise flags.UsageError(f"{flags.shown(secret_file)} is not allowed: must be a file holding a "
+                                   "non-empty secret (it is empty)", flag=FLAG)
         return secret
     if env_secret is not None:
-        if not env_secret.strip():
-            raise ValueError("GITOPS_AGENT_WEBHOOK_SECRET is set but empty")
+        if not env_secret.strip():  # blank, so showing it shows no secret
+            raise flags.UsageError(f"GITOPS_AGENT_WEBHOOK_SECRET={env_secret!r} is not allowed: must be a "
+                                   "non-empty secret (or unset, for no webhook)", flag=FLAG)
         return env_secret.strip().encode()
     return None
 

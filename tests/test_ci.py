@@ -175,8 +175,8 @@ def test_a_failed_diff_never_exits_1(agent, repo, namespace, tmp_path):
 
 
 @pytest.mark.parametrize("args,says", [
-    (["diff", "-o", "yaml"], "invalid choice: 'yaml' (choose from 'text', 'json', 'markdown')"),
-    (["sync", "--output", "html"], "invalid choice: 'html'"),
+    (["diff", "-o", "yaml"], "argument -o/--output: 'yaml' is not allowed: must be one of text, json, markdown"),
+    (["sync", "--output", "html"], "argument -o/--output: 'html' is not allowed"),
     (["diff", "--fetch-timeout", "x"], "--fetch-timeout: 'x' is not allowed"),
     (["diff"], "the following arguments are required: --repo"),
 ])

@@ -5,6 +5,7 @@ anywhere holds a traceback. Nothing here reaches a cluster: the checks come firs
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -111,7 +112,83 @@ def test_a_flag_wins_over_a_bad_variable(main):
 @pytest.mark.parametrize("value", ["maybe", "", "2"])
 def test_bad_boolean_variable_is_one_line_and_exit_2(main, command, variable, value):
     proc = main([command, "--repo", "/nonexistent"], env={f"GITOPS_AGENT_{variable}": value})
-    assert_one_line(proc, f"GITOPS_AGENT_{variable}={value!r}", "boolean")
+    flag = "--" + variable.lower().replace("_", "-")
+    line = assert_one_line(proc, f"GITOPS_AGENT_{variable}={value!r}", "boolean")
+    assert line.startswith(f"python -m agent {command}: error: argument {flag}"), line
+
+
+@pytest.mark.parametrize("variable", ["LEADER_ELECT", "WATCH", "RECONCILE_WAIT", "INTERVAL"])
+def test_a_bad_variable_of_another_command_is_not_read(main, variable):
+    """``sync`` has no --leader-elect, --watch, --wait or --interval: their variables (set for
+    ``run`` in the same environment) are never read by it."""
+    proc = main(["sync", "--repo", "/nonexistent", "--kubeconfig", "/nonexistent/kc"],
+                env={f"GITOPS_AGENT_{variable}": "maybe"})
+    assert proc.returncode == 2 and f"GITOPS_AGENT_{variable}" not in proc.stderr
+    assert "/nonexistent/kc" in proc.stderr  # got as far as the kubeconfig
+
+
+# Every GITOPS_AGENT_* variable of the README's tables: (variable, a bad value, command, flag as
+# argparse names it). The commands that read a variable are spread over the rows; validate reads
+# a few of sync's variables and gets rows of its own.
+EVERY_VARIABLE = [
+    ("REPO", "", "sync", "--repo"), ("REF", "", "diff", "--ref"), ("PATH", "", "run", "--path"),
+    ("NAMESPACE", "Default", "sync", "--namespace"), ("NAMESPACE", "a_b", "reconcile", "-n/--namespace"),
+    ("NAMESPACE", "Bad", "validate", "--namespace"), ("SOURCE_ID", "-x", "diff", "--source-id"),
+    ("PRUNE", "maybe", "sync", "--prune/--no-prune"), ("PRUNE", "", "run", "--prune/--no-prune"),
+    ("SUBMODULES", "2", "diff", "--submodules/--no-submodules"), ("ALLOW_EMPTY", "y", "sync", "--allow-empty"),
+    ("MAX_PRUNE_SHARE", "1.5", "run", "--max-prune-share"), ("CACHE_DIR", "", "sync", "--cache-dir"),
+    ("CACHE_DIR", "", "validate", "--cache-dir"), ("FETCH_TIMEOUT", "0", "diff", "--fetch-timeout"),
+    ("FETCH_TIMEOUT", "soon", "validate", "--fetch-timeout"), ("API_RETRY_SECONDS", "x", "sync", "--api-retry-seconds"),
+    ("CONCURRENCY", "65", "run", "--concurrency"), ("KUBE_API_QPS", "0", "diff", "--kube-api-qps"),
+    ("KUBE_API_BURST", "1.5", "sync", "--kube-api-burst"), ("ALLOWED_NAMESPACES", ",", "run", "--allowed-namespaces"),
+    ("GIT_TOKEN_FILE", "/nonexistent/t", "sync", "--git-token-file"),
+    ("GIT_TOKEN_FILE", "/nonexistent/t", "validate", "--git-token-file"), ("GIT_USERNAME", "", "diff", "--git-username"),
+    ("GIT_USERNAME", " ", "validate", "--git-username"), ("SSH_KEY_FILE", "/nonexistent/k", "run", "--ssh-key-file"),
+    ("SSH_KEY_FILE", "/", "validate", "--ssh-key-file"), ("KNOWN_HOSTS_FILE", "/nonexistent/h", "sync", "--known-hosts-file"),
+    ("KNOWN_HOSTS_FILE", "/nonexistent/h", "validate", "--known-hosts-file"),
+    ("OUTPUT", "yaml", "sync", "-o/--output"), ("OUTPUT", "yaml", "diff", "-o/--output"),
+    ("OUTPUT", "xml", "validate", "-o/--output"), ("LOG_LEVEL", "verbose", "run", "--log-level"),
+    ("LOG_LEVEL", "verbose", "validate", "--log-level"), ("LOG_FORMAT", "xml", "sync", "--log-format"),
+    ("LOG_FORMAT", "xml", "validate", "--log-format"), ("INTERVAL", "0", "run", "--interval"),
+    ("JITTER", "-1", "run", "--jitter"), ("HTTP_ADDR", "8080", "run", "--http-addr"),
+    ("LEADER_ELECT", "maybe", "run", "--leader-elect/--no-leader-elect"), ("LEASE_NAME", "Lease", "run", "--lease-name"),
+    ("LEASE_NAMESPACE", "a.b", "run", "--lease-namespace"), ("LEASE_DURATION", "2", "run", "--lease-duration"),
+    ("IDENTITY", " ", "run", "--identity"), ("WATCH", "of", "run", "--watch/--no-watch"),
+    ("SHUTDOWN_GRACE", "-1", "run", "--shutdown-grace"),
+    ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
+    ("WEBHOOK_SECRET", " ", "run", "--webhook-secret-file"), ("MIN_RETRY_DELAY", "0", "run", "--min-retry-delay"),
+    ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
+    ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"),
+]
+NOT_CHECKED_AT_START = {
+    "GIT_TOKEN": "any text is a token (empty: none)",
+    "KUBECONFIG": "read when connecting; its errors name the file (test_a_bad_or_missing_kubeconfig_is_one_line)",
+    "CONTEXT": "read with the kubeconfig, when connecting",
+}
+
+
+def test_the_table_holds_every_variable_of_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"GITOPS_AGENT_([A-Z_]*[A-Z])\b", "\n".join(
+        line for line in readme.splitlines() if line.startswith("|"))))
+    if "GITOPS_AGENT_LEASE_*" in readme:  # the lease row names its three variables at once
+        named |= {"LEASE_NAME", "LEASE_NAMESPACE", "LEASE_DURATION"}
+    assert named == {row[0] for row in EVERY_VARIABLE} | set(NOT_CHECKED_AT_START)
+
+
+@pytest.mark.parametrize("variable, value, command, flag", EVERY_VARIABLE,
+                         ids=[f"{r[2]}-{r[0]}={r[1]!r}" for r in EVERY_VARIABLE])
+def test_every_variable_with_a_bad_value_reads_as_the_readme_documents(variable, value, command, flag):
+    """README: ``gitops-agent run: error: argument --interval: GITOPS_AGENT_INTERVAL='0' is not
+    allowed: must be ... (see gitops-agent run --help)``, for every variable, as a user runs it."""
+    args = {"validate": ["--path", "."], "reconcile": ["web", "--kubeconfig", "/nonexistent/kc"]}.get(
+        command, [] if variable == "REPO" else ["--repo", "/nonexistent"])
+    proc = run_agent([command, *args], {f"GITOPS_AGENT_{variable}": value, "HOME": "/nonexistent"})
+    line = assert_one_line(proc)
+    prog = f"python -m agent {command}"
+    assert re.fullmatch(rf"{re.escape(prog)}: error: argument {re.escape(flag)}: "
+                        rf"{re.escape(f'GITOPS_AGENT_{variable}={value!r}')} is not allowed: must (be|not) .+ "
+                        rf"\(see {re.escape(prog)} --help\)", line), line
 
 
 def test_missing_repo_is_one_line():

@@ -4,6 +4,8 @@ Applications, ``--allowed-namespaces`` keeps the agent out of other namespaces."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support import app_yaml
@@ -28,7 +30,7 @@ spec:
     repo.commit()
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2
-    assert "error: apps/web.yaml:5: metadata.namspace: unknown field (did you mean namespace?)" in proc.stderr
+    assert "error: apps/web.yaml:5: metadata.namspace: unknown field (did you mean metadata.namespace?)" in proc.stderr
     assert objects.trio(namespace, "web") == (None, None, None)  # not synced into the default either
     assert objects.app(other, "web") is None
     assert all(objects.trio(namespace, "ok"))  # the valid one still syncs
@@ -49,6 +51,26 @@ def test_summary_counts_and_lists_invalid_applications(agent, repo, namespace, o
     assert f"  {namespace}/bad-label: c.yaml:" in proc.stdout and "metadata.labels.tier: must be a string" \
         in proc.stdout
     assert all(objects.trio(namespace, "good")) and objects.app(namespace, "bad-port") is None
+
+
+def test_an_invalid_file_is_a_file_error_and_text_json_and_markdown_count_alike(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("good"))
+    repo.write("b.yaml", app_yaml("bad-port", port=0))
+    repo.write("broken.yaml", "a: [\n")
+    repo.write("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    repo.commit()
+    text = agent.sync(repo.path, "--namespace", namespace)
+    assert text.returncode == 2
+    assert text.stdout.splitlines()[-1] == (
+        f"sync failed: 3 created, 0 configured, 0 unchanged, 0 pruned, 1 failed; 1 Application failed: "
+        f"{namespace}/bad-port; 2 files failed: broken.yaml, cm.yaml:1")
+    doc = json.loads(agent.sync(repo.path, "--namespace", namespace, "-o", "json").stdout)
+    assert doc["counts"]["failed"] == 1 and doc["counts"]["unchanged"] == 3
+    assert sorted(a["name"] for a in doc["applications"]) == [f"{namespace}/bad-port", f"{namespace}/good"]
+    assert {e["file"] for e in doc["errors"]} == {"b.yaml", "broken.yaml", "cm.yaml"}
+    markdown = agent.sync(repo.path, "--namespace", namespace, "-o", "markdown").stdout
+    assert markdown.startswith("### gitops-agent sync: failed (0 create, 0 update, 3 unchanged, 0 prune, 1 failed)")
+    assert f"| `{namespace}/bad-port` | Application **failed** | 0 |" in markdown
 
 
 @pytest.mark.parametrize("how", ["names", "glob"])

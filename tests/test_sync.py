@@ -259,6 +259,30 @@ def test_invalid_file_fails_only_its_application_and_blocks_pruning(agent, repo,
     assert objects.trio(namespace, "bad") == (None, None, None)
 
 
+def _list_of(*documents: str) -> str:
+    """A ``kind: List`` holding ``documents`` (each a YAML mapping) as its items."""
+    return "apiVersion: v1\nkind: List\nitems:\n" + "".join(
+        "- " + d.replace("\n", "\n  ").rstrip(" ") for d in documents)
+
+
+def test_a_kind_list_file_syncs_each_item_and_a_bad_item_fails_alone_by_its_line(agent, repo, namespace, objects):
+    repo.write("apps.yaml", _list_of(app_yaml("web"), app_yaml("api", port=8080)))
+    repo.commit("a List of two Applications")
+    sync_ok(agent, repo, namespace)
+    web, api = objects.app(namespace, "web"), objects.app(namespace, "api")
+    assert all(objects.trio(namespace, "web")) and all(objects.trio(namespace, "api"))
+    assert web["status"]["sourcePath"] == api["status"]["sourcePath"] == "apps.yaml"
+    repo.write("apps.yaml", _list_of(app_yaml("web", replicas=2), app_yaml("api", replicas=-1),
+                                     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
+    repo.commit("one bad item and one that is no Application")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "error: apps.yaml:18: spec.replicas: must be an integer" in proc.stderr
+    assert 'error: apps.yaml:20: only Application (heumsi.github.io/v1) documents are supported' in proc.stderr
+    assert objects.deployment(namespace, "web")["spec"]["replicas"] == 2  # the good item synced
+    assert objects.deployment(namespace, "api")["spec"]["replicas"] == 1  # the bad one kept as it was
+
+
 def test_empty_desired_set_is_refused_without_allow_empty(agent, repo, namespace, objects):
     repo.write("a.yaml", app_yaml("web"))
     repo.commit()

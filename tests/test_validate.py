@@ -66,14 +66,15 @@ def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
     write(tmp_path / "apps", BROKEN)
     proc = validate("--path", "apps", cwd=tmp_path)
     assert proc.returncode == 2
-    out = proc.stdout
+    errors = proc.stderr.splitlines()
+    assert len(errors) == 7 and all(line.startswith("error: apps/") for line in errors), errors
     for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
                      "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
                      "apps/labels.yaml:5: metadata.labels.tier: must be a string",
                      "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
                      "apps/b/dup.yaml:1: metadata.name"):
-        assert expected in out, expected
-    assert out.splitlines()[-1] == "invalid: 7 problems in 7 files"
+        assert expected in proc.stderr, expected
+    assert proc.stdout == "invalid: 7 problems in 7 files\n"  # the report: the problems are on stderr
 
 
 def test_json_and_markdown_reports(validate, tmp_path):
@@ -85,8 +86,26 @@ def test_json_and_markdown_reports(validate, tmp_path):
     assert {(Path(e["file"]).name, e["line"], e["field"]) for e in doc["errors"]} >= {
         ("schema.yaml", 7, "spec.replicas"), ("labels.yaml", 5, "metadata.labels.tier")}
     assert doc["exitCode"] == 2 and doc["applications"][0]["name"] == "default/good"
+    assert len(proc.stderr.splitlines()) == 7  # every problem on stderr too
     md = validate("--path", str(tmp_path), "--output", "markdown").stdout
     assert md.startswith("### gitops-agent validate: 7 problems in 7 files") and "| `default/good` |" in md
+
+
+@pytest.mark.parametrize("output", ["text", "json", "markdown"])
+@pytest.mark.parametrize("path, error", [
+    ("/nonexistent", "error: --path '/nonexistent' does not exist"),
+    ("/etc/hostname", "error: --path '/etc/hostname' is not a directory"),
+])
+def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, tmp_path, path, error, output):
+    proc = validate("--path", path, "-o", output, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == error + "\n"
+    if output == "text":
+        assert proc.stdout == "invalid: 1 problem in 0 files\n"
+    elif output == "json":
+        doc = json.loads(proc.stdout)
+        assert doc["ok"] is False and doc["errors"][0]["message"] == error.removeprefix("error: ")
+    else:
+        assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
 
 
 def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
@@ -99,15 +118,17 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     proc = validate("--repo", str(repo.path), "--path", "apps", "--ref", good, "--cache-dir", cache, "-o", "json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == good
     proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", cache)
-    assert proc.returncode == 2 and "apps/web.yaml:7: spec.replicas" in proc.stdout
+    assert proc.returncode == 2 and "error: apps/web.yaml:7: spec.replicas" in proc.stderr
     # the work tree holds the same broken file: validated as a plain directory it fails too
     assert validate("--path", str(repo.path / "apps")).returncode == 2
 
 
 @pytest.mark.parametrize("args,says", [
-    (["-o", "xml"], "invalid choice: 'xml' (choose from 'text', 'json', 'markdown')"),
-    (["--ref", "main"], "--ref needs --repo"),
-    (["--namespace", "Bad_NS"], "--namespace 'Bad_NS' is not a valid DNS-1123 label"),
+    (["-o", "xml"], "argument -o/--output: 'xml' is not allowed: must be one of text, json, markdown"),
+    (["--ref", "main"], "argument --ref: 'main' is not allowed without --repo"),
+    (["--namespace", "Bad_NS"], "argument --namespace: 'Bad_NS' is not allowed: must be a DNS-1123 label"),
+    (["--log-level", "verbose"], "argument --log-level: 'verbose' is not allowed: must be one of DEBUG"),
+    (["--repo", "x", "--git-token-file", "/nonexistent/t"], "argument --git-token-file: '/nonexistent/t' is not allowed"),
     (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
     (["--fetch-timeout", "soon"], "argument --fetch-timeout: 'soon' is not allowed: must be a number of seconds > 0 and <= 3600"),
     (["--fetch-timeout", "nan"], "must be a number of seconds > 0 and <= 3600"),
@@ -115,8 +136,8 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
     proc = validate(*args, cwd=tmp_path)
     assert proc.returncode == 2
-    assert says in proc.stdout + proc.stderr
-    assert len(proc.stderr.strip().splitlines()) <= 1
+    assert says in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert says not in proc.stdout  # the report (if any) on stdout; the error on stderr
 
 
 def test_credentials_never_appear(validate, tmp_path):
@@ -149,8 +170,9 @@ def test_a_bad_output_format_in_the_environment_is_one_line_exit_2(tmp_path):
     for command in ("validate", "diff", "sync"):
         proc = subprocess.run([sys.executable, "-m", "agent", command, "--repo", "x"], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 2 and proc.stderr == (
-            "error: GITOPS_AGENT_OUTPUT='xml' is not an output format (allowed: text, json, markdown)\n"), command
+        assert proc.returncode == 2 and proc.stdout == "" and proc.stderr == (
+            f"python -m agent {command}: error: argument -o/--output: GITOPS_AGENT_OUTPUT='xml' is not allowed: "
+            f"must be one of text, json, markdown (see python -m agent {command} --help)\n"), command
 
 
 def test_processes_sharing_one_cache_fetch_one_at_a_time(tmp_path):
@@ -193,4 +215,46 @@ def test_full_ref_names_name_exactly_that_branch_or_tag(validate, tmp_path):
         assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == commit, ref
         assert source.fetch(str(repo.path), ref, cache, known_commit=commit).fetched is False, ref
     proc = validate("--repo", str(repo.path), "--ref", "refs/heads/nope", "--cache-dir", str(cache))
-    assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "ref 'refs/heads/nope' is not a branch, tag or commit" in proc.stderr
+
+
+def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
+    """``kind: List`` as ``kubectl apply -f`` takes it: each item is a document of the file; an
+    item's error names the file and the item's own line."""
+    items = "".join("- " + app_yaml(name, replicas=replicas).replace("\n", "\n  ").rstrip(" ")
+                    for name, replicas in (("web", 1), ("api", -1)))
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n" + items +
+                                        "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n")
+    proc = validate("--path", ".", "-o", "json", cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 and [a["name"] for a in doc["applications"]] == ["default/web"]
+    assert [(a["file"], a["line"]) for a in doc["applications"]] == [("list.yaml", 4)]
+    assert proc.stderr.splitlines() == [
+        "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
+        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", '
+        'kind "ConfigMap")']
+
+
+def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
+    (tmp_path / "web.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
+        "  labels:\n    tier: 5\n    canary: true\nspec: {image: x, replicas: 1, port: 80}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        'error: web.yaml:4: metadata.name: must be a string, not an integer (quote it: "123")',
+        'error: web.yaml:5: metadata.namespace: must be a string, not an integer (quote it: "7")',
+        'error: web.yaml:7: metadata.labels.tier: must be a string, not an integer (quote it: "5")',
+        "error: web.yaml:8: metadata.labels.canary: must be a string, not a boolean (YAML 1.1 reads unquoted "
+        "true/false, yes/no and on/off as booleans; quote it)"]
+
+
+def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
+    (tmp_path / "web.yaml").write_text(app_yaml("web").replace("replicas: 1", "replica: 1").replace(
+        "metadata:", "metdata: {}\nmetadata:"))
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "error: web.yaml:3: metdata: unknown field (did you mean metadata?) (allowed: apiVersion, kind, metadata, "
+        "spec, status)",
+        "error: web.yaml:6: spec.replicas: is required",
+        "error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: image, port, "
+        "replicas, suspend)"]

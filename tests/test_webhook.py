@@ -206,12 +206,18 @@ def test_a_missing_or_empty_secret_file_exits_2_with_one_line(agent, tmp_path, c
                      timeout=30)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--webhook-secret-file" in lines[0] and "Traceback" not in proc.stderr
-    assert ("cannot read" if content is None else "empty") in lines[0]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    rule = "a readable file (No such file or directory)" if content is None else \
+        "a file holding a non-empty secret (it is empty)"
+    assert lines[0] == (f"python -m agent run: error: argument --webhook-secret-file: {str(path)!r} is not allowed: "
+                        f"must be {rule} (see python -m agent run --help)")
 
 
 def test_an_empty_secret_in_the_environment_exits_2(agent, tmp_path):
     proc = agent.run([sys.executable, "-m", "agent", "run", "--repo", str(tmp_path), "--kubeconfig",
                       str(agent.kubeconfig), "--http-addr", "127.0.0.1:0"],
                      env={"GITOPS_AGENT_WEBHOOK_SECRET": ""}, timeout=30)
-    assert proc.returncode == 2 and "GITOPS_AGENT_WEBHOOK_SECRET" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == ("python -m agent run: error: argument --webhook-secret-file: GITOPS_AGENT_WEBHOOK_SECRET='' "
+                           "is not allowed: must be a non-empty secret (or unset, for no webhook) "
+                           "(see python -m agent run --help)\n")

@@ -89,7 +89,8 @@ def test_the_runner_schedules_a_retry_before_the_interval_pass(runner):
                                  "and <= 3600"),
     (["--max-retry-delay", "86401"], "argument --max-retry-delay: '86401' is not allowed"),
     (["--min-retry-delay", "10", "--max-retry-delay", "5"],
-     "--min-retry-delay 10 is more than --max-retry-delay 5: the first retry cannot wait longer than the longest"),
+     "python -m agent run: error: argument --min-retry-delay: 10 is not allowed: must not be more than "
+     "--max-retry-delay 5 (the first retry cannot wait longer than the longest) (see python -m agent run --help)"),
 ])
 def test_retry_delay_flags_are_checked_with_one_line(capsys, args, says):
     from agent import cli

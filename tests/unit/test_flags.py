@@ -59,16 +59,66 @@ def test_a_value_from_the_environment_names_the_variable(monkeypatch):
 
 @pytest.mark.parametrize("text, value", [("true", True), ("YES", True), (" 1", True), ("On", True),
                                          ("false", False), ("no", False), ("0", False), ("OFF", False)])
-def test_env_bool_words(monkeypatch, text, value):
-    monkeypatch.setenv("GITOPS_AGENT_PRUNE", text)
-    assert flags.env_bool("PRUNE", not value) is value
+def test_boolean_words(text, value):
+    assert flags.boolean(text) is value
 
 
 @pytest.mark.parametrize("text", ["maybe", "", "2", "y"])
-def test_env_bool_refuses_other_words(monkeypatch, text):
+def test_boolean_refuses_other_words(monkeypatch, text):
     monkeypatch.setenv("GITOPS_AGENT_PRUNE", text)
-    with pytest.raises(flags.UsageError, match=r"GITOPS_AGENT_PRUNE=.* is not allowed: must be a boolean"):
-        flags.env_bool("PRUNE", True)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"GITOPS_AGENT_PRUNE=.* is not allowed: must be a boolean"):
+        flags.boolean(flags.env("PRUNE"))
+
+
+def _switches() -> flags.Parser:
+    parser = flags.Parser(prog="gitops-agent sync")
+    flags.switch(parser, "--prune", variable="PRUNE", default=True, help="x")
+    flags.switch(parser, "--allow-empty", variable="ALLOW_EMPTY", default=False, negatable=False, help="x")
+    return parser
+
+
+@pytest.mark.parametrize("env, argv, prune, allow_empty", [
+    ({}, [], True, False), ({"GITOPS_AGENT_PRUNE": "off", "GITOPS_AGENT_ALLOW_EMPTY": "yes"}, [], False, True),
+    ({"GITOPS_AGENT_PRUNE": "off"}, ["--prune"], True, False),  # a flag wins over its variable
+    ({"GITOPS_AGENT_PRUNE": "maybe", "GITOPS_AGENT_ALLOW_EMPTY": "x"}, ["--no-prune", "--allow-empty"], False, True),
+])
+def test_switch_reads_its_variable_only_when_the_flag_is_not_given(monkeypatch, env, argv, prune, allow_empty):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = _switches().parse_args(argv)
+    assert (args.prune, args.allow_empty) == (prune, allow_empty)
+
+
+def test_a_bad_switch_variable_is_the_parsers_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("GITOPS_AGENT_PRUNE", "maybe")
+    parser = _switches()  # building the parser never fails: the variable is read while parsing
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args([])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        "gitops-agent sync: error: argument --prune/--no-prune: GITOPS_AGENT_PRUNE='maybe' is not allowed: "
+        "must be a boolean (true/false, yes/no, 1/0 or on/off) (see gitops-agent sync --help)\n")
+
+
+def test_usage_line_is_worded_as_argparse_words_a_bad_value(monkeypatch):
+    monkeypatch.setattr(flags, "prog_name", lambda: "gitops-agent")
+    err = flags.UsageError("'main' is not allowed without --repo", flag="--ref")
+    assert flags.usage_line("validate", err) == ("gitops-agent validate: error: argument --ref: 'main' is not "
+                                                 "allowed without --repo (see gitops-agent validate --help)")
+    assert flags.usage_line(None, flags.UsageError("x")) == "gitops-agent: error: x (see gitops-agent --help)"
+
+
+def test_read_token_file(tmp_path, monkeypatch):
+    token = tmp_path / "token"
+    token.write_text(" s3cret\n")
+    assert flags.read_token_file(str(token)) == "s3cret"
+    token.write_bytes(b"\xff\xfe")
+    with pytest.raises(flags.UsageError, match=r"'.*token' is not allowed: must be a readable UTF-8 text file") as err:
+        flags.read_token_file(str(token))
+    assert err.value.flag == "--git-token-file"
+    monkeypatch.setenv("GITOPS_AGENT_GIT_TOKEN_FILE", str(tmp_path / "missing"))
+    with pytest.raises(flags.UsageError, match=r"GITOPS_AGENT_GIT_TOKEN_FILE='.*missing' is not allowed"):
+        flags.read_token_file(flags.env("GIT_TOKEN_FILE"))
 
 
 @pytest.mark.parametrize("argv0, prog", [("/usr/local/bin/gitops-agent", "gitops-agent"),

@@ -139,9 +139,20 @@ def test_valid_names(name):
     assert [m.name for m in run({"n.yaml": app(name)}).manifests] == [name.strip('"')]
 
 
-def test_unquoted_numeric_name_is_not_a_string():
-    err = only_error(run({"n.yaml": app("0")}))
-    assert err.message == f"0 {RULE}"
+@pytest.mark.parametrize("value, message", [
+    ("0", 'must be a string, not an integer (quote it: "0")'),
+    ("123", 'must be a string, not an integer (quote it: "123")'),
+    ("1.5", 'must be a string, not a number (quote it: "1.5")'),
+    ("yes", "must be a string, not a boolean (YAML 1.1 reads unquoted true/false, yes/no and on/off as "
+            "booleans; quote it)"),
+    ("null", "must be a string, not null"), ("[web]", "must be a string, not a list"),
+])
+def test_a_name_or_namespace_that_is_not_a_string_says_so(value, message):
+    """kubectl refuses a number where a string belongs; "not a valid DNS-1123 label" would
+    send the user looking at the characters of a name that is fine once quoted."""
+    for field, text, line in (("name", app(value), 4), ("namespace", app("web", value), 5)):
+        err = only_error(run({"n.yaml": text}))
+        assert (err.line, err.field, err.message) == (line, f"metadata.{field}", message)
 
 
 def test_invalid_namespace():
@@ -207,15 +218,30 @@ def test_missing_or_empty_spec():
     assert [e.message for e in errors] == ["must be a mapping, not null"]
 
 
-def test_unknown_spec_field():
-    err = only_error(run({"a.yaml": EXAMPLE + "  replica: 2\n"}))
-    assert (err.line, err.field) == (9, "spec.replica")
-    assert err.message == "unknown field (allowed: image, port, replicas, suspend)"
+@pytest.mark.parametrize("key, hint", [
+    ("replica", " (did you mean spec.replicas?)"), ("Replicas", " (did you mean spec.replicas?)"),
+    ("img", " (did you mean spec.image?)"), ("ports", " (did you mean spec.port?)"),
+    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("env", ""),
+])
+def test_unknown_spec_field(key, hint):
+    err = only_error(run({"a.yaml": EXAMPLE + f"  {key}: 2\n"}))
+    assert (err.line, err.field) == (9, f"spec.{key}")
+    assert err.message == f"unknown field{hint} (allowed: image, port, replicas, suspend)"
 
 
-def test_unknown_top_level_field():
-    err = only_error(run({"a.yaml": EXAMPLE + "spek: {}\n"}))
-    assert (err.line, err.field) == (9, "spek")
+@pytest.mark.parametrize("key, hint", [("spek", " (did you mean spec?)"), ("metdata", " (did you mean metadata?)"),
+                                       ("stats", " (did you mean status?)"), ("foo", "")])
+def test_unknown_top_level_field(key, hint):
+    err = only_error(run({"a.yaml": EXAMPLE + f"{key}: {{}}\n"}))
+    assert (err.line, err.field) == (9, key)
+    assert err.message == f"unknown field{hint} (allowed: apiVersion, kind, metadata, spec, status)"
+
+
+def test_did_you_mean():
+    from agent.schema import did_you_mean
+
+    assert did_you_mean("replica", ("image", "replicas"), "spec.") == " (did you mean spec.replicas?)"
+    assert did_you_mean("zzz", ("image", "replicas")) == "" and did_you_mean(True, ("true",)) == ""
 
 
 def test_exported_status_is_accepted_and_ignored():
@@ -447,7 +473,7 @@ def test_default_limits_are_one_mebibyte_and_a_thousand_documents():
     assert run({"big.yaml": big}).errors == [
         ManifestError("big.yaml", None, None, "file is 1048577 bytes, above the limit of 1048576 bytes")]
     assert run({"many.yaml": "---\n" * 1001}).errors == [
-        ManifestError("many.yaml", None, None, "more than 1000 YAML documents")]
+        ManifestError("many.yaml", None, None, "more than 1000 YAML documents (each item of a List counts as one)")]
     assert run({"many.yaml": "---\n" * 1000}).errors == []
 
 
@@ -497,7 +523,7 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
      (3, "metadata", "is required")),
     ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: [a]\nspec: {image: x, replicas: 1, port: 80}\n",
      (3, "metadata", "must be a mapping")),
-    (EXAMPLE + "spek: 1\n", (9, "spek", "unknown field (allowed: apiVersion, kind, metadata, spec, status)")),
+    (EXAMPLE + "spek: 1\n", (9, "spek", "unknown field (did you mean spec?) (allowed: apiVersion, kind, metadata, spec, status)")),
 ])
 def test_document_errors_exactly(text, expected):
     [err] = run({"a.yaml": text}).errors

@@ -26,7 +26,7 @@ def test_label_values(value, ok):
 
 
 @pytest.mark.parametrize("extra, line, field, says", [
-    ("  namspace: billing\n", 5, "metadata.namspace", "unknown field (did you mean namespace?)"),
+    ("  namspace: billing\n", 5, "metadata.namspace", "unknown field (did you mean metadata.namespace?)"),
     ("  generateName: web-\n", 5, "metadata.generateName", "allowed: name, namespace, labels, annotations"),
     ("  uid: 1234\n", 5, "metadata.uid", "unknown field"),
     ("  labels: [a, b]\n", 5, "metadata.labels", "must be a mapping of strings to strings, not a list"),
@@ -70,8 +70,15 @@ ALLOWED_TEXT = "(allowed: name, namespace, labels, annotations)"
     ("uid", False),
 ])
 def test_unknown_metadata_key_message_and_typo_hint(key, hint):
-    says = "unknown field (did you mean namespace?) " if hint else "unknown field "
+    says = "unknown field (did you mean metadata.namespace?) " if hint else "unknown field "
     assert metadata.problems({"name": "web", key: "x"}) == [((key,), says + ALLOWED_TEXT)]
+
+
+@pytest.mark.parametrize("key, close", [("lables", "labels"), ("label", "labels"), ("annotation", "annotations"),
+                                        ("nmae", "name"), ("generateName", None), ("finalizers", None)])
+def test_a_typo_of_any_metadata_key_is_hinted(key, close):
+    hint = f"(did you mean metadata.{close}?) " if close else ""
+    assert metadata.problems({"name": "web", key: {}}) == [((key,), f"unknown field {hint}{ALLOWED_TEXT}")]
 
 
 def _subdomain(length):
@@ -95,10 +102,12 @@ def test_qualified_name_prefix_is_at_most_253_characters(prefix_length, ok):
     ({"annotations": 3}, [(("annotations",), "must be a mapping of strings to strings, not an integer")]),
     ({"labels": {"tier": None}}, [(("labels", "tier"), "must be a string, not null")]),
     ({"labels": {"tier": 1.5}}, [(("labels", "tier"), 'must be a string, not a number (quote it: "1.5")')]),
-    ({"labels": {"tier": False}}, [(("labels", "tier"), 'must be a string, not a boolean (quote it: "False")')]),
-    ({"labels": {"tier": [1]}}, [(("labels", "tier"), 'must be a string, not a list (quote it: "[1]")')]),
-    ({"labels": {"tier": {"a": "b"}}},
-     [(("labels", "tier"), "must be a string, not a mapping (quote it: \"{'a': 'b'}\")")]),
+    # a boolean was written true, yes or on: no spelling is guessed (never "False")
+    ({"labels": {"tier": False}}, [(("labels", "tier"), "must be a string, not a boolean (YAML 1.1 reads unquoted "
+                                    "true/false, yes/no and on/off as booleans; quote it)")]),
+    # quoting a list or mapping makes no label value: no hint
+    ({"labels": {"tier": [1]}}, [(("labels", "tier"), "must be a string, not a list")]),
+    ({"labels": {"tier": {"a": "b"}}}, [(("labels", "tier"), "must be a string, not a mapping")]),
     # YAML reads an unquoted 2024-01-31 as a date: the message names the type as Python does
     ({"annotations": {"since": __import__("datetime").date(2024, 1, 31)}},
      [(("annotations", "since"), 'must be a string, not date (quote it: "2024-01-31")')]),

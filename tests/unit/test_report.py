@@ -1,23 +1,68 @@
-"""agent.report: invalid Applications are counted as failed and listed with their reasons."""
+"""agent.report: invalid Applications are counted as failed and listed with their reasons; an
+invalid file is a file error, never an Application, and text, json and markdown agree."""
 
 from __future__ import annotations
 
+from agent import output
 from agent.report import Report
 
 
-def test_invalid_applications_are_counted_and_listed_with_their_reasons():
+def mixed() -> Report:
+    """One unchanged, one failed write, one invalid Application, one unreadable file, one
+    document of another kind, and a live Application kept because its file broke."""
     report = Report(commit="a" * 40)
     report.add("ns/ok", "Application/ns/ok", "unchanged")
     report.add("ns/bad", "Deployment/ns/bad", "failed", "403 Forbidden")
+    report.add("ns/bad", "Service/ns/bad", "failed", "403 Forbidden")
     report.invalid += [("ns/web", "apps/web.yaml:5: metadata.namspace: unknown field"),
-                       ("apps/broken.yaml", "apps/broken.yaml:1: invalid YAML: ...")]
+                       ("apps/broken.yaml", "apps/broken.yaml:1: invalid YAML: ..."),
+                       ("apps/cm.yaml:1", "apps/cm.yaml:1: only Application (heumsi.github.io/v1) documents ...")]
+    report.refused["ns/web"] = "apps/web.yaml:5: metadata.namspace: unknown field"
+    report.refused["ns/old"] = "apps/broken.yaml:1: invalid YAML: ..."  # live, its file broke
     report.errors += ["x"]
+    return report
+
+
+def test_the_closing_line_names_applications_and_files_apart_and_counts_agree():
+    report = mixed()
+    last = report.summary().splitlines()[-1]
+    assert last == ("sync failed: 0 created, 0 configured, 1 unchanged, 0 pruned, 4 failed; "
+                    "3 Applications failed: ns/bad, ns/old, ns/web; 2 files failed: apps/broken.yaml, apps/cm.yaml:1")
+    # failed: two objects of ns/bad whose writes failed, and ns/web and ns/old once each; no file
+    assert report.counts() == {"unchanged": 1, "failed": 4}
+    assert report.failing() == ["ns/bad", "ns/old", "ns/web"]
+    assert report.file_errors() == ["apps/broken.yaml", "apps/cm.yaml:1"]
+
+
+def test_json_and_markdown_count_what_the_text_counts():
+    report = mixed()
+    doc = output.pass_document(report, command="sync", dry_run=False, exit_code=2,
+                               source={"repo": "r", "ref": None, "path": "."})
+    assert doc["counts"]["failed"] == report.counts()["failed"] == 4
+    apps = {a["name"]: [(o["subject"], o["action"], o["message"]) for o in a["objects"]] for a in doc["applications"]}
+    assert sorted(apps) == ["ns/bad", "ns/ok", "ns/old", "ns/web"]  # never a file
+    assert apps["ns/web"] == [("Application/ns/web", "failed", "apps/web.yaml:5: metadata.namspace: unknown field")]
+    # the refusals' errors are the file problems (report.problems); they add no second entry
+    assert [(e["subject"], e["message"]) for e in doc["errors"]] == [
+        ("Deployment/ns/bad", "403 Forbidden"), ("Service/ns/bad", "403 Forbidden"), (None, "x")]
+    markdown = output.render(doc, "markdown")
+    assert markdown.startswith("### gitops-agent sync: failed (0 create, 0 update, 1 unchanged, 0 prune, 4 failed)")
+    assert "| `ns/web` | Application **failed** | 0 |" in markdown and "broken.yaml` |" not in markdown
+
+
+def test_an_application_with_a_failed_object_is_not_counted_again_when_refused():
+    report = Report(commit="b" * 40)
+    report.add("ns/a", "Service/ns/a", "failed", "quota")
+    report.refused["ns/a"] = "kept: its file is invalid"
+    assert report.counts() == {"failed": 1} and report.failing() == ["ns/a"]
+
+
+def test_invalid_applications_are_listed_with_their_reasons():
+    report = mixed()
     text = report.summary()
-    assert text.splitlines()[-1] == ("sync failed: 0 created, 0 configured, 1 unchanged, 0 pruned, 3 failed; "
-                                     "3 Applications failed: apps/broken.yaml, ns/bad, ns/web")
     assert "  ns/web: apps/web.yaml:5: metadata.namspace: unknown field" in text
+    assert "  apps/broken.yaml:1: invalid YAML: ..." in text  # a file's error already starts with file:line
     assert "  Deployment/ns/bad failed (403 Forbidden)" in text
-    assert report.counts()["failed"] == 3
 
 
 def test_no_invalid_no_section():
@@ -26,12 +71,10 @@ def test_no_invalid_no_section():
     assert "invalid" not in report.summary() and report.summary().endswith("0 failed")
 
 
-def test_an_invalid_file_is_named_once():
-    from agent.report import Report
-
+def test_only_a_file_error_lists_no_application():
     report = Report(commit="c" * 40)
-    report.invalid = [("list.yaml:1", "list.yaml:1: only Application documents are supported"),
-                      ("shop/web", "apps/web.yaml:5: spec.port: must be an integer")]
+    report.invalid = [("list.yaml:1", "list.yaml:1: only Application documents are supported")]
+    report.errors = ["list.yaml:1: only Application documents are supported"]
     lines = report.summary().splitlines()
     assert "  list.yaml:1: only Application documents are supported" in lines
-    assert "  shop/web: apps/web.yaml:5: spec.port: must be an integer" in lines
+    assert lines[-1] == "sync failed: 0 created, 0 configured, 0 unchanged, 0 pruned, 0 failed; 1 file failed: list.yaml:1"

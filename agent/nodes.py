@@ -1,0 +1,82 @@
+"""Field paths of YAML node trees, and how values are named in messages. Pure.
+
+Kept apart from ``manifests`` (which uses them for every document and ``kind: List`` item) so
+that module stays about the Application rules. A field path is a tuple of mapping keys and
+sequence indexes, e.g. ``("spec", "replicas")`` or ``("items", 0)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+
+def index(root) -> tuple[dict[tuple, int], dict[int, tuple]]:
+    """Walk a node tree iteratively: {field path: 1-based line of its key or item}
+    and {id(node): its field path}."""
+    lines: dict[tuple, int] = {(): root.start_mark.line + 1}
+    paths: dict[int, tuple] = {}
+    stack = [((), root)]
+    while stack:
+        path, node = stack.pop()
+        paths[id(node)] = path
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                sub = path + (key.value if isinstance(key, ScalarNode) else "?",)
+                lines.setdefault(sub, key.start_mark.line + 1)
+                stack.append((sub, value))
+        elif isinstance(node, SequenceNode):
+            for i, value in enumerate(node.value):
+                lines[path + (i,)] = value.start_mark.line + 1
+                stack.append((path + (i,), value))
+    return lines, paths
+
+
+def line(lines: dict[tuple, int], path: tuple) -> int:
+    """Line of the deepest known prefix of ``path`` (at worst the document start), from the
+    ``lines`` of ``index``."""
+    while path not in lines:
+        path = path[:-1]
+    return lines[path]
+
+
+def dotted(path: tuple) -> str:
+    """``("spec", "ports", 0, "name")`` as ``spec.ports[0].name``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def non_json(obj) -> tuple[tuple, str] | None:
+    """First (path, message) of a value JSON cannot represent, else None."""
+    stack = [((), obj)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if not isinstance(key, str):
+                    return path, (f"key {key!r} is not a string (YAML 1.1 reads unquoted "
+                                  "yes/no/on/off as booleans and digits as numbers; quote it)")
+                stack.append((path + (key,), sub))
+        elif isinstance(value, list):
+            stack.extend((path + (i,), sub) for i, sub in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return path, "must be a finite number (JSON has no .inf or .nan)"
+        elif not (value is None or isinstance(value, (str, int, float))):
+            return path, f"{type_name(value)} values (e.g. from !!binary or !!set tags) are not supported"
+    return None
+
+
+def show(value) -> str:
+    """``value`` as JSON (``"web"``, ``123``, ``null``) for a message, else its repr."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def type_name(value) -> str:
+    """``a string``, ``an integer``, ``a mapping``, ... for a message ("must be X, not Y")."""
+    names = {type(None): "null", dict: "a mapping", list: "a list", str: "a string",
+             int: "an integer", float: "a number", bool: "a boolean"}
+    return names.get(type(value), type(value).__name__)
