@@ -22,7 +22,7 @@ import time
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import backoff, sync, sync_now
+from . import backoff, gitproc, sync, sync_now
 from .kube import Kube
 from .render import AGENT_NAME, MANAGED_BY
 from .report import Report
@@ -205,13 +205,15 @@ class Runner:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def shutdown(self, grace: float) -> bool:
-        """Stop scheduling and end API retries and waits at once; wait up to ``grace`` seconds
+        """Stop scheduling and end API retries, waits and running Git commands at once (a pass
+        whose fetch is ended fails closed: nothing changed or pruned); wait up to ``grace`` seconds
         for a running pass to finish (a pass cut short leaves each Application's status whole:
         it is written in one request). Returns False when a pass was still running (the caller
         then exits without waiting for it)."""
         self.stopping.set()
         self._trigger.set()
         self.kube.interrupt.set()
+        gitproc.cancel()  # a fetch from a remote that never answers fails now, not at --fetch-timeout
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
         if self._pass_lock.acquire(timeout=grace):
