@@ -233,9 +233,15 @@ class Runner:
         return report
 
     def _observe(self, report: Report, duration: float, trigger: str) -> None:
+        """Metrics, health and the pass's log line. A pass that skipped Applications still
+        backing off is a failure, as one that attempted them and failed: they are still failing
+        (Flux keeps Ready=False while it retries; Argo CD shows the retrying sync as failed), and
+        a success would hide a standing failure from ``gitops_agent_passes_total{result}`` and
+        advance the last-synced timestamp. ``/readyz`` counts it like any finished pass."""
         m = self.metrics
+        ok = report.ok and not report.backing_off
         m.pass_duration.observe(duration)
-        m.passes.labels(result="success" if report.ok else "failure").inc()
+        m.passes.labels(result="success" if ok else "failure").inc()
         for change in report.changes:
             if change.action not in ("unchanged", "suspended"):  # left alone: not acted on
                 m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
@@ -243,12 +249,12 @@ class Runner:
             m.fetch_duration.observe(report.fetch_seconds)
         if report.fetch_failed:
             m.fetch_failures.inc()
-        if report.ok:
+        if ok:
             m.last_synced.set(time.time())
         self.health.pass_finished()
         counts = report.counts()
-        log.log(logging.INFO if report.ok else logging.WARNING, "pass %s", "succeeded" if report.ok else "failed",
-                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if report.ok else "failure",
+        log.log(logging.INFO if ok else logging.WARNING, "pass %s", "succeeded" if ok else "failed",
+                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
                                   "failed_applications": sorted(report.failed), "errors": report.errors,
                                   "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
