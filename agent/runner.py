@@ -66,6 +66,7 @@ class Runner:
         self._requested: dict[str, str] = {}  # Application key -> the sync-now token already asked for
         self.known = triggers.Known()  # what the passes read and wrote
         self._first_pass_started = False
+        self._first_lists: list[threading.Event] = []
         self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
 
     # -- leading -------------------------------------------------------------------------------
@@ -85,9 +86,7 @@ class Runner:
                 threading.Thread(target=watches.run, args=(self.kube, group, kind, labels, self._on_event,
                                                            self.stopping, self._listed(listed)),
                                  name=f"watch-{kind}", daemon=True).start()
-            deadline = time.monotonic() + FIRST_LIST_WAIT  # then the first pass reads after them
-            for listed in lists:
-                listed.wait(max(0.0, deadline - time.monotonic()))
+            self._first_lists = lists  # the first pass waits for them (_await_first_lists)
         self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
                                 max_instances=1, coalesce=True, misfire_grace_time=None,
                                 next_run_time=datetime.datetime.now(datetime.timezone.utc))
@@ -212,6 +211,7 @@ class Runner:
         ``requested_at``: monotonic time of the request; None is returned without a pass when an
         online pass started after it (that pass already saw what the request was about).
         ``only_if()``: asked once the pass's turn has come; False: no pass, None is returned."""
+        self._await_first_lists()
         with self._pass_lock:
             if self.stopping.is_set():
                 return None
@@ -227,10 +227,20 @@ class Runner:
                               offline=offline and self.last_commit is not None, retry=self.retry)
             duration = time.monotonic() - started
             self._schedule_retry(report)
-        if report.commit and not report.fetch_failed:
-            self.last_commit = report.commit
-        self._observe(report, duration, trigger)
+            if report.commit and not report.fetch_failed:
+                self.last_commit = report.commit
+            self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
         return report
+
+    def _await_first_lists(self) -> None:
+        """Before the first pass: wait up to ``FIRST_LIST_WAIT`` seconds for the watches' first
+        lists, so that the pass reads after them and their items are not news; ends at once
+        when stopping."""
+        deadline = time.monotonic() + FIRST_LIST_WAIT
+        for listed in self._first_lists:
+            while not listed.is_set() and not self.stopping.is_set() and time.monotonic() < deadline:
+                listed.wait(0.1)
+        self._first_lists = []
 
     def _observe(self, report: Report, duration: float, trigger: str) -> None:
         """Metrics, health and the pass's log line. A pass that skipped Applications still

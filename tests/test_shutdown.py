@@ -114,16 +114,17 @@ def test_a_clean_stop_hands_the_lease_over_at_once(start_agent, repo, remote, na
 
 
 def git_processes(needle: str) -> list[str]:
-    """Command lines of running processes that mention ``needle`` (e.g. the remote's port)."""
+    """Command lines of running Git processes (``git``, ``git-remote-http``, ...) that mention
+    ``needle`` (e.g. the remote's port)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+                argv = f.read().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if needle in cmdline and "git" in cmdline:
-            found.append(cmdline)
+        if os.path.basename(argv[0]).startswith("git") and needle in " ".join(argv):
+            found.append(" ".join(argv))
     return found
 
 
