@@ -355,51 +355,7 @@ class Kube:
             log.warning("could not record event %s on %s: %s", reason, meta["name"], err)
 
     # -- between passes ----------------------------------------------------------------------
-
-    def watch(self, group: str, kind: str, label_selector: str | None, on_event, stop) -> None:
-        """Watch a kind across all namespaces until ``stop`` (a threading.Event) is set, calling
-        ``on_event(event_type, obj_dict)`` for each change. Blocks; run it in a thread.
-
-        Each watch request lasts up to 30 seconds and the next resumes from the last seen
-        resourceVersion. A fresh start (and a re-list after ``410 Gone``, when that version
-        expired, as client-go's reflector does) replays every object as ADDED, so nothing
-        missed while disconnected goes unnoticed. Dropped connections reconnect with backoff.
-        """
-        from kubernetes import watch as k8s_watch
-
-        if kind == "Application":
-            func, args = client.CustomObjectsApi(self.api).list_cluster_custom_object, (GROUP, VERSION, PLURAL)
-        elif kind == "Deployment":
-            func, args = client.AppsV1Api(self.api).list_deployment_for_all_namespaces, ()
-        else:
-            func, args = client.CoreV1Api(self.api).list_service_for_all_namespaces, ()
-        backoff, resource_version = 0.5, None
-        while not stop.is_set():
-            watcher = k8s_watch.Watch()
-            kwargs = {"timeout_seconds": 30}
-            if label_selector:
-                kwargs["label_selector"] = label_selector
-            if resource_version:
-                kwargs["resource_version"] = resource_version
-            try:
-                self.throttle()  # each (re)connection is a request like any other
-                for event in watcher.stream(func, *args, **kwargs):
-                    if stop.is_set():
-                        break
-                    backoff = 0.5
-                    on_event(event["type"], event.get("raw_object"))
-                resource_version = watcher.resource_version
-            except ApiException as err:
-                resource_version = None  # 410 Gone or another error: re-list
-                log.info("watch of %s ended (%s %s); re-listing", kind, err.status, err.reason)
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 10)
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-                log.info("watch of %s interrupted (%s); reconnecting in %.1fs", kind, err, backoff)
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 10)
-            finally:
-                watcher.stop()
+    # The watches of ``run`` live in ``agent/watch.py`` (list, then watch from its resourceVersion).
 
     def elect(self, name: str, namespace: str, identity: str, on_started, on_stopped,
               lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2):

@@ -9,6 +9,10 @@ an extra pass within about a second when something changes, using the last fetch
 is backing off (``backoff``) and its retry comes before the next interval pass, a one-off date
 job runs a pass then. With leader election, only the replica holding the Lease runs passes; a
 replica that loses the lease stops.
+
+A watch event starts a pass only when it is news (``triggers``): the agent's own applies, status
+writes and prunes, and the watches' first lists (read before the first pass starts), never do,
+so after start-up one pass runs until something changes. A sync-now token asks for one pass.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import time
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from . import backoff, sync, sync_now
+from . import backoff, gitproc, sync, sync_now, triggers
+from . import watch as watches
 from .kube import Kube
 from .render import AGENT_NAME, MANAGED_BY
 from .report import Report
@@ -31,6 +36,7 @@ from .server import Health, Metrics
 
 log = logging.getLogger("agent.run")
 TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
+FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists
 
 
 class Runner:
@@ -56,7 +62,11 @@ class Runner:
         self._online_requested_at: float | None = None  # monotonic time of the newest webhook request
         self._online_trigger = "webhook"  # what asked for it, for the pass's log line
         self._last_online_start: float | None = None
-        self._watch_pending = False
+        self._events: list[tuple[str, dict | None]] = []  # watch events not judged yet (see triggers)
+        self._requested: dict[str, str] = {}  # Application key -> the sync-now token already asked for
+        self.known = triggers.Known()  # what the passes read and wrote
+        self._first_pass_started = False
+        self._first_lists: list[threading.Event] = []
         self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
 
     # -- leading -------------------------------------------------------------------------------
@@ -66,16 +76,21 @@ class Runner:
         log.info("leading: starting passes every %.0fs", self.interval)
         self.health.leading = True
         self.metrics.leader.set(1)
+        if self.watch_enabled:
+            selector = f"{MANAGED_BY}={AGENT_NAME}"
+            lists = []
+            for group, kind, labels in ((GROUP, "Application", None), ("apps", "Deployment", selector),
+                                        ("", "Service", selector)):
+                listed = threading.Event()
+                lists.append(listed)
+                threading.Thread(target=watches.run, args=(self.kube, group, kind, labels, self._on_event,
+                                                           self.stopping, self._listed(listed)),
+                                 name=f"watch-{kind}", daemon=True).start()
+            self._first_lists = lists  # the first pass waits for them (_await_first_lists)
         self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
                                 max_instances=1, coalesce=True, misfire_grace_time=None,
                                 next_run_time=datetime.datetime.now(datetime.timezone.utc))
         self._scheduler.start()
-        if self.watch_enabled:
-            selector = f"{MANAGED_BY}={AGENT_NAME}"
-            for group, kind, labels in ((GROUP, "Application", None), ("apps", "Deployment", selector),
-                                        ("", "Service", selector)):
-                threading.Thread(target=self.kube.watch, args=(group, kind, labels, self._on_event, self.stopping),
-                                 name=f"watch-{kind}", daemon=True).start()
         threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
 
     def stop_leading(self) -> None:
@@ -89,18 +104,48 @@ class Runner:
         self.lost_lease = True
         self.stopping.set()
 
+    def _listed(self, done: threading.Event):
+        """``on_list`` for a watch: its first list, read before the first pass started, is not news
+        (that pass reads after it); a later re-list is judged like events (``Known.relisted``)."""
+        def on_list(kind: str, items: list[dict], first: bool) -> None:
+            for item in items:
+                if item.get("kind") == "Application" and sync_now.pending(item):
+                    self._on_event("ADDED", item)  # a token set while no agent ran
+            if not (first and not self._first_pass_started):
+                with self._request_lock:
+                    self._events.append(("RELISTED", {"kind": kind, "items": items}))
+                    self._trigger.set()
+            done.set()
+        return on_list
+
     def _on_event(self, event_type: str, obj: dict | None) -> None:
         if obj and obj.get("kind") == "Application" and event_type in ("ADDED", "MODIFIED") \
                 and sync_now.pending(obj):
-            self.request_pass(trigger="reconcile-request")  # sync now: ask Git, too
-            return
-        if event_type == "MODIFIED" and obj and obj.get("kind") == "Application":
-            generation = obj["metadata"].get("generation")
-            if generation == (obj.get("status") or {}).get("observedGeneration"):
-                return  # a status write (usually this agent's own, which also records a handled
-                # sync-now token, so it never asks again): nothing to reconcile
-        self._watch_pending = True
-        self._trigger.set()
+            key, token = f"{obj['metadata'].get('namespace')}/{obj['metadata'].get('name')}", sync_now.token(obj)
+            if self._requested.get(key) != token:  # each token asks once; the pass's own writes
+                self._requested[key] = token  # carry it too until its status write records it
+                self.request_pass(trigger="reconcile-request")  # sync now: ask Git, too
+                return
+        with self._request_lock:
+            self._events.append((event_type, obj))
+            self._trigger.set()
+
+    @property
+    def _watch_pending(self) -> bool:
+        """True while watch events wait to be judged."""
+        return bool(self._events)
+
+    def _news(self, events: list[tuple[str, dict | None]]) -> bool:
+        """True when any of ``events`` is news (``triggers.Known``); called with the pass lock
+        held, so the running pass has recorded its writes."""
+        for event_type, obj in events:
+            if event_type == "RELISTED":
+                if self.known.relisted(obj["kind"], obj["items"]):
+                    return True
+            elif self.known.news(event_type, obj):
+                log.debug("watch: %s %s is news", event_type, triggers.identity(obj or {}))
+                return True
+        return False
 
     def request_pass(self, trigger: str = "webhook") -> bool:
         """Ask for an online pass (one that asks Git) soon, e.g. for a webhook; returns at once.
@@ -124,14 +169,14 @@ class Runner:
                     self._trigger.clear()
                     requested, self._online_requested_at = self._online_requested_at, None
                     asked_by = self._online_trigger
-                    watched, self._watch_pending = self._watch_pending, False
+                    events, self._events = self._events, []
                 if self.stopping.is_set():
                     continue
                 if requested is not None and self.run_pass(offline=False, trigger=asked_by,
                                                            requested_at=requested) is not None:
                     continue  # an online pass covers what the watches saw, too
-                if watched:
-                    self.run_pass(offline=True, trigger="watch")
+                if events:
+                    self.run_pass(offline=True, trigger="watch", only_if=lambda: self._news(events))
 
     # -- passes --------------------------------------------------------------------------------
 
@@ -160,31 +205,53 @@ class Runner:
             except JobLookupError:
                 pass
 
-    def run_pass(self, offline: bool, trigger: str, requested_at: float | None = None) -> Report | None:
+    def run_pass(self, offline: bool, trigger: str, requested_at: float | None = None,
+                 only_if=None) -> Report | None:
         """One pass, unless stopping or another pass is running (then it waits its turn).
         ``requested_at``: monotonic time of the request; None is returned without a pass when an
-        online pass started after it (that pass already saw what the request was about)."""
+        online pass started after it (that pass already saw what the request was about).
+        ``only_if()``: asked once the pass's turn has come; False: no pass, None is returned."""
+        self._await_first_lists()
         with self._pass_lock:
             if self.stopping.is_set():
                 return None
             if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
                 return None
+            if only_if is not None and not only_if():
+                return None
+            self._first_pass_started = True
             started = time.monotonic()
             if not offline:
                 self._last_online_start = started
-            report = sync.run(self.kube, self.opts, known_commit=self.last_commit,
+            report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
                               offline=offline and self.last_commit is not None, retry=self.retry)
             duration = time.monotonic() - started
             self._schedule_retry(report)
-        if report.commit and not report.fetch_failed:
-            self.last_commit = report.commit
-        self._observe(report, duration, trigger)
+            if report.commit and not report.fetch_failed:
+                self.last_commit = report.commit
+            self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
         return report
 
+    def _await_first_lists(self) -> None:
+        """Before the first pass: wait up to ``FIRST_LIST_WAIT`` seconds for the watches' first
+        lists, so that the pass reads after them and their items are not news; ends at once
+        when stopping."""
+        deadline = time.monotonic() + FIRST_LIST_WAIT
+        for listed in self._first_lists:
+            while not listed.is_set() and not self.stopping.is_set() and time.monotonic() < deadline:
+                listed.wait(0.1)
+        self._first_lists = []
+
     def _observe(self, report: Report, duration: float, trigger: str) -> None:
+        """Metrics, health and the pass's log line. A pass that skipped Applications still
+        backing off is a failure, as one that attempted them and failed: they are still failing
+        (Flux keeps Ready=False while it retries; Argo CD shows the retrying sync as failed), and
+        a success would hide a standing failure from ``gitops_agent_passes_total{result}`` and
+        advance the last-synced timestamp. ``/readyz`` counts it like any finished pass."""
         m = self.metrics
+        ok = report.ok and not report.backing_off
         m.pass_duration.observe(duration)
-        m.passes.labels(result="success" if report.ok else "failure").inc()
+        m.passes.labels(result="success" if ok else "failure").inc()
         for change in report.changes:
             if change.action not in ("unchanged", "suspended"):  # left alone: not acted on
                 m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
@@ -192,12 +259,12 @@ class Runner:
             m.fetch_duration.observe(report.fetch_seconds)
         if report.fetch_failed:
             m.fetch_failures.inc()
-        if report.ok:
+        if ok:
             m.last_synced.set(time.time())
         self.health.pass_finished()
         counts = report.counts()
-        log.log(logging.INFO if report.ok else logging.WARNING, "pass %s", "succeeded" if report.ok else "failed",
-                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if report.ok else "failure",
+        log.log(logging.INFO if ok else logging.WARNING, "pass %s", "succeeded" if ok else "failed",
+                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
                                   "failed_applications": report.failing(), "failed_files": report.file_errors(),
                                   "errors": report.errors,
@@ -206,13 +273,15 @@ class Runner:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def shutdown(self, grace: float) -> bool:
-        """Stop scheduling and end API retries and waits at once; wait up to ``grace`` seconds
+        """Stop scheduling and end API retries, waits and running Git commands at once (a pass
+        whose fetch is ended fails closed: nothing changed or pruned); wait up to ``grace`` seconds
         for a running pass to finish (a pass cut short leaves each Application's status whole:
         it is written in one request). Returns False when a pass was still running (the caller
         then exits without waiting for it)."""
         self.stopping.set()
         self._trigger.set()
         self.kube.interrupt.set()
+        gitproc.cancel()  # a fetch from a remote that never answers fails now, not at --fetch-timeout
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
         if self._pass_lock.acquire(timeout=grace):

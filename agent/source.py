@@ -25,6 +25,7 @@ from pathlib import Path
 
 import git
 
+from . import gitproc
 from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -178,7 +179,7 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     """
     shown = redact(url)
     url, credentials = effective(url, credentials)
-    unchanged = (lambda repo: _unchanged(repo, ref, known_commit, timeout)) if known_commit else None
+    unchanged = (lambda repo, env: _unchanged(repo, ref, known_commit, timeout, env)) if known_commit else None
     repo, fetched = mirror(url, cache_dir, timeout, credentials=credentials, what=f"fetching {shown}",
                            unchanged=unchanged)
     return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
@@ -204,7 +205,7 @@ def _locked(cache_dir: Path, timeout: float, what: str):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or gitproc.cancelled():
                     raise SourceError(f"{what} failed: another process kept the lock of the cache {cache_dir} "
                                       f"for {timeout:g}s") from None
                 time.sleep(LOCK_POLL)
@@ -220,11 +221,12 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     (the mirror, whether a fetch ran). A first fetch goes to a staging directory moved into
     place only when everything worked, so a failure leaves the cache as it was.
 
-    ``unchanged(repo)``: called before any fetch; True skips it. ``want``: a full commit SHA
+    ``unchanged(repo, env)``: called before any fetch (``env``: the Git environment); True skips it. ``want``: a full commit SHA
     that must end up in the mirror; when it is already there nothing is fetched, and when the
     ref fetch did not bring it, the SHA itself is fetched (kept under ``refs/pinned/``).
     ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
-    Raises SourceError; the message is redacted.
+    Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
+    SourceError; the message is redacted.
     """
     target = cache_path(cache_dir, url)
     try:
@@ -247,21 +249,24 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
             repo = git.Repo.init(staging, bare=True)
             repo.create_remote("origin", url)
-        with repo.git.custom_environment(**_git_env(timeout, credentials), **(env or {})):
-            if unchanged and unchanged(repo):
-                return repo, False
-            repo.git.fetch("--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS,
-                           kill_after_timeout=timeout)
-            if want and not _has(repo, want):
-                repo.git.fetch("--no-tags", "origin", f"+{want}:refs/pinned/{want}", kill_after_timeout=timeout)
+        git_env = {**_git_env(timeout, credentials), **(env or {})}
+        if unchanged and unchanged(repo, git_env):
+            return repo, False
+        gitproc.run(["fetch", "--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS], cwd=repo.git_dir,
+                    env=git_env, timeout=timeout)
+        if want and not _has(repo, want):
+            gitproc.run(["fetch", "--no-tags", "origin", f"+{want}:refs/pinned/{want}"], cwd=repo.git_dir,
+                        env=git_env, timeout=timeout)
         if staging is not None:
             os.replace(staging, target)
             staging = None
             repo = git.Repo(target)
-    except git.GitCommandError as err:
+    except (git.GitCommandError, gitproc.Failed) as err:
         lines = (err.stderr or str(err)).replace("stderr: ", "").strip("'\n ").splitlines()
         detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
-        if err.status == -9 or "timed out" in detail.lower() or not detail:
+        if getattr(err, "cancelled", False):
+            detail = "interrupted: the agent is shutting down"
+        elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
         raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
     except (git.GitError, OSError, ValueError) as err:
@@ -277,14 +282,11 @@ def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credenti
     ``git ls-remote --symref URL HEAD``; ``url`` and ``credentials`` as for ``fetch``, ``timeout``
     in seconds. None when the remote does not say (a detached HEAD, a transport without symrefs)
     or cannot be reached; never raises for Git faults."""
-    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
-    credentials = credentials if credentials and (credentials.token or credentials.ssh_key_file) else (
-        embedded or credentials)
-    runner = git.Git()
+    url, credentials = effective(url, credentials)
     try:
-        with runner.custom_environment(**_git_env(timeout, credentials)):
-            listed = runner.ls_remote("--symref", url, "HEAD", kill_after_timeout=timeout)
-    except (git.GitError, OSError, ValueError):
+        listed = gitproc.run(["ls-remote", "--symref", url, "HEAD"], cwd=None, env=_git_env(timeout, credentials),
+                             timeout=timeout)
+    except (gitproc.Failed, OSError, ValueError):
         return None
     for line in listed.splitlines():
         target, _, name = line.partition("\t")
@@ -307,7 +309,7 @@ def _has(repo: git.Repo, sha: str) -> bool:
         return False
 
 
-def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float) -> bool:
+def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float, env: dict[str, str]) -> bool:
     """True when the remote's ``ref`` still points at ``known`` and the mirror holds it."""
     if not _has(repo, known):
         return False
@@ -315,7 +317,8 @@ def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float) -> b
         return True
     names = ["HEAD"] if not ref else [f"{ref}^{{}}", ref] if ref.startswith(FULL_REF_PREFIXES) else [
         f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"]
-    listed = repo.git.ls_remote("origin", *([ref] if ref else ["HEAD"]), kill_after_timeout=timeout)
+    listed = gitproc.run(["ls-remote", "origin", *([ref] if ref else ["HEAD"])], cwd=repo.git_dir, env=env,
+                         timeout=timeout)
     remote = dict(reversed(line.split("\t", 1)) for line in listed.splitlines() if "\t" in line)
     return next((remote[n] for n in names if n in remote), None) == known
 

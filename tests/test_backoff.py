@@ -148,3 +148,28 @@ def test_sync_now_resets_the_backoff_and_sync_once_always_attempts(
     assert agent.sync(remote.url, "--namespace", namespace).returncode == 0
     st = status(objects, namespace)
     assert "failures" not in st and "nextRetryTime" not in st and synced(st)["status"] == "True"
+
+
+def test_a_pass_that_skips_a_failing_application_is_a_failed_pass(
+        start_agent, repo, remote, namespace, objects, cluster):  # noqa: F811
+    refuse_services(cluster, namespace)
+    repo.write("a.yaml", app_yaml("web"))
+    remote.push()
+    running = start_agent(remote.url, "--interval", "2", "--namespace", namespace, "--no-watch",
+                          "--min-retry-delay", "600", "--max-retry-delay", "600")
+    wait_for(lambda: status(objects, namespace).get("failures") == 1, timeout=120, what="the first failure")
+    wait_for(lambda: "backing off after 1 failure" in running.output(), timeout=30, what="a pass that skips web")
+    failures = running.metric("gitops_agent_passes_total", result="failure")
+    time.sleep(5)  # two or more interval passes, each skipping web
+    assert running.metric("gitops_agent_passes_total", result="success") == 0
+    assert running.metric("gitops_agent_passes_total", result="failure") >= failures + 2
+    assert running.metric("gitops_agent_last_synced_commit_timestamp_seconds") == 0
+    assert running.get("/readyz")[0] == 200  # the loop runs: ready, as with any pass that found errors
+    assert status(objects, namespace)["failures"] == 1  # skipped, not attempted
+    allow_services(cluster, namespace)
+    repo.write("a.yaml", app_yaml("web", image="nginx:2"))  # a new commit resets the backoff
+    remote.push()
+    wait_for(lambda: running.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60,
+             what="a successful pass")
+    assert running.metric("gitops_agent_last_synced_commit_timestamp_seconds") > 0
+    assert "failures" not in status(objects, namespace)

@@ -1,11 +1,14 @@
 """SIGTERM ends ``run`` within ``--shutdown-grace`` plus a second in every state, with exit 0:
 idle between passes, in the middle of a pass, while the API server is unreachable (the pass is
-retrying) and while the Git remote does not answer (the fetch hangs). And a clean stop hands the
-leader Lease over at once instead of after it expires."""
+retrying) and while the Git remote does not answer (the fetch hangs). Where nothing is left to
+wait for (a hanging fetch, an API retry's wait, the rate limit's wait) it ends within about 2 s
+even with a long ``--shutdown-grace``, and the pass cut short changes and prunes nothing. And a
+clean stop hands the leader Lease over at once instead of after it expires."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
@@ -18,6 +21,8 @@ from tests.test_run import image_of, remote, start_agent  # noqa: F401 (fixtures
 
 pytestmark = pytest.mark.usefixtures("crd")
 GRACE = 3.0
+LONG_GRACE = 30.0  # with it, an exit within PROMPT seconds shows the grace was not waited for
+PROMPT = 2.5
 
 
 def stop_timed(agent) -> tuple[int, float]:
@@ -106,3 +111,87 @@ def test_a_clean_stop_hands_the_lease_over_at_once(start_agent, repo, remote, na
     lease = json.loads(cluster.kubectl("get", "lease", "gitops-agent", "-n", namespace, "-o", "json").stdout)
     assert lease["spec"]["holderIdentity"] == "second"
     assert "released the leader lease" in first.output()
+
+
+def git_processes(needle: str) -> list[str]:
+    """Command lines of running Git processes (``git``, ``git-remote-http``, ...) that mention
+    ``needle`` (e.g. the remote's port)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]).startswith("git") and needle in " ".join(argv):
+            found.append(" ".join(argv))
+    return found
+
+
+def test_sigterm_ends_a_hanging_fetch_at_once_and_the_pass_changes_nothing(  # noqa: F811
+        start_agent, agent, repo, namespace, objects, tmp_path):
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db"))
+    repo.commit()
+    bare = faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        url = server.url("apps.git")
+        assert agent.sync(url, "--namespace", namespace).returncode == 0  # the mirror the agent will reuse
+        repo.remove("db.yaml")  # a pass that read this commit would prune db
+        repo.commit()
+        faults.push(repo.path, bare)
+        before = objects.versions(namespace, ["web", "db"])
+        server.set_mode(faults.HANG)
+        running = start_agent(url, "--interval", "300", "--namespace", namespace, "--fetch-timeout", "300",
+                              "--shutdown-grace", str(LONG_GRACE))
+        wait_for(lambda: server.requests and git_processes(f"127.0.0.1:{server.port}"), timeout=30,
+                 what="the fetch to wait on the hanging remote")
+        time.sleep(0.5)
+        code, seconds = stop_timed(running)
+        assert code == 0, running.output()
+        assert seconds < PROMPT, f"took {seconds:.1f}s with --shutdown-grace {LONG_GRACE:g}"
+        assert "Traceback" not in running.output()
+        assert "interrupted: the agent is shutting down" in running.output()
+        assert git_processes(f"127.0.0.1:{server.port}") == []  # the whole process group was ended
+        assert objects.versions(namespace, ["web", "db"]) == before  # nothing written, db not pruned
+        assert running.metric("gitops_agent_passes_total", result="success") == 0
+        assert [p for p in agent.cache_dir.rglob("*.lock")] == []  # Git removed its lock files
+        server.set_mode(faults.OK)
+        proc = agent.sync(url, "--namespace", namespace)  # the mirror still works
+        assert proc.returncode == 0, proc.stderr
+        assert objects.app(namespace, "db") is None and objects.app(namespace, "web") is not None
+
+
+def test_sigterm_during_the_api_retry_wait_does_not_wait_for_the_grace(  # noqa: F811
+        start_agent, repo, remote, namespace, cluster, tmp_path):
+    proxy = FaultProxy(int(cluster.server.rsplit(":", 1)[1]))
+    try:
+        kubeconfig = proxy.kubeconfig(cluster.kubeconfig, tmp_path / "proxied")
+        repo.write("a.yaml", app_yaml("web"))
+        remote.push()
+        agent = start_agent(remote.url, "--interval", "1", "--namespace", namespace, "--no-watch",
+                            "--shutdown-grace", str(LONG_GRACE), "--api-retry-seconds", "120", kubeconfig=kubeconfig)
+        wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60,
+                 what="a pass")
+        proxy.cut()
+        wait_for(lambda: "retrying in" in agent.output(), timeout=30, what="a pass retrying the API server")
+        code, seconds = stop_timed(agent)
+        assert code == 0, agent.output()
+        assert seconds < PROMPT, f"took {seconds:.1f}s with --shutdown-grace {LONG_GRACE:g}"
+    finally:
+        proxy.close()
+
+
+def test_sigterm_while_waiting_for_the_rate_limit_does_not_wait_for_the_grace(  # noqa: F811
+        start_agent, repo, remote, namespace, objects):
+    repo.write("a.yaml", app_yaml("web", replicas=0))
+    remote.push()
+    # one request every 10 s: the first pass waits for its second token, and the watches for theirs
+    agent = start_agent(remote.url, "--interval", "300", "--namespace", namespace, "--shutdown-grace",
+                        str(LONG_GRACE), "--kube-api-qps", "0.1", "--kube-api-burst", "1")
+    time.sleep(3)
+    assert objects.service(namespace, "web") is None  # still throttled, mid-pass
+    code, seconds = stop_timed(agent)
+    assert code == 0, agent.output()
+    assert seconds < PROMPT, f"took {seconds:.1f}s with --shutdown-grace {LONG_GRACE:g}"
+    assert "Traceback" not in agent.output()

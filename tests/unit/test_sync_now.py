@@ -108,23 +108,39 @@ def runner():
     return r
 
 
-@pytest.mark.parametrize("event, live, online, offline", [
-    ("MODIFIED", app(token="t1"), True, False),  # the reconcile command's patch
-    ("MODIFIED", app(token="t2", handled="t1"), True, False),
-    ("ADDED", app(token="t1"), True, False),  # seen at start-up or after a re-list
-    ("MODIFIED", app(token="t1", handled="t1"), False, False),  # the agent's own status write
-    ("MODIFIED", app(), False, False),
-    ("MODIFIED", app(generation=3), False, True),  # a spec edit: an offline pass as before
-    ("ADDED", app(token="t1", handled="t1"), False, True),
-    ("DELETED", app(token="t1"), False, True),
+@pytest.mark.parametrize("event, live, seen, online, offline", [
+    ("MODIFIED", app(token="t1"), app(), True, False),  # the reconcile command's patch
+    ("MODIFIED", app(token="t2", handled="t1"), app(token="t1", handled="t1"), True, False),
+    ("ADDED", app(token="t1"), None, True, False),  # set while no agent ran, seen in the first list
+    ("MODIFIED", app(token="t1", handled="t1"), app(token="t1"), False, False),  # the agent's own status write
+    ("MODIFIED", app(), app(), False, False),
+    ("MODIFIED", app(generation=3), app(), False, True),  # a spec edit: an offline pass as before
+    ("MODIFIED", app(annotations={"heumsi.github.io/reconcile": "disabled"}), app(), False, True),  # by hand
+    ("ADDED", app(token="t1", handled="t1"), app(token="t1", handled="t1"), False, False),  # a list's replay
+    ("ADDED", app(), None, False, True),  # applied by hand
+    ("DELETED", app(token="t1"), app(token="t1"), False, True),
+    ("DELETED", app(), "gone", False, False),  # the agent's own prune
 ])
-def test_watch_events_that_ask_for_a_pass(runner, event, live, online, offline):
+def test_watch_events_that_ask_for_a_pass(runner, event, live, seen, online, offline):
+    if seen == "gone":
+        runner.known.gone(live)
+    elif seen is not None:
+        runner.known.seen(seen)
     runner._on_event(event, live)
     assert (runner._online_requested_at is not None) is online
-    assert runner._watch_pending is offline
-    assert runner._trigger.is_set() is (online or offline)
+    assert runner._news(runner._events) is offline
     if online:
         assert runner._online_trigger == "reconcile-request"
+
+
+def test_a_token_asks_for_one_pass_however_often_it_is_seen(runner):
+    runner._on_event("MODIFIED", app(token="t1"))
+    runner._online_requested_at = None
+    runner.known.seen(app(token="t1", generation=3))  # the online pass applied a new commit
+    runner._on_event("MODIFIED", app(token="t1", generation=3))  # its own apply, status not yet written
+    assert runner._online_requested_at is None and not runner._news(runner._events)
+    runner._on_event("MODIFIED", app(token="t2", generation=3))  # a new request asks again
+    assert runner._online_requested_at is not None
 
 
 def test_the_runner_backs_off_by_default_and_sync_does_not(runner):

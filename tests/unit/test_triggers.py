@@ -1,0 +1,104 @@
+"""The rule that keeps ``run`` from passing on its own writes (``agent/triggers.py``)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from agent import triggers
+
+LABELS = {"app.kubernetes.io/managed-by": "gitops-agent"}
+
+
+def deployment(replicas=1, ready=1, generation=1, observed=1, rv="10", **meta):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": generation,
+                         "resourceVersion": rv, "labels": dict(LABELS), **meta},
+            "spec": {"replicas": replicas},
+            "status": {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": replicas,
+                       "readyReplicas": ready, "availableReplicas": ready}}
+
+
+def service(port=80, rv="5"):
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u2", "resourceVersion": rv, "labels": dict(LABELS)},
+            "spec": {"ports": [{"port": port}]}}
+
+
+def application(generation=1, status=None, rv="3", labels=None):
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u0", "generation": generation,
+                         "resourceVersion": rv, "labels": labels or {}},
+            "spec": {"image": "nginx", "replicas": 1, "port": 80}, "status": status or {}}
+
+
+@pytest.mark.parametrize("recorded, event, news", [
+    (deployment(), deployment(rv="11", managedFields=[{"manager": "x"}]), False),  # only bookkeeping moved
+    (deployment(), deployment(generation=2), True),  # kubectl scale / edit
+    (deployment(ready=0), deployment(ready=1, rv="12"), True),  # the rollout moved on: status reports it
+    (deployment(), deployment(annotations={"note": "by hand"}), True),
+    (deployment(), deployment(uid="u9"), True),  # deleted and made again by someone
+    (service(), service(rv="6"), False),
+    (service(), service(port=81), True),
+    (application(), application(status={"observedGeneration": 1}, rv="4"), False),  # a status write
+    (application(), application(generation=2), True),
+    (application(), application(labels={"team": "a"}), True),
+])
+def test_news_is_what_a_pass_has_not_seen(recorded, event, news):
+    known = triggers.Known()
+    known.seen(recorded)
+    assert known.news("MODIFIED", event) is news
+    assert triggers.Known().news("ADDED", event) is True  # never recorded: news
+
+
+def test_deletions_are_news_only_for_what_a_pass_saw_live():
+    known = triggers.Known()
+    assert known.news("DELETED", deployment()) is False  # never seen
+    known.seen(deployment())
+    assert known.news("DELETED", deployment()) is True  # deleted by hand
+    known.gone(deployment())
+    assert known.news("DELETED", deployment()) is False  # the agent's own prune
+
+
+def test_a_relist_is_news_when_something_changed_or_went_away():
+    known = triggers.Known()
+    known.seen(deployment())
+    unlabelled = deployment()
+    unlabelled["metadata"].update(name="other", labels={})
+    known.seen(unlabelled)  # read by a claim list, not watched
+    assert known.relisted("Deployment", [deployment(rv="20")]) is False
+    assert known.relisted("Deployment", [deployment(generation=2)]) is True
+    assert known.relisted("Deployment", []) is True  # deleted while the watch was away
+
+
+class FakeKube:
+    def __init__(self):
+        self.calls = []
+
+    def apply(self, obj, force=True):
+        self.calls.append("apply")
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = "99"
+        return stored
+
+    def delete(self, obj, propagation="Background"):
+        self.calls.append("delete")
+        return True
+
+    def list(self, group, kind, label_selector=None):
+        return [service()]
+
+    def served(self, group, version):
+        return {"applications"}
+
+
+def test_recording_records_what_the_pass_reads_and_writes():
+    known = triggers.Known()
+    kube = triggers.Recording(FakeKube(), known)
+    written = kube.apply(deployment(generation=2))
+    assert known.news("MODIFIED", written) is False  # its own apply's event
+    assert kube.list("", "Service") == [service()] and known.news("ADDED", service()) is False
+    kube.delete(service())
+    assert known.news("DELETED", service()) is False
+    assert kube.served("g", "v") == {"applications"}  # everything else passes through
