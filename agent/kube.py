@@ -319,12 +319,12 @@ class Kube:
 
     def patch_status(self, obj: dict, status: dict) -> dict:
         """Write ``status`` through the status subresource (JSON merge patch; lists replace
-        whole). Returns the object as the server stored it. In a dry run nothing is sent and
+        whole), as field manager ``gitops-agent`` (operation Update). Returns the object as the server stored it. In a dry run nothing is sent and
         the object is returned with the patched status (null removes a field), as if stored."""
         if self.dry_run:
             return {**obj, "status": {k: v for k, v in status.items() if v is not None}}
         return self.request("PATCH", _path_of(obj, "status"), body={"status": status},
-                            content_type="application/merge-patch+json")
+                            query={"fieldManager": AGENT_NAME}, content_type="application/merge-patch+json")
 
     def served(self, group: str, version: str) -> set[str]:
         """Names of the resources and subresources (``applications``, ``applications/status``)

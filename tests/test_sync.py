@@ -44,6 +44,8 @@ def test_original_application_yaml_syncs_unchanged_with_full_status(agent, repo,
         assert child["metadata"]["labels"]["app.kubernetes.io/instance"] == "nginx"
     status = app["status"]
     assert status["lastSyncedCommit"] == status["lastAttemptedCommit"] == head
+    writers = {(e["manager"], e["operation"], e.get("subresource", "")) for e in app["metadata"]["managedFields"]}
+    assert writers == {("gitops-agent", "Apply", ""), ("gitops-agent", "Update", "status")}  # one field manager
     assert status["observedGeneration"] == app["metadata"]["generation"]
     assert (status["deployment"], status["service"], status["sourcePath"]) == ("nginx", "nginx", "application.yaml")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", status["lastSyncTime"])
