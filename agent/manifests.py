@@ -92,12 +92,14 @@ class ManifestError:
 class Rejected:
     """One document (or whole file, ``line`` None) that was refused: ``application`` is its
     ``namespace/name`` when the document named a valid one, else None; ``reasons`` its errors
-    as ``str(ManifestError)``."""
+    as ``str(ManifestError)``; ``is_application``: the document is of kind Application, so it
+    is an invalid Application (counted as a failed one) even when its name is what is invalid."""
 
     path: str
     line: int | None
     application: str | None
     reasons: tuple[str, ...]
+    is_application: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
         raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
     errors: list[ManifestError] = []
     found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
-    documents: list[tuple[str, int, int, str | None]] = []
+    documents: list[tuple[str, int, int, str | None, bool]] = []
     for path in sorted(files):
         blob = (blobs or {}).get(path) if cache is not None else None
         cache_key = parsecache.key(blob, path, default_namespace, max_file_bytes, max_documents) if blob else None
@@ -182,7 +184,7 @@ def _entry(found: list, documents: list) -> list:
     """A clean file's parse as ``parsecache`` stores it: [first line, last line, body or None]
     per document (a List: per item). ``found`` holds one item per named document, in order."""
     bodies = iter([manifest.body for _, _, _, manifest in found])
-    return [[start, end, next(bodies) if named else None] for _, start, end, named in documents]
+    return [[start, end, next(bodies) if named else None] for _, start, end, named, _ in documents]
 
 
 def _from_entry(path: str, entry: list, documents: list) -> list:
@@ -195,22 +197,23 @@ def _from_entry(path: str, entry: list, documents: list) -> list:
             identity = (meta["namespace"], meta["name"])
             named = "/".join(identity)
             found.append((identity, path, start, Manifest(identity[0], identity[1], body, path, start)))
-        documents.append((path, start, end, named))
+        documents.append((path, start, end, named, body is not None))
     return found
 
 
-def _rejected(errors: list[ManifestError], documents: list[tuple[str, int, int, str | None]]) -> list[Rejected]:
+def _rejected(errors: list[ManifestError], documents: list[tuple[str, int, int, str | None, bool]]) -> list[Rejected]:
     """One Rejected per refused document: ``documents`` holds (path, first line, last line,
-    ``namespace/name`` or None) of every document; an error belongs to the document whose
-    lines hold it, or to its whole file when it has no line or no document holds it."""
+    ``namespace/name`` or None, kind is Application) of every document; an error belongs to the
+    document whose lines hold it, or to its whole file when it has no line or no document holds it."""
     groups: dict[tuple[str, int | None], list[str]] = {}
-    names: dict[tuple[str, int | None], str | None] = {}
+    docs: dict[tuple[str, int | None], tuple | None] = {}
     for e in errors:
         doc = next((d for d in documents if d[0] == e.path and e.line is not None and d[1] <= e.line <= d[2]), None)
         key = (e.path, doc[1] if doc else None)
         groups.setdefault(key, []).append(str(e))
-        names[key] = doc[3] if doc else None
-    return sorted((Rejected(p, line, names[(p, line)], tuple(r)) for (p, line), r in groups.items()),
+        docs[key] = doc
+    return sorted((Rejected(p, line, docs[(p, line)][3] if docs[(p, line)] else None, tuple(r),
+                            bool(docs[(p, line)] and docs[(p, line)][4])) for (p, line), r in groups.items()),
                   key=lambda r: (r.path, r.line or 0))
 
 
@@ -293,7 +296,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     if not lists.is_list(data):
         if data is not None:
             _application(path, node, data, lines, default_namespace, found, errors)
-        return _row(documents, found, n_found, path, node, node.end_mark.line + 1)
+        return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data)
     bad = _non_json({k: v for k, v in data.items() if k != "items"})
     pairs, own = lists.items(node, data) if bad is None else ([], [bad])
     errors += [ManifestError(path, _line(lines, sub), _dotted(sub) or None, message) for sub, message in own]
@@ -302,16 +305,17 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
         _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors)
         # an item's end mark is where the next item starts: its row ends on the line before
         end = min(item_node.end_mark.line + 1, pairs[i + 1][0].start_mark.line if i + 1 < len(pairs) else math.inf)
-        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end))
+        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item)
     if not pairs or own:
-        _row(documents, found, len(found), path, node, node.end_mark.line + 1)  # the List's own row
+        _row(documents, found, len(found), path, node, node.end_mark.line + 1, data)  # the List's own row
 
 
-def _row(documents: list, found: list, n_found: int, path: str, node, end: int) -> None:
-    """Append the ``documents`` row of ``node`` (a document or List item ending on line ``end``),
-    named after the identity ``found`` gained since it held ``n_found`` items."""
+def _row(documents: list, found: list, n_found: int, path: str, node, end: int, data) -> None:
+    """Append the ``documents`` row of ``node`` (a document or List item ending on line ``end``,
+    ``data`` as constructed), named after the identity ``found`` gained since it held
+    ``n_found`` items, and marked when its kind is Application."""
     named = "/".join(found[-1][0]) if len(found) > n_found else None
-    documents.append((path, node.start_mark.line + 1, end, named))
+    documents.append((path, node.start_mark.line + 1, end, named, isinstance(data, dict) and data.get("kind") == KIND))
 
 
 def _construct(path, node, problems, loader, errors):

@@ -100,11 +100,12 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors + outside
     report.errors += [str(p) for p in problems]
     report.problems = problems
-    report.invalid += [(p, m) for p, m in snapshot.problems] + [
-        (r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons)) for r in loaded.rejected]
+    rejected = [(r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons), r)
+                for r in loaded.rejected]
     elsewhere = [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
-    report.invalid += elsewhere
-    report.refused.update([(r.application, "; ".join(r.reasons)) for r in loaded.rejected if r.application] + elsewhere)
+    report.invalid += [(p, m) for p, m in snapshot.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
+    # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
+    report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)

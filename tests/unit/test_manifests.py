@@ -421,15 +421,28 @@ def test_rejected_counts_each_refused_document_once_with_its_first_line_and_appl
     result = run(files)
     assert [m.name for m in result.manifests] == ["a"]
     assert result.rejected == [
-        Rejected("a.yaml", 10, "default/b", ("a.yaml:17: spec.port: must be an integer between 1 and 65535 (got 0)",)),
-        Rejected("a.yaml", 19, None, (f'a.yaml:22: metadata.name: "Bad" {RULE_TEXT}',)),
-        Rejected("a.yaml", 28, "default/nginx", ("a.yaml:28: spec: is required",)),
-        Rejected("b.yaml", 2, "default/c", ("b.yaml:8: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",)),
+        Rejected("a.yaml", 10, "default/b", ("a.yaml:17: spec.port: must be an integer between 1 and 65535 (got 0)",),
+                 True),
+        # an Application whose name is what is invalid is still an (invalid) Application
+        Rejected("a.yaml", 19, None, (f'a.yaml:22: metadata.name: "Bad" {RULE_TEXT}',), True),
+        Rejected("a.yaml", 28, "default/nginx", ("a.yaml:28: spec: is required",), True),
+        Rejected("b.yaml", 2, "default/c", ("b.yaml:8: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",),
+                 True),
         # a syntax error rejects the whole file, including the valid document before it
         Rejected("c.yaml", None, None, ("c.yaml:11: invalid YAML: expected ',' or ']', but got '<stream end>' "
                                         "(while parsing a flow sequence)",)),
         Rejected("d.yaml", 1, None, ("d.yaml:1: document must be a mapping, not a string",)),
     ]
+
+
+def test_a_document_of_another_kind_is_not_an_application_and_a_list_item_is_judged_alone():
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    listed = ("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"
+              "- {apiVersion: heumsi.github.io/v1, kind: Application, metadata: {name: Bad}, "
+              "spec: {image: x, replicas: 1, port: 80}}\n")
+    result = run({"c.yaml": config_map, "l.yaml": listed})
+    assert [(r.path, r.line, r.application, r.is_application) for r in result.rejected] == [
+        ("c.yaml", 1, None, False), ("l.yaml", 4, None, False), ("l.yaml", 5, None, True)]
 
 
 def flow_app(name, port):
@@ -441,8 +454,8 @@ def test_rejected_documents_that_each_take_one_line():
     result = run({"f.yaml": flow_app("a", 0) + flow_app("b", 0) + flow_app("c", 80)})
     assert [m.name for m in result.manifests] == ["c"]
     message = "spec.port: must be an integer between 1 and 65535 (got 0)"
-    assert result.rejected == [Rejected("f.yaml", 1, "default/a", (f"f.yaml:1: {message}",)),
-                               Rejected("f.yaml", 2, "default/b", (f"f.yaml:2: {message}",))]
+    assert result.rejected == [Rejected("f.yaml", 1, "default/a", (f"f.yaml:1: {message}",), True),
+                               Rejected("f.yaml", 2, "default/b", (f"f.yaml:2: {message}",), True)]
 
 
 def test_all_reasons_of_one_document_are_in_its_one_rejected_entry():
@@ -451,7 +464,7 @@ def test_all_reasons_of_one_document_are_in_its_one_rejected_entry():
     assert rejected == Rejected("w.yaml", 2, "default/web", (
         'w.yaml:7: spec.image: must be a non-empty string (got "")',
         "w.yaml:8: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
-        "w.yaml:9: spec.port: must be an integer between 1 and 65535 (got 0)"))
+        "w.yaml:9: spec.port: must be an integer between 1 and 65535 (got 0)"), True)
 
 
 def test_errors_on_one_line_are_ordered_by_field():
