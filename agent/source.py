@@ -29,6 +29,10 @@ from . import gitproc
 from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
+MAX_FILES = 20_000
+"""Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of
+one file each, twice over; beyond it the whole commit is refused (a path pointed at the wrong
+tree, a generator gone wrong) rather than read for minutes."""
 FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
                   "+HEAD:refs/remotes/origin/HEAD")
 SYMLINK_MODE = 0o120000
@@ -343,7 +347,7 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 
 
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
-         max_file_bytes: int = 1_048_576, max_files: int = 5000, submodules: bool = True,
+         max_file_bytes: int = 1_048_576, max_files: int = MAX_FILES, submodules: bool = True,
          credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
     """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
     and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.

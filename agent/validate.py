@@ -23,7 +23,7 @@ from . import crd, manifests, source
 from .manifests import Manifest, ManifestError
 
 MAX_FILE_BYTES = 1_048_576
-MAX_FILES = 5000
+MAX_FILES = source.MAX_FILES
 
 
 

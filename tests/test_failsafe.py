@@ -745,27 +745,27 @@ def test_deeply_nested_documents_are_refused_and_the_others_sync(agent, repo, na
     _others_synced_nothing_pruned(objects, namespace, before, head, "deep")
 
 
-def test_ten_thousand_files_end_in_bounded_time_with_a_clear_limit(agent, repo, namespace, objects):
-    """10,000 manifest files is above the agent's max-files limit (5000, agent/source.py read):
-    the whole snapshot is refused by design, so nothing changes at all (not even the valid
-    update in the same commit) and nothing is pruned."""
+def test_too_many_files_end_in_bounded_time_with_a_clear_limit(agent, repo, namespace, objects):
+    """20,001 manifest files is above the agent's max-files limit (``source.MAX_FILES``: 20,000,
+    room for 10,000 Applications of one file each): the whole snapshot is refused by design, so
+    nothing changes at all (not even the valid update in the same commit) and nothing is pruned."""
     first, before = _start(agent, repo, namespace, objects)
     started = time.monotonic()
-    for i in range(10_000):
+    for i in range(20_000):
         target = repo.path / "many" / f"{i // 1000:02d}" / f"f{i:05d}.yaml"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(f"# small file {i}\n")
     repo.write("web.yaml", app_yaml("web", image="nginx:2"))
     repo.remove("api.yaml")
-    repo.commit("10,000 files")
-    print(f"writing and committing 10,000 files: {time.monotonic() - started:.1f}s")
+    repo.commit("20,000 files more")
+    print(f"writing and committing 20,000 files: {time.monotonic() - started:.1f}s")
     result = faults.run_measured(agent, repo.path, "--namespace", namespace, timeout=300)
-    print(f"10,000 files: {result.seconds:.1f}s, peak RSS {result.max_rss_mib:.0f} MiB")
+    print(f"20,001 files: {result.seconds:.1f}s, peak RSS {result.max_rss_mib:.0f} MiB")
     assert result.returncode == 2
     assert result.seconds < 60
     assert result.max_rss_mib < 200
     errors = [e for e in result.stderr.splitlines() if e.startswith("error:")]
-    assert len(errors) == 1 and "10001" in errors[0] and "5000" in errors[0], result.stderr
-    before.check("10,000 files")
+    assert len(errors) == 1 and "20001" in errors[0] and "20000" in errors[0], result.stderr
+    before.check("20,001 files")
     assert image(objects, namespace, "web") == "nginx:1"
     assert synced_commit(objects, namespace, "web") == first
