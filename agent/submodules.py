@@ -21,7 +21,9 @@ This module imports ``git`` too (with ``agent/source.py``, the only two that do)
 
 from __future__ import annotations
 
+import os
 import posixpath
+import subprocess
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass
@@ -34,6 +36,29 @@ MAX_DEPTH = 5
 DEFAULT_PORTS = {"http": 80, "https": 443, "ssh": 22, "git": 9418}
 FILE_PROTOCOL_HINT = ("; a local or file:// submodule is fetched only when Git's configuration allows it "
                       "(protocol.file.allow=always)")
+
+
+def file_protocol_allowed(config: dict[str, str | None], allow_list: str | None) -> bool:
+    """Whether Git lets a submodule (a command not run by the user: ``GIT_PROTOCOL_FROM_USER=0``)
+    use the file protocol, by Git's rule (``transport.c``, ``git help config``: protocol.allow):
+    ``GIT_ALLOW_PROTOCOL`` (``allow_list``, colon-separated), when set, decides alone; else
+    ``protocol.file.allow``, else ``protocol.allow`` (``config``: name -> value or None), else
+    the default ``user``; only ``always`` allows it, since ``user`` requires a user's command."""
+    if allow_list is not None:
+        return "file" in allow_list.split(":")
+    value = config.get("protocol.file.allow") or config.get("protocol.allow") or "user"
+    return value.strip().lower() == "always"
+
+
+def _git_config(name: str) -> str | None:
+    """``git config --get NAME`` as Git would read it here (system, global, ``GIT_CONFIG_*``)."""
+    done = subprocess.run(["git", "config", "--get", name], capture_output=True, text=True, timeout=30, cwd=os.sep)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _local_url(url: str) -> bool:
+    """True for a URL Git fetches with the file protocol: ``file://`` or a local path."""
+    return url.startswith("file://") or ("://" not in url and _local(url))
 
 
 def _local(url: str) -> bool:
@@ -199,6 +224,10 @@ class Walker:
                                      "(./ or ../), so it is refused")
         clean, creds = source.effective(resolved, credentials_for(resolved, self.top.url, self.credentials))
         what = f"fetching submodule {shown!r} from {source.redact(clean)} (commit {sha})"
+        if _local_url(clean) and not file_protocol_allowed(
+                {k: _git_config(k) for k in ("protocol.file.allow", "protocol.allow")},
+                os.environ.get("GIT_ALLOW_PROTOCOL")):  # checked here too: a cached mirror is read without a fetch
+            raise source.SourceError(f"{what} failed: transport 'file' not allowed{FILE_PROTOCOL_HINT}")
         try:
             repo, _ = source.mirror(clean, self.cache_dir, self.timeout, credentials=creds, what=what,
                                     want=sha, env={"GIT_PROTOCOL_FROM_USER": "0"})

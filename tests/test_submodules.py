@@ -215,6 +215,24 @@ def test_no_submodules_and_the_file_protocol_policy_fail_by_name_and_change_noth
 
 
 @pytest.mark.usefixtures("crd")
+def test_the_file_protocol_policy_holds_when_the_mirror_already_has_the_commit(agent, repo, namespace, objects,
+                                                                               tmp_path):
+    """A mirror in the cache (fetched while the file protocol was allowed, or by another source
+    sharing the cache) is no way around Git's protocol policy: the pass is refused as if it fetched."""
+    sub = team_b(tmp_path)
+    repo.write("apps/web.yaml", app_yaml("web"))
+    add_submodule(repo, sub, "apps/team-b")
+    repo.commit("web, and team b as a submodule")
+    assert sync(agent, repo, namespace).returncode == 0  # allowed: the mirror now has the commit
+    before = Untouched(objects, namespace, ["web", "web-b", "api-b"])
+    proc = sync(agent, repo, namespace, env={})
+    assert proc.returncode == 2
+    errors = error_lines(proc)
+    assert len(errors) == 1 and "submodule 'apps/team-b'" in errors[0] and "protocol.file.allow=always" in errors[0]
+    before.check("file protocol not allowed, mirror cached")
+
+
+@pytest.mark.usefixtures("crd")
 def test_a_directory_replaced_by_a_submodule_with_the_same_applications_keeps_them(
         agent, repo, namespace, objects, tmp_path):
     """The fail-open this feature closes: apps/team-b/ held Applications, then became a

@@ -99,3 +99,24 @@ def test_token_header_without_user_entries(monkeypatch):
     env = source._git_env(10, TOKEN)
     assert env["GIT_CONFIG_COUNT"] == "1" and env["GIT_CONFIG_KEY_0"] == "http.extraHeader"
     assert "GIT_CONFIG_COUNT" not in source._git_env(10, None)
+
+
+@pytest.mark.parametrize("config, allow_list, allowed", [
+    ({}, None, False),  # Git's default for file is "user": refused for a submodule
+    ({"protocol.file.allow": "always"}, None, True),
+    ({"protocol.file.allow": "Always "}, None, True),
+    ({"protocol.file.allow": "user"}, None, False),
+    ({"protocol.file.allow": "never", "protocol.allow": "always"}, None, False),
+    ({"protocol.allow": "always"}, None, True),
+    ({"protocol.file.allow": "always"}, "https:ssh", False),  # GIT_ALLOW_PROTOCOL decides alone
+    ({}, "https:file", True),
+    ({}, "", False),
+])
+def test_file_protocol_follows_gits_rule(config, allow_list, allowed):
+    assert submodules.file_protocol_allowed(config, allow_list) is allowed
+
+
+@pytest.mark.parametrize("url, local", [("/srv/git/a", True), ("file:///srv/git/a", True), ("../b", True),
+                                        ("https://h/a", False), ("git@h:a", False), ("ssh://h/a", False)])
+def test_local_urls_are_those_git_fetches_with_the_file_protocol(url, local):
+    assert submodules._local_url(url) is local
