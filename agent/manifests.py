@@ -37,7 +37,7 @@ import yaml
 from . import lists, parsecache, specrules
 from . import metadata as metadata_rules
 from .nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
-from .nodes import show as _show, type_name as _type_name
+from .nodes import scalar as _scalar, show as _show, type_name as _type_name
 from .yamlload import FAST as _FAST
 from .yamlload import MAX_DEPTH, _Bail, _DuplicateKey, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
 
@@ -273,7 +273,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     if not lists.is_list(data):
         if data is not None:
             _application(path, node, data, lines, default_namespace, found, errors)
-        return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data, errors[n_errors:])
+        return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data, errors[n_errors:], default_namespace)
     bad = _non_json({k: v for k, v in data.items() if k != "items"})
     pairs, own = lists.items(node, data) if bad is None else ([], [bad])
     own = [ManifestError(path, _line(lines, sub), _dotted(sub) or None, message) for sub, message in own]
@@ -283,19 +283,27 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
         _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors)
         # an item's end mark is where the next item starts: its row ends on the line before
         end = min(item_node.end_mark.line + 1, pairs[i + 1][0].start_mark.line if i + 1 < len(pairs) else math.inf)
-        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item, errors[n_errors:])
+        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item, errors[n_errors:],
+             default_namespace)
     if not pairs or own:
-        _row(documents, found, len(found), path, node, node.end_mark.line + 1, data, own)  # the List's own row
+        _row(documents, found, len(found), path, node, node.end_mark.line + 1, data, own, default_namespace)  # the List's own row
 
 
-def _row(documents: list, found: list, n_found: int, path: str, node, end: int, data, errs: list) -> None:
+def _row(documents: list, found: list, n_found: int, path: str, node, end: int, data, errs: list, namespace) -> None:
     """Append the ``documents`` row of ``node`` (a document or List item ending on line ``end``,
     ``data`` as constructed, ``errs`` the errors its check appended): (path, first line, last
     line, ``namespace/name`` of the identity ``found`` gained since it held ``n_found`` items or
-    None, kind is Application, ``errs``, that ``found`` item or None)."""
+    None, kind is Application, ``errs``, that ``found`` item or None). A refused Application whose
+    data could not be constructed or checked (duplicate key, non-JSON value) takes its kind, name and
+    namespace (else ``namespace``) from the nodes, when they are plain strings."""
+    from_nodes = data is None or (isinstance(data, dict) and data.get("apiVersion") == API_VERSION)
+    kind = data.get("kind") if isinstance(data, dict) else _scalar(node, ("kind",)) if data is None else None
+    if kind == KIND and errs and from_nodes and len(found) == n_found:
+        name, ns = _scalar(node, ("metadata", "name")), _scalar(node, ("metadata", "namespace"), namespace)
+        if is_dns1123_label(name) and is_dns1123_label(ns):
+            found.append(((ns, name), path, node.start_mark.line + 1, None))
     item = found[-1] if len(found) > n_found else None
-    documents.append((path, node.start_mark.line + 1, end, "/".join(item[0]) if item else None,
-                      isinstance(data, dict) and data.get("kind") == KIND, errs, item))
+    documents.append((path, node.start_mark.line + 1, end, "/".join(item[0]) if item else None, kind == KIND, errs, item))
 
 
 def _construct(path, node, problems, loader, errors):

@@ -163,3 +163,9 @@ def test_a_duplicate_identity_between_items_on_one_line_names_each_item(monkeypa
     result = load_both({"l.yaml": text}, monkeypatch)
     assert [m.name for m in result.manifests] == ["ok"]
     assert [(r.line, r.application) for r in result.rejected] == [(1, "default/d"), (1, "default/d")]
+
+
+def test_an_item_with_a_non_json_value_is_named_from_its_nodes(monkeypatch):
+    text = a_list(ITEM.format(name="web", replicas=1).replace("nginx:1", "!!binary aGk="))
+    [rejected] = load_both({"l.yaml": text}, monkeypatch).rejected
+    assert (rejected.line, rejected.application, rejected.is_application) == (6, "default/web", True)
