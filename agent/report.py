@@ -79,8 +79,7 @@ class Report:
 
     def failed_files(self) -> list[str]:
         """Sorted distinct paths of the ``file_errors`` (``path:line`` without its line)."""
-        return sorted({what.rpartition(":")[0] if what.rpartition(":")[2].isdigit() else what
-                       for what in self.file_errors()})
+        return sorted({_file(what) for what in self.file_errors()})
 
     def outcomes(self) -> list[Change]:
         """``changes`` plus one failed ``Application/namespace/name`` (with the reason) for each
@@ -117,8 +116,8 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")
-            lines += [f"  {reason}" if reason.startswith(f"{what}:") else f"  {what}: {reason}"
-                      for what, reason in self.invalid]  # a file's error already starts with file:line
+            lines += [f"  {reason}" if what not in self.refused and reason.startswith(f"{_file(what)}:")
+                      else f"  {what}: {reason}" for what, reason in self.invalid]  # a file error names its file (an Application keeps its name)
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
         for extra in (RECREATED, KEPT, SUSPENDED):
@@ -130,3 +129,9 @@ class Report:
             ("file", len(self.failed_files()), self.file_errors())) if names)  # files counted once, listed by line
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(lines)
+
+
+def _file(what: str) -> str:
+    """The path of a file error's ``path:line`` or ``path``."""
+    path, _, line = what.rpartition(":")
+    return path if path and line.isdigit() else what

@@ -102,3 +102,18 @@ def test_json_and_markdown_name_the_applications_the_text_counts_as_failed():
     assert failed == report.failing() and f"{len(failed)} Applications failed" in report.summary()
     markdown = output.render(doc, "markdown")
     assert sum(line.count("**failed**") > 0 for line in markdown.splitlines() if line.startswith("| `")) == len(failed)
+
+
+def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
+    report = Report(commit="e" * 40)
+    report.invalid = [("m.yaml:1", "m.yaml:4: spec.port: duplicate key 'port' (first defined on line 3)"),
+                      ("broken.yaml", "broken.yaml:2: invalid YAML: ..."),
+                      ("ns/web", "web.yaml:3: spec: is required")]
+    report.refused["ns/web"] = "web.yaml:3: spec: is required"
+    text = report.summary().splitlines()
+    assert "  m.yaml:4: spec.port: duplicate key 'port' (first defined on line 3)" in text
+    assert "  broken.yaml:2: invalid YAML: ..." in text and "  ns/web: web.yaml:3: spec: is required" in text
+    # an Application refused by its location keeps it: it is what the closing line names
+    report.invalid.append(("n.yaml:1", "n.yaml:3: metadata.name: bad"))
+    report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
+    assert "  n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
