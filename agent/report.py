@@ -116,8 +116,9 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")
+            # a file error's reason already names its file; an Application keeps its name
             lines += [f"  {reason}" if what not in self.refused and reason.startswith(f"{_file(what)}:")
-                      else f"  {what}: {reason}" for what, reason in self.invalid]  # a file error names its file (an Application keeps its name)
+                      else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
         for extra in (RECREATED, KEPT, SUSPENDED):
