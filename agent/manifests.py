@@ -33,18 +33,17 @@ import re
 from dataclasses import dataclass, field as dataclass_field
 
 import yaml
-from jsonschema import Draft202012Validator, validators
 
-from . import lists, parsecache
+from . import lists, parsecache, specrules
 from . import metadata as metadata_rules
 from .nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
-from .nodes import show as _show, type_name as _type_name
+from .nodes import scalar as _scalar, show as _show, type_name as _type_name
 from .yamlload import FAST as _FAST
 from .yamlload import MAX_DEPTH, _Bail, _DuplicateKey, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
 
 if _FAST:
     from .yamlload import _CLoader
-from .schema import API_VERSION, KIND, STRICT_SPEC_SCHEMA, did_you_mean
+from .schema import API_VERSION, KIND, did_you_mean
 
 
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -113,15 +112,6 @@ class LoadResult:
     rejected: list[Rejected] = dataclass_field(default_factory=list)
 
 
-# JSON/Kubernetes integers: bool is not an integer, and neither is 3.0 (jsonschema's
-# default for draft 4+ accepts integral floats).
-_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
-Draft202012Validator.check_schema(STRICT_SPEC_SCHEMA)
-_SPEC_VALIDATOR = _Validator(STRICT_SPEC_SCHEMA)
-_SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
-
-
 def is_dns1123_label(value) -> bool:
     """Kubernetes DNS-1123 label (RFC 1123): lowercase alphanumerics and '-', starting
     and ending with an alphanumeric, 1-63 characters. Used for names and namespaces."""
@@ -147,74 +137,61 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
         raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
     errors: list[ManifestError] = []
     found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
-    documents: list[tuple[str, int, int, str | None, bool]] = []
+    documents: list[tuple] = []  # see _row
     for path in sorted(files):
         blob = (blobs or {}).get(path) if cache is not None else None
         cache_key = parsecache.key(blob, path, default_namespace, max_file_bytes, max_documents) if blob else None
         entry = cache.get(cache_key) if cache_key else None
         if entry is not None:
-            file_found, file_errors = _from_entry(path, entry, documents), []
+            file_found, file_errors = parsecache.restore(path, entry, documents), []
         else:
             first = len(documents)
             file_found, file_errors = _load_file(path, files[path], default_namespace,
                                                  max_file_bytes, max_documents, documents)
             if cache_key and not file_errors:
-                cache.put(cache_key, _entry(file_found, documents[first:]))
+                cache.put(cache_key, parsecache.entry(file_found, documents[first:]))
         found += file_found
         errors += file_errors
     by_identity: dict[tuple[str, str], list] = {}
     for item in found:
         by_identity.setdefault(item[0], []).append(item)
     manifests = []
+    owner = {id(d[6]): d for d in documents if d[6] is not None}  # found item -> its row
     for (namespace, name), items in by_identity.items():
         if len(items) == 1:
             if items[0][3] is not None:
                 manifests.append(items[0][3])
             continue
         where = ", ".join(f"{p}:{line}" for _, p, line, _ in items)
-        errors += [ManifestError(p, line, "metadata.name", f"Application {namespace}/{name} "
-                                 f"is defined more than once: {where}") for _, p, line, _ in items]
+        for item in items:
+            errors.append(ManifestError(item[1], item[2], "metadata.name", f"Application {namespace}/{name} "
+                                        f"is defined more than once: {where}"))
+            if id(item) in owner:
+                owner[id(item)][5].append(errors[-1])
     manifests.sort(key=lambda m: (m.namespace, m.name))
     errors.sort(key=lambda e: (e.path, e.line or 0, e.field or "", e.message))
     return LoadResult(manifests, errors, _rejected(errors, documents))
 
 
 
-def _entry(found: list, documents: list) -> list:
-    """A clean file's parse as ``parsecache`` stores it: [first line, last line, body or None]
-    per document (a List: per item). ``found`` holds one item per named document, in order."""
-    bodies = iter([manifest.body for _, _, _, manifest in found])
-    return [[start, end, next(bodies) if named else None] for _, start, end, named, _ in documents]
-
-
-def _from_entry(path: str, entry: list, documents: list) -> list:
-    """The ``found`` items of a cached clean file (and its ``documents`` rows appended)."""
-    found = []
-    for start, end, body in entry:
-        named = None
-        if body is not None:
-            meta = body["metadata"]
-            identity = (meta["namespace"], meta["name"])
-            named = "/".join(identity)
-            found.append((identity, path, start, Manifest(identity[0], identity[1], body, path, start)))
-        documents.append((path, start, end, named, body is not None))
-    return found
-
-
-def _rejected(errors: list[ManifestError], documents: list[tuple[str, int, int, str | None, bool]]) -> list[Rejected]:
-    """One Rejected per refused document: ``documents`` holds (path, first line, last line,
-    ``namespace/name`` or None, kind is Application) of every document; an error belongs to the
-    document whose lines hold it, or to its whole file when it has no line or no document holds it."""
-    groups: dict[tuple[str, int | None], list[str]] = {}
-    docs: dict[tuple[str, int | None], tuple | None] = {}
+def _rejected(errors: list[ManifestError], documents: list[tuple]) -> list[Rejected]:
+    """One Rejected per refused document (rows of ``documents``, see ``_row``): an error belongs
+    to the row that recorded it (the document or List item whose check produced it); an error no
+    row recorded belongs to the first document of its file whose lines hold it, or to its whole
+    file when it has no line or no document holds it."""
+    owner = {id(e): d for d in documents for e in d[5]}
+    by_path: dict[str, list[tuple]] = {}
+    for d in documents:
+        by_path.setdefault(d[0], []).append(d)
+    groups: dict[object, tuple[str, tuple | None, list[str]]] = {}
     for e in errors:
-        doc = next((d for d in documents if d[0] == e.path and e.line is not None and d[1] <= e.line <= d[2]), None)
-        key = (e.path, doc[1] if doc else None)
-        groups.setdefault(key, []).append(str(e))
-        docs[key] = doc
-    return sorted((Rejected(p, line, docs[(p, line)][3] if docs[(p, line)] else None, tuple(r),
-                            bool(docs[(p, line)] and docs[(p, line)][4])) for (p, line), r in groups.items()),
-                  key=lambda r: (r.path, r.line or 0))
+        doc = owner.get(id(e))
+        if doc is None and e.line is not None:
+            doc = next((d for d in by_path.get(e.path, ()) if d[1] <= e.line <= d[2]), None)
+        key = id(doc) if doc is not None else e.path
+        groups.setdefault(key, (e.path, doc, []))[2].append(str(e))
+    return sorted((Rejected(p, doc[1] if doc else None, doc[3] if doc else None, tuple(r), bool(doc and doc[4]))
+                   for p, doc, r in groups.values()), key=lambda r: (r.path, r.line or 0))
 
 
 def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int, documents: list):
@@ -289,33 +266,44 @@ def _load_fast(path: str, text: str, namespace: str, max_docs: int):
 def _document(path, node, problems, loader, default_namespace, found, errors, documents) -> None:
     """Check one YAML document ``node`` of ``path``: its Application, or each item of a
     ``kind: List`` (``lists``), goes to ``found`` as (identity, path, line, Manifest or None),
-    problems to ``errors``, and one row (path, first line, last line, ``namespace/name`` or None)
-    per document or List item to ``documents``."""
-    n_found = len(found)
+    problems to ``errors``, and one row (see ``_row``) per document or List item to ``documents``,
+    holding the errors its own check appended."""
+    n_found, n_errors = len(found), len(errors)
     data, lines = _construct(path, node, problems, loader, errors)
     if not lists.is_list(data):
         if data is not None:
             _application(path, node, data, lines, default_namespace, found, errors)
-        return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data)
+        return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data, errors[n_errors:], default_namespace)
     bad = _non_json({k: v for k, v in data.items() if k != "items"})
     pairs, own = lists.items(node, data) if bad is None else ([], [bad])
-    errors += [ManifestError(path, _line(lines, sub), _dotted(sub) or None, message) for sub, message in own]
+    own = [ManifestError(path, _line(lines, sub), _dotted(sub) or None, message) for sub, message in own]
+    errors += own
     for i, (item_node, item) in enumerate(pairs):
-        n = len(found)
+        n, n_errors = len(found), len(errors)
         _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors)
         # an item's end mark is where the next item starts: its row ends on the line before
         end = min(item_node.end_mark.line + 1, pairs[i + 1][0].start_mark.line if i + 1 < len(pairs) else math.inf)
-        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item)
+        _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item, errors[n_errors:],
+             default_namespace)
     if not pairs or own:
-        _row(documents, found, len(found), path, node, node.end_mark.line + 1, data)  # the List's own row
+        _row(documents, found, len(found), path, node, node.end_mark.line + 1, data, own, default_namespace)  # the List's own row
 
 
-def _row(documents: list, found: list, n_found: int, path: str, node, end: int, data) -> None:
+def _row(documents: list, found: list, n_found: int, path: str, node, end: int, data, errs: list, namespace) -> None:
     """Append the ``documents`` row of ``node`` (a document or List item ending on line ``end``,
-    ``data`` as constructed), named after the identity ``found`` gained since it held
-    ``n_found`` items, and marked when its kind is Application."""
-    named = "/".join(found[-1][0]) if len(found) > n_found else None
-    documents.append((path, node.start_mark.line + 1, end, named, isinstance(data, dict) and data.get("kind") == KIND))
+    ``data`` as constructed, ``errs`` the errors its check appended): (path, first line, last
+    line, ``namespace/name`` of the identity ``found`` gained since it held ``n_found`` items or
+    None, kind is Application, ``errs``, that ``found`` item or None). A refused Application whose
+    data could not be constructed or checked (duplicate key, non-JSON value) takes its kind, name and
+    namespace (else ``namespace``) from the nodes, when they are plain strings."""
+    from_nodes = data is None or (isinstance(data, dict) and data.get("apiVersion") == API_VERSION)
+    kind = data.get("kind") if isinstance(data, dict) else _scalar(node, ("kind",)) if data is None else None
+    if kind == KIND and errs and from_nodes and len(found) == n_found:
+        name, ns = _scalar(node, ("metadata", "name")), _scalar(node, ("metadata", "namespace"), namespace)
+        if is_dns1123_label(name) and is_dns1123_label(ns):
+            found.append(((ns, name), path, node.start_mark.line + 1, None))
+    item = found[-1] if len(found) > n_found else None
+    documents.append((path, node.start_mark.line + 1, end, "/".join(item[0]) if item else None, kind == KIND, errs, item))
 
 
 def _construct(path, node, problems, loader, errors):
@@ -384,7 +372,7 @@ def _application(path, node, data, lines, default_namespace, found, errors) -> N
     if "spec" not in data:
         error(line, "spec", "is required")
     else:
-        for sub, message in _spec_problems(data["spec"]):
+        for sub, message in specrules.problems(data["spec"]):
             error(_line(lines, ("spec",) + sub), _dotted(("spec",) + sub), message)
 
     if identity:
@@ -393,36 +381,3 @@ def _application(path, node, data, lines, default_namespace, found, errors) -> N
             body = {**data, "metadata": {**meta, "namespace": identity[0]}}
             manifest = Manifest(identity[0], identity[1], body, path, line)
         found.append((identity, path, line, manifest))
-
-
-def _spec_problems(spec) -> list[tuple[tuple, str]]:
-    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA."""
-    out: list[tuple[tuple, str]] = []
-    for e in _SPEC_VALIDATOR.iter_errors(spec):
-        sub = tuple(e.absolute_path)
-        if e.validator == "required":
-            out += [((k,), "is required") for k in e.validator_value if k not in e.instance]
-        elif e.validator == "additionalProperties":
-            allowed = ", ".join(sorted(_SPEC_FIELDS))
-            out += [((k,), f"unknown field{did_you_mean(k, _SPEC_FIELDS, 'spec.')} (allowed: {allowed})")
-                    for k in e.instance if k not in _SPEC_FIELDS]
-        elif not sub and e.validator == "type":
-            out.append(((), f"must be a mapping, not {_type_name(spec)}"))
-        elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:
-            out.append((sub, f"must be {_rule(_SPEC_FIELDS[sub[0]])} (got {_show(e.instance)})"))
-        else:
-            out.append((sub, e.message))
-    return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
-
-
-def _rule(schema: dict) -> str:
-    """Human wording of a scalar property schema, e.g. 'an integer between 1 and 65535' or
-    'true or false'."""
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    if schema.get("type") == "boolean":
-        return "true or false"
-    if schema.get("type") == "string":
-        return "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
-    if lo is not None and hi is not None:
-        return f"an integer between {lo} and {hi}"
-    return f"an integer >= {lo}" if lo is not None else "an integer"

@@ -80,3 +80,17 @@ def type_name(value) -> str:
     names = {type(None): "null", dict: "a mapping", list: "a list", str: "a string",
              int: "an integer", float: "a number", bool: "a boolean"}
     return names.get(type(value), type(value).__name__)
+
+
+def scalar(node, path: tuple, absent=None):
+    """The string at ``path`` (mapping keys) of the node tree ``node``, read from the nodes alone
+    (for a document that could not be constructed): ``absent`` when a key is missing; None when a
+    key occurs more than once, a value on the way is no mapping or the value is no plain string."""
+    for key in path:
+        if not isinstance(node, MappingNode):
+            return None
+        values = [v for k, v in node.value if isinstance(k, ScalarNode) and k.value == key]
+        if len(values) != 1:
+            return absent if not values else None
+        node = values[0]
+    return node.value if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:str" else None

@@ -37,6 +37,32 @@ def key(blob: str, path: str, namespace: str, max_bytes: int, max_docs: int) -> 
     return f"{blob}\0{path}\0{namespace}\0{max_bytes}\0{max_docs}"
 
 
+def entry(found: list, documents: list) -> list:
+    """A clean file's parse (``manifests.load``'s ``found`` items and ``documents`` rows, see
+    ``manifests._row``) as ``put`` stores it: [first line, last line, body or None] per document
+    (a List: per item). ``found`` holds one item per named document, in order."""
+    bodies = iter([manifest.body for _, _, _, manifest in found])
+    return [[row[1], row[2], next(bodies) if row[3] else None] for row in documents]
+
+
+def restore(path: str, stored: list, documents: list) -> list:
+    """The ``found`` items of a cached clean file, from its ``entry``, and its ``documents`` rows
+    appended (no errors)."""
+    from .manifests import Manifest
+
+    found = []
+    for start, end, body in stored:
+        named = item = None
+        if body is not None:
+            meta = body["metadata"]
+            identity = (meta["namespace"], meta["name"])
+            named = "/".join(identity)
+            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start))
+            found.append(item)
+        documents.append((path, start, end, named, body is not None, [], item))
+    return found
+
+
 def _valid_entry(entry) -> bool:
     """True when ``entry`` is a list of [first line, last line, body or None] as ``put`` stores."""
     from .manifests import is_dns1123_label

@@ -77,6 +77,10 @@ class Report:
         Application (YAML syntax, another kind, a file over a limit)."""
         return sorted({what for what, _ in self.invalid if what not in self.refused})
 
+    def failed_files(self) -> list[str]:
+        """Sorted distinct paths of the ``file_errors`` (``path:line`` without its line)."""
+        return sorted({_file(what) for what in self.file_errors()})
+
     def outcomes(self) -> list[Change]:
         """``changes`` plus one failed ``Application/namespace/name`` (with the reason) for each
         ``refused`` Application that has no failed object of its own: what counts and reports
@@ -97,7 +101,8 @@ class Report:
         """Multi-line text: the commit, per Application its objects and actions, notes, the
         refused documents and files with their reasons, and a closing line with the counts of
         objects per action (``counts``), the Applications that failed and the files that failed,
-        e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml``.
+        e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml:1, x.yaml:5``
+        (distinct files are counted; each refused document of one is listed).
         Errors are separate (``errors``), for stderr."""
         lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
         by_app: dict[str, list[Change]] = {}
@@ -111,15 +116,23 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")
-            lines += [f"  {reason}" if reason.startswith(f"{what}:") else f"  {what}: {reason}"
-                      for what, reason in self.invalid]  # a file's error already starts with file:line
+            # a file error's reason already names its file; an Application keeps its name
+            lines += [f"  {reason}" if what not in self.refused and reason.startswith(f"{_file(what)}:")
+                      else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
         for extra in (RECREATED, KEPT, SUSPENDED):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"
-        failed = "".join(f"; {len(names)} {noun}{'s' if len(names) != 1 else ''} failed: {', '.join(names)}"
-                         for noun, names in (("Application", self.failing()), ("file", self.file_errors())) if names)
+        failed = "".join(f"; {n} {noun}{'s' if n != 1 else ''} failed: {', '.join(names)}" for noun, n, names in (
+            ("Application", len(self.failing()), self.failing()),
+            ("file", len(self.failed_files()), self.file_errors())) if names)  # files counted once, listed by line
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(lines)
+
+
+def _file(what: str) -> str:
+    """The path of a file error's ``path:line`` or ``path``."""
+    path, _, line = what.rpartition(":")
+    return path if path and line.isdigit() else what

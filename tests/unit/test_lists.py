@@ -136,3 +136,36 @@ def test_items_pairs_each_value_with_its_node():
     assert lists.is_list(data) and not lists.is_list({"apiVersion": "v2", "kind": "List"})
     [(item_node, item)], problems = lists.items(node, data)
     assert problems == [] and item["metadata"]["name"] == "web" and item_node.start_mark.line == 5
+
+
+def test_errors_of_items_on_one_line_belong_to_the_item_that_has_them(monkeypatch):
+    """Attribution is by the item whose check found the error, not by line: both items are on line 3."""
+    text = ("apiVersion: v1\nkind: List\nitems: [{apiVersion: heumsi.github.io/v1, kind: Application, "
+            "metadata: {name: good}, spec: {image: x, replicas: 1, port: 80}}, {apiVersion: heumsi.github.io/v1, "
+            "kind: Application, metadata: {name: bad}, spec: {image: x, replicas: -1, port: 80}}]\n")
+    result = load_both({"l.yaml": text}, monkeypatch)
+    assert [m.name for m in result.manifests] == ["good"]
+    assert [(r.line, r.application, r.is_application) for r in result.rejected] == [(3, "default/bad", True)]
+
+
+def test_a_lists_own_error_and_an_items_error_on_one_line_stay_apart(monkeypatch):
+    text = ("{apiVersion: v1, kind: List, extra: 1, items: [{apiVersion: heumsi.github.io/v1, kind: Application, "
+            "metadata: {name: a}, spec: {image: x, replicas: -1, port: 80}}]}\n")
+    result = load_both({"l.yaml": text}, monkeypatch)
+    assert [(r.line, r.application, r.is_application, len(r.reasons)) for r in result.rejected] == [
+        (1, None, False, 1), (1, "default/a", True, 1)]
+    assert "extra" in result.rejected[0].reasons[0] and "spec.replicas" in result.rejected[1].reasons[0]
+
+
+def test_a_duplicate_identity_between_items_on_one_line_names_each_item(monkeypatch):
+    item = "{apiVersion: heumsi.github.io/v1, kind: Application, metadata: {name: %s}, spec: {image: x, replicas: 1, port: 80}}"
+    text = "{apiVersion: v1, kind: List, items: [%s, %s, %s]}\n" % (item % "ok", item % "d", item % "d")
+    result = load_both({"l.yaml": text}, monkeypatch)
+    assert [m.name for m in result.manifests] == ["ok"]
+    assert [(r.line, r.application) for r in result.rejected] == [(1, "default/d"), (1, "default/d")]
+
+
+def test_an_item_with_a_non_json_value_is_named_from_its_nodes(monkeypatch):
+    text = a_list(ITEM.format(name="web", replicas=1).replace("nginx:1", "!!binary aGk="))
+    [rejected] = load_both({"l.yaml": text}, monkeypatch).rejected
+    assert (rejected.line, rejected.application, rejected.is_application) == (6, "default/web", True)

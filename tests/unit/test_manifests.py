@@ -595,3 +595,52 @@ def test_mixed_block_and_flow_nesting_counts_every_open_level(lists, sibling, ex
     result = run({"a.yaml": _mixed(lists, sibling) + "---\n" + app("ok")})
     assert [m.name for m in result.manifests] == ["ok"]
     assert [(e.line, e.message) for e in result.errors] == [expected]
+
+
+def test_many_refused_documents_are_attributed_in_linear_time():
+    """Rejected entries come from the errors each document recorded, not from searching every
+    document for each error's line (quadratic: 16 files of 1000 invalid items took 45 s)."""
+    from agent.manifests import _rejected
+
+    errors = [ManifestError("f.yaml", i + 1, "spec.replicas", "bad") for i in range(20000)]
+    rows = [("f.yaml", i + 1, i + 1, f"default/a{i}", True, [e], None) for i, e in enumerate(errors)]
+    started = time.monotonic()
+    rejected = _rejected(errors, rows)
+    assert time.monotonic() - started < 3
+    assert len(rejected) == 20000 and rejected[1] == Rejected("f.yaml", 2, "default/a1", ("f.yaml:2: spec.replicas: bad",), True)
+
+
+@pytest.mark.parametrize("text, application", [
+    # a duplicate key: nothing is constructed, kind and name are read from the nodes
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web}\nspec:\n  port: 1\n  port: 2\n",
+     "default/web"),
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web, namespace: prod}\nspec: {port: 1, port: 2}\n",
+     "prod/web"),
+    # a non-JSON value is caught before the identity is recorded
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web}\nspec: {image: !!binary aGk=, "
+     "replicas: 1, port: 80}\n", "default/web"),
+    # no valid plain name: still an invalid Application, by file:line
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: Web}\nspec: {port: 1, port: 2}\n", None),
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: 123}\nspec: {port: 1, port: 2}\n", None),
+    ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: a, name: b}\nspec: {}\n", None),
+])
+def test_an_application_that_cannot_be_constructed_is_still_an_application(text, application, monkeypatch):
+    from agent import manifests
+
+    result = run({"a.yaml": text})
+    monkeypatch.setattr(manifests, "_FAST", False)
+    assert run({"a.yaml": text}) == result
+    [rejected] = result.rejected
+    assert (rejected.line, rejected.application, rejected.is_application) == (1, application, True)
+
+
+def test_a_document_of_another_kind_that_cannot_be_constructed_is_no_application():
+    [rejected] = run({"c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: 1, a: 2}\n"}).rejected
+    assert (rejected.application, rejected.is_application) == (None, False)
+
+
+def test_an_unconstructed_application_shares_its_identity_with_a_valid_one():
+    broken = "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: nginx}\nspec: {port: 1, port: 2}\n"
+    result = run({"a.yaml": broken, "b.yaml": EXAMPLE})
+    assert result.manifests == []  # the same Application twice: neither is applied
+    assert [(r.path, r.application) for r in result.rejected] == [("a.yaml", "default/nginx"), ("b.yaml", "default/nginx")]

@@ -78,3 +78,42 @@ def test_only_a_file_error_lists_no_application():
     lines = report.summary().splitlines()
     assert "  list.yaml:1: only Application documents are supported" in lines
     assert lines[-1] == "sync failed: 0 created, 0 configured, 0 unchanged, 0 pruned, 0 failed; 1 file failed: list.yaml:1"
+
+
+def test_files_are_counted_once_however_many_of_their_documents_failed():
+    report = Report(commit="d" * 40)
+    report.invalid = [("apps.yaml:22", "apps.yaml:22: only Application documents are supported"),
+                      ("apps.yaml:26", "apps.yaml:26: only Application documents are supported"),
+                      ("ns/web", "web.yaml:3: spec: is required")]
+    report.refused["ns/web"] = "web.yaml:3: spec: is required"
+    report.errors = ["x"]
+    assert report.file_errors() == ["apps.yaml:22", "apps.yaml:26"] and report.failed_files() == ["apps.yaml"]
+    assert report.summary().splitlines()[-1] == ("sync failed: 0 created, 0 configured, 0 unchanged, 0 pruned, 1 failed; "
+                                                 "1 Application failed: ns/web; 1 file failed: apps.yaml:22, apps.yaml:26")
+    report.invalid.append(("broken.yaml", "broken.yaml:1: invalid YAML: ..."))
+    assert report.summary().endswith("; 2 files failed: apps.yaml:22, apps.yaml:26, broken.yaml")
+
+
+def test_json_and_markdown_name_the_applications_the_text_counts_as_failed():
+    report = mixed()
+    doc = output.pass_document(report, command="sync", dry_run=False, exit_code=2,
+                               source={"repo": "r", "ref": None, "path": "."})
+    failed = sorted(a["name"] for a in doc["applications"] if any(o["action"] == "failed" for o in a["objects"]))
+    assert failed == report.failing() and f"{len(failed)} Applications failed" in report.summary()
+    markdown = output.render(doc, "markdown")
+    assert sum(line.count("**failed**") > 0 for line in markdown.splitlines() if line.startswith("| `")) == len(failed)
+
+
+def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
+    report = Report(commit="e" * 40)
+    report.invalid = [("m.yaml:1", "m.yaml:4: spec.port: duplicate key 'port' (first defined on line 3)"),
+                      ("broken.yaml", "broken.yaml:2: invalid YAML: ..."),
+                      ("ns/web", "web.yaml:3: spec: is required")]
+    report.refused["ns/web"] = "web.yaml:3: spec: is required"
+    text = report.summary().splitlines()
+    assert "  m.yaml:4: spec.port: duplicate key 'port' (first defined on line 3)" in text
+    assert "  broken.yaml:2: invalid YAML: ..." in text and "  ns/web: web.yaml:3: spec: is required" in text
+    # an Application refused by its location keeps it: it is what the closing line names
+    report.invalid.append(("n.yaml:1", "n.yaml:3: metadata.name: bad"))
+    report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
+    assert "  n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
