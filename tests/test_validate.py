@@ -108,6 +108,28 @@ def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, t
         assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
 
 
+
+def test_symlink_loops_fifos_and_directory_symlinks_are_file_errors_as_in_a_commit(validate, tmp_path):
+    apps = tmp_path / "apps"
+    (apps / "real").mkdir(parents=True)
+    (apps / "good.yaml").write_text(app_yaml("good"))
+    (apps / "a.yaml").symlink_to("b.yaml")
+    (apps / "b.yaml").symlink_to("a.yaml")
+    (apps / "apps.yaml").symlink_to("real")
+    (apps / "outside.yml").symlink_to("/etc")
+    os.mkfifo(apps / "p.yaml")  # opened, it would block validate forever
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: apps/a.yaml: symlink to 'b.yaml' is not a regular file; only file symlinks are followed",
+        "error: apps/apps.yaml: symlink to 'real' is not a regular file; only file symlinks are followed",
+        "error: apps/b.yaml: symlink to 'a.yaml' is not a regular file; only file symlinks are followed",
+        "error: apps/outside.yml: symlink to absolute path '/etc' is refused (it leaves the directory)",
+        "error: apps/p.yaml: is not a regular file (a FIFO); only regular files and file symlinks are read",
+    ]
+    assert proc.stdout == "invalid: 5 problems in 6 files\n"
+
+
 def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     repo = GitRepo.create(tmp_path / "repo")
     repo.write("apps/web.yaml", app_yaml("web"))
