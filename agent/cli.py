@@ -288,6 +288,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         secret = webhook.load_secret(args.webhook_secret_file, os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
     if args.command == "validate":
         return ci.run_validate(args)
+    flags.cache_dir(args.cache_dir)
     try:
         opts = options_from(args)
         kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,

@@ -87,13 +87,14 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                     "YAML syntax, the Application schema from crd.yaml, DNS-1123 names, duplicate "
                     "Applications, unknown fields, label and annotation syntax. Needs no cluster and no "
                     "kubeconfig; reports every problem in one run.")
-    parser.add_argument("--repo", help="Git repository to read a commit of (default: none, --path is a "
-                                       "directory on disk)")
+    parser.add_argument("--repo", type=flags.non_empty,
+                        help="Git repository to read a commit of (default: none, --path is a directory on disk)")
     parser.add_argument("--ref", type=flags.non_empty,
                         help="branch, tag or commit SHA, also as a full name (refs/heads/main); only with --repo; "
                              "default: the remote's HEAD")
-    parser.add_argument("--path", default=".", help="directory of Application YAML: on disk, or inside "
-                                                    "the repository with --repo (default: .)")
+    parser.add_argument("--path", default=".", type=flags.non_empty,
+                        help="directory of Application YAML: on disk, or inside the repository with --repo "
+                             "(default: .)")
     parser.add_argument("--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
                         help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
     parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir), type=flags.non_empty,
@@ -135,6 +136,8 @@ def run_validate(args) -> int:
     if args.ref and not args.repo:
         raise flags.UsageError(f"{flags.shown(args.ref)} is not allowed without --repo (without --repo, "
                                "--path is a directory on disk)", flag="--ref")
+    if args.repo:
+        flags.cache_dir(args.cache_dir)
     credentials = _credentials(args) if args.repo else None
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)

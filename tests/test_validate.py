@@ -154,6 +154,12 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
     (["--fetch-timeout", "soon"], "argument --fetch-timeout: 'soon' is not allowed: must be a number of seconds > 0 and <= 3600"),
     (["--fetch-timeout", "nan"], "must be a number of seconds > 0 and <= 3600"),
+    (["--path", ""], "argument --path: '' is not allowed: must be a non-empty string"),
+    (["--path", " "], "argument --path: ' ' is not allowed: must be a non-empty string"),
+    (["--repo", ""], "argument --repo: '' is not allowed: must be a non-empty string"),
+    (["--repo", "x", "--cache-dir", "/etc/passwd"],
+     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory or a path where one can be created"),
+    (["--repo", "x", "--cache-dir", "/etc/passwd/c"], "argument --cache-dir: '/etc/passwd/c' is not allowed"),
 ])
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
     proc = validate(*args, cwd=tmp_path)
