@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import flags, output, source
+from . import flags, logs, output, source
 from . import validate as validate_
 
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
@@ -55,9 +55,7 @@ def validate_main(argv: list[str]) -> int:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
         return EXIT_OK if stop.code in (0, None) else EXIT_FAILED
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
+    logs.setup(args.log_format, args.log_level, "validate")  # as sync sets it up
     try:
         return run_validate(args)
     except flags.UsageError as err:
@@ -142,6 +140,9 @@ def run_validate(args) -> int:
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
     code = EXIT_OK if result.ok else EXIT_FAILED
+    logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
+        "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),
+                   "problems": len(result.errors) + bool(result.fatal), "seconds": round(result.seconds, 3)}})
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
     for error in doc["errors"]:  # every problem on stderr, whatever the report's format
         print(f"error: {source.redact(output.error_line(error), args.repo)}", file=sys.stderr)

@@ -286,3 +286,24 @@ def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
         "error: web.yaml:6: spec.replicas: is required",
         "error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: image, port, "
         "replicas, suspend)"]
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    args = ["--log-level", "INFO", "--path", "sample-repo"]
+    if how == "flag":
+        args += ["--log-format", "json"]
+    else:
+        env["GITOPS_AGENT_LOG_FORMAT"] = "json"
+    proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 3 files"), proc.stderr
+    entry = json.loads(proc.stderr.splitlines()[-1])
+    assert entry["logger"] == "agent.validate" and entry["level"] == "info"
+    assert entry["message"] == "validated sample-repo" and entry["files"] == 3 and entry["applications"] == 4
+    text = subprocess.run([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "--log-level", "INFO"],
+                          cwd=ROOT, env={**env, "GITOPS_AGENT_LOG_FORMAT": "text"}, capture_output=True, text=True,
+                          timeout=60).stderr
+    assert " INFO agent.validate: validated sample-repo " in text and "files=3" in text
