@@ -156,11 +156,9 @@ def _source(repo: str | None, ref: str | None, path: str) -> dict:
 
 
 def _emit(text: str) -> None:
-    """Print the report; a reader that went away (``| head``) is not an error of the pass."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+    """Print the report. A write that fails (``| head``, a full disk) is caught by
+    ``agent/streams.py``: the command ends quietly with exit 2."""
+    print(text, flush=True)
 
 
 def report_failure(args, message: str) -> int:

@@ -307,3 +307,42 @@ def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
                           cwd=ROOT, env={**env, "GITOPS_AGENT_LOG_FORMAT": "text"}, capture_output=True, text=True,
                           timeout=60).stderr
     assert " INFO agent.validate: validated sample-repo " in text and "files=3" in text
+
+
+def _shell(command: str, tmp_path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["validate --path sample-repo -o json", "validate --path sample-repo",
+                                     "sync --help", "sync --repo x --kubeconfig /nonexistent -o json"])
+def test_a_full_stdout_is_one_line_and_exit_2(tmp_path, command):
+    proc = _shell(f"{sys.executable} -m agent {command} > /dev/full", tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "error: writing to stdout failed: No space left on device"
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-"])
+def test_a_closed_stdout_or_stderr_ends_quietly_with_exit_2(tmp_path, redirect):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.yaml").write_text(app_yaml("Bad_Name"))
+    target = "sample-repo" if redirect == ">&-" else str(bad)
+    proc = _shell(f"{sys.executable} -m agent validate --path {target} {redirect}", tmp_path)
+    assert proc.returncode == 2
+    # with stderr closed its errors are lost, never sent to stdout instead
+    assert proc.stdout == ("" if redirect == ">&-" else "invalid: 1 problem in 1 file\n") and proc.stderr == ""
+    valid = _shell(f"{sys.executable} -m agent validate --path sample-repo 2>&-", tmp_path)
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: 3 files")  # nothing was lost
+
+
+def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "-o", "json"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader went away before the report was written (``| head`` that ended)
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 2
+    assert stderr == ""  # no traceback, no "Exception ignored", no error line

@@ -302,3 +302,30 @@ class Stream:
                                                   (False, False, True, False), (False, True, False, False)])
 def test_progress_only_on_terminals_and_not_quiet(quiet, out, err, shown):
     assert progress.enabled(quiet, Stream(out), Stream(err)) is shown
+
+
+def test_a_guarded_stream_never_raises_and_remembers_what_it_lost(tmp_path):
+    import errno
+    import os
+
+    from agent import streams
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    fd = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)
+    out = streams.Guarded(Full(), fd, "<stdout>")
+    assert out.write("report\n") == 7 and out.lost and out.error.errno == errno.ENOSPC
+    out.write("more")  # the descriptor now points at /dev/null: nothing raises again
+    os.write(fd, b"x")
+    assert (tmp_path / "out").read_bytes() == b""
+    os.close(fd)
+    closed = streams.Guarded(None, 1, "<stdout>")
+    closed.write("")
+    assert not closed.lost and not closed.isatty()
+    closed.write("x")
+    assert closed.lost and closed.error is None
