@@ -16,10 +16,9 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import backoff, flags, guards, ratelimit, reconcile_cmd, sync, writes
+from . import backoff, flags, guards, logs, ratelimit, reconcile_cmd, sync, writes
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
-from .runner import JsonFormatter, TextFormatter
 from .source import Credentials, redact, source_id
 
 EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
@@ -219,17 +218,7 @@ def options_from(args: argparse.Namespace) -> sync.Options:
 
 
 def _setup_logging(args: argparse.Namespace) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if args.log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    level = args.log_level or ("INFO" if args.command == "run" else "WARNING")
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    if not args.log_level:  # each API retry says what failed and when the next try is
-        logging.getLogger("agent.retry").setLevel(logging.INFO)
-    for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    logs.setup(args.log_format, args.log_level, args.command)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,6 +277,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         secret = webhook.load_secret(args.webhook_secret_file, os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
     if args.command == "validate":
         return ci.run_validate(args)
+    flags.cache_dir(args.cache_dir)
     try:
         opts = options_from(args)
         kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,

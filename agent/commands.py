@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import flags, output, source
+from . import flags, logs, output, source
 from . import validate as validate_
 
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
@@ -55,9 +55,7 @@ def validate_main(argv: list[str]) -> int:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
         return EXIT_OK if stop.code in (0, None) else EXIT_FAILED
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=(args.log_level or "WARNING").upper(), handlers=[handler], force=True)
+    logs.setup(args.log_format, args.log_level, "validate")  # as sync sets it up
     try:
         return run_validate(args)
     except flags.UsageError as err:
@@ -87,13 +85,14 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                     "YAML syntax, the Application schema from crd.yaml, DNS-1123 names, duplicate "
                     "Applications, unknown fields, label and annotation syntax. Needs no cluster and no "
                     "kubeconfig; reports every problem in one run.")
-    parser.add_argument("--repo", help="Git repository to read a commit of (default: none, --path is a "
-                                       "directory on disk)")
+    parser.add_argument("--repo", type=flags.non_empty,
+                        help="Git repository to read a commit of (default: none, --path is a directory on disk)")
     parser.add_argument("--ref", type=flags.non_empty,
                         help="branch, tag or commit SHA, also as a full name (refs/heads/main); only with --repo; "
                              "default: the remote's HEAD")
-    parser.add_argument("--path", default=".", help="directory of Application YAML: on disk, or inside "
-                                                    "the repository with --repo (default: .)")
+    parser.add_argument("--path", default=".", type=flags.non_empty,
+                        help="directory of Application YAML: on disk, or inside the repository with --repo "
+                             "(default: .)")
     parser.add_argument("--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
                         help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
     parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir), type=flags.non_empty,
@@ -135,10 +134,15 @@ def run_validate(args) -> int:
     if args.ref and not args.repo:
         raise flags.UsageError(f"{flags.shown(args.ref)} is not allowed without --repo (without --repo, "
                                "--path is a directory on disk)", flag="--ref")
+    if args.repo:
+        flags.cache_dir(args.cache_dir)
     credentials = _credentials(args) if args.repo else None
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
     code = EXIT_OK if result.ok else EXIT_FAILED
+    logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
+        "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),
+                   "problems": len(result.errors) + bool(result.fatal), "seconds": round(result.seconds, 3)}})
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
     for error in doc["errors"]:  # every problem on stderr, whatever the report's format
         print(f"error: {source.redact(output.error_line(error), args.repo)}", file=sys.stderr)
@@ -152,11 +156,9 @@ def _source(repo: str | None, ref: str | None, path: str) -> dict:
 
 
 def _emit(text: str) -> None:
-    """Print the report; a reader that went away (``| head``) is not an error of the pass."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+    """Print the report. A write that fails (``| head``, a full disk) is caught by
+    ``agent/streams.py``: the command ends quietly with exit 2."""
+    print(text, flush=True)
 
 
 def report_failure(args, message: str) -> int:

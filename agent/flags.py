@@ -193,6 +193,22 @@ def non_empty(text: str) -> str:
     return text
 
 
+
+def cache_dir(value: str, flag: str = "--cache-dir") -> str:
+    """``value`` when it is a directory or can be created as one (its nearest existing parent
+    is a directory). Raises UsageError naming ``flag`` (or the variable, for an ``EnvValue``)
+    otherwise, e.g. for ``/etc/passwd``; checked only by a command about to fetch, so a bad
+    cache directory never fails ``validate --path``."""
+    existing = Path(value).absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "it is not a directory" if existing == Path(value).absolute() else f"{str(existing)!r} is not a directory"
+        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
+                         f"created ({what})", flag=flag)
+    return value
+
+
 def dns_label(text: str) -> str:
     """Type for a namespace: a DNS-1123 label (lowercase letters, digits, '-', 1-63 chars)."""
     if len(text) > 63 or not _DNS_LABEL.fullmatch(text):

@@ -18,7 +18,6 @@ so after start-up one pass runs until something changes. A sync-now token asks f
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import threading
 import time
@@ -29,6 +28,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from . import backoff, gitproc, sync, sync_now, triggers
 from . import watch as watches
 from .kube import Kube
+from .logs import JsonFormatter, TextFormatter  # noqa: F401  (their old home)
 from .render import AGENT_NAME, MANAGED_BY
 from .report import Report
 from .schema import GROUP
@@ -291,26 +291,4 @@ class Runner:
         return False
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message and any ``extra={"fields": ...}``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
-                 .strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "level": record.levelname.lower(),
-                 "logger": record.name, "message": record.getMessage()}
-        entry.update(getattr(record, "fields", {}))
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
-
-
-class TextFormatter(logging.Formatter):
-    """Human lines; a pass's fields follow the message as ``key=value``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        fields = getattr(record, "fields", None)
-        if fields:
-            line += " " + " ".join(f"{k}={json.dumps(v) if not isinstance(v, (int, float)) else v}"
-                                   for k, v in fields.items() if v not in (None, [], 0) or k == "commit")
-        return line
+# the formatters live in agent/logs.py (imported by validate, which must not import this module)

@@ -13,6 +13,8 @@ Two sources: a plain directory on disk (a pre-commit hook validates the work tre
 from __future__ import annotations
 
 import os
+import posixpath
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,44 +52,88 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
                    max_files: int = MAX_FILES) -> tuple[dict[str, bytes], list[ManifestError]]:
     """The ``*.yaml``/``*.yml`` files under ``directory`` on disk, skipping names that start
     with '.', as ``{path: bytes}`` with paths as the user would open them (``directory``
-    joined with the file's relative path, posix separators). Files over ``max_file_bytes``
-    and symlinks leaving ``directory`` are refused (one ManifestError each); beyond
-    ``max_files`` every file is refused. Raises ``NotADirectoryError`` or
-    ``FileNotFoundError`` for a bad ``directory``."""
+    joined with the file's relative path, posix separators). Symlinks follow the rules of a
+    commit (``source._follow``, the directory standing for the repository): a symlink to a
+    regular file inside ``directory`` is read; one to an absolute path or leaving the
+    directory, to nothing, to a directory or to another symlink is refused (one ManifestError
+    each, as is a symlink to a directory named ``*.yaml``). Anything else that is not a
+    regular file (a FIFO, a socket, a device) is refused and never opened; files over
+    ``max_file_bytes`` are refused unread; beyond ``max_files`` every file is refused.
+    Raises ``NotADirectoryError`` or ``FileNotFoundError`` for a bad ``directory``."""
     root = Path(directory)
     if not root.exists():
         raise FileNotFoundError(f"--path {directory!r} does not exist")
     if not root.is_dir():
         raise NotADirectoryError(f"--path {directory!r} is not a directory")
-    real_root = root.resolve()
+    real_root = Path(os.path.realpath(root))
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found += [Path(dirpath) / f for f in sorted(filenames)
+        # a symlink to a directory is listed in dirnames (and never walked): as in a commit,
+        # one named *.yaml is a symlink that is not a file symlink, refused below
+        linked = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in linked)
+        found += [Path(dirpath) / f for f in sorted(filenames + linked)
                   if not f.startswith(".") and f.endswith(source.MANIFEST_SUFFIXES)]
     shown = {p: p.as_posix() if directory not in (".", "./") else p.relative_to(root).as_posix() for p in found}
     if len(found) > max_files:
         return {}, [ManifestError(directory, None, None, f"{len(found)} manifest files; the limit is {max_files}")]
     files: dict[str, bytes] = {}
     errors: list[ManifestError] = []
-    for file in found:
+    for file in sorted(found, key=lambda f: shown[f]):
         name = shown[file]
-        if file.is_symlink():
-            target = file.resolve()
-            if not target.is_relative_to(real_root):
-                errors.append(ManifestError(name, None, None, f"symlink to {os.readlink(file)!r} is refused "
-                                            "(it leaves the directory)"))
-                continue
-            if not target.is_file():
-                errors.append(ManifestError(name, None, None, f"symlink to {os.readlink(file)!r} is not a "
-                                            "regular file; only file symlinks are followed"))
-                continue
-        size = file.stat().st_size
-        if size > max_file_bytes:
-            errors.append(ManifestError(name, None, None, f"file is {size} bytes; the limit is {max_file_bytes} bytes"))
-            continue
-        files[name] = file.read_bytes()
+        data, problem = _read_file(file, root, real_root, max_file_bytes)
+        if problem:
+            errors.append(ManifestError(name, None, None, problem))
+        else:
+            files[name] = data
     return files, errors
+
+
+def _read_file(file: Path, root: Path, real_root: Path, max_file_bytes: int) -> tuple[bytes | None, str | None]:
+    """(the bytes of ``file``, None) or (None, why it is refused); never blocks on a FIFO and
+    never raises for what is on disk."""
+    try:
+        mode = os.lstat(file).st_mode
+        if stat.S_ISLNK(mode):
+            target = os.readlink(file)
+            if os.path.isabs(target):
+                return None, f"symlink to absolute path {target!r} is refused (it leaves the directory)"
+            relative = posixpath.normpath(posixpath.join(file.parent.relative_to(root).as_posix(), target))
+            if relative == ".." or relative.startswith("../"):
+                return None, f"symlink to {target!r} is refused (it leaves the directory)"
+            file = root / relative
+            try:
+                mode = os.lstat(file).st_mode
+            except OSError:  # missing, or a path through a file or a symlink loop
+                return None, f"symlink to {target!r} points to nothing"
+            if not stat.S_ISREG(mode):
+                return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
+            if not Path(os.path.realpath(file)).is_relative_to(real_root):  # through a linked directory
+                return None, f"symlink to {target!r} is refused (it leaves the directory)"
+        elif not stat.S_ISREG(mode):
+            return None, f"is not a regular file ({_kind(mode)}); only regular files and file symlinks are read"
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(fd, "rb") as handle:
+            opened = os.fstat(handle.fileno())
+            if not stat.S_ISREG(opened.st_mode):  # replaced since lstat
+                return None, f"is not a regular file ({_kind(opened.st_mode)}); only regular files and file " \
+                             "symlinks are read"
+            if opened.st_size > max_file_bytes:
+                return None, f"file is {opened.st_size} bytes; the limit is {max_file_bytes} bytes"
+            data = handle.read(max_file_bytes + 1)
+    except OSError as err:
+        return None, f"cannot be read: {err.strerror or err}"
+    if len(data) > max_file_bytes:  # grew since fstat
+        return None, f"file is over {max_file_bytes} bytes; the limit is {max_file_bytes} bytes"
+    return data, None
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] = ()) -> Result:

@@ -108,6 +108,28 @@ def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, t
         assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
 
 
+
+def test_symlink_loops_fifos_and_directory_symlinks_are_file_errors_as_in_a_commit(validate, tmp_path):
+    apps = tmp_path / "apps"
+    (apps / "real").mkdir(parents=True)
+    (apps / "good.yaml").write_text(app_yaml("good"))
+    (apps / "a.yaml").symlink_to("b.yaml")
+    (apps / "b.yaml").symlink_to("a.yaml")
+    (apps / "apps.yaml").symlink_to("real")
+    (apps / "outside.yml").symlink_to("/etc")
+    os.mkfifo(apps / "p.yaml")  # opened, it would block validate forever
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "error: apps/a.yaml: symlink to 'b.yaml' is not a regular file; only file symlinks are followed",
+        "error: apps/apps.yaml: symlink to 'real' is not a regular file; only file symlinks are followed",
+        "error: apps/b.yaml: symlink to 'a.yaml' is not a regular file; only file symlinks are followed",
+        "error: apps/outside.yml: symlink to absolute path '/etc' is refused (it leaves the directory)",
+        "error: apps/p.yaml: is not a regular file (a FIFO); only regular files and file symlinks are read",
+    ]
+    assert proc.stdout == "invalid: 5 problems in 6 files\n"
+
+
 def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     repo = GitRepo.create(tmp_path / "repo")
     repo.write("apps/web.yaml", app_yaml("web"))
@@ -132,6 +154,12 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     (["--path", "does-not-exist"], "--path 'does-not-exist' does not exist"),
     (["--fetch-timeout", "soon"], "argument --fetch-timeout: 'soon' is not allowed: must be a number of seconds > 0 and <= 3600"),
     (["--fetch-timeout", "nan"], "must be a number of seconds > 0 and <= 3600"),
+    (["--path", ""], "argument --path: '' is not allowed: must be a non-empty string"),
+    (["--path", " "], "argument --path: ' ' is not allowed: must be a non-empty string"),
+    (["--repo", ""], "argument --repo: '' is not allowed: must be a non-empty string"),
+    (["--repo", "x", "--cache-dir", "/etc/passwd"],
+     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory or a path where one can be created"),
+    (["--repo", "x", "--cache-dir", "/etc/passwd/c"], "argument --cache-dir: '/etc/passwd/c' is not allowed"),
 ])
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
     proc = validate(*args, cwd=tmp_path)
@@ -258,3 +286,63 @@ def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
         "error: web.yaml:6: spec.replicas: is required",
         "error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: image, port, "
         "replicas, suspend)"]
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    args = ["--log-level", "INFO", "--path", "sample-repo"]
+    if how == "flag":
+        args += ["--log-format", "json"]
+    else:
+        env["GITOPS_AGENT_LOG_FORMAT"] = "json"
+    proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 3 files"), proc.stderr
+    entry = json.loads(proc.stderr.splitlines()[-1])
+    assert entry["logger"] == "agent.validate" and entry["level"] == "info"
+    assert entry["message"] == "validated sample-repo" and entry["files"] == 3 and entry["applications"] == 4
+    text = subprocess.run([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "--log-level", "INFO"],
+                          cwd=ROOT, env={**env, "GITOPS_AGENT_LOG_FORMAT": "text"}, capture_output=True, text=True,
+                          timeout=60).stderr
+    assert " INFO agent.validate: validated sample-repo " in text and "files=3" in text
+
+
+def _shell(command: str, tmp_path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["validate --path sample-repo -o json", "validate --path sample-repo",
+                                     "sync --help", "sync --repo x --kubeconfig /nonexistent -o json"])
+def test_a_full_stdout_is_one_line_and_exit_2(tmp_path, command):
+    proc = _shell(f"{sys.executable} -m agent {command} > /dev/full", tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "error: writing to stdout failed: No space left on device"
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-"])
+def test_a_closed_stdout_or_stderr_ends_quietly_with_exit_2(tmp_path, redirect):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.yaml").write_text(app_yaml("Bad_Name"))
+    target = "sample-repo" if redirect == ">&-" else str(bad)
+    proc = _shell(f"{sys.executable} -m agent validate --path {target} {redirect}", tmp_path)
+    assert proc.returncode == 2
+    # with stderr closed its errors are lost, never sent to stdout instead
+    assert proc.stdout == ("" if redirect == ">&-" else "invalid: 1 problem in 1 file\n") and proc.stderr == ""
+    valid = _shell(f"{sys.executable} -m agent validate --path sample-repo 2>&-", tmp_path)
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: 3 files")  # nothing was lost
+
+
+def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "-o", "json"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader went away before the report was written (``| head`` that ended)
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) == 2
+    assert stderr == ""  # no traceback, no "Exception ignored", no error line

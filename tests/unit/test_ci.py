@@ -103,6 +103,40 @@ def test_read_directory_skips_hidden_and_refuses_escaping_symlinks(tmp_path):
         validate.read_directory(str(tmp_path / "nope"))
 
 
+
+def test_read_directory_applies_the_symlink_rules_of_a_commit_and_never_opens_a_fifo(tmp_path):
+    import os
+
+    (tmp_path / "apps" / "real").mkdir(parents=True)
+    apps = tmp_path / "apps"
+    (apps / "good.yaml").write_text(app("good"))
+    (apps / "same.yaml").symlink_to("good.yaml")
+    (apps / "a.yaml").symlink_to("b.yaml")  # a loop
+    (apps / "b.yaml").symlink_to("a.yaml")
+    (apps / "dir.yaml").symlink_to("real")  # a directory: listed by os.walk as one, never walked
+    (apps / "outside.yml").symlink_to("/etc")
+    (apps / "up.yaml").symlink_to("../x.yaml")
+    (apps / "gone.yaml").symlink_to("missing.yaml")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "e.yaml").write_text(app("e"))
+    (apps / "real" / "via").symlink_to(tmp_path / "elsewhere")
+    (apps / "through.yaml").symlink_to("real/via/e.yaml")  # inside lexically, outside really
+    os.mkfifo(apps / "p.yaml")
+    files, errors = validate.read_directory(str(apps))
+    assert sorted(files) == [f"{apps}/good.yaml", f"{apps}/same.yaml"]
+    assert {Path(e.path).name: e.message for e in errors} == {
+        "a.yaml": "symlink to 'b.yaml' is not a regular file; only file symlinks are followed",
+        "b.yaml": "symlink to 'a.yaml' is not a regular file; only file symlinks are followed",
+        "dir.yaml": "symlink to 'real' is not a regular file; only file symlinks are followed",
+        "outside.yml": "symlink to absolute path '/etc' is refused (it leaves the directory)",
+        "up.yaml": "symlink to '../x.yaml' is refused (it leaves the directory)",
+        "gone.yaml": "symlink to 'missing.yaml' points to nothing",
+        "through.yaml": "symlink to 'real/via/e.yaml' is refused (it leaves the directory)",
+        "p.yaml": "is not a regular file (a FIFO); only regular files and file symlinks are read",
+    }
+    assert all(e.line is None and e.field is None for e in errors)
+
+
 def live(kind="Deployment", replicas=1, **meta):
     return {"apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "generation": 3,
@@ -268,3 +302,30 @@ class Stream:
                                                   (False, False, True, False), (False, True, False, False)])
 def test_progress_only_on_terminals_and_not_quiet(quiet, out, err, shown):
     assert progress.enabled(quiet, Stream(out), Stream(err)) is shown
+
+
+def test_a_guarded_stream_never_raises_and_remembers_what_it_lost(tmp_path):
+    import errno
+    import os
+
+    from agent import streams
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    fd = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)
+    out = streams.Guarded(Full(), fd, "<stdout>")
+    assert out.write("report\n") == 7 and out.lost and out.error.errno == errno.ENOSPC
+    out.write("more")  # the descriptor now points at /dev/null: nothing raises again
+    os.write(fd, b"x")
+    assert (tmp_path / "out").read_bytes() == b""
+    os.close(fd)
+    closed = streams.Guarded(None, 1, "<stdout>")
+    closed.write("")
+    assert not closed.lost and not closed.isatty()
+    closed.write("x")
+    assert closed.lost and closed.error is None

@@ -135,3 +135,18 @@ def test_parser_error_is_one_line(capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--interval" in err and "'-5'" in err
+
+
+def test_cache_dir_must_be_a_directory_or_creatable_as_one(tmp_path):
+    (tmp_path / "file").write_text("x")
+    assert flags.cache_dir(str(tmp_path)) == str(tmp_path)
+    assert flags.cache_dir(str(tmp_path / "new" / "deeper")) == str(tmp_path / "new" / "deeper")
+    with pytest.raises(flags.UsageError) as err:
+        flags.cache_dir(str(tmp_path / "file"))
+    assert err.value.flag == "--cache-dir" and str(err.value) == (
+        f"{str(tmp_path / 'file')!r} is not allowed: must be a directory or a path where one can be created "
+        "(it is not a directory)")
+    with pytest.raises(flags.UsageError, match=r"\(.*/file' is not a directory\)"):
+        flags.cache_dir(str(tmp_path / "file" / "sub"))
+    with pytest.raises(flags.UsageError, match=r"^GITOPS_AGENT_CACHE_DIR="):
+        flags.cache_dir(flags.EnvValue(str(tmp_path / "file"), "GITOPS_AGENT_CACHE_DIR"))

@@ -1,0 +1,52 @@
+"""Log set-up shared by every command: text or one JSON object per line on stderr.
+
+A module of its own, importing nothing of the agent, so that ``validate`` (which must not import
+the cluster client, see ``agent/__main__.py``) sets up logging exactly as ``sync`` does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import sys
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra={"fields": ...}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+                 .strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "level": record.levelname.lower(),
+                 "logger": record.name, "message": record.getMessage()}
+        entry.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """Human lines; a pass's fields follow the message as ``key=value``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = getattr(record, "fields", None)
+        if fields:
+            line += " " + " ".join(f"{k}={json.dumps(v) if not isinstance(v, (int, float)) else v}"
+                                   for k, v in fields.items() if v not in (None, [], 0) or k == "commit")
+        return line
+
+
+def setup(log_format: str, log_level: str | None, command: str) -> None:
+    """Log to stderr as ``log_format`` (``text`` or ``json``) at ``log_level`` (default: INFO
+    for ``run``, WARNING otherwise); without a level, API retries are still logged at INFO."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
+    level = log_level or ("INFO" if command == "run" else "WARNING")
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    if not log_level:  # each API retry says what failed and when the next try is
+        logging.getLogger("agent.retry").setLevel(logging.INFO)
+    for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
