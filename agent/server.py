@@ -112,5 +112,6 @@ def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> Threa
             pass
 
     server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    # shutdown() waits for the loop's next poll: 0.1 s keeps SIGTERM's exit prompt
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True).start()
     return server
