@@ -99,6 +99,15 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
 
 
+def _contexts(kubeconfig: str | None) -> str:
+    """The context names of a kubeconfig (the default one when None), comma-separated."""
+    try:
+        names = [c["name"] for c in config.list_kube_config_contexts(config_file=kubeconfig)[0]]
+    except Exception:  # noqa: BLE001 - only a hint inside an error message
+        return "none could be read"
+    return ", ".join(names) or "it has none"
+
+
 def _items(data: dict, kind: str) -> list[dict]:
     """A list response's items, each with apiVersion and kind set (list items omit them) and
     its managedFields compacted (``fields.compact``: a pass holds every listed object)."""
@@ -156,6 +165,8 @@ class Kube:
             where = f" from {kubeconfig}" if kubeconfig else ""
             if kubeconfig and not os.path.exists(kubeconfig):
                 detail = "the file does not exist"
+            elif context and isinstance(err, config.ConfigException) and f"name {context} " in str(err):
+                detail = f"--context {context!r} is not one of its contexts ({_contexts(kubeconfig)})"
             elif isinstance(err, config.ConfigException):
                 detail = " ".join(str(err).split())
             else:  # a file that is not a kubeconfig at all: the loader fails deep inside

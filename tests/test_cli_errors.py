@@ -234,10 +234,16 @@ def test_as_a_user_types_it(args, env, needle):
     (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: NoConfiguration: not a kubeconfig file"),
     (["--kubeconfig", "/nonexistent/kubeconfig"], "the file does not exist"),
     ([], "give --kubeconfig FILE"),
+    (["--kubeconfig", "KC", "--context", "nope"], "--context 'nope' is not one of its contexts (x, prod)"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
+    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}, "
+                          "{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+    args = [str(kubeconfig) if a == "KC" else a for a in args]
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     proc = main(["sync", "--repo", str(repo), "--cache-dir", str(tmp_path / "cache"), *args])
