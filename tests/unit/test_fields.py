@@ -1,5 +1,6 @@
 """fields: which managers' fields the agent takes over, where, and the managedFields it writes."""
 
+import copy
 import datetime
 
 import pytest
@@ -245,13 +246,13 @@ def test_compact_keeps_authoritative_subtrees_and_annotations_of_every_entry():
     edit = entry("kubectl-edit", fields_v1=fields.merge(EXTRA_PORT, OUTSIDE))
     status = entry("kube-controller-manager", fields_v1=STATUS_FIELDS, subresource="status")
     controller = entry("kube-controller-manager", fields_v1=REVISION)
-    obj = deployment(OURS, edit, status, controller)
+    obj = copy.deepcopy(deployment(OURS, edit, status, controller))  # compact changes entries in place
     foreign_before = fields.foreign(obj)
     assert fields.compact(obj) is obj
     kept = obj["metadata"]["managedFields"]
     assert [e["manager"] for e in kept] == ["gitops-agent", "kubectl-edit", "kube-controller-manager",
                                             "kube-controller-manager"]
-    assert kept[0]["fieldsV1"] == {}  # the agent's own fields are read by no pure step
+    assert kept[0]["fieldsV1"] == {} and OURS["fieldsV1"]  # the agent's own fields are read by no pure step
     assert kept[1]["fieldsV1"] == EXTRA_PORT  # the strategy and history limit are outside: dropped
     assert kept[1]["operation"] == "Update" and kept[2]["subresource"] == "status"
     assert kept[2]["fieldsV1"] == {}  # status is read by no pure step
