@@ -71,3 +71,19 @@ def test_local_paths_and_file_urls_are_the_absolute_real_path(tmp_path, monkeypa
 def test_local_and_remote_identities_never_meet():
     assert repository.identity("/github.com/Org/repo").startswith("/")
     assert not repository.identity("https://github.com/Org/repo").startswith("/")
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("git@host:org/re:po.git", "host/org/re:po"),  # only the first colon ends an scp-like host
+    ("https://h/Xorg/repoX.git", "h/Xorg/repoX"),  # only slashes are stripped from the path
+])
+def test_remote_edge_cases(url, expected):
+    assert repository.identity(url) == expected
+
+
+def test_local_edge_cases(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert repository.identity("file://") == "/"  # no path: the root
+    assert repository.identity(":x") == os.path.realpath(tmp_path / ":x")  # no host before the colon
+    assert repository.identity("/srv/a:b") == "/srv/a:b"  # a slash first: a path, not host:path
+    assert repository.identity("dir/a:b/repo") == os.path.realpath(tmp_path / "dir/a:b/repo")
