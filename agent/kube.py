@@ -19,6 +19,7 @@ no trace in the cluster.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -32,7 +33,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from . import fields
+from . import fields, listread, share
 from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
@@ -108,16 +109,15 @@ def _contexts(kubeconfig: str | None) -> str:
     return ", ".join(names) or "it has none"
 
 
-def _items(data: dict, kind: str) -> list[dict]:
-    """A list response's items, each with apiVersion and kind set (list items omit them) and
-    its managedFields compacted (``fields.compact``: a pass holds every listed object)."""
-    api_version = data.get("apiVersion", "v1")
-    items = data.get("items") or []
-    for item in items:
-        item.setdefault("apiVersion", api_version)
-        item.setdefault("kind", kind)
-        fields.compact(item)
-    return items
+def _item_of(kind: str, api_version: str, memo: share.Memo):
+    """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
+    them), managedFields compacted (``fields.compact``) and equal parts shared (``share``): a
+    pass holds every listed object."""
+    def item(obj: dict) -> dict:
+        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", kind)
+        return memo.share(fields.compact(obj))
+    return item
 
 
 def _as_if_stored(obj: dict) -> dict:
@@ -151,6 +151,7 @@ class Kube:
         self.on_wait = None  # callable(seconds) or None
         self._dry_namespaces: set[str] = set()  # namespaces a dry run "created"
         self._dry_deleted: set[str] = set()  # paths of objects a dry run "deleted"
+        self._memo: share.Memo | None = None  # a pass's shared parts (``sharing``)
         configuration = client.Configuration()
         try:
             if kubeconfig or context:
@@ -196,15 +197,17 @@ class Kube:
     # -- raw request -------------------------------------------------------------------------
 
     def request(self, method: str, url_path: str, *, body=None, query=None,
-                content_type: str = "application/json") -> dict | None:
+                content_type: str = "application/json", each=None) -> dict | None:
         """One API request with transient-fault retries; returns the JSON body as a dict,
-        or None for 404 on GET/DELETE. Raises ApiError otherwise. In a dry run every write
+        or None for 404 on GET/DELETE. Raises ApiError otherwise. ``each(item) -> item``: the
+        answer is a list, read item by item as it arrives and each item replaced by what ``each``
+        returns (``listread``; a list is never whole in memory). In a dry run every write
         (PATCH, POST, PUT, DELETE), whichever verb method sends it, carries ``dryRun=All``."""
         if self.dry_run and method in WRITE_METHODS:
             query = {**(query or {}), "dryRun": "All"}
             if method == "DELETE" and isinstance(body, dict):  # DeleteOptions in a body win
                 body = {**body, "dryRun": ["All"]}
-        return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type)
+        return self._retrying.copy()(self._request_once, method, url_path, body, query, content_type, each)
 
     def throttle(self) -> None:
         """Wait for the rate limit's token (at once on ``interrupt``) and report the wait."""
@@ -212,7 +215,7 @@ class Kube:
         if self.on_wait is not None:
             self.on_wait(waited)
 
-    def _request_once(self, method, url_path, body, query, content_type):
+    def _request_once(self, method, url_path, body, query, content_type, each=None):
         what = f"{method} {url_path}"
         self.throttle()
         headers = {"Accept": "application/json", "Content-Type": content_type}
@@ -220,6 +223,13 @@ class Kube:
                                        header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
             resp = self.api.call_api(*req, _request_timeout=REQUEST_TIMEOUT)
+            if each is not None and resp.status == 200:
+                try:
+                    return listread.read(resp.response.read, each)
+                except listread.Unreadable as err:
+                    raise ApiError(resp.status, "Unreadable", f"the list could not be read: {err}", what) from None
+                finally:
+                    resp.response.release_conn()
             resp.read()
         except ApiException as err:  # raised by the REST layer for TLS/protocol faults
             detail = " ".join(str(err.reason or err.body or err).split())
@@ -248,33 +258,50 @@ class Kube:
         """Every object of a kind across all namespaces, each with apiVersion and kind set
         (list items omit them). Raises ApiError, so a caller can tell "none" from "unknown"."""
         query = {"labelSelector": label_selector} if label_selector else None
-        data = self.request("GET", path(group, kind), query=query)
+        data = self.request("GET", path(group, kind), query=query, each=self._item(group, kind))
         if data is None:
             raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
                            f"listing {kind}")
-        return _items(data, kind)
+        return data.get("items") or []
 
     def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
         """Every object of a namespaced kind in ``namespace`` (all of them when no label
         selector is given), as ``list`` returns them; empty for a namespace that does not
         exist. Raises ApiError."""
         query = {"labelSelector": label_selector} if label_selector else None
-        data = self.request("GET", path(group, kind, namespace), query=query)
+        data = self.request("GET", path(group, kind, namespace), query=query, each=self._item(group, kind))
         if data is None:
             raise ApiError(404, "NotFound", f"the server does not serve {kind} ({group or 'core'})",
                            f"listing {kind} in {namespace}")
-        return _items(data, kind)
+        return data.get("items") or []
+
+    def _item(self, group: str, kind: str):
+        api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]  # "/apis/apps/v1" -> apps/v1, "/api/v1" -> v1
+        return _item_of(kind, api_version, self._memo or share.Memo())
+
+    @contextlib.contextmanager
+    def sharing(self):
+        """Within it (one pass), every listed and applied object shares equal parts with the
+        others (one ``share.Memo``; see that module): a pass holds them all. Outside it, the
+        items of one list share parts with each other only. Parallel writes may share at once:
+        a race only leaves two equal parts unshared."""
+        self._memo = share.Memo()
+        try:
+            yield self
+        finally:
+            self._memo = None
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
-        object, its managedFields compacted as ``list``'s are (``fields.compact``: a pass holds
-        what it applied). ``force`` takes over fields another manager set (drift is undone)."""
+        object, its managedFields compacted and, within ``sharing``, its parts shared as
+        ``list``'s are (a pass holds what it applied). ``force`` takes over fields another manager set (drift is undone)."""
         query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-        return fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
-                                           content_type="application/apply-patch+yaml"))
+        applied = fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
+                                              content_type="application/apply-patch+yaml"))
+        return self._memo.share(applied) if self._memo is not None else applied
 
     def create(self, obj: dict) -> dict:
         """Create ``obj`` (POST to its collection); returns the created object."""

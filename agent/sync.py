@@ -110,7 +110,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     try:
-        _reconcile(batch, opts, report, wanted, problems, retry)
+        with kube.sharing():  # the pass's live objects share equal parts (share.py)
+            _reconcile(batch, opts, report, wanted, problems, retry)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
         return report

@@ -1,0 +1,124 @@
+"""share: equal parts of live objects are one object, frozen, and still plain JSON values."""
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from agent import share
+
+
+def deployment(name: str, uid: str) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "uid": uid, "labels": {"app": name},
+                         "managedFields": [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]},
+            "spec": {"replicas": 1, "strategy": {"type": "RollingUpdate",
+                                                 "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}}}
+
+
+def test_equal_parts_of_two_objects_are_one_object_and_the_result_is_equal():
+    memo = share.Memo()
+    a, b = memo.share(deployment("a", "1")), memo.share(deployment("b", "2"))
+    assert a == deployment("a", "1") and b == deployment("b", "2")
+    assert a["spec"] is b["spec"]
+    assert a["metadata"]["managedFields"] is b["metadata"]["managedFields"]
+    assert a["metadata"] is not b["metadata"] and a["metadata"]["labels"] is not b["metadata"]["labels"]
+    assert a["kind"] is b["kind"]
+
+
+def test_equal_strings_are_one_string():
+    memo = share.Memo()
+    first, second = memo.share(["".join(["na", "me"])]), memo.share(["".join(["nam", "e"])])
+    assert first[0] is second[0]
+
+
+def test_the_top_level_stays_a_plain_changeable_dict_or_list():
+    memo = share.Memo()
+    obj = memo.share(deployment("a", "1"))
+    assert type(obj) is dict
+    obj["status"] = {}
+    assert type(memo.share([1, 2])) is list
+
+
+def test_json_values_of_equal_python_value_but_other_type_are_not_shared():
+    memo = share.Memo()
+    one, true, one_float = (memo.share({"x": {"v": v}}) for v in (1, True, 1.0))
+    assert one["x"] is not true["x"] and one["x"] is not one_float["x"]
+    assert json.dumps(true) == '{"x": {"v": true}}' and json.dumps(one_float) == '{"x": {"v": 1.0}}'
+    assert type(one["x"]["v"]) is int and type(true["x"]["v"]) is bool
+    lists = [memo.share({"x": [v]})["x"] for v in (0, False, 0.0, None)]
+    assert len({id(part) for part in lists}) == 4
+
+
+def test_a_mapping_and_a_list_or_a_different_order_are_not_the_same_part():
+    memo = share.Memo()
+    assert memo.share({"x": {}})["x"] is not memo.share({"x": []})["x"]
+    ab, ba = memo.share({"x": {"a": 1, "b": 2}})["x"], memo.share({"x": {"b": 2, "a": 1}})["x"]
+    assert ab == ba and list(ab) == ["a", "b"] and list(ba) == ["b", "a"]  # key order is kept
+    assert memo.share({"x": {"a": 1}})["x"] is not memo.share({"x": {"a": 1, "b": 2}})["x"]
+    assert memo.share({"x": [1]})["x"] is not memo.share({"x": [1, 1]})["x"]
+
+
+def test_a_hash_collision_leaves_the_part_unshared_not_wrong(monkeypatch):
+    memo = share.Memo()
+    monkeypatch.setattr(share, "hash", lambda key: 7, raising=False)  # every part collides
+    a = memo.share({"x": {"v": 1}, "y": {"v": True}, "z": [1], "w": [True], "u": {"w": 2}})
+    assert a == {"x": {"v": 1}, "y": {"v": True}, "z": [1], "w": [True], "u": {"w": 2}}
+    assert type(a["y"]["v"]) is bool and type(a["w"][0]) is bool and a["u"] == {"w": 2}
+    b = memo.share({"x": {"v": 1}})
+    assert b["x"] is a["x"]  # the first part holding the hash is still shared
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.__setitem__("k", 1), lambda d: d.__delitem__("a"), lambda d: d.setdefault("k", 1),
+    lambda d: d.pop("a"), lambda d: d.popitem(), lambda d: d.update(k=1), lambda d: d.clear(),
+    lambda d: d.__ior__({"k": 1}),
+])
+def test_a_shared_mapping_refuses_every_change(change):
+    part = share.Memo().share({"x": {"a": 1}})["x"]
+    with pytest.raises(TypeError, match="shared part of live objects"):
+        change(part)
+    assert part == {"a": 1}
+
+
+@pytest.mark.parametrize("change", [
+    lambda l: l.__setitem__(0, 9), lambda l: l.__delitem__(0), lambda l: l.append(9), lambda l: l.extend([9]),
+    lambda l: l.insert(0, 9), lambda l: l.pop(), lambda l: l.remove(1), lambda l: l.clear(), lambda l: l.sort(),
+    lambda l: l.reverse(), lambda l: l.__iadd__([9]), lambda l: l.__imul__(2),
+])
+def test_a_shared_list_refuses_every_change(change):
+    part = share.Memo().share({"x": [2, 1]})["x"]
+    with pytest.raises(TypeError, match="shared part of live objects"):
+        change(part)
+    assert part == [2, 1]
+
+
+def test_copies_are_plain_and_changeable_and_leave_the_shared_part_alone():
+    obj = share.Memo().share(deployment("a", "1"))
+    deep = copy.deepcopy(obj)
+    deep["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = "50%"
+    deep["metadata"]["managedFields"].append({})
+    assert type(deep["spec"]) is dict and type(deep["metadata"]["managedFields"]) is list
+    assert obj == deployment("a", "1")
+    shallow = copy.copy(obj["spec"])
+    shallow["replicas"] = 3
+    assert type(shallow) is dict and obj["spec"]["replicas"] == 1
+    assert type(copy.copy(obj["metadata"]["managedFields"])) is list
+    assert type(dict(obj["spec"])) is dict and {**obj["spec"], "replicas": 2}["replicas"] == 2
+
+
+def test_shared_objects_serialise_as_json_and_yaml_like_plain_ones():
+    obj = share.Memo().share(deployment("a", "1"))
+    assert json.dumps(obj, sort_keys=True) == json.dumps(deployment("a", "1"), sort_keys=True)
+    assert yaml.safe_dump(obj) == yaml.safe_dump(deployment("a", "1"))
+    assert isinstance(obj["spec"], dict) and isinstance(obj["metadata"]["managedFields"], list)
+
+
+def test_scalars_pass_through_and_the_memo_counts_distinct_parts():
+    memo = share.Memo()
+    assert memo.share(3) == 3 and memo.share(None) is None and memo.share("s") == "s"
+    before = len(memo)
+    memo.share({"x": {"a": "b"}})
+    memo.share({"x": {"a": "b"}})
+    assert len(memo) == before + 4  # the strings "x", "a" and "b" once each, and the part {"a": "b"} once
