@@ -51,6 +51,7 @@ _LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-'
                "starting and ending with a letter or digit, at most 63 characters)")
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")  # status: ignored, never applied
 _TOO_MANY = "more than {} YAML documents (each item of a List counts as one)"
+_ALSO_LISTS = f", alone or as the items of a {lists.KIND} (apiVersion {lists.API_VERSION}, kind {lists.KIND})"
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def _application(path, node, data, lines, default_namespace, found, errors) -> N
     if not isinstance(data, dict):
         return error(line, None, f"document must be a mapping, not {_type_name(data)}")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
-        return error(line, None, f"only {KIND} ({API_VERSION}) documents are supported "
+        return error(line, None, f"only {KIND} ({API_VERSION}) documents are supported{_ALSO_LISTS} "
                      f"(found apiVersion {_show(data.get('apiVersion'))}, kind {_show(data.get('kind'))})")
     bad = _non_json(data)
     if bad:

@@ -259,7 +259,8 @@ def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
     assert [(a["file"], a["line"]) for a in doc["applications"]] == [("list.yaml", 4)]
     assert proc.stderr.splitlines() == [
         "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
-        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", '
+        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported, alone or as the items '
+        'of a List (apiVersion v1, kind List) (found apiVersion "v1", '
         'kind "ConfigMap")']
 
 

@@ -64,7 +64,8 @@ def test_an_item_that_is_no_application_is_refused_as_such_a_document_is(monkeyp
     listed = load_both({"l.yaml": a_list(ITEM.format(name="web", replicas=1), item)}, monkeypatch)
     [error] = listed.errors
     assert (error.line, error.field) == (14, None)
-    assert error.message == f'only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", kind {kind})'
+    assert error.message == ("only Application (heumsi.github.io/v1) documents are supported, alone or as the items "
+                             f'of a List (apiVersion v1, kind List) (found apiVersion "v1", kind {kind})')
     if kind != '"List"':  # a List alone is a List; any other kind alone gets the same error
         [document_error] = load_both({"d.yaml": item[2:].replace("\n  ", "\n")}, monkeypatch).errors
         assert error.message == document_error.message

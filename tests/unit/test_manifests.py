@@ -268,6 +268,7 @@ def test_wrong_kind(text):
     [err] = result.errors
     assert (err.path, err.line, err.field) == ("cm.yaml", 11, None)
     assert err.message.startswith("only Application (heumsi.github.io/v1) documents are supported")
+    assert "as the items of a List (apiVersion v1, kind List)" in err.message  # also accepted: say so
 
 
 @pytest.mark.parametrize("text, what", [("- a\n- b\n", "a list"), ("hello\n", "a string"),
@@ -413,6 +414,8 @@ def test_spec_schema_is_a_valid_structural_schema():
         stack.extend(node.get("properties", {}).values())
 
 
+NOT_AN_APPLICATION = ("only Application (heumsi.github.io/v1) documents are supported, alone or as the items "
+                      "of a List (apiVersion v1, kind List)")
 RULE_TEXT = RULE  # the DNS-1123 wording users see after a bad name or namespace
 
 
@@ -519,13 +522,13 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
      (6, None, "invalid YAML value: could not determine a constructor for the tag "
                "'tag:yaml.org,2002:python/name:os.system'")),
     (EXAMPLE.replace("heumsi.github.io/v1", "!!binary aGk="),
-     (1, None, "only Application (heumsi.github.io/v1) documents are supported "
+     (1, None, f"{NOT_AN_APPLICATION} "
                "(found apiVersion b'hi', kind \"Application\")")),
     ("apiVersion: apps/v1\nkind: Deployment\n",
-     (1, None, 'only Application (heumsi.github.io/v1) documents are supported '
+     (1, None, f'{NOT_AN_APPLICATION} '
                '(found apiVersion "apps/v1", kind "Deployment")')),
     ("kind: Application\n",
-     (1, None, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+     (1, None, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                'kind "Application")')),
     (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x:\n    - 1\n"
                                                   "    - .inf\n"),
@@ -562,7 +565,7 @@ def _block(levels):
 
 
 @pytest.mark.parametrize("levels, expected", [
-    (100, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, kind null)")),
+    (100, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, kind null)")),
     (101, (101, "nesting deeper than 100 levels is not supported")),
 ])
 def test_block_nesting_limit_is_100_levels(levels, expected):
@@ -590,9 +593,9 @@ def _mixed(lists, sibling):
 
 
 @pytest.mark.parametrize("lists, sibling, expected", [
-    (39, False, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+    (39, False, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                     "kind null)")),
-    (39, True, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+    (39, True, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                    "kind null)")),
     (40, False, (61, "nesting deeper than 100 levels is not supported")),
     (40, True, (62, "nesting deeper than 100 levels is not supported")),  # a closed sibling does not reset depth
