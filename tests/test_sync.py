@@ -285,6 +285,21 @@ def test_a_kind_list_file_syncs_each_item_and_a_bad_item_fails_alone_by_its_line
     assert objects.deployment(namespace, "api")["spec"]["replicas"] == 1  # the bad one kept as it was
 
 
+def test_a_duplicate_key_in_one_list_item_fails_that_item_alone(agent, repo, namespace, objects):
+    """It used to refuse the whole List: the other items are still synced; the item is a failed
+    Application named with every problem it has."""
+    bad = app_yaml("api", replicas=-1).replace("  port: 80\n", "  port: 80\n  port: 81\n")
+    repo.write("apps.yaml", _list_of(app_yaml("web"), bad))
+    repo.commit("an item with a duplicate key")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "error: apps.yaml:18: spec.replicas: must be an integer" in proc.stderr
+    assert "error: apps.yaml:20: spec.port: duplicate key 'port' (first defined on line 19)" in proc.stderr
+    assert f"1 Application failed: {namespace}/api" in proc.stdout
+    assert all(objects.trio(namespace, "web"))  # the good item synced
+    assert objects.app(namespace, "api") is None
+
+
 def test_empty_desired_set_is_refused_without_allow_empty(agent, repo, namespace, objects):
     repo.write("a.yaml", app_yaml("web"))
     repo.commit()

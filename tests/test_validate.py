@@ -264,6 +264,21 @@ def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
         'kind "ConfigMap")']
 
 
+def test_a_duplicate_key_refuses_only_its_list_item_and_every_problem_of_it_is_listed(validate, tmp_path):
+    """A duplicate key in one item refused the whole List and hid the item's other problems."""
+    bad = app_yaml("api", replicas=-1).replace("  port: 80\n", "  port: 80\n  port: 81\n  foo: 1\n")
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n" + "".join(
+        "- " + d.replace("\n", "\n  ").rstrip(" ") for d in (app_yaml("web"), bad, app_yaml("db"))))
+    proc = validate("--path", ".", "-o", "json", cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2
+    assert [(a["name"], a["line"]) for a in doc["applications"]] == [("default/db", 22), ("default/web", 4)]
+    assert proc.stderr.splitlines() == [
+        "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
+        "error: list.yaml:20: spec.port: duplicate key 'port' (first defined on line 19)",
+        "error: list.yaml:21: spec.foo: unknown field (allowed: image, port, replicas, suspend)"]
+
+
 def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
     (tmp_path / "web.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
