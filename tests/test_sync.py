@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -298,6 +299,22 @@ def test_a_duplicate_key_in_one_list_item_fails_that_item_alone(agent, repo, nam
     assert f"1 Application failed: {namespace}/api" in proc.stdout
     assert all(objects.trio(namespace, "web"))  # the good item synced
     assert objects.app(namespace, "api") is None
+
+
+def test_a_file_name_with_control_characters_is_escaped_on_stderr_and_in_the_summary(agent, repo, namespace):
+    """A newline or ESC in a file name in Git reached the terminal as it is (a broken line, a
+    cleared screen); every line shown is escaped, the json report keeps the real name."""
+    name = "bad\n\x1b[2J.yaml"
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write(name, "kind: [\n")
+    repo.commit("a file name with control characters")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2 and "\x1b" not in proc.stdout + proc.stderr
+    assert "error: bad\\n\\x1b[2J.yaml:2: invalid YAML: " in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert proc.stdout.splitlines()[-1].endswith("; 1 file failed: bad\\n\\x1b[2J.yaml")
+    assert any(line.startswith("  bad\\n\\x1b[2J.yaml:2: invalid YAML: ") for line in proc.stdout.splitlines())
+    doc = json.loads(agent.sync(repo.path, "--namespace", namespace, "-o", "json").stdout)
+    assert [e["file"] for e in doc["errors"]] == [name]
 
 
 def test_empty_desired_set_is_refused_without_allow_empty(agent, repo, namespace, objects):

@@ -279,6 +279,23 @@ def test_a_duplicate_key_refuses_only_its_list_item_and_every_problem_of_it_is_l
         "error: list.yaml:21: spec.foo: unknown field (allowed: image, port, replicas, suspend)"]
 
 
+def test_file_names_with_control_characters_are_escaped_where_a_human_reads_them(validate, tmp_path):
+    """A newline, ESC or another non-printable character in a file name is escaped on stderr and
+    in markdown (it used to break the line or drive the terminal); json keeps the real name."""
+    names = {"a\nb.yaml": "a\\nb.yaml", "\x1b[31mred.yaml": "\\x1b[31mred.yaml", "rtl\u202e.yaml": "rtl\\u202e.yaml"}
+    for i, name in enumerate(names):
+        (tmp_path / name).write_text(app_yaml(f"web{i}").replace("port: 80", "port: 0"))
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and all(line.isprintable() for line in proc.stderr.splitlines())
+    assert sorted(proc.stderr.splitlines()) == sorted(
+        f"error: {shown}:8: spec.port: must be an integer between 1 and 65535 (got 0)" for shown in names.values())
+    markdown = validate("--path", ".", "-o", "markdown", cwd=tmp_path).stdout
+    assert all(line.isprintable() for line in markdown.splitlines())
+    assert all(f"- `{shown}:8: spec.port`: must be an integer" in markdown for shown in names.values())
+    doc = json.loads(validate("--path", ".", "-o", "json", cwd=tmp_path).stdout)
+    assert {e["file"] for e in doc["errors"]} == set(names)
+
+
 def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
     (tmp_path / "web.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
