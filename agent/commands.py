@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import flags, logs, output, source
 from . import validate as validate_
+from .report import printable
 
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
 # cluster: ``validate`` starts in a fraction of the time, which a pre-commit hook notices.
@@ -167,7 +168,7 @@ def report_failure(args, message: str) -> int:
     pipeline reading stdout still gets a document. Returns 2."""
     repo = getattr(args, "repo", None)
     message = source.redact(message, repo)
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {printable(message)}", file=sys.stderr)
     if getattr(args, "output", "text") != "text":
         from .report import Report
 
@@ -212,6 +213,6 @@ def run_pass(kube, opts, args) -> int:
     doc["exitCode"] = code
     text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
     _emit(source.redact(text, opts.repo))
-    for error in report.errors:
-        print(f"error: {source.redact(error, opts.repo)}", file=sys.stderr)
+    for error in report.errors:  # one line each, whatever a file name holds
+        print(f"error: {printable(source.redact(error, opts.repo))}", file=sys.stderr)
     return code

@@ -19,9 +19,11 @@ same words (``usage_line``).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 import re
+import socket
 import sys
 from pathlib import Path
 
@@ -234,12 +236,40 @@ def label_value(text: str) -> str:
     return text
 
 
+_HTTP_ADDR_RULE = ("HOST:PORT with HOST empty (every interface), an IPv4 address or a host name, and a port "
+                   "from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080)")
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?")
+
+
 def http_addr(text: str) -> str:
-    """Type for ``HOST:PORT`` (``:8080`` listens on every interface); port 0-65535."""
+    """Type for ``--http-addr``: ``HOST:PORT``, HOST empty (``:8080`` listens on every interface),
+    an IPv4 address or a host name (RFC 1123, at most 253 characters) that resolves to an IPv4
+    address, the port 0-65535. Returns ``text``; raises ``argparse.ArgumentTypeError`` naming the
+    value and the rule (and, for a name that does not resolve, why), so a bad address ends the
+    command before anything is loaded."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535 or any(c.isspace() for c in host):
-        raise _refuse(text, "HOST:PORT with a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080)")
+    if not sep or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535 or not _http_host(host):
+        raise _refuse(text, _HTTP_ADDR_RULE)
+    if host and not re.fullmatch(r"[0-9.]+", host):  # a name: the server binds what it resolves to
+        try:
+            socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as err:
+            why = getattr(err, "strerror", None) or err
+            raise _refuse(text, f"{_HTTP_ADDR_RULE}; {host!r} does not resolve to an IPv4 address ({why})") from None
     return text
+
+
+def _http_host(host: str) -> bool:
+    """True for an empty host, an IPv4 address in dotted decimal or a host name's syntax."""
+    if not host:
+        return True
+    if re.fullmatch(r"[0-9.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return False
+        return True
+    return len(host) <= 253 and bool(_HOST_NAME.fullmatch(host))
 
 
 def readable_file(text: str) -> str:

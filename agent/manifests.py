@@ -12,7 +12,8 @@ hardened as follows:
 * aliases (``*name``) are rejected, which rules out "billion laughs" alias bombs;
 * collections nested deeper than ``MAX_DEPTH`` are rejected while scanning/composing,
   without recursion, so hostile input cannot raise ``RecursionError`` or run long;
-* duplicate mapping keys are errors (plain PyYAML silently keeps the last one);
+* duplicate mapping keys are errors (plain PyYAML silently keeps the last one), refusing only
+  the document or List item that holds them, whose other problems are still reported;
 * unquoted timestamps stay strings (as with kubectl / go-yaml v2), so bodies stay JSON;
 * values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``, non-string keys such as
   YAML 1.1's unquoted ``yes``/``on``) are errors.
@@ -37,9 +38,10 @@ import yaml
 from . import lists, parsecache, specrules
 from . import metadata as metadata_rules
 from .nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
-from .nodes import scalar as _scalar, show as _show, type_name as _type_name
-from .yamlload import FAST as _FAST
-from .yamlload import MAX_DEPTH, _Bail, _DuplicateKey, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
+from .nodes import json_only as _json_only, kind_unknown as _kind_unknown, scalar as _scalar, show as _show
+from .nodes import type_name as _type_name, under as _under
+from .yamlload import FAST as _FAST, construct as _construct_node
+from .yamlload import MAX_DEPTH, _Bail, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
 
 if _FAST:
     from .yamlload import _CLoader
@@ -51,6 +53,7 @@ _LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-'
                "starting and ending with a letter or digit, at most 63 characters)")
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")  # status: ignored, never applied
 _TOO_MANY = "more than {} YAML documents (each item of a List counts as one)"
+_ALSO_LISTS = f", alone or as the items of a {lists.KIND} (apiVersion {lists.API_VERSION}, kind {lists.KIND})"
 
 
 @dataclass(frozen=True)
@@ -269,10 +272,13 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     problems to ``errors``, and one row (see ``_row``) per document or List item to ``documents``,
     holding the errors its own check appended."""
     n_found, n_errors = len(found), len(errors)
-    data, lines = _construct(path, node, problems, loader, errors)
+    data, lines, dups = _construct(path, node, problems, loader, errors)
+    if dups and _kind_unknown(dups, lists.is_list(data)):  # what it is is not known: refused whole
+        errors += _duplicates(path, dups)
+        data = None
     if not lists.is_list(data):
         if data is not None:
-            _application(path, node, data, lines, default_namespace, found, errors)
+            _application(path, node, data, lines, default_namespace, found, errors, dups)
         return _row(documents, found, n_found, path, node, node.end_mark.line + 1, data, errors[n_errors:], default_namespace)
     bad = _non_json({k: v for k, v in data.items() if k != "items"})
     pairs, own = lists.items(node, data) if bad is None else ([], [bad])
@@ -280,7 +286,12 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     errors += own
     for i, (item_node, item) in enumerate(pairs):
         n, n_errors = len(found), len(errors)
-        _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors)
+        mine = [(sub[2:], at, m) for sub, at, m in dups if sub[1] == i]  # only this item is refused for them
+        if _kind_unknown(mine, False):
+            errors += _duplicates(path, mine)
+            item = None
+        else:
+            _application(path, item_node, item, _index(item_node)[0], default_namespace, found, errors, mine)
         # an item's end mark is where the next item starts: its row ends on the line before
         end = min(item_node.end_mark.line + 1, pairs[i + 1][0].start_mark.line if i + 1 < len(pairs) else math.inf)
         _row(documents, found, n, path, item_node, max(item_node.start_mark.line + 1, end), item, errors[n_errors:],
@@ -294,7 +305,7 @@ def _row(documents: list, found: list, n_found: int, path: str, node, end: int, 
     ``data`` as constructed, ``errs`` the errors its check appended): (path, first line, last
     line, ``namespace/name`` of the identity ``found`` gained since it held ``n_found`` items or
     None, kind is Application, ``errs``, that ``found`` item or None). A refused Application whose
-    data could not be constructed or checked (duplicate key, non-JSON value) takes its kind, name and
+    data could not be constructed (or whose kind is a repeated key) takes its kind, name and
     namespace (else ``namespace``) from the nodes, when they are plain strings."""
     from_nodes = data is None or (isinstance(data, dict) and data.get("apiVersion") == API_VERSION)
     kind = data.get("kind") if isinstance(data, dict) else _scalar(node, ("kind",)) if data is None else None
@@ -307,73 +318,75 @@ def _row(documents: list, found: list, n_found: int, path: str, node, end: int, 
 
 
 def _construct(path, node, problems, loader, errors):
-    """(data, {field path: line}) of ``node``, or (None, None) after appending its composing
-    problems or construction error to ``errors`` (data is also None for an empty document)."""
-    for at, message in problems:
-        errors.append(ManifestError(path, at, None, message))
+    """(data, {field path: line}, duplicate keys) of ``node`` (see ``yamlload.construct``), or
+    (None, None, []) after appending its composing problems, or its construction error and
+    duplicate keys, to ``errors`` (data is also None for an empty document)."""
+    errors += [ManifestError(path, at, None, message) for at, message in problems]
     if problems:
-        return None, None
-    lines, paths = _index(node)
-    try:
-        return loader.construct_document(node), lines
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
-        loader.constructed_objects, loader.recursive_objects = {}, {}
-        loader.state_generators, loader.deep_construct = [], False
-        if isinstance(e, _DuplicateKey):
-            field = _dotted(paths[id(e.mapping)] + (e.key_node.value,))
-            errors.append(ManifestError(path, e.problem_mark.line + 1, field, e.problem))
-        else:
-            mark = getattr(e, "problem_mark", None)
-            errors.append(ManifestError(path, mark.line + 1 if mark else node.start_mark.line + 1, None,
-                                        f"invalid YAML value: {getattr(e, 'problem', None) or e}"))
-        return None, None
+        return None, None, []
+    data, lines, dups, failure = _construct_node(loader, node)
+    if failure:
+        errors += [ManifestError(path, failure[0], None, failure[1])] + _duplicates(path, dups)
+        return None, None, []
+    return data, lines, dups
 
 
-def _application(path, node, data, lines, default_namespace, found, errors) -> None:
-    """Check ``data``, one document (or List item) composed from ``node``, as an Application."""
+def _duplicates(path: str, dups: list) -> list[ManifestError]:
+    """The errors of the duplicate keys ``dups`` (see ``_construct``) of ``path``."""
+    return [ManifestError(path, at, _dotted(sub) if sub else None, message) for sub, at, message in dups]
+
+
+def _application(path, node, data, lines, default_namespace, found, errors, dups=()) -> None:
+    """Check ``data``, one document (or List item) composed from ``node``, as an Application, and
+    report every problem it has: its duplicate keys ``dups`` (path inside it, line, message),
+    values JSON cannot hold, and every rule the rest breaks; nothing is said about what lies under
+    a duplicated key or a left-out value (its meaning is not known)."""
     line = node.start_mark.line + 1
     n_errors = len(errors)
+    unknown = [sub for sub, _, _ in dups]  # paths whose value is not known
+    errors += _duplicates(path, dups)
 
-    def error(at, field, message):
-        errors.append(ManifestError(path, at, field, message))
+    def error(sub, message):  # ``sub``: the field path, also giving the line (of its deepest known part)
+        if not _under(sub, unknown):
+            errors.append(ManifestError(path, _line(lines, sub), _dotted(sub) or None, message))
 
     if not isinstance(data, dict):
-        return error(line, None, f"document must be a mapping, not {_type_name(data)}")
+        return error((), f"document must be a mapping, not {_type_name(data)}")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
-        return error(line, None, f"only {KIND} ({API_VERSION}) documents are supported "
+        return error((), f"only {KIND} ({API_VERSION}) documents are supported{_ALSO_LISTS} "
                      f"(found apiVersion {_show(data.get('apiVersion'))}, kind {_show(data.get('kind'))})")
-    bad = _non_json(data)
-    if bad:
-        return error(_line(lines, bad[0]), _dotted(bad[0]) or None, bad[1])
+    data, bad = _json_only(data)
+    errors += [ManifestError(path, _line(lines, where), _dotted(where) or None, message)
+               for where, message, left_out in bad if not _under(left_out, unknown)]
+    unknown += [left_out for _, _, left_out in bad]
     for key in data:
         if key not in _TOP_LEVEL:
-            error(_line(lines, (key,)), key,
-                  f"unknown field{did_you_mean(key, _TOP_LEVEL)} (allowed: {', '.join(_TOP_LEVEL)})")
+            error((key,), f"unknown field{did_you_mean(key, _TOP_LEVEL)} (allowed: {', '.join(_TOP_LEVEL)})")
 
     identity = None
     meta = data.get("metadata")
     if not isinstance(meta, dict):
-        error(_line(lines, ("metadata",)), "metadata",
-              "must be a mapping" if "metadata" in data else "is required")
+        error(("metadata",), "must be a mapping" if "metadata" in data else "is required")
     else:
         name, namespace = meta.get("name"), meta.get("namespace", default_namespace)
         if "name" not in meta:
-            error(_line(lines, ("metadata",)), "metadata.name", "is required")
+            error(("metadata", "name"), "is required")
         for field, value in (("name", name), ("namespace", namespace)):
             if field in meta and not isinstance(value, str):  # 123, true, null: not a label at all
-                error(_line(lines, ("metadata", field)), f"metadata.{field}", metadata_rules.not_a_string(value))
+                error(("metadata", field), metadata_rules.not_a_string(value))
             elif field in meta and not is_dns1123_label(value):
-                error(_line(lines, ("metadata", field)), f"metadata.{field}", f"{_show(value)} {_LABEL_RULE}")
+                error(("metadata", field), f"{_show(value)} {_LABEL_RULE}")
         for sub, message in metadata_rules.problems(meta):
-            error(_line(lines, ("metadata",) + sub), _dotted(("metadata",) + sub), message)
-        if is_dns1123_label(name) and is_dns1123_label(namespace):
+            error(("metadata",) + sub, message)
+        known = not _under(("metadata", "name"), unknown) and not _under(("metadata", "namespace"), unknown)
+        if is_dns1123_label(name) and is_dns1123_label(namespace) and known:
             identity = (namespace, name)
 
     if "spec" not in data:
-        error(line, "spec", "is required")
+        error(("spec",), "is required")
     else:
         for sub, message in specrules.problems(data["spec"]):
-            error(_line(lines, ("spec",) + sub), _dotted(("spec",) + sub), message)
+            error(("spec",) + sub, message)
 
     if identity:
         manifest = None

@@ -48,23 +48,66 @@ def dotted(path: tuple) -> str:
 
 
 def non_json(obj) -> tuple[tuple, str] | None:
-    """First (path, message) of a value JSON cannot represent, else None."""
-    stack = [((), obj)]
+    """First (path, message) of a value JSON cannot represent, else None (see ``json_only``)."""
+    found = json_only(obj)[1]
+    return found[0][:2] if found else None
+
+
+def json_only(obj) -> tuple[object, list[tuple[tuple, str, tuple]]]:
+    """``obj`` with what JSON cannot represent left out, and one (path, message, left out) per
+    such entry, in document order: ``path`` is where it is reported (the mapping, for a key that
+    is not a string), ``left out`` the path of the entry dropped (a mapping's entry is removed, a
+    list's entry becomes None so the indexes after it keep their meaning). Never recursive."""
+    problems: list[tuple[tuple, str, tuple]] = []
+    holder: list = [None]
+    stack: list[tuple[tuple, object, object, object]] = [((), obj, holder, 0)]
     while stack:
-        path, value = stack.pop()
+        path, value, into, slot = stack.pop()
         if isinstance(value, dict):
+            copy: dict = {}
+            into[slot] = copy
+            todo = []
             for key, sub in value.items():
                 if not isinstance(key, str):
-                    return path, (f"key {key!r} is not a string (YAML 1.1 reads unquoted "
-                                  "yes/no/on/off as booleans and digits as numbers; quote it)")
-                stack.append((path + (key,), sub))
+                    problems.append((path, f"key {key!r} is not a string (YAML 1.1 reads unquoted yes/no/on/off "
+                                           "as booleans and digits as numbers; quote it)", path + (key,)))
+                    continue
+                copy[key] = None  # keeps the order of the keys
+                todo.append((path + (key,), sub, copy, key))
+            stack.extend(reversed(todo))
         elif isinstance(value, list):
-            stack.extend((path + (i,), sub) for i, sub in enumerate(value))
+            into[slot] = copy_list = [None] * len(value)
+            stack.extend(reversed([(path + (i,), sub, copy_list, i) for i, sub in enumerate(value)]))
         elif isinstance(value, float) and not math.isfinite(value):
-            return path, "must be a finite number (JSON has no .inf or .nan)"
+            problems.append((path, "must be a finite number (JSON has no .inf or .nan)", path))
+            _leave_out(into, slot)
         elif not (value is None or isinstance(value, (str, int, float))):
-            return path, f"{type_name(value)} values (e.g. from !!binary or !!set tags) are not supported"
-    return None
+            problems.append((path, f"{type_name(value)} values (e.g. from !!binary or !!set tags) are not supported",
+                             path))
+            _leave_out(into, slot)
+        else:
+            into[slot] = value
+    return holder[0], problems
+
+
+def _leave_out(into, slot) -> None:
+    if isinstance(into, dict):
+        del into[slot]
+
+
+def kind_unknown(duplicates, is_list: bool) -> bool:
+    """True when repeated keys leave unknown what a document (or ``kind: List`` item) is, so it is
+    refused whole: ``duplicates`` holds (field path of each repeated key, or None when it is
+    inside a key, ...); it is so when ``apiVersion`` or ``kind`` is repeated, a key inside a key
+    is, or, for a List (``is_list``), a key outside its items (``("items", i, ...)``) is."""
+    return any(sub is None or sub in (("apiVersion",), ("kind",))
+               or (is_list and not (len(sub) > 2 and sub[0] == "items" and isinstance(sub[1], int)))
+               for sub, *_ in duplicates)
+
+
+def under(path: tuple, paths) -> bool:
+    """True when ``path`` is one of ``paths`` (field paths) or lies inside one of them."""
+    return any(path[:len(p)] == p for p in paths)
 
 
 def show(value) -> str:

@@ -2,13 +2,15 @@
 
 The document's keys are pinned by ``agent/report.schema.json`` and documented in the README.
 Renderers only read the document, so the three formats never disagree. Pure: callers print.
+What text and markdown show of a string is ``report.printable`` (a file name's control
+characters escaped); json keeps every string as it is (JSON escapes them itself).
 """
 
 from __future__ import annotations
 
 import json
 
-from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
+from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report, printable
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
@@ -119,8 +121,9 @@ def _where(error: dict) -> str:
 
 def error_line(error: dict) -> str:
     """One entry of ``doc["errors"]`` as the line printed on stderr: ``file:line: field:
-    message``, ``subject: message`` or just the message."""
-    return ": ".join(p for p in (_where(error), error["message"]) if p)
+    message``, ``subject: message`` or just the message, ``printable`` (one line, whatever the
+    file name holds)."""
+    return printable(": ".join(p for p in (_where(error), error["message"]) if p))
 
 
 def text(doc: dict) -> str:
@@ -137,14 +140,14 @@ def text(doc: dict) -> str:
     for app in doc["applications"]:
         lines.append(f"{app['name']}:")
         for obj in app["objects"]:
-            lines.append(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else ""))
-    lines += [f"note: {n}" for n in doc["notes"]]
+            lines.append(printable(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else "")))
+    lines += [printable(f"note: {n}") for n in doc["notes"]]
     lines.append(_verdict(doc))
     return "\n".join(lines)
 
 
 def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    return printable(value).replace("|", "\\|")
 
 
 def markdown(doc: dict) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
 KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
 RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
@@ -102,7 +104,8 @@ class Report:
         refused documents and files with their reasons, and a closing line with the counts of
         objects per action (``counts``), the Applications that failed and the files that failed,
         e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml:1, x.yaml:5``
-        (distinct files are counted; each refused document of one is listed).
+        (distinct files are counted; each refused document of one is listed). Every line is
+        ``printable``: control characters in file names and messages are escaped.
         Errors are separate (``errors``), for stderr."""
         lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
         by_app: dict[str, list[Change]] = {}
@@ -129,7 +132,20 @@ class Report:
             ("Application", len(self.failing()), self.failing()),
             ("file", len(self.failed_files()), self.file_errors())) if names)  # files counted once, listed by line
         lines.append(f"{verdict}: {tally}{failed}")
-        return "\n".join(lines)
+        return "\n".join(map(printable, lines))  # each entry is one line: a file name cannot break it
+
+
+def printable(text: str) -> str:
+    """``text`` for a human (a line on stderr, the text summary, markdown): every character that is
+    not printable (newline, carriage return, tab, ESC and other control or format characters, as
+    ``str.isprintable`` says) written as an escape (``\\n``, ``\\x1b``, ``\\u202e``), so a file name
+    in Git can neither break a line nor drive the terminal; every other character is kept. JSON
+    output keeps the real string (JSON escapes it itself)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+        for c in text)
 
 
 def _file(what: str) -> str:

@@ -21,7 +21,8 @@ _SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
 
 
 def problems(spec) -> list[tuple[tuple, str]]:
-    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA."""
+    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA, and for an
+    ``image`` holding whitespace (blank, ``"nginx :1"``, leading or trailing blanks)."""
     out: list[tuple[tuple, str]] = []
     for e in _SPEC_VALIDATOR.iter_errors(spec):
         sub = tuple(e.absolute_path)
@@ -37,6 +38,10 @@ def problems(spec) -> list[tuple[tuple, str]]:
             out.append((sub, f"must be {_rule(_SPEC_FIELDS[sub[0]])} (got {_show(e.instance)})"))
         else:
             out.append((sub, e.message))
+    image = spec.get("image") if isinstance(spec, dict) else None
+    if isinstance(image, str) and any(c.isspace() for c in image):
+        # the API server refuses leading or trailing whitespace; no image reference holds any
+        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
 
 

@@ -2,32 +2,28 @@
 bounded composer. See ``manifests``' docstring for the rules; kept apart so that module stays
 about validation.
 
-Both reject aliases, bound nesting at ``MAX_DEPTH`` without recursion and refuse duplicate
-keys. The pure-Python ``_Loader`` reports each problem (line, message) and carries on with the
-next document; the C one (``_CLoader``, only when PyYAML was built with libyaml: ``FAST``)
-raises ``_Bail`` at the first problem, and its caller then reads the file with ``_Loader``.
+Both reject aliases, bound nesting at ``MAX_DEPTH`` without recursion and record duplicate
+keys (``duplicates``) for their caller to refuse. The pure-Python ``_Loader`` reports each
+problem (line, message) and carries on with the next document; the C one (``_CLoader``, only
+when PyYAML was built with libyaml: ``FAST``) raises ``_Bail`` at the first problem, and its
+caller then reads the file with ``_Loader``.
 """
 
 from __future__ import annotations
 
 import yaml
 from yaml.composer import Composer
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.constructor import SafeConstructor
+from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
+
+from .nodes import index
 
 MAX_DEPTH = 100
 """Deepest allowed nesting of YAML collections (mappings and sequences) in a document."""
 
 _NULL = "tag:yaml.org,2002:null"
 _TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels is not supported"
-
-
-class _DuplicateKey(ConstructorError):
-    def __init__(self, mapping: MappingNode, key_node: ScalarNode, key, first: int):
-        super().__init__(None, None, f"duplicate key {key!r} (first defined on line {first})",
-                         key_node.start_mark)
-        self.mapping, self.key_node = mapping, key_node
 
 
 class _TooDeep(yaml.scanner.ScannerError):
@@ -40,7 +36,13 @@ class _Bail(Exception):
 
 
 class _Strict:
-    """Duplicate mapping keys are errors (both loaders)."""
+    """Duplicate mapping keys are recorded in ``duplicates`` (both loaders), one
+    (mapping node, key node, message) per repeated key, and construction carries on (the last
+    value is kept, as PyYAML keeps it), so the caller can refuse just the document or List item
+    that holds them and still check the rest of it. The caller empties ``duplicates`` before
+    constructing each document."""
+
+    duplicates: list
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
@@ -48,8 +50,9 @@ class _Strict:
             key = self.construct_object(key_node, deep=True)
             try:
                 if key in seen:
-                    raise _DuplicateKey(node, key_node, key, seen[key])
-                seen[key] = key_node.start_mark.line + 1
+                    self.duplicates.append((node, key_node, f"duplicate key {key!r} (first defined on line {seen[key]})"))
+                else:
+                    seen[key] = key_node.start_mark.line + 1
             except TypeError:  # unhashable key: SafeConstructor reports it below
                 pass
         return super().construct_mapping(node, deep)
@@ -69,6 +72,7 @@ class _Loader(_Strict, yaml.SafeLoader):
         super().__init__(stream)
         self.depth = 0
         self.problems: list[tuple[int, str]] = []
+        self.duplicates = []
 
     def _problem(self, mark, message: str) -> None:
         if all(m != message for _, m in self.problems):
@@ -125,6 +129,7 @@ if FAST:
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
             self.depth = 0
+            self.duplicates = []
 
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
@@ -147,3 +152,25 @@ _Loader.yaml_implicit_resolvers = {
 }
 if FAST:
     _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+
+def construct(loader, node) -> tuple:
+    """Construct the document ``node`` composed by ``loader`` (either loader). Returns (data,
+    {field path: line} of ``nodes.index``, duplicate keys, failure): the duplicate keys as
+    (field path of the key, or None when it is inside a key, 1-based line, message); failure
+    None, or (1-based line, message) when construction failed (data is then None; it is also
+    None for an empty document)."""
+    lines, paths = index(node)
+    loader.duplicates = []
+    failure = None
+    try:
+        data = loader.construct_document(node)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError) as e:
+        loader.constructed_objects, loader.recursive_objects = {}, {}
+        loader.state_generators, loader.deep_construct = [], False
+        mark = getattr(e, "problem_mark", None)
+        data, failure = None, (mark.line + 1 if mark else node.start_mark.line + 1,
+                               f"invalid YAML value: {getattr(e, 'problem', None) or e}")
+    dups = [(paths[id(m)] + (getattr(k, "value", "?"),) if id(m) in paths else None, k.start_mark.line + 1, message)
+            for m, k, message in loader.duplicates]
+    return data, lines, dups, failure

@@ -25,7 +25,8 @@ BAD = [
     ("sync", "--kube-api-burst", "KUBE_API_BURST", ["0", "100001", "1.5", "x"]),
     ("run", "--shutdown-grace", "SHUTDOWN_GRACE", ["-1", "3601", "x"]),
     ("run", "--lease-duration", "LEASE_DURATION", ["0", "2", "4.5", "3601", "x"]),
-    ("run", "--http-addr", "HTTP_ADDR", ["8080", ":70000", "host:port", ""]),
+    ("run", "--http-addr", "HTTP_ADDR", ["8080", ":70000", "host:port", "", "bad_host:8080", "256.0.0.1:8080",
+                                         "[::1]:8080", "-x:8080"]),
     ("run", "--lease-name", "LEASE_NAME", ["Lease", "a_b", ""]),
     ("run", "--lease-namespace", "LEASE_NAMESPACE", ["Kube", "a.b", ""]),
     ("run", "--identity", "IDENTITY", ["", "  "]),
@@ -189,6 +190,20 @@ def test_every_variable_with_a_bad_value_reads_as_the_readme_documents(variable,
     assert re.fullmatch(rf"{re.escape(prog)}: error: argument {re.escape(flag)}: "
                         rf"{re.escape(f'GITOPS_AGENT_{variable}={value!r}')} is not allowed: must (be|not) .+ "
                         rf"\(see {re.escape(prog)} --help\)", line), line
+
+
+def test_an_http_addr_whose_host_does_not_resolve_is_refused_before_the_kubeconfig(main, monkeypatch):
+    """The whole --http-addr is checked with the other flags: a host name that does not resolve
+    is one line and exit 2 before the kubeconfig is read (it used to fail at bind, after it)."""
+    import socket
+
+    def no_such_host(host, *args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
+    proc = main(["run", "--repo", "/nonexistent", "--kubeconfig", "/nonexistent/kc", "--http-addr", "nosuch.invalid:8080"])
+    line = assert_one_line(proc, "argument --http-addr: 'nosuch.invalid:8080'", "does not resolve to an IPv4 address")
+    assert "/nonexistent/kc" not in line
 
 
 def test_missing_repo_is_one_line():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -283,6 +284,37 @@ def test_a_kind_list_file_syncs_each_item_and_a_bad_item_fails_alone_by_its_line
     assert 'error: apps.yaml:20: only Application (heumsi.github.io/v1) documents are supported' in proc.stderr
     assert objects.deployment(namespace, "web")["spec"]["replicas"] == 2  # the good item synced
     assert objects.deployment(namespace, "api")["spec"]["replicas"] == 1  # the bad one kept as it was
+
+
+def test_a_duplicate_key_in_one_list_item_fails_that_item_alone(agent, repo, namespace, objects):
+    """It used to refuse the whole List: the other items are still synced; the item is a failed
+    Application named with every problem it has."""
+    bad = app_yaml("api", replicas=-1).replace("  port: 80\n", "  port: 80\n  port: 81\n")
+    repo.write("apps.yaml", _list_of(app_yaml("web"), bad))
+    repo.commit("an item with a duplicate key")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert "error: apps.yaml:18: spec.replicas: must be an integer" in proc.stderr
+    assert "error: apps.yaml:20: spec.port: duplicate key 'port' (first defined on line 19)" in proc.stderr
+    assert f"1 Application failed: {namespace}/api" in proc.stdout
+    assert all(objects.trio(namespace, "web"))  # the good item synced
+    assert objects.app(namespace, "api") is None
+
+
+def test_a_file_name_with_control_characters_is_escaped_on_stderr_and_in_the_summary(agent, repo, namespace):
+    """A newline or ESC in a file name in Git reached the terminal as it is (a broken line, a
+    cleared screen); every line shown is escaped, the json report keeps the real name."""
+    name = "bad\n\x1b[2J.yaml"
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write(name, "kind: [\n")
+    repo.commit("a file name with control characters")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2 and "\x1b" not in proc.stdout + proc.stderr
+    assert "error: bad\\n\\x1b[2J.yaml:2: invalid YAML: " in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert proc.stdout.splitlines()[-1].endswith("; 1 file failed: bad\\n\\x1b[2J.yaml")
+    assert any(line.startswith("  bad\\n\\x1b[2J.yaml:2: invalid YAML: ") for line in proc.stdout.splitlines())
+    doc = json.loads(agent.sync(repo.path, "--namespace", namespace, "-o", "json").stdout)
+    assert [e["file"] for e in doc["errors"]] == [name]
 
 
 def test_empty_desired_set_is_refused_without_allow_empty(agent, repo, namespace, objects):

@@ -259,8 +259,41 @@ def test_a_kind_list_file_is_validated_item_by_item(validate, tmp_path):
     assert [(a["file"], a["line"]) for a in doc["applications"]] == [("list.yaml", 4)]
     assert proc.stderr.splitlines() == [
         "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
-        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", '
+        'error: list.yaml:20: only Application (heumsi.github.io/v1) documents are supported, alone or as the items '
+        'of a List (apiVersion v1, kind List) (found apiVersion "v1", '
         'kind "ConfigMap")']
+
+
+def test_a_duplicate_key_refuses_only_its_list_item_and_every_problem_of_it_is_listed(validate, tmp_path):
+    """A duplicate key in one item refused the whole List and hid the item's other problems."""
+    bad = app_yaml("api", replicas=-1).replace("  port: 80\n", "  port: 80\n  port: 81\n  foo: 1\n")
+    (tmp_path / "list.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n" + "".join(
+        "- " + d.replace("\n", "\n  ").rstrip(" ") for d in (app_yaml("web"), bad, app_yaml("db"))))
+    proc = validate("--path", ".", "-o", "json", cwd=tmp_path)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2
+    assert [(a["name"], a["line"]) for a in doc["applications"]] == [("default/db", 22), ("default/web", 4)]
+    assert proc.stderr.splitlines() == [
+        "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
+        "error: list.yaml:20: spec.port: duplicate key 'port' (first defined on line 19)",
+        "error: list.yaml:21: spec.foo: unknown field (allowed: image, port, replicas, suspend)"]
+
+
+def test_file_names_with_control_characters_are_escaped_where_a_human_reads_them(validate, tmp_path):
+    """A newline, ESC or another non-printable character in a file name is escaped on stderr and
+    in markdown (it used to break the line or drive the terminal); json keeps the real name."""
+    names = {"a\nb.yaml": "a\\nb.yaml", "\x1b[31mred.yaml": "\\x1b[31mred.yaml", "rtl\u202e.yaml": "rtl\\u202e.yaml"}
+    for i, name in enumerate(names):
+        (tmp_path / name).write_text(app_yaml(f"web{i}").replace("port: 80", "port: 0"))
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and all(line.isprintable() for line in proc.stderr.splitlines())
+    assert sorted(proc.stderr.splitlines()) == sorted(
+        f"error: {shown}:8: spec.port: must be an integer between 1 and 65535 (got 0)" for shown in names.values())
+    markdown = validate("--path", ".", "-o", "markdown", cwd=tmp_path).stdout
+    assert all(line.isprintable() for line in markdown.splitlines())
+    assert all(f"- `{shown}:8: spec.port`: must be an integer" in markdown for shown in names.values())
+    doc = json.loads(validate("--path", ".", "-o", "json", cwd=tmp_path).stdout)
+    assert {e["file"] for e in doc["errors"]} == set(names)
 
 
 def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):

@@ -21,7 +21,8 @@ LEASE = flags.number(3, 3600, integer=True)
     (flags.choice("text", "json"), "JSON", "json"),
     (flags.dns_label, "team-web", "team-web"), (flags.dns_subdomain, "gitops-agent.v1", "gitops-agent.v1"),
     (flags.label_value, "apps_main.v2", "apps_main.v2"), (flags.http_addr, ":8080", ":8080"),
-    (flags.http_addr, "127.0.0.1:0", "127.0.0.1:0"), (flags.non_empty, "x", "x"),
+    (flags.http_addr, "127.0.0.1:0", "127.0.0.1:0"), (flags.http_addr, "localhost:8080", "localhost:8080"),
+    (flags.http_addr, "0.0.0.0:65535", "0.0.0.0:65535"), (flags.non_empty, "x", "x"),
     (flags.namespace_patterns, "team-*, web ,app-?", ("team-*", "web", "app-?")),
 ])
 def test_accepted(convert, text, value):
@@ -38,6 +39,10 @@ def test_accepted(convert, text, value):
     (flags.dns_subdomain, "a_b", "DNS-1123 subdomain"), (flags.label_value, "-x", "label value"),
     (flags.label_value, "", "label value"), (flags.http_addr, "8080", "HOST:PORT"),
     (flags.http_addr, ":70000", "HOST:PORT"), (flags.http_addr, ":http", "HOST:PORT"),
+    (flags.http_addr, "bad_host:8080", "an IPv4 address or a host name"), (flags.http_addr, "256.0.0.1:80", "HOST:PORT"),
+    (flags.http_addr, "1.2.3:80", "HOST:PORT"), (flags.http_addr, "[::1]:8080", "HOST:PORT"),
+    (flags.http_addr, "a..b:80", "HOST:PORT"), (flags.http_addr, "-web:80", "HOST:PORT"),
+    (flags.http_addr, "a" * 64 + ":80", "HOST:PORT"), (flags.http_addr, ":\u00b2", "HOST:PORT"),
     (flags.non_empty, "  ", "non-empty"), (flags.readable_file, "/nonexistent/token", "No such file"),
     (flags.readable_file, "/", "directory"), (flags.namespace_patterns, ",", "namespace names or globs"),
     (flags.namespace_patterns, "Kube-System", "namespace names or globs"),
@@ -46,6 +51,22 @@ def test_refused_with_the_value_and_the_rule(convert, text, rule):
     with pytest.raises(argparse.ArgumentTypeError) as err:
         convert(text)
     assert repr(text) in str(err.value) and rule in str(err.value)
+
+
+def test_an_http_host_name_that_does_not_resolve_is_refused_with_why(monkeypatch):
+    import socket
+
+    def no_such_host(host, *args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        flags.http_addr("metrics.example:9090")
+    assert str(err.value) == ("'metrics.example:9090' is not allowed: must be HOST:PORT with HOST empty (every "
+                              "interface), an IPv4 address or a host name, and a port from 0 to 65535 (e.g. :8080 or "
+                              "127.0.0.1:8080); 'metrics.example' does not resolve to an IPv4 address (Name or "
+                              "service not known)")
+    assert flags.http_addr("127.0.0.1:9090") == "127.0.0.1:9090"  # an address is never looked up
 
 
 def test_a_value_from_the_environment_names_the_variable(monkeypatch):

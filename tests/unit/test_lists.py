@@ -64,7 +64,8 @@ def test_an_item_that_is_no_application_is_refused_as_such_a_document_is(monkeyp
     listed = load_both({"l.yaml": a_list(ITEM.format(name="web", replicas=1), item)}, monkeypatch)
     [error] = listed.errors
     assert (error.line, error.field) == (14, None)
-    assert error.message == f'only Application (heumsi.github.io/v1) documents are supported (found apiVersion "v1", kind {kind})'
+    assert error.message == ("only Application (heumsi.github.io/v1) documents are supported, alone or as the items "
+                             f'of a List (apiVersion v1, kind List) (found apiVersion "v1", kind {kind})')
     if kind != '"List"':  # a List alone is a List; any other kind alone gets the same error
         [document_error] = load_both({"d.yaml": item[2:].replace("\n  ", "\n")}, monkeypatch).errors
         assert error.message == document_error.message
@@ -169,3 +170,39 @@ def test_an_item_with_a_non_json_value_is_named_from_its_nodes(monkeypatch):
     text = a_list(ITEM.format(name="web", replicas=1).replace("nginx:1", "!!binary aGk="))
     [rejected] = load_both({"l.yaml": text}, monkeypatch).rejected
     assert (rejected.line, rejected.application, rejected.is_application) == (6, "default/web", True)
+
+
+def test_a_duplicate_key_in_an_item_refuses_only_that_item(monkeypatch):
+    """It used to refuse the whole List (``items[1].spec.port``): only its item is refused, with
+    its field named from the item, and its other problems are reported with it."""
+    dup = ITEM.format(name="api", replicas=-1).replace("    port: 80\n", "    port: 80\n    port: 81\n")
+    result = load_both({"apps.yaml": a_list(ITEM.format(name="web", replicas=1), dup,
+                                            ITEM.format(name="db", replicas=2))}, monkeypatch)
+    assert [m.name for m in result.manifests] == ["db", "web"]  # the other items are read
+    assert [str(e) for e in result.errors] == [
+        "apps.yaml:20: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
+        "apps.yaml:22: spec.port: duplicate key 'port' (first defined on line 21)"]
+    assert [(r.line, r.application, r.is_application, len(r.reasons)) for r in result.rejected] == [
+        (14, "default/api", True, 2)]
+
+
+def test_an_item_with_a_repeated_kind_is_refused_alone_as_no_application(monkeypatch):
+    dup = ITEM.format(name="api", replicas=1).replace("  kind: Application\n", "  kind: Application\n  kind: List\n")
+    result = load_both({"apps.yaml": a_list(ITEM.format(name="web", replicas=1), dup)}, monkeypatch)
+    assert [m.name for m in result.manifests] == ["web"]
+    assert [str(e) for e in result.errors] == ["apps.yaml:16: kind: duplicate key 'kind' (first defined on line 15)"]
+    assert [(r.line, r.application, r.is_application) for r in result.rejected] == [(14, None, False)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    (HEAD.replace('  resourceVersion: ""\n', '  resourceVersion: ""\n  resourceVersion: "1"\n')
+     + ITEM.format(name="web", replicas=1), "l.yaml:5: metadata.resourceVersion: duplicate key 'resourceVersion' "
+                                            "(first defined on line 4)"),
+    (HEAD + ITEM.format(name="web", replicas=1) + "items: []\n", "l.yaml:14: items: duplicate key 'items' "
+                                                                 "(first defined on line 5)"),
+])
+def test_a_duplicate_key_of_the_list_itself_still_refuses_the_list(monkeypatch, text, expected):
+    """Outside the items, which items the List holds is not known: the whole List is refused."""
+    result = load_both({"l.yaml": text}, monkeypatch)
+    assert result.manifests == [] and [str(e) for e in result.errors] == [expected]
+    assert [(r.line, r.is_application) for r in result.rejected] == [(1, False)]

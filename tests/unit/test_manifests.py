@@ -97,6 +97,56 @@ def test_duplicate_key_nested_in_flow_mapping_rejects_only_its_document():
     assert [(e.line, e.field) for e in result.errors] == [(3, "metadata.name")]
 
 
+BAD_REPLICAS = EXAMPLE.replace("replicas: 1", "replicas: -1")  # line 7
+REPLICAS_RULE = "must be an integer between 0 and 2147483647 (got -1)"
+KEY_RULE = "is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and digits as numbers; quote it)"
+
+
+@pytest.mark.parametrize("text, expected", [
+    # an unknown key under spec and an invalid replicas
+    (BAD_REPLICAS + "  foo: 1\n", [(7, "spec.replicas", REPLICAS_RULE),
+                                   (9, "spec.foo", "unknown field (allowed: image, port, replicas, suspend)")]),
+    # a duplicate key hid the rest of its document
+    (BAD_REPLICAS + "  port: 81\n", [(7, "spec.replicas", REPLICAS_RULE),
+                                     (9, "spec.port", "duplicate key 'port' (first defined on line 8)")]),
+    # so did a key that is not a string, and a value JSON cannot hold
+    (BAD_REPLICAS + "  yes: 1\n", [(5, "spec", f"key True {KEY_RULE}"), (7, "spec.replicas", REPLICAS_RULE)]),
+    (BAD_REPLICAS.replace("port: 80", "port: .nan") + "spek: {}\n", [
+        (7, "spec.replicas", REPLICAS_RULE), (8, "spec.port", "must be a finite number (JSON has no .inf or .nan)"),
+        (9, "spek", "unknown field (did you mean spec?) (allowed: apiVersion, kind, metadata, spec, status)")]),
+    (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x:\n    - 1\n"
+                                                  "    - .inf\n  namspace: b\n"), [
+        (6, "metadata.annotations.x", "must be a string, not a list"),
+        (8, "metadata.annotations.x[1]", "must be a finite number (JSON has no .inf or .nan)"),
+        (9, "metadata.namspace", "unknown field (did you mean metadata.namespace?) (allowed: name, namespace, "
+                                 "labels, annotations)")]),
+    # each duplicate key is named; nothing is said of a value under one (its meaning is not known)
+    (BAD_REPLICAS + '  image: " "\n  image: x\n', [
+        (7, "spec.replicas", REPLICAS_RULE), (9, "spec.image", "duplicate key 'image' (first defined on line 6)"),
+        (10, "spec.image", "duplicate key 'image' (first defined on line 6)")]),
+])
+def test_every_problem_of_a_document_is_reported_at_once(text, expected, monkeypatch):
+    from agent import manifests
+
+    result = run({"a.yaml": text})
+    assert [(e.path, e.line, e.field, e.message) for e in result.errors] == [("a.yaml", *x) for x in expected]
+    assert [(r.line, r.application, r.is_application, len(r.reasons)) for r in result.rejected] == [
+        (1, "default/nginx", True, len(expected))]  # one refused Application, every reason
+    monkeypatch.setattr(manifests, "_FAST", False)
+    assert run({"a.yaml": text}) == result
+
+
+def test_a_repeated_kind_or_name_leaves_the_document_unnamed():
+    """A repeated apiVersion or kind: what the document is is not known, so only the duplicate is
+    reported; a repeated name or namespace gives it no identity."""
+    text = EXAMPLE.replace("kind: Application\n", "kind: Application\nkind: List\n").replace("replicas: 1", "replicas: -1")
+    assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(3, "kind")]
+    text = EXAMPLE.replace("  name: nginx\n", "  name: nginx\n  namespace: a\n  namespace: b\n")
+    [rejected] = run({"a.yaml": text}).rejected
+    assert (rejected.application, rejected.is_application, rejected.reasons) == (
+        None, True, ("a.yaml:6: metadata.namespace: duplicate key 'namespace' (first defined on line 5)",))
+
+
 def test_duplicate_identity_across_files():
     result = run({"a.yaml": EXAMPLE, "b/c.yml": "# x\n" + EXAMPLE, "other.yaml": app("other")})
     assert [m.name for m in result.manifests] == ["other"]
@@ -182,6 +232,12 @@ def test_missing_metadata_and_name():
     (6, 'image: ""', "spec.image", 'must be a non-empty string (got "")'),
     (6, "image: 5", "spec.image", "must be a non-empty string (got 5)"),
     (6, "image: [a]", "spec.image", 'must be a non-empty string (got ["a"])'),
+    (6, 'image: " "', "spec.image", 'must be a container image reference with no whitespace (got " ")'),
+    (6, 'image: "nginx :1"', "spec.image", 'must be a container image reference with no whitespace (got "nginx :1")'),
+    (6, 'image: " nginx:1"', "spec.image", 'must be a container image reference with no whitespace (got " nginx:1")'),
+    (6, 'image: "nginx:1 "', "spec.image", 'must be a container image reference with no whitespace (got "nginx:1 ")'),
+    (6, 'image: "nginx:1\\n"', "spec.image",
+     'must be a container image reference with no whitespace (got "nginx:1\\n")'),
     (9, 'suspend: "true"', "spec.suspend", 'must be true or false (got "true")'),
     (9, "suspend: 1", "spec.suspend", "must be true or false (got 1)"),
     (9, "suspend:", "spec.suspend", "must be true or false (got null)"),
@@ -262,6 +318,7 @@ def test_wrong_kind(text):
     [err] = result.errors
     assert (err.path, err.line, err.field) == ("cm.yaml", 11, None)
     assert err.message.startswith("only Application (heumsi.github.io/v1) documents are supported")
+    assert "as the items of a List (apiVersion v1, kind List)" in err.message  # also accepted: say so
 
 
 @pytest.mark.parametrize("text, what", [("- a\n- b\n", "a list"), ("hello\n", "a string"),
@@ -407,6 +464,8 @@ def test_spec_schema_is_a_valid_structural_schema():
         stack.extend(node.get("properties", {}).values())
 
 
+NOT_AN_APPLICATION = ("only Application (heumsi.github.io/v1) documents are supported, alone or as the items "
+                      "of a List (apiVersion v1, kind List)")
 RULE_TEXT = RULE  # the DNS-1123 wording users see after a bad name or namespace
 
 
@@ -513,17 +572,16 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
      (6, None, "invalid YAML value: could not determine a constructor for the tag "
                "'tag:yaml.org,2002:python/name:os.system'")),
     (EXAMPLE.replace("heumsi.github.io/v1", "!!binary aGk="),
-     (1, None, "only Application (heumsi.github.io/v1) documents are supported "
+     (1, None, f"{NOT_AN_APPLICATION} "
                "(found apiVersion b'hi', kind \"Application\")")),
     ("apiVersion: apps/v1\nkind: Deployment\n",
-     (1, None, 'only Application (heumsi.github.io/v1) documents are supported '
+     (1, None, f'{NOT_AN_APPLICATION} '
                '(found apiVersion "apps/v1", kind "Deployment")')),
     ("kind: Application\n",
-     (1, None, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+     (1, None, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                'kind "Application")')),
-    (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x:\n    - 1\n"
-                                                  "    - .inf\n"),
-     (8, "metadata.annotations.x[1]", "must be a finite number (JSON has no .inf or .nan)")),
+    (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x: .inf\n"),
+     (6, "metadata.annotations.x", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "1: x\n", (1, None, "key 1 is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans "
                                    "and digits as numbers; quote it)")),
@@ -556,7 +614,7 @@ def _block(levels):
 
 
 @pytest.mark.parametrize("levels, expected", [
-    (100, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, kind null)")),
+    (100, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, kind null)")),
     (101, (101, "nesting deeper than 100 levels is not supported")),
 ])
 def test_block_nesting_limit_is_100_levels(levels, expected):
@@ -584,9 +642,9 @@ def _mixed(lists, sibling):
 
 
 @pytest.mark.parametrize("lists, sibling, expected", [
-    (39, False, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+    (39, False, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                     "kind null)")),
-    (39, True, (1, "only Application (heumsi.github.io/v1) documents are supported (found apiVersion null, "
+    (39, True, (1, f"{NOT_AN_APPLICATION} (found apiVersion null, "
                    "kind null)")),
     (40, False, (61, "nesting deeper than 100 levels is not supported")),
     (40, True, (62, "nesting deeper than 100 levels is not supported")),  # a closed sibling does not reset depth

@@ -3,8 +3,13 @@ invalid file is a file error, never an Application, and text, json and markdown 
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from agent import output
-from agent.report import Report
+from agent.manifests import ManifestError
+from agent.report import Report, printable
 
 
 def mixed() -> Report:
@@ -117,3 +122,55 @@ def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
     report.invalid.append(("n.yaml:1", "n.yaml:3: metadata.name: bad"))
     report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
     assert "  n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("apps/web.yaml", "apps/web.yaml"), ("apps/café.yaml", "apps/café.yaml"), ("a b.yaml", "a b.yaml"),
+    ("a\nb.yaml", "a\\nb.yaml"), ("a\r\tb", "a\\r\\tb"), ("\x1b[31mred.yaml", "\\x1b[31mred.yaml"),
+    ("nul\x00.yaml", "nul\\x00.yaml"), ("del\x7f", "del\\x7f"), ("next\x85line", "next\\x85line"),
+    ("rtl\u202eevil", "rtl\\u202eevil"), ("sep\u2028x", "sep\\u2028x"), ("tag\U000e0041", "tag\\U000e0041"),
+])
+def test_printable_escapes_what_is_not_printable_and_keeps_the_rest(text, shown):
+    assert printable(text) == shown
+
+
+CONTROL = "apps/a\nb\x1b[2J.yaml"  # a newline and ESC in a file name, as Git allows
+
+
+def control_report() -> Report:
+    report = Report(commit="c" * 40)
+    error = ManifestError(CONTROL, 3, "spec.port", "must be an integer between 1 and 65535 (got 0)")
+    report.problems.append(error)
+    report.errors.append(str(error))
+    report.invalid.append((f"{CONTROL}:1", str(error)))
+    report.notes.append(f"pruning skipped: {CONTROL} could not be read")
+    return report
+
+
+def test_a_file_name_with_control_characters_is_escaped_in_text_and_markdown_and_kept_in_json():
+    report = control_report()
+    shown = "apps/a\\nb\\x1b[2J.yaml"
+    summary = report.summary()
+    assert "\x1b" not in summary and f"  {shown}:3: spec.port: must be an integer between 1 and 65535 (got 0)" \
+        in summary.splitlines()
+    assert f"note: pruning skipped: {shown} could not be read" in summary.splitlines()
+    assert summary.splitlines()[-1].endswith(f"1 file failed: {shown}:1")
+    doc = output.pass_document(report, command="sync", dry_run=False, exit_code=2,
+                               source={"repo": "r", "ref": None, "path": "."})
+    assert [output.error_line(e) for e in doc["errors"]] == [f"{shown}:3: spec.port: must be an integer between 1 "
+                                                             "and 65535 (got 0)"]
+    markdown = output.render(doc, "markdown")
+    assert "\x1b" not in markdown and f"- `{shown}:3: spec.port`: must be" in markdown
+    assert f"> pruning skipped: {shown} could not be read" in markdown
+    for fmt in ("markdown", "text"):
+        assert all(line.isprintable() for line in output.render(doc, fmt).splitlines())
+    assert json.loads(output.render(doc, "json"))["errors"][0]["file"] == CONTROL  # the real name
+
+
+def test_validate_markdown_escapes_a_file_name_in_its_table():
+    from agent.manifests import Manifest
+    from agent.validate import Result
+
+    result = Result(files=1, manifests=[Manifest("default", "web", {}, CONTROL, 1)])
+    markdown = output.render(output.validate_document(result, exit_code=0, source={}), "markdown")
+    assert "| `default/web` | `apps/a\\nb\\x1b[2J.yaml:1` |" in markdown
