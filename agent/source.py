@@ -10,22 +10,19 @@ repository can be read, and symlinks are resolved inside the tree or refused.
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import os
 import posixpath
 import re
 import shutil
 import tempfile
-import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
 
-from . import gitproc
+from . import cachedir, gitproc
 from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -108,9 +105,8 @@ def source_id(url: str, path: str = ".") -> str:
 
 
 def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
-    """Directory of the bare mirror for ``url`` (user-info removed):
-    ``cache_dir/<sha256(url)[:16]>.git``."""
-    return Path(cache_dir) / (hashlib.sha256(_normalise(url).encode()).hexdigest()[:16] + ".git")
+    """Directory of the bare mirror for ``url`` (user-info removed): see ``cachedir.mirror_path``."""
+    return cachedir.mirror_path(cache_dir, _normalise(url))
 
 
 @dataclass(frozen=True)
@@ -189,35 +185,6 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
 
 
-LOCK_POLL = 0.1  # seconds between tries of a mirror's lock
-
-
-@contextlib.contextmanager
-def _locked(cache_dir: Path, timeout: float, what: str):
-    """Hold an exclusive ``flock`` on the cache directory itself while the block runs, so
-    processes sharing one ``--cache-dir`` (CI jobs on one runner, two agents) fetch one at a
-    time: two concurrent ``git fetch`` runs into one mirror fail on its ref locks, and two first
-    fetches race to move their staging directory into place. Locking the directory leaves no
-    file behind; the lock is the kernel's, released when the process dies, so a killed process
-    never leaves a stale lock. Waits at most ``timeout`` seconds; raises SourceError after that."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout
-    fd = os.open(cache_dir, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline or gitproc.cancelled():
-                    raise SourceError(f"{what} failed: another process kept the lock of the cache {cache_dir} "
-                                      f"for {timeout:g}s") from None
-                time.sleep(LOCK_POLL)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
 def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
            what: str, unchanged=None, want: str | None = None,
            env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
@@ -234,10 +201,10 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     """
     target = cache_path(cache_dir, url)
     try:
-        with _locked(Path(cache_dir), timeout, what):
+        with cachedir.locked(Path(cache_dir), timeout):
             return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
                            unchanged=unchanged, want=want, env=env)
-    except OSError as err:  # the lock file could not be made (a read-only cache, a full disk)
+    except OSError as err:  # the lock was kept too long, or the cache cannot be made (read-only, full disk)
         raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
 
 
