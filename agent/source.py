@@ -1,8 +1,9 @@
 """Fetch the Git source and expose the files of one commit. With ``agent/submodules.py`` (gitlinks
 under ``--path``), the only module that imports ``git``.
 
-The remote is mirrored into a bare repository in the cache directory (one per URL), fetched
-with forced refspecs so history rewritten upstream (force-push) and deleted branches just work.
+The remote is mirrored into a bare repository in the cache directory (one per URL and
+credentials, see ``agent/cachedir.py``), fetched with forced refspecs so history rewritten
+upstream (force-push) and deleted branches just work.
 Files are read from the commit's tree objects, never from a work tree: nothing outside the
 repository can be read, and symlinks are resolved inside the tree or refused.
 """
@@ -104,9 +105,13 @@ def source_id(url: str, path: str = ".") -> str:
     return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
-    """Directory of the bare mirror for ``url`` (user-info removed): see ``cachedir.mirror_path``."""
-    return cachedir.mirror_path(cache_dir, _normalise(url))
+def cache_path(cache_dir: str | os.PathLike, url: str, credentials: Credentials | None = None) -> Path:
+    """Directory of the bare mirror of ``url`` fetched with ``credentials`` (combined as
+    ``effective`` does: credentials in the URL count when ``credentials`` has no token or key):
+    ``cache_dir/<url key>-<credential key>.git``, see ``agent/cachedir.py``. A source reads only
+    the mirror of its own credentials; no secret appears in the path. Never raises."""
+    clean, credentials = effective(url, credentials)
+    return cachedir.mirror_path(cache_dir, _normalise(clean), credentials)
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,7 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
     SourceError; the message is redacted.
     """
-    target = cache_path(cache_dir, url)
+    target = cache_path(cache_dir, url, credentials)
     try:
         with cachedir.locked(Path(cache_dir), timeout):
             return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
@@ -316,8 +321,9 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
          max_file_bytes: int = 1_048_576, max_files: int = MAX_FILES, submodules: bool = True,
          credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
-    """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
-    and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
+    """The manifest files under ``path`` in ``commit`` of the mirror of ``url`` fetched with
+    ``credentials`` (by ``fetch``, in this or another process); files and directories whose
+    names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
 
     ``path`` is relative to the repository root and must stay inside it and exist in the
     commit (a mistyped path must not look like "no Applications"); it may lead into a
@@ -327,8 +333,10 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     Submodules (gitlinks) under ``path`` are followed (``agent/submodules.py``): fetched with
     ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
     command, unless their mirror already holds the commit; their files appear under the
-    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused.
-    Raises SourceError (naming the submodule and its URL when one cannot be read) or
+    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused. A
+    mirror is read only when fetched with the same credentials (``cache_path``), so a submodule
+    naming another source's private URL must be fetched. Raises SourceError (no mirror for
+    these credentials; naming the submodule and its URL when one cannot be read) or
     PathMissing; a gitlink is never read as an empty directory.
     """
     from . import submodules as gitlinks  # imports this module
@@ -337,8 +345,13 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     if root.startswith("/") or root == ".." or root.startswith("../"):
         raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
     clean, credentials = effective(url, credentials)
-    walker = gitlinks.Walker(git.Repo(cache_path(cache_dir, url)), commit, clean, cache_dir,
-                             follow=submodules, credentials=credentials, timeout=timeout)
+    try:
+        repo = git.Repo(cache_path(cache_dir, clean, credentials))
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        raise SourceError(f"{redact(clean)} has no mirror in the cache {cache_dir} fetched with these "
+                          "credentials; fetch it first") from None
+    walker = gitlinks.Walker(repo, commit, clean, cache_dir, follow=submodules, credentials=credentials,
+                             timeout=timeout)
     layer, tree = walker.locate(root, path)
     blobs = walker.manifests(layer, tree)
     if len(blobs) > max_files:
