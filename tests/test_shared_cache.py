@@ -111,6 +111,30 @@ def test_a_submodule_naming_another_sources_private_https_repository_must_be_fet
         assert not faults.files_containing(cache, token.encode()), token
 
 
+def test_a_mirror_of_the_layout_before_credential_keys_is_never_read(tmp_path):
+    """A cache written by an older agent holds ``<url key>.git``, fetched with whatever
+    credentials that source had: nobody reads it; A fetches into its own mirror again and B,
+    with no credentials, must fetch and is refused."""
+    import hashlib
+    import shutil
+
+    secret = private_repo(tmp_path)
+    cache = tmp_path / "cache"
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = basic(TOKEN_A)
+        faults.bare_clone(secret.path, tmp_path / "srv" / "secret.git")
+        secret_url, creds_a = server.url("secret.git"), source.Credentials(token=TOKEN_A)
+        fetch_and_read(secret_url, cache, creds_a)
+        old = cache / (hashlib.sha256(secret_url.encode()).hexdigest()[:16] + ".git")
+        shutil.move(source.cache_path(cache, secret_url, creds_a), old)  # as an older agent left it
+        b = superproject(tmp_path, "b", secret_url, secret.head())
+        assert "submodule 'apps/stolen'" in refused(str(b.path), cache)
+        before = len(server.requests)
+        assert sorted(fetch_and_read(secret_url, cache, creds_a).files) == ["apps/secret-app.yaml"]
+        assert len(server.requests) > before and source.cache_path(cache, secret_url, creds_a).is_dir()
+    assert old.is_dir()  # left as it was (an older agent may still use it); never read
+
+
 def test_a_submodule_naming_another_sources_private_ssh_repository_must_be_fetched(sshd, tmp_path):  # noqa: F811
     """The same over ssh: A's mirror was fetched with A's key and trusted host keys; B's
     repository names the same ssh:// URL; B's source has neither, so it must fetch and fails."""

@@ -106,3 +106,11 @@ def test_submodule_credentials_key_their_mirror():
     same, other = "https://git.example.com/org/b.git", "https://elsewhere.example.com/b.git"
     assert path(same, submodules.credentials_for(same, URL, creds)) == path(same, creds) != path(same)
     assert path(other, submodules.credentials_for(other, URL, creds)) == path(other)
+
+
+def test_reading_without_a_mirror_for_these_credentials_is_a_source_error(tmp_path):
+    """An offline pass whose credentials changed (a rotated key) finds no mirror: a SourceError
+    naming the URL without its secret, never a traceback."""
+    with pytest.raises(source.SourceError, match="has no mirror in the cache") as caught:
+        source.read(f"https://git:{TOKEN}@git.example.com/org/apps.git", "a" * 40, tmp_path)
+    assert TOKEN not in str(caught.value) and "git.example.com/org/apps.git" in str(caught.value)
