@@ -193,8 +193,9 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
 def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
            what: str, unchanged=None, want: str | None = None,
            env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
-    """Bring the bare mirror of ``url`` (already clean, see ``effective``) up to date; returns
-    (the mirror, whether a fetch ran). A first fetch goes to a staging directory moved into
+    """Bring the bare mirror of ``url`` (already clean, see ``effective``) for ``credentials``
+    (``cache_path``: no other credentials' mirror is ever used) up to date; returns (the
+    mirror, whether a fetch ran). Holds the cache directory's lock (``cachedir.locked``). A first fetch goes to a staging directory moved into
     place only when everything worked, so a failure leaves the cache as it was.
 
     ``unchanged(repo, env)``: called before any fetch (``env``: the Git environment); True skips it. ``want``: a full commit SHA
