@@ -1,8 +1,9 @@
 """Fetch the Git source and expose the files of one commit. With ``agent/submodules.py`` (gitlinks
 under ``--path``), the only module that imports ``git``.
 
-The remote is mirrored into a bare repository in the cache directory (one per URL), fetched
-with forced refspecs so history rewritten upstream (force-push) and deleted branches just work.
+The remote is mirrored into a bare repository in the cache directory (one per URL and
+credentials, see ``agent/cachedir.py``), fetched with forced refspecs so history rewritten
+upstream (force-push) and deleted branches just work.
 Files are read from the commit's tree objects, never from a work tree: nothing outside the
 repository can be read, and symlinks are resolved inside the tree or refused.
 """
@@ -10,22 +11,19 @@ repository can be read, and symlinks are resolved inside the tree or refused.
 from __future__ import annotations
 
 import base64
-import contextlib
-import fcntl
 import hashlib
 import os
 import posixpath
 import re
 import shutil
 import tempfile
-import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
 
-from . import gitproc
+from . import cachedir, gitproc
 from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -107,10 +105,13 @@ def source_id(url: str, path: str = ".") -> str:
     return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def cache_path(cache_dir: str | os.PathLike, url: str) -> Path:
-    """Directory of the bare mirror for ``url`` (user-info removed):
-    ``cache_dir/<sha256(url)[:16]>.git``."""
-    return Path(cache_dir) / (hashlib.sha256(_normalise(url).encode()).hexdigest()[:16] + ".git")
+def cache_path(cache_dir: str | os.PathLike, url: str, credentials: Credentials | None = None) -> Path:
+    """Directory of the bare mirror of ``url`` fetched with ``credentials`` (combined as
+    ``effective`` does: credentials in the URL count when ``credentials`` has no token or key):
+    ``cache_dir/<url key>-<credential key>.git``, see ``agent/cachedir.py``. A source reads only
+    the mirror of its own credentials; no secret appears in the path. Never raises."""
+    clean, credentials = effective(url, credentials)
+    return cachedir.mirror_path(cache_dir, _normalise(clean), credentials)
 
 
 @dataclass(frozen=True)
@@ -189,40 +190,12 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
 
 
-LOCK_POLL = 0.1  # seconds between tries of a mirror's lock
-
-
-@contextlib.contextmanager
-def _locked(cache_dir: Path, timeout: float, what: str):
-    """Hold an exclusive ``flock`` on the cache directory itself while the block runs, so
-    processes sharing one ``--cache-dir`` (CI jobs on one runner, two agents) fetch one at a
-    time: two concurrent ``git fetch`` runs into one mirror fail on its ref locks, and two first
-    fetches race to move their staging directory into place. Locking the directory leaves no
-    file behind; the lock is the kernel's, released when the process dies, so a killed process
-    never leaves a stale lock. Waits at most ``timeout`` seconds; raises SourceError after that."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + timeout
-    fd = os.open(cache_dir, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline or gitproc.cancelled():
-                    raise SourceError(f"{what} failed: another process kept the lock of the cache {cache_dir} "
-                                      f"for {timeout:g}s") from None
-                time.sleep(LOCK_POLL)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
 def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
            what: str, unchanged=None, want: str | None = None,
            env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
-    """Bring the bare mirror of ``url`` (already clean, see ``effective``) up to date; returns
-    (the mirror, whether a fetch ran). A first fetch goes to a staging directory moved into
+    """Bring the bare mirror of ``url`` (already clean, see ``effective``) for ``credentials``
+    (``cache_path``: no other credentials' mirror is ever used) up to date; returns (the
+    mirror, whether a fetch ran). Holds the cache directory's lock (``cachedir.locked``). A first fetch goes to a staging directory moved into
     place only when everything worked, so a failure leaves the cache as it was.
 
     ``unchanged(repo, env)``: called before any fetch (``env``: the Git environment); True skips it. ``want``: a full commit SHA
@@ -232,12 +205,12 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
     SourceError; the message is redacted.
     """
-    target = cache_path(cache_dir, url)
+    target = cache_path(cache_dir, url, credentials)
     try:
-        with _locked(Path(cache_dir), timeout, what):
+        with cachedir.locked(Path(cache_dir), timeout):
             return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
                            unchanged=unchanged, want=want, env=env)
-    except OSError as err:  # the lock file could not be made (a read-only cache, a full disk)
+    except OSError as err:  # the lock was kept too long, or the cache cannot be made (read-only, full disk)
         raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
 
 
@@ -349,8 +322,9 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
          max_file_bytes: int = 1_048_576, max_files: int = MAX_FILES, submodules: bool = True,
          credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
-    """The manifest files under ``path`` in ``commit`` of the fetched mirror of ``url``; files
-    and directories whose names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
+    """The manifest files under ``path`` in ``commit`` of the mirror of ``url`` fetched with
+    ``credentials`` (by ``fetch``, in this or another process); files and directories whose
+    names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
 
     ``path`` is relative to the repository root and must stay inside it and exist in the
     commit (a mistyped path must not look like "no Applications"); it may lead into a
@@ -360,8 +334,10 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     Submodules (gitlinks) under ``path`` are followed (``agent/submodules.py``): fetched with
     ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
     command, unless their mirror already holds the commit; their files appear under the
-    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused.
-    Raises SourceError (naming the submodule and its URL when one cannot be read) or
+    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused. A
+    mirror is read only when fetched with the same credentials (``cache_path``), so a submodule
+    naming another source's private URL must be fetched. Raises SourceError (no mirror for
+    these credentials; naming the submodule and its URL when one cannot be read) or
     PathMissing; a gitlink is never read as an empty directory.
     """
     from . import submodules as gitlinks  # imports this module
@@ -370,8 +346,13 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     if root.startswith("/") or root == ".." or root.startswith("../"):
         raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
     clean, credentials = effective(url, credentials)
-    walker = gitlinks.Walker(git.Repo(cache_path(cache_dir, url)), commit, clean, cache_dir,
-                             follow=submodules, credentials=credentials, timeout=timeout)
+    try:
+        repo = git.Repo(cache_path(cache_dir, clean, credentials))
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        raise SourceError(f"{redact(clean)} has no mirror in the cache {cache_dir} fetched with these "
+                          "credentials; fetch it first") from None
+    walker = gitlinks.Walker(repo, commit, clean, cache_dir, follow=submodules, credentials=credentials,
+                             timeout=timeout)
     layer, tree = walker.locate(root, path)
     blobs = walker.manifests(layer, tree)
     if len(blobs) > max_files:

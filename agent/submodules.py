@@ -10,7 +10,9 @@ Following one: its URL comes from the ``.gitmodules`` of the commit that holds i
 ``git config --blob``), relative URLs (``../other.git``) are resolved against the URL of the
 repository holding it the way ``git submodule`` does, and it is fetched into its own bare
 mirror in the same cache directory with ``source.mirror`` (same timeout, redaction, staging).
-Nothing is fetched when the mirror already has the commit, so offline passes stay offline.
+Nothing is fetched when the mirror already has the commit, so offline passes stay offline;
+that mirror is the one of the credentials the submodule is fetched with (``source.cache_path``),
+so a submodule naming another source's private URL is fetched, never read from its mirror.
 Submodule fetches run with ``GIT_PROTOCOL_FROM_USER=0``, so Git applies its own protocol policy
 (``protocol.file.allow=user`` by default): a local or ``file://`` submodule is refused unless
 Git's configuration allows the file protocol. The main repository's credentials go only to
@@ -204,7 +206,8 @@ class Walker:
 
     def open(self, layer: Layer, gitlink) -> Layer:
         """The repository of ``gitlink`` (a tree item of type "submodule" in ``layer``) at the
-        commit it records, fetched unless its mirror already has that commit."""
+        commit it records, fetched unless its mirror for the credentials it gets (``credentials_for``,
+        or those in its URL) already has that commit."""
         shown, sha = layer.prefix + gitlink.path, gitlink.hexsha
         url = self._urls(layer).get(gitlink.path)
         named = f"submodule {shown!r} ({source.redact(url) if url else 'no URL in .gitmodules'})"

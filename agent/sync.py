@@ -93,7 +93,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")
         return report
-    cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo), opts.source_id)  # parse changed files only
+    cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
     loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
     cache.save()
     wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)

@@ -170,7 +170,7 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
         else:
             fetched = source.fetch(repo, ref, cache_dir, fetch_timeout, credentials=credentials)
             commit = fetched.commit
-            snapshot = source.read(repo, commit, cache_dir, path)
+            snapshot = source.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
         result = check(files, namespace, refused)

@@ -54,7 +54,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == UNAVAILABLE:
             return self._reply(503, b"maintenance\n", {"Retry-After": "3600"})
-        required = self.server.owner.required_auth
+        owner = self.server.owner
+        required = owner.repo_auth.get(self.path.lstrip("/").split("/", 1)[0], owner.required_auth)
         if mode == UNAUTHORIZED or (required and self.headers.get("Authorization") != required):
             return self._reply(401, b"who are you\n", {"WWW-Authenticate": 'Basic realm="git"'})
         self._cgi()
@@ -122,7 +123,9 @@ class GitHttpServer:
     behaviour is switched with ``mode``: ``ok`` (serves Git), ``refused`` (nothing listens on
     the port: connection refused), ``503`` and ``401`` (every request answered with that
     status), ``hang`` (connections are accepted and never answered). The port stays the same
-    across modes, so the agent sees one remote URL (one cache mirror) going bad and back."""
+    across modes, so the agent sees one remote URL (one cache mirror) going bad and back.
+    ``required_auth``: the Authorization header every request must carry (else 401);
+    ``repo_auth``: the same per repository (first path component), overriding it there."""
 
     def __init__(self, root: Path, mode: str = OK):
         self.root = Path(root)
@@ -130,6 +133,7 @@ class GitHttpServer:
         self.mode = OK
         self.requests: list = []
         self.required_auth: str | None = None  # e.g. "Basic dXNlcjp0b2tlbg==": else 401
+        self.repo_auth: dict[str, str] = {}  # repository ("secret.git") -> its own required_auth
         self.released = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None

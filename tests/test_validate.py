@@ -379,3 +379,33 @@ def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) == 2
     assert stderr == ""  # no traceback, no "Exception ignored", no error line
+
+
+def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_token(validate, tmp_path):
+    """``validate --repo`` reads the commit, submodules included, with the token it fetched
+    with: a private submodule on the repository's own server is fetched with it too."""
+    import base64
+
+    from tests import faults
+
+    token = "validate-token-0044"
+    sub = GitRepo.create(tmp_path / "sub")
+    sub.write("api.yaml", app_yaml("api"))
+    sub.commit("sub")
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.git("config", "-f", ".gitmodules", "submodule.s.path", "apps/s")
+    repo.git("config", "-f", ".gitmodules", "submodule.s.url", "../sub.git")
+    repo.git("add", "apps", ".gitmodules")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{sub.head()},apps/s")
+    repo.git("commit", "-qm", "web, and a private submodule")
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(f"git:{token}".encode()).decode()
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        faults.bare_clone(sub.path, tmp_path / "srv" / "sub.git")
+        (tmp_path / "token").write_text(token + "\n")
+        proc = validate("--repo", server.url("apps.git"), "--path", "apps", "--git-token-file",
+                        str(tmp_path / "token"), "--cache-dir", str(tmp_path / "cache"), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(a["name"] for a in json.loads(proc.stdout)["applications"]) == ["default/api", "default/web"]
+    assert token not in proc.stdout + proc.stderr
