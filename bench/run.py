@@ -68,7 +68,11 @@ class Bench:
         namespace prefix of the next round (new names, see ``workload``)."""
         self.check_time()
         if self.prefix:
-            seconds = self.api.delete_namespaces(workload.namespace_names(self.prefix), timeout=self.timeout(1800))
+            try:
+                seconds = self.api.delete_namespaces(workload.namespace_names(self.prefix), timeout=self.timeout(1800))
+            except RuntimeError:  # the wait was cut short by --stop-at: stop as every other step does
+                self.check_time()
+                raise
             quiet = self.quiesce()
             self.say(f"  cleaned {self.prefix}-* in {seconds:.1f}s, quiet after {quiet:.1f}s more")
         self.rounds += 1
