@@ -1,5 +1,6 @@
 """Make one planned object live: take kubectl's fields over, server-side apply, and recreate a
-child whose immutable field differs from Git.
+child whose immutable field differs from Git; before children are created, check that their
+names are not someone else's objects (``claim``).
 
 Why a module of its own: these are the writes of a pass that change objects, and each needs a
 rule that plain server-side apply does not give. Fields other managers own where the agent
@@ -15,9 +16,9 @@ import logging
 import re
 from dataclasses import dataclass
 
-from . import diff, fields, plan
+from . import conditions, diff, fields, plan
 from .kube import ApiError, Kube
-from .report import CONFIGURED, CREATED, RECREATED, UNCHANGED
+from .report import CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
 from .schema import KIND
 
 log = logging.getLogger(__name__)
@@ -124,3 +125,25 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
         raise ApiError(408, "Timeout", f"deleted to recreate it ({why}), but it was still there after "
                                        f"{RECREATE_WAIT:g}s (a finalizer?)", step.subject)
     return Applied(kube.apply(step.desired), RECREATED, why)
+
+
+def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
+          reasons: dict[str, str]) -> list[plan.Step]:
+    """Children to create whose name may be taken: one list per kind and namespace that has a
+    create (no label selector), then ``plan.claim``. A child the agent made that lost its
+    ``managed-by`` label is updated in place; an object someone else made fails its
+    Application (reason ``AlreadyExists``, Stalled) and is never applied over or pruned."""
+    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
+    if not wanted:
+        return steps
+    found = [obj for group, kind, namespace in wanted for obj in kube.list_in(group, kind, namespace)]
+    steps, conflicts = plan.claim(steps, found)
+    for step in conflicts:
+        key = plan.owner_key(step.desired)
+        why = (f"exists and was not made by the agent (no gitops-agent apply and controller ownerReference "
+               f"to Application {key}), so it is left alone; delete or rename it to let the agent create "
+               "its own, or rename the Application")
+        failures[key] = f"{step.subject}: {why}"
+        reasons[key] = conditions.ALREADY_EXISTS
+        report.add(key, step.subject, FAILED, why)
+    return steps

@@ -62,6 +62,16 @@ def owner_name(obj: dict) -> str | None:
                  and ref.get("controller")), None)
 
 
+def owner_key(obj: dict) -> str:
+    """``namespace/name`` of the Application an object belongs to: itself for an Application,
+    its controller ownerReference's Application for a child (the child's name when it has
+    none, as a desired child's reference always names it)."""
+    meta = obj["metadata"]
+    if obj["kind"] == KIND:
+        return f"{meta['namespace']}/{meta['name']}"
+    return f"{meta['namespace']}/{owner_name(obj) or meta['name']}"
+
+
 def drifted_ownership(live: dict) -> bool:
     """True when ``live`` is the agent's and other managers (kubectl and Update writers) own
     fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that the
@@ -122,23 +132,29 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
     """
     live_by_id = {identity(obj): obj for obj in live}
-    steps = []
-    seen = set()
-    for obj in desired:
-        ident = identity(obj)
-        seen.add(ident)
-        current = live_by_id.get(ident)
-        if current is None:
-            steps.append(Step(CREATE, ident, obj, None))
-        elif contains(current, _without_provenance(obj)) and not drifted_ownership(current):
-            steps.append(Step(UNCHANGED, ident, obj, current))
-        else:
-            steps.append(Step(UPDATE, ident, obj, current))
+    steps = [decide(obj, live_by_id.get(identity(obj))) for obj in desired]
     if prune:
-        for ident in sorted(set(live_by_id) - seen):
-            if owned(live_by_id[ident], source):
-                steps.append(Step(PRUNE, ident, None, live_by_id[ident]))
+        steps += prunes(live_by_id, {step.identity for step in steps}, source)
     return steps
+
+
+def decide(obj: dict, current: dict | None) -> Step:
+    """The step for one desired object ``obj``, given ``current``, the live object with its
+    identity (None when there is none): create, unchanged or update, as ``plan`` decides."""
+    ident = identity(obj)
+    if current is None:
+        return Step(CREATE, ident, obj, None)
+    if contains(current, _without_provenance(obj)) and not drifted_ownership(current):
+        return Step(UNCHANGED, ident, obj, current)
+    return Step(UPDATE, ident, obj, current)
+
+
+def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[Step]:
+    """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
+    object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
+    ``source``, only that source's Applications)."""
+    return [Step(PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
+            if owned(live_by_id[ident], source)]
 
 
 def lost_label(obj: dict) -> bool:

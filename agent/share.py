@@ -18,6 +18,7 @@ dumper is taught to write them.
 from __future__ import annotations
 
 import copy
+import sys
 
 import yaml
 
@@ -70,20 +71,45 @@ class Memo:
     ``share(obj)`` returns an object equal to ``obj`` (a JSON value: dict, list, str, int, float,
     bool, None) built from canonical parts: an equal string, mapping or list met before is
     returned instead of a new one. ``obj`` itself is not changed and should not be used after.
-    Memory: one memo entry (about 80 bytes) per distinct part, released with the memo.
+    Memory: one memo entry (about 80 bytes) per distinct part. Most parts are one object's own
+    (its uid, its name's labels), so each time the memo has doubled, ``settle`` forgets the
+    parts that at most one object still uses: sharing never depends on the memo remembering.
     """
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_parts", "_settle_at")
 
     def __init__(self):
         self._parts: dict = {}
+        self._settle_at = SETTLE_AT_LEAST
 
     def __len__(self) -> int:
         return len(self._parts)
 
+    def settle(self) -> None:
+        """Forget the parts that no more than one object uses now: the parts whose reference
+        count is at most one above what the memo and this loop hold (``_HELD``), unless a part
+        kept holds them (a part is found again by its parts' identities)."""
+        kept = {}
+        for key, value in self._parts.items():
+            if sys.getrefcount(value) > _HELD[key is value] + 1:
+                kept[key] = value
+        keys = {id(value): key for key, value in self._parts.items() if type(value) in _FROZEN}
+        stack = [value for value in kept.values() if type(value) in _FROZEN]
+        while stack:
+            part = stack.pop()
+            for child in part.values() if type(part) is FrozenDict else part:
+                key = keys.get(id(child)) if type(child) in _FROZEN else None
+                if key is not None and key not in kept:
+                    kept[key] = child
+                    stack.append(child)
+        self._parts = kept
+        self._settle_at = max(SETTLE_AT_LEAST, 2 * len(kept))
+
     def share(self, obj):
         """``obj`` with its parts shared (see the class); a top-level mapping or list stays a
         plain, changeable ``dict`` or ``list`` of shared parts."""
+        if len(self._parts) > self._settle_at:
+            self.settle()
         if isinstance(obj, dict):
             return {self._string(key): self._part(value) for key, value in obj.items()}
         if isinstance(obj, list):
@@ -108,6 +134,24 @@ class Memo:
         known = self._parts.setdefault(hash(key), part)
         # two different parts can share a hash: then this one is simply not shared
         return known if known is part or _same(known, part) else part
+
+
+SETTLE_AT_LEAST = 50_000  # memo entries before the first ``settle``
+
+
+def _held() -> dict[bool, int]:
+    """The references to a memo entry that no object uses, as ``settle``'s loop counts them, for
+    a string (its own key: True) and for a part (False). Measured on this interpreter, since
+    how many references a dict and its loop hold differs between Python versions."""
+    text, part = "".join(("share", ".", "probe")), FrozenDict()  # new objects, not constants
+    parts, held = {text: text, 0: part}, {}
+    for key, value in parts.items():
+        held[key is value] = sys.getrefcount(value) - 1  # not counting ``text`` or ``part`` here
+    return held
+
+
+_HELD = _held()
+_FROZEN = (FrozenDict, FrozenList)
 
 
 def _identity(value):

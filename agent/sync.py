@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jsonschema
 
@@ -206,8 +206,11 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     holds = {k: h for k, a in in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
     held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
 
-    # Children: render for every Application in scope, plan against live, apply.
-    desired_children = []
+    # Children: render for every Application in scope and plan each against live at once. An
+    # unchanged child's step keeps only its live object: a pass may hold 20,000 children.
+    live_by_id = {plan.identity(c): c for c in live_children}
+    desired_ids: set = set()
+    child_steps: list[plan.Step] = []
     spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
     for key, app in sorted(in_scope.items()):
         spec = app.get("spec") or {}
@@ -216,18 +219,21 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             reasons[key] = conditions.INVALID_SPEC
             report.add(key, f"{KIND}/{key}", FAILED, failures[key])
             continue
-        desired_children += render.children(app["metadata"]["name"], app["metadata"]["namespace"],
-                                            app["metadata"]["uid"], spec)
-    child_steps = plan.plan(desired_children, live_children, prune=prune)
-    child_steps = _claim(kube, report, child_steps, failures, reasons)
+        for child in render.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"], spec):
+            step = plan.decide(child, live_by_id.get(plan.identity(child)))
+            desired_ids.add(step.identity)
+            child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
+    if prune:
+        child_steps += plan.prunes(live_by_id, desired_ids)
+    child_steps = apply.claim(kube, report, child_steps, failures, reasons)
     deployments: dict[str, dict] = {}
     services: dict[str, dict] = {}
     for child in live_children:  # health reads what the pass saw, then what it applied
         if plan.owned(child):
-            (deployments if child["kind"] == "Deployment" else services)[_owner_key(child)] = child
+            (deployments if child["kind"] == "Deployment" else services)[plan.owner_key(child)] = child
     child_work = []
     for step in (s for s in child_steps if s.action != plan.PRUNE):
-        key = _owner_key(step.desired)
+        key = plan.owner_key(step.desired or step.live)
         why = suspend.child(holds.get(key), step.subject, step.live)
         if not why:
             child_work.append(step)
@@ -236,9 +242,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         if key not in holds:
             held_children.setdefault(key, {})[step.identity[1]] = step.subject
     for step, done in writes.ordered(kube, child_work, lambda step, scratch: _converge(
-            kube, scratch, scratch.failures, _owner_key(step.desired), step, reasons=scratch.reasons),
+            kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step, reasons=scratch.reasons),
             report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
-        key = _owner_key(step.desired)
+        key = plan.owner_key(step.desired or step.live)
         if done is None:
             continue
         _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
@@ -246,7 +252,6 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             deployments[key] = done.live
         else:
             services[key] = done.live
-    desired_ids = {plan.identity(c) for c in desired_children}
     for child in live_children:
         if plan.identity(child) not in desired_ids and not plan.owned(child):
             report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
@@ -258,7 +263,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for wave in ([s for s in child_steps if s.action == plan.PRUNE], [s for s in app_steps if s.action == plan.PRUNE]):
         deletes = []
         for step in wave:
-            owner = _owner_key(step.live)
+            owner = plan.owner_key(step.live)
             if owner in failures or owner in foreign or owner in waiting:  # not synced this pass, another source's, or backing off
                 continue
             if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
@@ -309,37 +314,6 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             kube, scratch, *st[:5], failed=st[5], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
-
-
-def _claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
-           reasons: dict[str, str]) -> list[plan.Step]:
-    """Children to create whose name may be taken: one list per kind and namespace that has a
-    create (no label selector), then ``plan.claim``. A child the agent made that lost its
-    ``managed-by`` label is updated in place; an object someone else made fails its
-    Application (reason ``AlreadyExists``, Stalled) and is never applied over or pruned."""
-    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
-    if not wanted:
-        return steps
-    found = [obj for group, kind, namespace in wanted for obj in kube.list_in(group, kind, namespace)]
-    steps, conflicts = plan.claim(steps, found)
-    for step in conflicts:
-        key = _owner_key(step.desired)
-        why = (f"exists and was not made by the agent (no gitops-agent apply and controller ownerReference "
-               f"to Application {key}), so it is left alone; delete or rename it to let the agent create "
-               "its own, or rename the Application")
-        failures[key] = f"{step.subject}: {why}"
-        reasons[key] = conditions.ALREADY_EXISTS
-        report.add(key, step.subject, FAILED, why)
-    return steps
-
-def _owner_key(obj: dict) -> str:
-    """``namespace/name`` of the Application an object belongs to: itself for an Application,
-    its controller ownerReference's Application for a child (the child's name when it has
-    none, as a desired child's reference always names it)."""
-    meta = obj["metadata"]
-    if obj["kind"] == KIND:
-        return f"{meta['namespace']}/{meta['name']}"
-    return f"{meta['namespace']}/{plan.owner_name(obj) or meta['name']}"
 
 
 def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,

@@ -295,3 +295,37 @@ def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
     assert plan.plan(desired, [app("web", labels=OWNED)])[0].action == plan.UPDATE
     assert plan.plan(desired, [app("web", labels=OWNED, annotations={render.REPOSITORY: REPO_A})])[0].action \
         == plan.UNCHANGED
+
+
+def test_decide_is_plans_rule_for_one_object():
+    desired = app("web", labels=OWNED)
+    assert plan.decide(desired, None) == plan.Step(plan.CREATE, plan.identity(desired), desired, None)
+    same = applied(desired)
+    assert plan.decide(desired, same) == plan.Step(plan.UNCHANGED, plan.identity(desired), desired, same)
+    other = applied(app("web", image="nginx:2", labels=OWNED))
+    assert plan.decide(desired, other) == plan.Step(plan.UPDATE, plan.identity(desired), desired, other)
+    for live in (None, same, other):
+        assert [plan.decide(desired, live)] == plan.plan([desired], [live] if live else [], prune=False)
+
+
+def test_prunes_are_the_owned_live_objects_not_desired_sorted_by_identity():
+    owned = {plan.identity(o): o for o in (app("b", labels=OWNED), app("a", labels=OWNED), app("c", labels=OWNED))}
+    hand = app("hand")
+    live = {**owned, plan.identity(hand): hand}
+    steps = plan.prunes(live, {plan.identity(app("c"))})
+    assert [s.identity[3] for s in steps] == ["a", "b"]
+    assert all(s.action == plan.PRUNE and s.desired is None and s.live is live[s.identity] for s in steps)
+    assert plan.prunes(live, set(live)) == []
+    theirs = app("t", labels={**OWNED, plan.SOURCE_LABEL: "other"})
+    assert plan.prunes({plan.identity(theirs): theirs}, set(), source="mine") == []
+    assert [s.identity[3] for s in plan.prunes({plan.identity(theirs): theirs}, set(), source="other")] == ["t"]
+
+
+def test_owner_key_is_the_application_itself_or_the_childs_controller_owner():
+    deployment, service = _children()
+    assert plan.owner_key(app("web", "team")) == "team/web"
+    assert plan.owner_key(deployment) == plan.owner_key(service) == "ns/web"
+    renamed = {**deployment, "metadata": {**deployment["metadata"], "name": "web-copy"}}
+    assert plan.owner_key(renamed) == "ns/web"  # the reference names the owner, not the child's own name
+    orphan = {**deployment, "metadata": {**deployment["metadata"], "name": "lone", "ownerReferences": []}}
+    assert plan.owner_key(orphan) == "ns/lone"

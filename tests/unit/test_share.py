@@ -122,3 +122,34 @@ def test_scalars_pass_through_and_the_memo_counts_distinct_parts():
     memo.share({"x": {"a": "b"}})
     memo.share({"x": {"a": "b"}})
     assert len(memo) == before + 4  # the strings "x", "a" and "b" once each, and the part {"a": "b"} once
+
+
+def decoded(uid: str) -> dict:
+    """A document as the API's JSON decodes it: new strings, none a constant of this file."""
+    return json.loads(json.dumps({"metadata": {"uid": uid, "labels": {"app": "web"}},
+                                  "spec": {"strategy": {"type": "RollingUpdate",
+                                                        "rollingUpdate": {"maxSurge": "25%", "ports": [{"p": 80}]}}}}))
+
+
+def test_settle_forgets_what_one_object_uses_and_keeps_what_two_share_with_the_parts_inside():
+    memo = share.Memo()
+    a, b = memo.share(decoded("uid-a")), memo.share(decoded("uid-b"))
+    before = len(memo)
+    memo.settle()
+    assert len(memo) < before
+    kept = list(memo._parts.values())
+    assert not any(v in ("uid-a", "uid-b") for v in kept if isinstance(v, str))  # each used by one object only
+    assert any(v is a["spec"] for v in kept)  # used by two objects
+    assert any(v is a["spec"]["strategy"]["rollingUpdate"]["ports"][0] for v in kept)  # inside a kept part
+    c = memo.share(decoded("uid-c"))
+    assert c["spec"] is a["spec"] and c["metadata"]["labels"] is b["metadata"]["labels"]
+    assert c == decoded("uid-c") and a == decoded("uid-a")
+
+
+def test_the_memo_settles_by_itself_when_it_has_doubled_and_results_stay_equal(monkeypatch):
+    monkeypatch.setattr(share, "SETTLE_AT_LEAST", 40)
+    memo = share.Memo()
+    objects = [memo.share(decoded(f"uid-{i}")) for i in range(200)]
+    assert len(memo) < 100  # 200 uids were seen, and forgotten again
+    assert all(obj == decoded(f"uid-{i}") for i, obj in enumerate(objects))
+    assert len({id(obj["spec"]) for obj in objects}) == 1  # a part two objects share is never forgotten
