@@ -33,6 +33,7 @@ class FrozenDict(dict):
 
     __slots__ = ()
     __setitem__ = __delitem__ = setdefault = pop = popitem = update = clear = __ior__ = _refuse
+    __hash__ = object.__hash__  # by identity: the memo's keys are made of canonical parts
 
     def __copy__(self) -> dict:
         return dict(self)
@@ -50,6 +51,7 @@ class FrozenList(list):
     __slots__ = ()
     __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = \
         __iadd__ = __imul__ = _refuse
+    __hash__ = object.__hash__  # by identity, as FrozenDict's
 
     def __copy__(self) -> list:
         return list(self)
@@ -111,27 +113,32 @@ class Memo:
         if len(self._parts) > self._settle_at:
             self.settle()
         if isinstance(obj, dict):
-            return {self._string(key): self._part(value) for key, value in obj.items()}
+            text, part = self._parts.setdefault, self._part
+            return {text(k, k): v if (t := type(v)) in _ATOMS else text(v, v) if t is str else part(v)
+                    for k, v in obj.items()}
         if isinstance(obj, list):
             return [self._part(value) for value in obj]
         return self._part(obj)
 
-    def _string(self, text: str) -> str:
-        return self._parts.setdefault(text, text)
-
     def _part(self, value):
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             return self._parts.setdefault(value, value)
-        if isinstance(value, dict):
-            part = FrozenDict({self._string(k): self._part(v) for k, v in value.items()})
-            # parts are canonical already, so a part is known by its keys and its parts' identities
-            key = (FrozenDict,) + tuple((k, _identity(v)) for k, v in part.items())
-        elif isinstance(value, list):
-            part = FrozenList(self._part(v) for v in value)
-            key = (FrozenList,) + tuple(_identity(v) for v in part)
-        else:  # int, float, bool, None: small and immutable already
+        part_of = self._part
+        if kind is dict:
+            text = self._parts.setdefault
+            part = FrozenDict({text(k, k): v if (t := type(v)) in _ATOMS else text(v, v) if t is str else part_of(v)
+                               for k, v in value.items()})
+            # its parts are canonical already: a part is known by its keys, its scalars with their
+            # types, and the identities of its parts (FrozenDict and FrozenList hash by identity)
+            key = hash((FrozenDict, *part.items(), *map(type, part.values())))
+        elif kind is list:
+            text = self._parts.setdefault
+            part = FrozenList([v if (t := type(v)) in _ATOMS else text(v, v) if t is str else part_of(v) for v in value])
+            key = hash((FrozenList, *part, *map(type, part)))
+        else:  # int, float, bool, None, or a part shared already: immutable
             return value
-        known = self._parts.setdefault(hash(key), part)
+        known = self._parts.setdefault(key, part)
         # two different parts can share a hash: then this one is simply not shared
         return known if known is part or _same(known, part) else part
 
@@ -154,24 +161,15 @@ _HELD = _held()
 _FROZEN = (FrozenDict, FrozenList)
 
 
-def _identity(value):
-    """What tells a canonical part apart: containers by identity, scalars by type and value
-    (``1``, ``1.0`` and ``True`` are equal in Python but not in JSON)."""
-    if isinstance(value, (dict, list)):
-        return id(value)
-    return type(value), value
+_ATOMS = frozenset({int, float, bool, type(None)})  # JSON scalars other than strings: kept as they are
 
 
 def _same(known, part) -> bool:
-    """True when ``part`` has exactly ``known``'s content: the same type, keys and parts
-    (containers the same objects, scalars of the same type and value)."""
-    if type(known) is not type(part) or len(known) != len(part):
+    """True when ``part`` has exactly ``known``'s content: the same type, keys in the same
+    order, equal values of the same types (``1``, ``1.0`` and ``True`` are equal in Python but
+    not in JSON), and parts that are equal (the same objects, when canonical)."""
+    if type(known) is not type(part) or known != part:
         return False
-    if isinstance(part, dict):
-        pairs = ((known.get(k, _MISSING), v) for k, v in part.items())
-    else:
-        pairs = zip(known, part)
-    return all(_identity(a) == _identity(b) for a, b in pairs)
-
-
-_MISSING = object()
+    if type(part) is FrozenDict:
+        return tuple(known) == tuple(part) and tuple(map(type, known.values())) == tuple(map(type, part.values()))
+    return tuple(map(type, known)) == tuple(map(type, part))
