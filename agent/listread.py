@@ -23,7 +23,7 @@ _WHITESPACE = " \t\n\r"
 
 
 class Unreadable(ValueError):
-    """The response is not a JSON object, or it ended early."""
+    """The response is not a JSON object in UTF-8, or it ended early."""
 
 
 class _Buffer:
@@ -40,7 +40,10 @@ class _Buffer:
         data = self._read(CHUNK)
         if not data:
             self.ended = True
-        self.text = self.text[self.pos:] + self._utf8.decode(data or b"", final=not data)
+        try:
+            self.text = self.text[self.pos:] + self._utf8.decode(data or b"", final=not data)
+        except UnicodeDecodeError as err:
+            raise Unreadable(f"not UTF-8: {err}") from None
         self.pos = 0
 
     def next_char(self) -> str:
@@ -84,7 +87,7 @@ def read(read: Callable[[int], bytes], each: Callable[[dict], dict]) -> dict:
 
     Returns the list object with ``items`` holding ``each(item)`` for every item, in order;
     ``each`` is called as soon as an item is parsed. Raises ``Unreadable`` when the response is
-    not one JSON object or ends early.
+    not one JSON object in UTF-8 (RFC 8259) or ends early.
     """
     buffer = _Buffer(read)
     buffer.expect("{")

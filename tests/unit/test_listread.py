@@ -65,3 +65,33 @@ def test_each_is_called_as_each_item_arrives(monkeypatch):
 def test_a_response_that_is_not_one_json_object_or_ends_early_is_unreadable(text):
     with pytest.raises(listread.Unreadable):
         listread.read(reader(text), lambda item: item)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"items": [{"a": 1}', "ended early"), ('{"items": [{"a": 1},', "ended early"), ("", "ended early"),
+    ('[]', "expected one of '{'"), ('{"a" 1}', "expected one of ':'"), ('{"a": 1 "b": 2}', "expected one of ',}'"),
+    ('{"items": [{"a": 1} {"b": 2}]}', "expected one of ',]'"), ('{1: 2}', "expected a member name"),
+    ('{"a": tru}', "not JSON"),
+])
+def test_an_unreadable_response_says_what_was_wrong(text, message):
+    with pytest.raises(listread.Unreadable, match=message):
+        listread.read(reader(text), lambda item: item)
+
+
+@pytest.mark.parametrize("text", ['X{"a": 1}', '{"a"X1}', '{"a": 1X"b": 2}', '{"items": [{"a": 1}X{"b": 2}]}'])
+def test_only_jsons_own_punctuation_separates(text):
+    with pytest.raises(listread.Unreadable):
+        listread.read(reader(text), lambda item: item)
+
+
+def test_members_after_an_empty_or_full_list_without_whitespace():
+    assert listread.read(reader('{"items":[],"kind":"X"}'), lambda item: item) == {"items": [], "kind": "X"}
+    assert listread.read(reader('{"items":[{"a":1}],"kind":"X"}'), lambda item: item) == {"items": [{"a": 1}], "kind": "X"}
+
+
+@pytest.mark.parametrize("data", [b'{"a": "\\xc3', b'{"a": "\xc3', b'{"a": "\xff"}'])
+def test_a_response_that_is_not_utf8_is_unreadable_not_a_traceback(data, monkeypatch):
+    monkeypatch.setattr(listread, "CHUNK", 4)
+    stream = io.BytesIO(data)
+    with pytest.raises(listread.Unreadable):
+        listread.read(stream.read, lambda item: item)

@@ -153,3 +153,25 @@ def test_the_memo_settles_by_itself_when_it_has_doubled_and_results_stay_equal(m
     assert len(memo) < 100  # 200 uids were seen, and forgotten again
     assert all(obj == decoded(f"uid-{i}") for i, obj in enumerate(objects))
     assert len({id(obj["spec"]) for obj in objects}) == 1  # a part two objects share is never forgotten
+
+
+def test_top_level_strings_and_lists_of_strings_are_shared_and_equal():
+    memo = share.Memo()
+    assert memo.share("".join(["a", "b"])) == "ab" and memo.share("".join(["c", "d"])) == "cd"
+    first, second = memo.share(["".join(["x", "1"]), "y"]), memo.share(["".join(["x", "1"]), "z"])
+    assert first == ["x1", "y"] and second == ["x1", "z"] and first[0] is second[0]
+    a = memo.share({"finalizers": ["".join(["f", "1"]), "".join(["f", "2"])]})
+    b = memo.share({"finalizers": ["".join(["f", "1"]), "".join(["f", "2"])]})
+    assert a == {"finalizers": ["f1", "f2"]} and a["finalizers"] is b["finalizers"]
+
+
+def test_deep_copies_are_equal_to_the_original():
+    obj = share.Memo().share({"x": {"list": [1, {"a": "b"}], "map": {"k": [2]}}})
+    assert copy.deepcopy(obj) == {"x": {"list": [1, {"a": "b"}], "map": {"k": [2]}}}
+    assert copy.deepcopy(obj["x"]["list"]) == [1, {"a": "b"}]
+
+
+def test_the_references_settle_subtracts_are_measured_on_this_interpreter():
+    held = share._held()
+    assert held == share._HELD and set(held) == {True, False}
+    assert held[True] > held[False] >= 1  # a string is its own key too
