@@ -175,3 +175,11 @@ def test_the_references_settle_subtracts_are_measured_on_this_interpreter():
     held = share._held()
     assert held == share._HELD and set(held) == {True, False}
     assert held[True] > held[False] >= 1  # a string is its own key too
+
+
+def test_different_lists_are_each_shared():
+    memo = share.Memo()
+    a, b = memo.share({"p": [1], "q": ["x"]}), memo.share({"p": [1], "q": ["x"]})
+    c, d = memo.share({"p": [2], "q": ["y"]}), memo.share({"p": [2], "q": ["y"]})
+    assert a["p"] is b["p"] and c["p"] is d["p"] and a["q"] is b["q"] and c["q"] is d["q"]
+    assert a["p"] is not c["p"] and c == {"p": [2], "q": ["y"]}
