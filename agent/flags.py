@@ -202,9 +202,14 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
     otherwise, e.g. for ``/etc/passwd``; checked only by a command about to fetch, so a bad
     cache directory never fails ``validate --path``."""
     existing = Path(value).absolute()
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
+    try:
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        is_dir = existing.is_dir()
+    except OSError as err:  # a parent that may not be searched (PermissionError)
+        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
+                         f"created ({err.strerror or err}: {str(err.filename or existing)!r})", flag=flag) from None
+    if not is_dir:
         what = "it is not a directory" if existing == Path(value).absolute() else f"{str(existing)!r} is not a directory"
         raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
                          f"created ({what})", flag=flag)

@@ -59,15 +59,27 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
     each, as is a symlink to a directory named ``*.yaml``). Anything else that is not a
     regular file (a FIFO, a socket, a device) is refused and never opened; files over
     ``max_file_bytes`` are refused unread; beyond ``max_files`` every file is refused.
-    Raises ``NotADirectoryError`` or ``FileNotFoundError`` for a bad ``directory``."""
+    A directory under it that cannot be listed is a ManifestError too (nothing is skipped
+    unsaid). Raises ``NotADirectoryError``, ``FileNotFoundError`` or ``PermissionError`` for a
+    bad ``directory``."""
     root = Path(directory)
-    if not root.exists():
+    try:
+        exists, is_dir = root.exists(), root.is_dir()
+    except OSError as err:  # a parent that may not be searched
+        raise PermissionError(f"--path {directory!r} cannot be read: {err.strerror or err}") from None
+    if not exists:
         raise FileNotFoundError(f"--path {directory!r} does not exist")
-    if not root.is_dir():
+    if not is_dir:
         raise NotADirectoryError(f"--path {directory!r} is not a directory")
     real_root = Path(os.path.realpath(root))
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    unreadable: list[ManifestError] = []  # a directory os.walk could not list: fail, never skip it silently
+
+    def cannot_list(err: OSError) -> None:
+        where = Path(err.filename or root)
+        name = where.as_posix() if directory not in (".", "./") else where.relative_to(root).as_posix()
+        unreadable.append(ManifestError(name, None, None, f"cannot be read: {err.strerror or err}"))
+    for dirpath, dirnames, filenames in os.walk(root, onerror=cannot_list):
         # a symlink to a directory is listed in dirnames (and never walked): as in a commit,
         # one named *.yaml is a symlink that is not a file symlink, refused below
         linked = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
@@ -78,7 +90,7 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
     if len(found) > max_files:
         return {}, [ManifestError(directory, None, None, f"{len(found)} manifest files; the limit is {max_files}")]
     files: dict[str, bytes] = {}
-    errors: list[ManifestError] = []
+    errors: list[ManifestError] = unreadable
     for file in sorted(found, key=lambda f: shown[f]):
         name = shown[file]
         data, problem = _read_file(file, root, real_root, max_file_bytes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -409,3 +410,60 @@ def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_toke
     assert proc.returncode == 0, proc.stderr
     assert sorted(a["name"] for a in json.loads(proc.stdout)["applications"]) == ["default/api", "default/web"]
     assert token not in proc.stdout + proc.stderr
+
+
+def _unprivileged(args: list[str]) -> list[str]:
+    """``args`` run so that file permissions hold: as root, without the capabilities that
+    bypass them (util-linux ``setpriv``); skips the test when that is not possible."""
+    if os.geteuid() != 0:
+        return args
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: file permissions cannot be made to hold")
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *args]
+
+
+def _validate_unprivileged(tmp_path, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.run(_unprivileged([sys.executable, "-m", "agent", "validate", *args]), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    print(f"$ validate {' '.join(args)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def test_a_directory_under_path_that_cannot_be_read_fails_validation_instead_of_being_skipped(tmp_path):
+    tree = tmp_path / "apps"
+    (tree / "ok").mkdir(parents=True)
+    (tree / "ok" / "web.yaml").write_text(app_yaml("web"))
+    (tree / "locked" / "deeper").mkdir(parents=True)
+    (tree / "locked" / "deeper" / "bad.yaml").write_text("kind: [\n")
+    (tree / "locked").chmod(0)
+    try:
+        proc = _validate_unprivileged(tmp_path, "--path", str(tree))
+    finally:
+        (tree / "locked").chmod(0o755)
+    assert proc.returncode == 2
+    assert f"{tree}/locked: cannot be read: Permission denied" in proc.stderr
+
+
+def test_a_cache_dir_below_a_directory_that_cannot_be_searched_is_one_line_with_exit_2(tmp_path):
+    (tmp_path / "closed").mkdir()
+    (tmp_path / "closed").chmod(0)
+    try:
+        proc = _validate_unprivileged(tmp_path, "--repo", str(ROOT), "--cache-dir", str(tmp_path / "closed" / "sub"))
+    finally:
+        (tmp_path / "closed").chmod(0o755)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--cache-dir" in proc.stderr and "Permission denied" in proc.stderr
+
+
+def test_a_path_below_a_directory_that_cannot_be_searched_names_the_flag(tmp_path):
+    (tmp_path / "closed" / "apps").mkdir(parents=True)
+    (tmp_path / "closed").chmod(0)
+    try:
+        proc = _validate_unprivileged(tmp_path, "--path", str(tmp_path / "closed" / "apps"))
+    finally:
+        (tmp_path / "closed").chmod(0o755)
+    assert proc.returncode == 2 and "--path" in proc.stderr and "cannot be read: Permission denied" in proc.stderr
