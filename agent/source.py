@@ -246,6 +246,9 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
         raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):  # a file, an empty or broken directory
+        raise SourceError(f"{what} failed: the cached mirror {str(target)!r} is not a Git repository; delete it "
+                          "and the next pass fetches again") from None
     except (git.GitError, OSError, ValueError) as err:
         raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
     finally:

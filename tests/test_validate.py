@@ -467,3 +467,18 @@ def test_a_path_below_a_directory_that_cannot_be_searched_names_the_flag(tmp_pat
     finally:
         (tmp_path / "closed").chmod(0o755)
     assert proc.returncode == 2 and "--path" in proc.stderr and "cannot be read: Permission denied" in proc.stderr
+
+
+@pytest.mark.parametrize("broken", ["a file", "an empty directory"])
+def test_a_broken_mirror_in_the_cache_says_so_and_how_to_recover(validate, tmp_path, broken):
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit("web")
+    cache = tmp_path / "cache"
+    assert validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", str(cache)).returncode == 0
+    [mirror] = [p for p in cache.iterdir() if p.name.endswith(".git")]
+    shutil.rmtree(mirror)
+    mirror.write_text("") if broken == "a file" else mirror.mkdir()
+    proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", str(cache))
+    assert proc.returncode == 2
+    assert f"the cached mirror '{mirror}' is not a Git repository; delete it and the next pass fetches again" in proc.stderr
