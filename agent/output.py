@@ -68,7 +68,8 @@ def validate_document(result, *, exit_code: int, source: dict) -> dict:
                          for m in result.manifests],
         "errors": errors, "notes": [],
         "counts": {"files": result.files, "applications": len(result.manifests), "errors": len(errors)},
-        "timings": {"totalSeconds": round(result.seconds, 3), "fetchSeconds": None},
+        "timings": {"totalSeconds": round(result.seconds, 3),
+                    "fetchSeconds": None if result.fetch_seconds is None else round(result.fetch_seconds, 3)},
     }
 
 

@@ -34,7 +34,9 @@ class Result:
     """What ``validate`` found. ``files``: number of manifest files read; ``manifests``: the
     valid Applications; ``errors``: every problem, sorted by (path, line); ``commit``: the full
     SHA read (None for a directory); ``fatal``: a problem that stopped reading at all (bad
-    ``--path``, unreachable repository), None otherwise; ``seconds``: wall time."""
+    ``--path``, unreachable repository), None otherwise; ``seconds``: wall time;
+    ``fetch_seconds``: how long the fetch took, None when nothing was fetched (a directory, or
+    a mirror that had the commit already), as ``sync`` reports it."""
 
     files: int = 0
     manifests: list[Manifest] = field(default_factory=list)
@@ -42,6 +44,7 @@ class Result:
     commit: str | None = None
     fatal: str | None = None
     seconds: float = 0.0
+    fetch_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -175,20 +178,21 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
     the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does). Never
     raises for bad input: a source that cannot be read sets ``Result.fatal``."""
     started = time.monotonic()
-    commit = None
+    commit = fetch_seconds = None
     try:
         if repo is None:
             files, refused = read_directory(path)
         else:
             fetched = source.fetch(repo, ref, cache_dir, fetch_timeout, credentials=credentials)
             commit = fetched.commit
+            fetch_seconds = time.monotonic() - started if fetched.fetched else None
             snapshot = source.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
         result = check(files, namespace, refused)
     except (OSError, source.SourceError, ValueError) as err:
         result = Result(fatal=source.redact(str(err), repo))
-    result.commit = commit
+    result.commit, result.fetch_seconds = commit, fetch_seconds
     result.seconds = time.monotonic() - started
     return result
 

@@ -139,7 +139,9 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     repo.commit("break it")
     cache = str(tmp_path / "cache")
     proc = validate("--repo", str(repo.path), "--path", "apps", "--ref", good, "--cache-dir", cache, "-o", "json")
-    assert proc.returncode == 0 and json.loads(proc.stdout)["commit"] == good
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["commit"] == good
+    assert isinstance(doc["timings"]["fetchSeconds"], float) and doc["timings"]["fetchSeconds"] >= 0  # the first clone
     proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", cache)
     assert proc.returncode == 2 and "error: apps/web.yaml:7: spec.replicas" in proc.stderr
     # the work tree holds the same broken file: validated as a plain directory it fails too
