@@ -217,6 +217,15 @@ def test_unreadable_token_file_names_the_flag(main, tmp_path):
     assert_one_line(proc, "--git-token-file", str(token), "No such file or directory")
 
 
+@pytest.mark.parametrize("content, why", [("", "it is empty"), (" \n\t\n", "it is empty"),
+                                          ("abc\ndef\n", "more than one line"), ("ab cd", "blanks")])
+def test_a_token_file_without_one_token_names_the_flag(main, tmp_path, content, why):
+    token = tmp_path / "token"
+    token.write_text(content)
+    proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
+    assert_one_line(proc, "--git-token-file", "must be a file holding one token on one line", why)
+
+
 def test_version_and_usage_name_the_program():
     proc = run_agent(["--version"])
     assert proc.returncode == 0 and proc.stdout.startswith("python -m agent ")
