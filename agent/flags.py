@@ -78,7 +78,7 @@ def usage_line(command: str | None, err: "UsageError") -> str:
 def read_token_file(value: str, flag: str = "--git-token-file") -> str:
     """The token in the file ``value`` (surrounding blanks stripped). Raises UsageError naming
     ``flag`` (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text, or
-    when it holds no token or more than one line: a fetch would silently go out anonymous or
+    when it holds nothing or more than one line: a fetch would silently go out anonymous or
     with a broken header."""
     try:
         token = Path(value).read_text(encoding="utf-8").strip()
@@ -86,8 +86,8 @@ def read_token_file(value: str, flag: str = "--git-token-file") -> str:
         why = getattr(err, "strerror", None) or ("not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err)
         raise UsageError(f"{shown(value)} is not allowed: must be a readable UTF-8 text file ({why})",
                          flag=flag) from None
-    if not token or any(c.isspace() for c in token):
-        why = "it is empty" if not token else "it holds blanks or more than one line"
+    if not token or "\n" in token or "\r" in token:  # a password may hold blanks, never a line break
+        why = "it is empty" if not token else "it holds more than one line"
         raise UsageError(f"{shown(value)} is not allowed: must be a file holding one token on one line ({why})", flag=flag)
     return token
 

@@ -218,12 +218,19 @@ def test_unreadable_token_file_names_the_flag(main, tmp_path):
 
 
 @pytest.mark.parametrize("content, why", [("", "it is empty"), (" \n\t\n", "it is empty"),
-                                          ("abc\ndef\n", "more than one line"), ("ab cd", "blanks")])
+                                          ("abc\ndef\n", "more than one line"), ("ab\r\ncd", "more than one line")])
 def test_a_token_file_without_one_token_names_the_flag(main, tmp_path, content, why):
     token = tmp_path / "token"
     token.write_text(content)
     proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
     assert_one_line(proc, "--git-token-file", "must be a file holding one token on one line", why)
+
+
+def test_a_password_with_blanks_is_a_token_on_one_line(main, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("pass word\n")
+    proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
+    assert "--git-token-file" not in proc.stderr  # it fails further on, at the repository
 
 
 def test_version_and_usage_name_the_program():
