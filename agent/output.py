@@ -102,7 +102,8 @@ def _verdict(doc: dict) -> str:
     if doc["command"] == "validate":
         files = f"{counts['files']} file{'s' if counts['files'] != 1 else ''}"
         if doc["ok"]:
-            return f"valid: {files}, {counts['applications']} Applications ({doc['timings']['totalSeconds']:.2f}s)"
+            apps = f"{counts['applications']} Application{'s' if counts['applications'] != 1 else ''}"
+            return f"valid: {files}, {apps} ({doc['timings']['totalSeconds']:.2f}s)"
         return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {files}"
     tally = ", ".join(f"{counts[a]} {a}" for a in COUNTED if counts[a] or a in ("create", "update", "prune", "failed"))
     head = "dry run, nothing written" if doc["dryRun"] else "sync"

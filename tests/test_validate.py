@@ -484,3 +484,9 @@ def test_a_broken_mirror_in_the_cache_says_so_and_how_to_recover(validate, tmp_p
     proc = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", str(cache))
     assert proc.returncode == 2
     assert f"the cached mirror '{mirror}' is not a Git repository; delete it and the next pass fetches again" in proc.stderr
+
+
+def test_the_verdict_counts_one_file_and_one_application_in_the_singular(validate, tmp_path):
+    (tmp_path / "web.yaml").write_text(app_yaml("web"))
+    proc = validate("--path", str(tmp_path))
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 1 file, 1 Application (")
