@@ -29,8 +29,7 @@ def test_a_list_read_in_small_chunks_is_the_list_kubectl_gets(cluster, namespace
     cluster.kubectl("apply", "-f", str(manifest))
     monkeypatch.setattr(listread, "CHUNK", chunk)  # far below one item: every item crosses chunks
     kube = Kube(kubeconfig=str(cluster.kubeconfig))
-    with kube.sharing():
-        items = kube.list_in("", "Service", namespace, "app=lists")
+    items = kube.list_in("", "Service", namespace, "app=lists")
     expected = json.loads(cluster.kubectl("get", "services", "-n", namespace, "-l", "app=lists", "-o", "json").stdout)
     assert [i["metadata"]["name"] for i in items] == [i["metadata"]["name"] for i in expected["items"]]
     for got, want in zip(items, expected["items"]):
@@ -42,3 +41,16 @@ def test_a_list_read_in_small_chunks_is_the_list_kubectl_gets(cluster, namespace
     with pytest.raises(TypeError, match="shared part of live objects"):
         items[0]["spec"]["ports"].append({"port": 81})
     assert items[1]["spec"]["ports"] == [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+
+
+def test_objects_applied_in_one_pass_share_equal_parts_and_refuse_changes(cluster, namespace):
+    kube = Kube(kubeconfig=str(cluster.kubeconfig))
+    docs = yaml.safe_load(services(namespace, 2))["items"]
+    with kube.sharing():
+        first, second = (kube.apply(doc) for doc in docs)
+    assert first["metadata"]["name"] == "svc-0" and second["metadata"]["name"] == "svc-1"
+    assert first["spec"]["ports"] is second["spec"]["ports"] and first["spec"]["selector"] is second["spec"]["selector"]
+    with pytest.raises(TypeError, match="shared part of live objects"):
+        first["spec"]["selector"]["app"] = "other"
+    outside = kube.apply(docs[0])  # outside a pass nothing is kept to share with
+    assert outside["spec"] == first["spec"] and type(outside["spec"]) is dict
