@@ -295,8 +295,9 @@ class Kube:
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
-        object, its managedFields compacted and, within ``sharing``, its parts shared as
-        ``list``'s are (a pass holds what it applied). ``force`` takes over fields another manager set (drift is undone)."""
+        object, its managedFields compacted and, within ``sharing``, its parts shared with the
+        pass's other applied objects (a pass holds what it applied). ``force`` takes over fields
+        another manager set (drift is undone)."""
         query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:

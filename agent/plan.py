@@ -106,7 +106,8 @@ def _without_provenance(obj: dict) -> dict:
 @dataclass(frozen=True)
 class Step:
     """One decision: ``action`` is create, update, unchanged or prune; ``desired`` is None for
-    prune, ``live`` is None for create."""
+    prune (and for an unchanged child once ``sync`` has let its desired object go: the live one
+    then stands for both), ``live`` is None for create."""
 
     action: str
     identity: Identity
