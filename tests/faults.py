@@ -113,9 +113,24 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """The listening socket is non-blocking: a connection that poll() reported and the kernel
+    then dropped (accept(2): "the connection might have been removed by an asynchronous network
+    error") makes accept() fail, not block serve_forever until the next connection, which would
+    also block shutdown(). Accepted connections are blocking, as the handler expects."""
+
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64  # git opens several connections at once; 5 overflows on a loaded machine
     owner: "GitHttpServer"
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self.socket.setblocking(False)
+
+    def get_request(self):
+        conn, addr = self.socket.accept()
+        conn.setblocking(True)
+        return conn, addr
 
 
 class GitHttpServer:
@@ -171,7 +186,9 @@ class GitHttpServer:
         self.released.set()
         if self._server is None:
             return
-        self._server.shutdown()
+        stopper = threading.Thread(target=self._server.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(10)  # bounded: a stuck serve_forever must not hang the test's teardown
         self._server.server_close()
         self._thread.join(10)
         self._server = self._thread = None
