@@ -13,10 +13,14 @@ hardened as follows:
 * collections nested deeper than ``MAX_DEPTH`` are rejected while scanning/composing,
   without recursion, so hostile input cannot raise ``RecursionError`` or run long;
 * duplicate mapping keys are errors (plain PyYAML silently keeps the last one), refusing only
-  the document or List item that holds them, whose other problems are still reported;
+  the document or List item that holds them, whose other problems are still reported; keys are
+  compared as the JSON strings kubectl makes of them (``keys.json_key``: ``1`` and ``"1"`` are
+  one key, ``1`` and ``true`` two);
+* a key that is not a string, to PyYAML or to kubectl (``1``, ``true``, unquoted ``on``, ``y``,
+  ``1e3``, null), or a list or mapping used as a key, is an error naming its line and field
+  (``keys``: readers disagree on such keys, so they must be quoted);
 * unquoted timestamps stay strings (as with kubectl / go-yaml v2), so bodies stay JSON;
-* values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``, non-string keys such as
-  YAML 1.1's unquoted ``yes``/``on``) are errors.
+* values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``) are errors.
 
 Speed: a file is first read with libyaml's C parser (``yaml.CParser``, whose events carry the
 same line marks) under a composer that gives up at the first alias, at nesting deeper than
@@ -272,7 +276,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     problems to ``errors``, and one row (see ``_row``) per document or List item to ``documents``,
     holding the errors its own check appended."""
     n_found, n_errors = len(found), len(errors)
-    data, lines, dups = _construct(path, node, problems, loader, errors)
+    data, lines, dups = _construct(path, node, problems, loader, errors)  # dups: the key problems
     if dups and _kind_unknown(dups, lists.is_list(data)):  # what it is is not known: refused whole
         errors += _duplicates(path, dups)
         data = None
@@ -286,7 +290,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     errors += own
     for i, (item_node, item) in enumerate(pairs):
         n, n_errors = len(found), len(errors)
-        mine = [(sub[2:], at, m) for sub, at, m in dups if sub[1] == i]  # only this item is refused for them
+        mine = [(sub[2:], *rest) for sub, *rest in dups if sub[1] == i]  # only this item is refused for them
         if _kind_unknown(mine, False):
             errors += _duplicates(path, mine)
             item = None
@@ -318,9 +322,9 @@ def _row(documents: list, found: list, n_found: int, path: str, node, end: int, 
 
 
 def _construct(path, node, problems, loader, errors):
-    """(data, {field path: line}, duplicate keys) of ``node`` (see ``yamlload.construct``), or
+    """(data, {field path: line}, key problems) of ``node`` (see ``yamlload.construct``), or
     (None, None, []) after appending its composing problems, or its construction error and
-    duplicate keys, to ``errors`` (data is also None for an empty document)."""
+    key problems, to ``errors`` (data is also None for an empty document)."""
     errors += [ManifestError(path, at, None, message) for at, message in problems]
     if problems:
         return None, None, []
@@ -332,18 +336,19 @@ def _construct(path, node, problems, loader, errors):
 
 
 def _duplicates(path: str, dups: list) -> list[ManifestError]:
-    """The errors of the duplicate keys ``dups`` (see ``_construct``) of ``path``."""
-    return [ManifestError(path, at, _dotted(sub) if sub else None, message) for sub, at, message in dups]
+    """The errors of the key problems ``dups`` (see ``_construct``) of ``path``."""
+    return [ManifestError(path, at, _dotted(sub) if sub else None, message) for sub, at, message, _ in dups]
 
 
 def _application(path, node, data, lines, default_namespace, found, errors, dups=()) -> None:
     """Check ``data``, one document (or List item) composed from ``node``, as an Application, and
-    report every problem it has: its duplicate keys ``dups`` (path inside it, line, message),
-    values JSON cannot hold, and every rule the rest breaks; nothing is said about what lies under
-    a duplicated key or a left-out value (its meaning is not known)."""
+    report every problem it has: its key problems ``dups`` (path inside it, line, message,
+    ambiguous: see ``yamlload.construct``), values JSON cannot hold, and every rule the rest
+    breaks; nothing is said about what lies under a duplicated key or a left-out value (its
+    meaning is not known)."""
     line = node.start_mark.line + 1
     n_errors = len(errors)
-    unknown = [sub for sub, _, _ in dups]  # paths whose value is not known
+    unknown = [sub for sub, _, _, ambiguous in dups if ambiguous]  # paths whose value is not known
     errors += _duplicates(path, dups)
 
     def error(sub, message):  # ``sub``: the field path, also giving the line (of its deepest known part)

@@ -96,12 +96,14 @@ def _leave_out(into, slot) -> None:
 
 
 def kind_unknown(duplicates, is_list: bool) -> bool:
-    """True when repeated keys leave unknown what a document (or ``kind: List`` item) is, so it is
-    refused whole: ``duplicates`` holds (field path of each repeated key, or None when it is
-    inside a key, ...); it is so when ``apiVersion`` or ``kind`` is repeated, a key inside a key
-    is, or, for a List (``is_list``), a key outside its items (``("items", i, ...)``) is."""
+    """True when key problems (``yamlload.construct``: repeated keys, keys that are no strings)
+    leave unknown what a document (or ``kind: List`` item) is, so it is refused whole:
+    ``duplicates`` holds (field path of each such key, or None when it is inside a key, ...); it is
+    so when ``apiVersion`` or ``kind`` is repeated, a key inside a key is, or, for a List
+    (``is_list``), a key outside its items (``("items", i, ...)``, or ``("items", i)`` for a list
+    or mapping used as a key of an item) is."""
     return any(sub is None or sub in (("apiVersion",), ("kind",))
-               or (is_list and not (len(sub) > 2 and sub[0] == "items" and isinstance(sub[1], int)))
+               or (is_list and not (len(sub) >= 2 and sub[0] == "items" and isinstance(sub[1], int)))
                for sub, *_ in duplicates)
 
 

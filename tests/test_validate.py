@@ -312,6 +312,31 @@ def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate,
         "true/false, yes/no and on/off as booleans; quote it)"]
 
 
+def test_keys_that_are_not_strings_are_refused_one_line_each_never_as_duplicates(validate, tmp_path):
+    """Labels ``1`` and ``true`` were reported as one duplicate key (Python's 1 == True); kubectl
+    sends them as "1" and "true". Each is refused by its own line and field, and so is a list used
+    as a key (it was "found unhashable key" with no field)."""
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: a\n  labels:\n    1: x\n"
+        "    true: y\nspec: {image: nginx:1, replicas: 1, port: 80}\n")
+    (tmp_path / "b.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: b\n  labels:\n    ? [a, b]\n"
+        "    : z\nspec: {image: nginx:1, replicas: 1, port: 80}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "invalid: 3 problems in 2 files\n"
+    assert proc.stderr.splitlines() == [
+        'error: a.yaml:6: metadata.labels.1: key 1 is an integer, not a string (kubectl would make it "1"); '
+        'quote it: "1"',
+        'error: a.yaml:7: metadata.labels.true: key true is a boolean, not a string (kubectl would make it "true"); '
+        'quote it: "true"',
+        "error: b.yaml:6: metadata.labels: a list cannot be a key: keys must be strings (JSON, and so Kubernetes, "
+        "has no other keys)"]
+    (tmp_path / "a.yaml").write_text((tmp_path / "a.yaml").read_text().replace("1: x", "'1': x").replace(
+        "true: y", '"true": y'))
+    (tmp_path / "b.yaml").unlink()
+    assert validate("--path", ".", cwd=tmp_path).returncode == 0  # quoted: two labels, as kubectl sends them
+
+
 def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
     (tmp_path / "web.yaml").write_text(app_yaml("web").replace("replicas: 1", "replica: 1").replace(
         "metadata:", "metdata: {}\nmetadata:"))

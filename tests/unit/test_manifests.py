@@ -99,7 +99,8 @@ def test_duplicate_key_nested_in_flow_mapping_rejects_only_its_document():
 
 BAD_REPLICAS = EXAMPLE.replace("replicas: 1", "replicas: -1")  # line 7
 REPLICAS_RULE = "must be an integer between 0 and 2147483647 (got -1)"
-KEY_RULE = "is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and digits as numbers; quote it)"
+YES_RULE = ('key yes is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for kubectl, y/n '
+            'as booleans; kubectl would make it "true"); quote it: "yes"')
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -110,7 +111,7 @@ KEY_RULE = "is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans a
     (BAD_REPLICAS + "  port: 81\n", [(7, "spec.replicas", REPLICAS_RULE),
                                      (9, "spec.port", "duplicate key 'port' (first defined on line 8)")]),
     # so did a key that is not a string, and a value JSON cannot hold
-    (BAD_REPLICAS + "  yes: 1\n", [(5, "spec", f"key True {KEY_RULE}"), (7, "spec.replicas", REPLICAS_RULE)]),
+    (BAD_REPLICAS + "  yes: 1\n", [(7, "spec.replicas", REPLICAS_RULE), (9, "spec.yes", YES_RULE)]),
     (BAD_REPLICAS.replace("port: 80", "port: .nan") + "spek: {}\n", [
         (7, "spec.replicas", REPLICAS_RULE), (8, "spec.port", "must be a finite number (JSON has no .inf or .nan)"),
         (9, "spek", "unknown field (did you mean spec?) (allowed: apiVersion, kind, metadata, spec, status)")]),
@@ -409,7 +410,7 @@ def test_invalid_default_namespace():
 @pytest.mark.parametrize("text, fragment", [
     ("!!python/object/apply:os.system ['echo pwned']\n", "could not determine a constructor"),
     (EXAMPLE.replace("replicas: 1", "replicas: !!int abc"), "invalid literal"),
-    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {on: x}\n"), "is not a string"),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {on: x}\n"), "not a string"),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: .nan}\n"), "finite"),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: !!binary aGk=}\n"), "bytes"),
     ("a: \x01\n", "special characters"),
@@ -583,11 +584,10 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
     (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x: .inf\n"),
      (6, "metadata.annotations.x", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
-    (EXAMPLE + "1: x\n", (1, None, "key 1 is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans "
-                                   "and digits as numbers; quote it)")),
+    (EXAMPLE + "1: x\n", (9, "1", 'key 1 is an integer, not a string (kubectl would make it "1"); quote it: "1"')),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels:\n    on: x\n"),
-     (4, "metadata.labels", "key True is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and "
-                            "digits as numbers; quote it)")),
+     (5, "metadata.labels.on", "key on is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for "
+                               'kubectl, y/n as booleans; kubectl would make it "true"); quote it: "on"')),
     (app("café"), (4, "metadata.name", f'"café" {RULE_TEXT}')),
     ("3.5\n", (1, None, "document must be a mapping, not a number")),
     ("# c\n\nkind: Application\napiVersion: heumsi.github.io/v1\nspec: {image: x, replicas: 1, port: 80}\n",
