@@ -72,8 +72,9 @@ def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
     for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
                      "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
                      "apps/labels.yaml:5: metadata.labels.tier: must be a string",
-                     "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
-                     "apps/b/dup.yaml:1: metadata.name"):
+                     "apps/a/dup.yaml:4: metadata.name: Application default/dup is defined more than once: "
+                     "apps/a/dup.yaml:4, apps/b/dup.yaml:4",
+                     "apps/b/dup.yaml:4: metadata.name"):
         assert expected in proc.stderr, expected
     assert proc.stdout == "invalid: 7 problems in 7 files\n"  # the report: the problems are on stderr
 
@@ -335,6 +336,22 @@ def test_keys_that_are_not_strings_are_refused_one_line_each_never_as_duplicates
         "true: y", '"true": y'))
     (tmp_path / "b.yaml").unlink()
     assert validate("--path", ".", cwd=tmp_path).returncode == 0  # quoted: two labels, as kubectl sends them
+
+
+def test_an_application_defined_twice_is_named_at_each_metadata_name(validate, tmp_path):
+    """The duplicate-Application error cited each document's first line against the field
+    metadata.name; it cites the line of each metadata.name, across files and within a List."""
+    (tmp_path / "a.yaml").write_text("# web\n" + app_yaml("web"))
+    items = "".join("- " + app_yaml(name).replace("\n", "\n  ").rstrip(" ") for name in ("api", "db", "api"))
+    (tmp_path / "b.yaml").write_text("---\n" + app_yaml("web") + "---\napiVersion: v1\nkind: List\nitems:\n" + items)
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "error: a.yaml:5: metadata.name: Application default/web is defined more than once: a.yaml:5, b.yaml:5",
+        "error: b.yaml:5: metadata.name: Application default/web is defined more than once: a.yaml:5, b.yaml:5",
+        "error: b.yaml:17: metadata.name: Application default/api is defined more than once: b.yaml:17, b.yaml:33",
+        "error: b.yaml:33: metadata.name: Application default/api is defined more than once: b.yaml:17, b.yaml:33"]
+    for line in (5, 17, 33):
+        assert "name:" in (tmp_path / "b.yaml").read_text().splitlines()[line - 1]
 
 
 def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):

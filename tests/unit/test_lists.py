@@ -98,8 +98,8 @@ def test_an_item_and_a_document_elsewhere_with_one_identity_are_both_refused(mon
     other = ITEM.format(name="web", replicas=1)[2:].replace("\n  ", "\n")
     result = load_both({"l.yaml": a_list(ITEM.format(name="web", replicas=3)), "web.yaml": other}, monkeypatch)
     assert result.manifests == []
-    assert [(e.path, e.line) for e in result.errors] == [("l.yaml", 6), ("web.yaml", 1)]
-    assert "defined more than once: l.yaml:6, web.yaml:1" in result.errors[0].message
+    assert [(e.path, e.line) for e in result.errors] == [("l.yaml", 9), ("web.yaml", 4)]  # each metadata.name
+    assert "defined more than once: l.yaml:9, web.yaml:4" in result.errors[0].message
 
 
 def test_items_count_as_documents_for_the_limit(monkeypatch):
