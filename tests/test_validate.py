@@ -300,6 +300,24 @@ def test_file_names_with_control_characters_are_escaped_where_a_human_reads_them
     assert {e["file"] for e in doc["errors"]} == set(names)
 
 
+def test_markdown_of_file_names_with_backticks_pipes_and_backslashes(validate, tmp_path):
+    """A backtick in a file name ended its code span early, ``|`` was escaped (and shown as ``\\|``)
+    outside the table, and backslashes in text were not escaped."""
+    (tmp_path / "a`b|c.yaml").write_text(app_yaml("web"))
+    (tmp_path / "x\\y.yaml").write_text(app_yaml("api", port=0))
+    proc = validate("--path", ".", "-o", "markdown", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == (
+        "### gitops-agent validate: 1 problem in 2 files\n"
+        "\n"
+        "| Application | File |\n"
+        "|---|---|\n"
+        "| `default/web` | ``a`b\\|c.yaml:1`` |\n"
+        "\n"
+        "**Errors**\n"
+        "\n"
+        "- `x\\y.yaml:8: spec.port`: must be an integer between 1 and 65535 (got 0)\n\n")  # print's newline too
+
+
 def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
     (tmp_path / "web.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
