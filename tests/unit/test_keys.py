@@ -243,3 +243,13 @@ def test_a_bad_key_outside_the_items_refuses_the_whole_list(monkeypatch):
     assert errors(text, monkeypatch) == [
         'a.yaml:3: 1: key 1 is an integer, not a string (kubectl would make it "1"); quote it: "1"']
     assert manifests.load({"a.yaml": text.encode()}, "default").manifests == []
+
+
+def test_json_only_still_leaves_out_a_key_that_is_no_string():
+    """The loader leaves such keys out itself; ``nodes.json_only`` keeps refusing them for any other caller."""
+    from agent.nodes import json_only
+
+    data, problems = json_only({"a": {1: "x", "b": "y"}})
+    assert data == {"a": {"b": "y"}}
+    assert [(where, left_out) for where, _, left_out in problems] == [(("a",), ("a", 1))]
+    assert problems[0][1].startswith("key 1 is not a string")
