@@ -12,11 +12,11 @@ hardened as follows:
 * aliases (``*name``) are rejected, which rules out "billion laughs" alias bombs;
 * collections nested deeper than ``MAX_DEPTH`` are rejected while scanning/composing,
   without recursion, so hostile input cannot raise ``RecursionError`` or run long;
-* duplicate mapping keys are errors (plain PyYAML silently keeps the last one), refusing only
-  the document or List item that holds them, whose other problems are still reported;
+* duplicate mapping keys (compared as the JSON strings kubectl makes of them, ``keys``) and keys
+  that are not strings to PyYAML or to kubectl (``1``, ``on``, ``y``, a list) are errors, refusing
+  only the document or List item that holds them, whose other problems are still reported;
 * unquoted timestamps stay strings (as with kubectl / go-yaml v2), so bodies stay JSON;
-* values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``, non-string keys such as
-  YAML 1.1's unquoted ``yes``/``on``) are errors.
+* values JSON cannot carry (``!!binary``, ``!!set``, ``.nan``) are errors.
 
 Speed: a file is first read with libyaml's C parser (``yaml.CParser``, whose events carry the
 same line marks) under a composer that gives up at the first alias, at nesting deeper than
@@ -38,8 +38,8 @@ import yaml
 from . import lists, parsecache, specrules
 from . import metadata as metadata_rules
 from .nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
-from .nodes import json_only as _json_only, kind_unknown as _kind_unknown, scalar as _scalar, show as _show
-from .nodes import type_name as _type_name, under as _under
+from .nodes import json_only as _json_only, key_line as _key_line, kind_unknown as _kind_unknown, scalar as _scalar
+from .nodes import show as _show, type_name as _type_name, under as _under
 from .yamlload import FAST as _FAST, construct as _construct_node
 from .yamlload import MAX_DEPTH, _Bail, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
 
@@ -129,7 +129,8 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
     LF or CRLF). Files larger than ``max_file_bytes`` bytes, or with more than
     ``max_documents`` YAML documents, are rejected whole, as are files with YAML syntax
     errors. Any other problem rejects only its document. Two documents with the same
-    (namespace, name) are both rejected, with an error at each naming every location.
+    (namespace, name) are both rejected, with an error at the line of each one's ``metadata.name``
+    naming every such ``path:line``.
     Raises ``ValueError`` if ``default_namespace`` is not a DNS-1123 label.
 
     ``blobs`` (path -> Git blob id) and ``cache`` (a ``parsecache.ParseCache``): a file whose
@@ -139,7 +140,7 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
     if not is_dns1123_label(default_namespace):
         raise ValueError(f"default namespace {default_namespace!r} {_LABEL_RULE}")
     errors: list[ManifestError] = []
-    found: list[tuple[tuple[str, str], str, int, Manifest | None]] = []
+    found: list[tuple[tuple[str, str], str, int, Manifest | None, int]] = []  # see _application
     documents: list[tuple] = []  # see _row
     for path in sorted(files):
         blob = (blobs or {}).get(path) if cache is not None else None
@@ -165,9 +166,9 @@ def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int
             if items[0][3] is not None:
                 manifests.append(items[0][3])
             continue
-        where = ", ".join(f"{p}:{line}" for _, p, line, _ in items)
+        where = ", ".join(f"{p}:{at}" for _, p, _, _, at in items)  # each metadata.name's own line
         for item in items:
-            errors.append(ManifestError(item[1], item[2], "metadata.name", f"Application {namespace}/{name} "
+            errors.append(ManifestError(item[1], item[4], "metadata.name", f"Application {namespace}/{name} "
                                         f"is defined more than once: {where}"))
             if id(item) in owner:
                 owner[id(item)][5].append(errors[-1])
@@ -272,7 +273,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     problems to ``errors``, and one row (see ``_row``) per document or List item to ``documents``,
     holding the errors its own check appended."""
     n_found, n_errors = len(found), len(errors)
-    data, lines, dups = _construct(path, node, problems, loader, errors)
+    data, lines, dups = _construct(path, node, problems, loader, errors)  # dups: the key problems
     if dups and _kind_unknown(dups, lists.is_list(data)):  # what it is is not known: refused whole
         errors += _duplicates(path, dups)
         data = None
@@ -286,7 +287,7 @@ def _document(path, node, problems, loader, default_namespace, found, errors, do
     errors += own
     for i, (item_node, item) in enumerate(pairs):
         n, n_errors = len(found), len(errors)
-        mine = [(sub[2:], at, m) for sub, at, m in dups if sub[1] == i]  # only this item is refused for them
+        mine = [(sub[2:], *rest) for sub, *rest in dups if sub[1] == i]  # only this item is refused for them
         if _kind_unknown(mine, False):
             errors += _duplicates(path, mine)
             item = None
@@ -306,21 +307,22 @@ def _row(documents: list, found: list, n_found: int, path: str, node, end: int, 
     line, ``namespace/name`` of the identity ``found`` gained since it held ``n_found`` items or
     None, kind is Application, ``errs``, that ``found`` item or None). A refused Application whose
     data could not be constructed (or whose kind is a repeated key) takes its kind, name and
-    namespace (else ``namespace``) from the nodes, when they are plain strings."""
+    namespace (else ``namespace``) from the nodes, when they are plain strings, and the line of
+    its ``metadata.name`` key from them too."""
     from_nodes = data is None or (isinstance(data, dict) and data.get("apiVersion") == API_VERSION)
     kind = data.get("kind") if isinstance(data, dict) else _scalar(node, ("kind",)) if data is None else None
     if kind == KIND and errs and from_nodes and len(found) == n_found:
         name, ns = _scalar(node, ("metadata", "name")), _scalar(node, ("metadata", "namespace"), namespace)
         if is_dns1123_label(name) and is_dns1123_label(ns):
-            found.append(((ns, name), path, node.start_mark.line + 1, None))
+            found.append(((ns, name), path, node.start_mark.line + 1, None, _key_line(node, ("metadata", "name"))))
     item = found[-1] if len(found) > n_found else None
     documents.append((path, node.start_mark.line + 1, end, "/".join(item[0]) if item else None, kind == KIND, errs, item))
 
 
 def _construct(path, node, problems, loader, errors):
-    """(data, {field path: line}, duplicate keys) of ``node`` (see ``yamlload.construct``), or
+    """(data, {field path: line}, key problems) of ``node`` (see ``yamlload.construct``), or
     (None, None, []) after appending its composing problems, or its construction error and
-    duplicate keys, to ``errors`` (data is also None for an empty document)."""
+    key problems, to ``errors`` (data is also None for an empty document)."""
     errors += [ManifestError(path, at, None, message) for at, message in problems]
     if problems:
         return None, None, []
@@ -332,18 +334,20 @@ def _construct(path, node, problems, loader, errors):
 
 
 def _duplicates(path: str, dups: list) -> list[ManifestError]:
-    """The errors of the duplicate keys ``dups`` (see ``_construct``) of ``path``."""
-    return [ManifestError(path, at, _dotted(sub) if sub else None, message) for sub, at, message in dups]
+    """The errors of the key problems ``dups`` (see ``_construct``) of ``path``."""
+    return [ManifestError(path, at, _dotted(sub) if sub else None, message) for sub, at, message, _ in dups]
 
 
 def _application(path, node, data, lines, default_namespace, found, errors, dups=()) -> None:
     """Check ``data``, one document (or List item) composed from ``node``, as an Application, and
-    report every problem it has: its duplicate keys ``dups`` (path inside it, line, message),
-    values JSON cannot hold, and every rule the rest breaks; nothing is said about what lies under
-    a duplicated key or a left-out value (its meaning is not known)."""
+    report every problem it has: its key problems ``dups`` (path inside it, line, message,
+    ambiguous: see ``yamlload.construct``), values JSON cannot hold, and every rule the rest
+    breaks; nothing is said about what lies under a duplicated key or a left-out value (its
+    meaning is not known). An Application with a valid identity goes to ``found`` as (identity,
+    path, line of the document, Manifest or None when refused, line of its ``metadata.name``)."""
     line = node.start_mark.line + 1
     n_errors = len(errors)
-    unknown = [sub for sub, _, _ in dups]  # paths whose value is not known
+    unknown = [sub for sub, _, _, ambiguous in dups if ambiguous]  # paths whose value is not known
     errors += _duplicates(path, dups)
 
     def error(sub, message):  # ``sub``: the field path, also giving the line (of its deepest known part)
@@ -393,4 +397,4 @@ def _application(path, node, data, lines, default_namespace, found, errors, dups
         if len(errors) == n_errors:
             body = {**data, "metadata": {**meta, "namespace": identity[0]}}
             manifest = Manifest(identity[0], identity[1], body, path, line)
-        found.append((identity, path, line, manifest))
+        found.append((identity, path, line, manifest, _line(lines, ("metadata", "name"))))

@@ -96,12 +96,14 @@ def _leave_out(into, slot) -> None:
 
 
 def kind_unknown(duplicates, is_list: bool) -> bool:
-    """True when repeated keys leave unknown what a document (or ``kind: List`` item) is, so it is
-    refused whole: ``duplicates`` holds (field path of each repeated key, or None when it is
-    inside a key, ...); it is so when ``apiVersion`` or ``kind`` is repeated, a key inside a key
-    is, or, for a List (``is_list``), a key outside its items (``("items", i, ...)``) is."""
+    """True when key problems (``yamlload.construct``: repeated keys, keys that are no strings)
+    leave unknown what a document (or ``kind: List`` item) is, so it is refused whole:
+    ``duplicates`` holds (field path of each such key, or None when it is inside a key, ...); it is
+    so when ``apiVersion`` or ``kind`` is repeated, a key inside a key is, or, for a List
+    (``is_list``), a key outside its items (``("items", i, ...)``, or ``("items", i)`` for a list
+    or mapping used as a key of an item) is."""
     return any(sub is None or sub in (("apiVersion",), ("kind",))
-               or (is_list and not (len(sub) > 2 and sub[0] == "items" and isinstance(sub[1], int)))
+               or (is_list and not (len(sub) >= 2 and sub[0] == "items" and isinstance(sub[1], int)))
                for sub, *_ in duplicates)
 
 
@@ -129,11 +131,30 @@ def scalar(node, path: tuple, absent=None):
     """The string at ``path`` (mapping keys) of the node tree ``node``, read from the nodes alone
     (for a document that could not be constructed): ``absent`` when a key is missing; None when a
     key occurs more than once, a value on the way is no mapping or the value is no plain string."""
+    entry = _entry(node, path)
+    if entry is None or entry == "absent":
+        return absent if entry else None
+    value = entry[1]
+    return value.value if isinstance(value, ScalarNode) and value.tag == "tag:yaml.org,2002:str" else None
+
+
+def key_line(node, path: tuple) -> int | None:
+    """The 1-based line of the key at ``path`` (mapping keys, at least one) of the node tree
+    ``node``, e.g. ``("metadata", "name")``; None when a key is missing or occurs more than once, or
+    a value on the way is no mapping."""
+    entry = _entry(node, path)
+    return entry[0].start_mark.line + 1 if isinstance(entry, tuple) and entry[0] is not None else None
+
+
+def _entry(node, path: tuple):
+    """(key node, value node) at ``path`` of ``node`` ((None, ``node``) for ``()``), ``"absent"``
+    when a key is missing, None when a key occurs more than once or a value on the way is no mapping."""
+    entry = (None, node)
     for key in path:
-        if not isinstance(node, MappingNode):
+        if not isinstance(entry[1], MappingNode):
             return None
-        values = [v for k, v in node.value if isinstance(k, ScalarNode) and k.value == key]
-        if len(values) != 1:
-            return absent if not values else None
-        node = values[0]
-    return node.value if isinstance(node, ScalarNode) and node.tag == "tag:yaml.org,2002:str" else None
+        entries = [(k, v) for k, v in entry[1].value if isinstance(k, ScalarNode) and k.value == key]
+        if len(entries) != 1:
+            return "absent" if not entries else None
+        entry = entries[0]
+    return entry

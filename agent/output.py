@@ -8,7 +8,9 @@ characters escaped); json keeps every string as it is (JSON escapes them itself)
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report, printable
 
@@ -148,38 +150,69 @@ def text(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _cell(value: str) -> str:
-    return printable(value).replace("|", "\\|")
+def code(value: str) -> str:
+    """``value`` (``printable``) as a CommonMark code span (spec 0.31, 6.1 "Code spans"): between
+    backtick strings one longer than its longest run of backticks (a span ends only at a run of
+    its own length), with one space inside each end when it starts or ends with a backtick or
+    both starts and ends with a space (a span strips one space from each end then): a`b is fenced
+    by two backticks, `x by two backticks and a space. Backslashes are literal in a span."""
+    text = printable(value)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip(" ")) \
+        or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def plain(value: str) -> str:
+    """``value`` (``printable``) as CommonMark inline text that reads as it is: a backslash-escape
+    (spec 2.4, any ASCII punctuation may be escaped) before each backslash and each character that
+    could start markup inside a line (a code span, emphasis, strikethrough, a link, HTML, an
+    entity), and before a first character that could start a block (a heading, a quote, a list);
+    ``|`` is left as it is (it is markup only in a table: ``cell``)."""
+    text = re.sub(r"([\\`*_~\[\]<>&])", r"\\\1", printable(value))
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", re.sub(r"^([#+=-])", r"\\\1", text))
+
+
+def cell(markdown_text: str) -> str:
+    """Inline Markdown (``code``, ``plain`` or markup) as a GFM table cell: every ``|`` escaped
+    (GFM spec 0.29, 4.10 "Tables": a cell's pipes are escaped, inside code spans too, and the
+    table removes one backslash before each pipe before reading the cell's inline content)."""
+    return markdown_text.replace("|", "\\|")
 
 
 def markdown(doc: dict) -> str:
     """A compact plan for a pull-request comment: a heading with the verdict, the commit, a
     table of Applications and their objects' actions, errors as a list, and each diff folded
-    in ``<details>``."""
+    in ``<details>``. Names, files and fields are ``code`` spans, messages and notes ``plain``
+    text, and table cells ``cell``s, so any file name or message reads as it is."""
     title = {"validate": "validate", "diff": "diff", "sync": "sync"}[doc["command"]]
     out = [f"### gitops-agent {title}: {_verdict(doc).split(': ', 1)[1]}", ""]
     if doc["commit"]:
-        out += [f"Commit `{doc['commit'][:12]}`", ""]
+        out += [f"Commit {code(doc['commit'][:12])}", ""]
     if doc["command"] == "validate":
         if doc["applications"]:
             out += ["| Application | File |", "|---|---|"]
-            out += [f"| `{a['name']}` | `{_cell(a['file'])}:{a['line']}` |" for a in doc["applications"]]
+            out += [f"| {cell(code(a['name']))} | {cell(code(a['file'] + ':' + str(a['line'])))} |"
+                    for a in doc["applications"]]
             out.append("")
     elif doc["applications"]:
         out += ["| Application | Changes | Unchanged |", "|---|---|---|"]
         for app in doc["applications"]:
-            changed = [f"{o['kind']} **{o['action']}**" for o in app["objects"] if o["action"] != "unchanged"]
+            changed = [f"{plain(o['kind'])} **{plain(o['action'])}**" for o in app["objects"] if o["action"] != "unchanged"]
             same = sum(o["action"] == "unchanged" for o in app["objects"])
-            out.append(f"| `{app['name']}` | {_cell(', '.join(changed)) or '-'} | {same} |")
+            out.append(f"| {cell(code(app['name']))} | {cell(', '.join(changed)) or '-'} | {same} |")
         out.append("")
     if doc["errors"]:
         out += ["**Errors**", ""]
-        out += [f"- {'`' + _cell(_where(e)) + '`: ' if _where(e) else ''}{_cell(e['message'])}" for e in doc["errors"]]
+        out += [f"- {code(_where(e)) + ': ' if _where(e) else ''}{plain(e['message'])}" for e in doc["errors"]]
         out.append("")
-    out += [f"> {_cell(n)}" for n in doc["notes"]]
+    for note in doc["notes"]:  # one quote each: lines of one quote would run into one paragraph
+        out += [f"> {plain(note)}", ""]
     for app in doc["applications"]:
         for obj in app["objects"]:
             if obj.get("diff"):
-                out += [f"<details><summary>{obj['subject']} ({obj['action']})</summary>", "", "```diff",
-                        obj["diff"].rstrip("\n"), "```", "", "</details>", ""]
+                diff = obj["diff"].rstrip("\n")
+                fence = "`" * max(3, max(map(len, re.findall("`+", diff)), default=0) + 1)  # longer than any inside
+                summary = html.escape(printable(f"{obj['subject']} ({obj['action']})"), quote=False)
+                out += [f"<details><summary>{summary}</summary>", "", f"{fence}diff", diff, fence, "", "</details>", ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -27,7 +27,7 @@ from pathlib import Path
 from .schema import API_VERSION, KIND
 
 log = logging.getLogger(__name__)
-FORMAT = "gitops-agent/parsed-manifests/v1"
+FORMAT = "gitops-agent/parsed-manifests/v2"  # v2: the line of metadata.name
 _registry: dict[str, "ParseCache"] = {}
 _registry_lock = threading.Lock()
 
@@ -39,10 +39,11 @@ def key(blob: str, path: str, namespace: str, max_bytes: int, max_docs: int) -> 
 
 def entry(found: list, documents: list) -> list:
     """A clean file's parse (``manifests.load``'s ``found`` items and ``documents`` rows, see
-    ``manifests._row``) as ``put`` stores it: [first line, last line, body or None] per document
-    (a List: per item). ``found`` holds one item per named document, in order."""
-    bodies = iter([manifest.body for _, _, _, manifest in found])
-    return [[row[1], row[2], next(bodies) if row[3] else None] for row in documents]
+    ``manifests._row``) as ``put`` stores it: [first line, last line, body or None, line of
+    ``metadata.name`` or None] per document (a List: per item). ``found`` holds one item per named
+    document, in order."""
+    named = iter([(manifest.body, name_line) for _, _, _, manifest, name_line in found])
+    return [[row[1], row[2], *(next(named) if row[3] else (None, None))] for row in documents]
 
 
 def restore(path: str, stored: list, documents: list) -> list:
@@ -51,31 +52,36 @@ def restore(path: str, stored: list, documents: list) -> list:
     from .manifests import Manifest
 
     found = []
-    for start, end, body in stored:
+    for start, end, body, name_line in stored:
         named = item = None
         if body is not None:
             meta = body["metadata"]
             identity = (meta["namespace"], meta["name"])
             named = "/".join(identity)
-            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start))
+            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start), name_line)
             found.append(item)
         documents.append((path, start, end, named, body is not None, [], item))
     return found
 
 
 def _valid_entry(entry) -> bool:
-    """True when ``entry`` is a list of [first line, last line, body or None] as ``put`` stores."""
+    """True when ``entry`` is a list of [first line, last line, body or None, line of its
+    ``metadata.name`` (from the first to the last line) or None with no body] as ``put`` stores."""
     from .manifests import is_dns1123_label
 
     if not isinstance(entry, list):
         return False
     for doc in entry:
-        if not (isinstance(doc, list) and len(doc) == 3 and all(type(n) is int and n >= 1 for n in doc[:2])
+        if not (isinstance(doc, list) and len(doc) == 4 and all(type(n) is int and n >= 1 for n in doc[:2])
                 and doc[0] <= doc[1]):
             return False
-        body = doc[2]
+        body, name_line = doc[2], doc[3]
         if body is None:
+            if name_line is not None:
+                return False
             continue
+        if not (type(name_line) is int and doc[0] <= name_line <= doc[1]):
+            return False
         if not isinstance(body, dict) or body.get("apiVersion") != API_VERSION or body.get("kind") != KIND:
             return False
         meta = body.get("metadata")
@@ -89,8 +95,8 @@ def _valid_entry(entry) -> bool:
 
 class ParseCache:
     """Clean parse results keyed by ``key()``; ``file``: the JSON file (None: memory only).
-    Values are lists of ``[first line, last line, body or None]``, one per YAML document
-    (None for an empty document). Thread-safe."""
+    Values are lists of ``[first line, last line, body or None, line of metadata.name or None]``,
+    one per YAML document (None for an empty document). Thread-safe."""
 
     def __init__(self, file: str | os.PathLike | None = None, version: str = ""):
         self.file = Path(file) if file else None

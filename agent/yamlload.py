@@ -2,8 +2,8 @@
 bounded composer. See ``manifests``' docstring for the rules; kept apart so that module stays
 about validation.
 
-Both reject aliases, bound nesting at ``MAX_DEPTH`` without recursion and record duplicate
-keys (``duplicates``) for their caller to refuse. The pure-Python ``_Loader`` reports each
+Both reject aliases, bound nesting at ``MAX_DEPTH`` without recursion and record repeated keys
+and keys that are not strings (``key_problems``) for their caller to refuse. The pure-Python ``_Loader`` reports each
 problem (line, message) and carries on with the next document; the C one (``_CLoader``, only
 when PyYAML was built with libyaml: ``FAST``) raises ``_Bail`` at the first problem, and its
 caller then reads the file with ``_Loader``.
@@ -14,15 +14,17 @@ from __future__ import annotations
 import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
-from yaml.nodes import ScalarNode
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from . import keys
 from .nodes import index
 
 MAX_DEPTH = 100
 """Deepest allowed nesting of YAML collections (mappings and sequences) in a document."""
 
 _NULL = "tag:yaml.org,2002:null"
+_MERGE = "tag:yaml.org,2002:merge"
 _TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels is not supported"
 
 
@@ -36,25 +38,59 @@ class _Bail(Exception):
 
 
 class _Strict:
-    """Duplicate mapping keys are recorded in ``duplicates`` (both loaders), one
-    (mapping node, key node, message) per repeated key, and construction carries on (the last
-    value is kept, as PyYAML keeps it), so the caller can refuse just the document or List item
-    that holds them and still check the rest of it. The caller empties ``duplicates`` before
-    constructing each document."""
+    """Mapping keys are checked as Kubernetes reads them (``keys``), in both loaders: one
+    (mapping node, key text or None, 1-based line, message, ambiguous) per problem goes to
+    ``key_problems`` and construction carries on, so the caller can refuse just the document or
+    List item that holds them and still check the rest of it. A key that is not a string (to
+    PyYAML or to kubectl), a list or mapping used as a key (key text None) or a merge key (``<<``)
+    is left out of the constructed mapping; a repeated key (the same JSON string as an earlier key of the mapping:
+    ``1`` and ``"1"`` are one key, ``1`` and ``true`` two) keeps its last value, as PyYAML keeps
+    it, and is ``ambiguous``: nothing under it is known. The caller empties ``key_problems``
+    before constructing each document."""
 
-    duplicates: list
+    key_problems: list
+
+    def compose_scalar_node(self, anchor):
+        """PyYAML's node, marked ``plain`` when it is a plain scalar with no tag (go-yaml resolves
+        such a key by its own YAML 1.1 rules, see ``keys.go_yaml_plain``)."""
+        event = self.peek_event()
+        node = super().compose_scalar_node(anchor)
+        node.plain = event.tag is None and event.implicit[0]
+        return node
 
     def construct_mapping(self, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
+        seen: dict[str, tuple[int, str]] = {}  # JSON key -> (line, key as shown)
+        kept = []
+        for key_node, value_node in node.value:
+            at = key_node.start_mark.line + 1
+            if not isinstance(key_node, ScalarNode):
+                kind = "list" if isinstance(key_node, SequenceNode) else "mapping"
+                self.key_problems.append((node, None, at, f"a {kind} cannot be a key: keys must be strings "
+                                                          "(JSON, and so Kubernetes, has no other keys)", False))
+                continue
+            if key_node.tag == _MERGE:
+                self.key_problems.append((node, key_node.value, at, "merge keys (<<) are not supported: write the "
+                                                                    "keys out", False))
+                continue
             key = self.construct_object(key_node, deep=True)
-            try:
-                if key in seen:
-                    self.duplicates.append((node, key_node, f"duplicate key {key!r} (first defined on line {seen[key]})"))
-                else:
-                    seen[key] = key_node.start_mark.line + 1
-            except TypeError:  # unhashable key: SafeConstructor reports it below
-                pass
+            read = keys.kubectl_reads(getattr(key_node, "plain", False), key_node.value, key)
+            why, form = keys.problem(key_node.value, key, read), keys.json_key(read)
+            shown = key_node.value if why else repr(key)  # 'x' for a string, as written otherwise
+            if form in seen:
+                line, first = seen[form]
+                message = f"duplicate key {shown} (first defined on line {line})"
+                if first != shown:  # two spellings or types of one JSON key
+                    message = f'duplicate key {shown} (first defined on line {line} as {first}; ' \
+                              f'kubectl reads both as "{form}")'
+                self.key_problems.append((node, key_node.value, at, message, True))
+            elif form is not None:
+                seen[form] = (at, shown)
+            if why:
+                self.key_problems.append((node, key_node.value, at, why, False))
+            else:
+                kept.append((key_node, value_node))
+        if len(kept) != len(node.value):
+            node = MappingNode(node.tag, kept, node.start_mark, node.end_mark, node.flow_style)
         return super().construct_mapping(node, deep)
 
 
@@ -72,7 +108,7 @@ class _Loader(_Strict, yaml.SafeLoader):
         super().__init__(stream)
         self.depth = 0
         self.problems: list[tuple[int, str]] = []
-        self.duplicates = []
+        self.key_problems = []
 
     def _problem(self, mark, message: str) -> None:
         if all(m != message for _, m in self.problems):
@@ -129,7 +165,7 @@ if FAST:
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
             self.depth = 0
-            self.duplicates = []
+            self.key_problems = []
 
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
@@ -156,12 +192,13 @@ if FAST:
 
 def construct(loader, node) -> tuple:
     """Construct the document ``node`` composed by ``loader`` (either loader). Returns (data,
-    {field path: line} of ``nodes.index``, duplicate keys, failure): the duplicate keys as
-    (field path of the key, or None when it is inside a key, 1-based line, message); failure
-    None, or (1-based line, message) when construction failed (data is then None; it is also
-    None for an empty document)."""
+    {field path: line} of ``nodes.index``, key problems, failure): the key problems (see
+    ``_Strict``) as (field path of the key, or of its mapping for a key that is a list or mapping
+    or is empty, or None when it is inside a key, 1-based line, message, ambiguous); failure None,
+    or (1-based line, message) when construction failed (data is then None; it is also None for an
+    empty document)."""
     lines, paths = index(node)
-    loader.duplicates = []
+    loader.key_problems = []
     failure = None
     try:
         data = loader.construct_document(node)
@@ -171,6 +208,6 @@ def construct(loader, node) -> tuple:
         mark = getattr(e, "problem_mark", None)
         data, failure = None, (mark.line + 1 if mark else node.start_mark.line + 1,
                                f"invalid YAML value: {getattr(e, 'problem', None) or e}")
-    dups = [(paths[id(m)] + (getattr(k, "value", "?"),) if id(m) in paths else None, k.start_mark.line + 1, message)
-            for m, k, message in loader.duplicates]
-    return data, lines, dups, failure
+    problems = [(paths[id(m)] + ((text,) if text else ()) if id(m) in paths else None, at, message, ambiguous)
+                for m, text, at, message, ambiguous in loader.key_problems]
+    return data, lines, problems, failure

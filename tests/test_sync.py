@@ -301,6 +301,29 @@ def test_a_duplicate_key_in_one_list_item_fails_that_item_alone(agent, repo, nam
     assert objects.app(namespace, "api") is None
 
 
+def test_label_keys_that_are_no_strings_are_refused_and_quoted_ones_are_the_labels_kubectl_sends(
+        agent, repo, namespace, objects):
+    """Labels ``1`` and ``true`` were one duplicate key to the agent; unquoted, each is refused by
+    its line and field and nothing is applied; quoted, the API server holds the labels "1" and
+    "true" (what kubectl would send for the unquoted keys)."""
+    labeled = app_yaml("web").replace("  name: web\n", "  name: web\n  labels:\n    1: x\n    true: y\n")
+    repo.write("web.yaml", labeled)
+    repo.commit("keys that are no strings")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error: web.yaml")] == [
+        'error: web.yaml:6: metadata.labels.1: key 1 is an integer, not a string (kubectl would make it "1"); '
+        'quote it: "1"',
+        'error: web.yaml:7: metadata.labels.true: key true is a boolean, not a string (kubectl would make it '
+        '"true"); quote it: "true"']
+    assert objects.app(namespace, "web") is None
+    repo.write("web.yaml", labeled.replace("1: x", "'1': x").replace("true: y", '"true": y'))
+    repo.commit("quoted")
+    sync_ok(agent, repo, namespace)
+    labels = objects.app(namespace, "web")["metadata"]["labels"]
+    assert (labels["1"], labels["true"]) == ("x", "y")
+
+
 def test_a_file_name_with_control_characters_is_escaped_on_stderr_and_in_the_summary(agent, repo, namespace):
     """A newline or ESC in a file name in Git reached the terminal as it is (a broken line, a
     cleared screen); every line shown is escaped, the json report keeps the real name."""

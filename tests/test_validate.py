@@ -72,8 +72,9 @@ def test_every_class_of_error_with_file_and_line_in_one_run(validate, tmp_path):
     for expected in ("apps/syntax.yaml:4: invalid YAML", "apps/schema.yaml:7: spec.replicas:",
                      "apps/schema.yaml:9: spec.extra: unknown field", "apps/names.yaml:4: metadata.name:",
                      "apps/labels.yaml:5: metadata.labels.tier: must be a string",
-                     "apps/a/dup.yaml:1: metadata.name: Application default/dup is defined more than once",
-                     "apps/b/dup.yaml:1: metadata.name"):
+                     "apps/a/dup.yaml:4: metadata.name: Application default/dup is defined more than once: "
+                     "apps/a/dup.yaml:4, apps/b/dup.yaml:4",
+                     "apps/b/dup.yaml:4: metadata.name"):
         assert expected in proc.stderr, expected
     assert proc.stdout == "invalid: 7 problems in 7 files\n"  # the report: the problems are on stderr
 
@@ -299,6 +300,24 @@ def test_file_names_with_control_characters_are_escaped_where_a_human_reads_them
     assert {e["file"] for e in doc["errors"]} == set(names)
 
 
+def test_markdown_of_file_names_with_backticks_pipes_and_backslashes(validate, tmp_path):
+    """A backtick in a file name ended its code span early, ``|`` was escaped (and shown as ``\\|``)
+    outside the table, and backslashes in text were not escaped."""
+    (tmp_path / "a`b|c.yaml").write_text(app_yaml("web"))
+    (tmp_path / "x\\y.yaml").write_text(app_yaml("api", port=0))
+    proc = validate("--path", ".", "-o", "markdown", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == (
+        "### gitops-agent validate: 1 problem in 2 files\n"
+        "\n"
+        "| Application | File |\n"
+        "|---|---|\n"
+        "| `default/web` | ``a`b\\|c.yaml:1`` |\n"
+        "\n"
+        "**Errors**\n"
+        "\n"
+        "- `x\\y.yaml:8: spec.port`: must be an integer between 1 and 65535 (got 0)\n\n")  # print's newline too
+
+
 def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate, tmp_path):
     (tmp_path / "web.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: 123\n  namespace: 7\n"
@@ -310,6 +329,47 @@ def test_names_namespaces_and_label_values_that_are_not_strings_say_so(validate,
         'error: web.yaml:7: metadata.labels.tier: must be a string, not an integer (quote it: "5")',
         "error: web.yaml:8: metadata.labels.canary: must be a string, not a boolean (YAML 1.1 reads unquoted "
         "true/false, yes/no and on/off as booleans; quote it)"]
+
+
+def test_keys_that_are_not_strings_are_refused_one_line_each_never_as_duplicates(validate, tmp_path):
+    """Labels ``1`` and ``true`` were reported as one duplicate key (Python's 1 == True); kubectl
+    sends them as "1" and "true". Each is refused by its own line and field, and so is a list used
+    as a key (it was "found unhashable key" with no field)."""
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: a\n  labels:\n    1: x\n"
+        "    true: y\nspec: {image: nginx:1, replicas: 1, port: 80}\n")
+    (tmp_path / "b.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: b\n  labels:\n    ? [a, b]\n"
+        "    : z\nspec: {image: nginx:1, replicas: 1, port: 80}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "invalid: 3 problems in 2 files\n"
+    assert proc.stderr.splitlines() == [
+        'error: a.yaml:6: metadata.labels.1: key 1 is an integer, not a string (kubectl would make it "1"); '
+        'quote it: "1"',
+        'error: a.yaml:7: metadata.labels.true: key true is a boolean, not a string (kubectl would make it "true"); '
+        'quote it: "true"',
+        "error: b.yaml:6: metadata.labels: a list cannot be a key: keys must be strings (JSON, and so Kubernetes, "
+        "has no other keys)"]
+    (tmp_path / "a.yaml").write_text((tmp_path / "a.yaml").read_text().replace("1: x", "'1': x").replace(
+        "true: y", '"true": y'))
+    (tmp_path / "b.yaml").unlink()
+    assert validate("--path", ".", cwd=tmp_path).returncode == 0  # quoted: two labels, as kubectl sends them
+
+
+def test_an_application_defined_twice_is_named_at_each_metadata_name(validate, tmp_path):
+    """The duplicate-Application error cited each document's first line against the field
+    metadata.name; it cites the line of each metadata.name, across files and within a List."""
+    (tmp_path / "a.yaml").write_text("# web\n" + app_yaml("web"))
+    items = "".join("- " + app_yaml(name).replace("\n", "\n  ").rstrip(" ") for name in ("api", "db", "api"))
+    (tmp_path / "b.yaml").write_text("---\n" + app_yaml("web") + "---\napiVersion: v1\nkind: List\nitems:\n" + items)
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "error: a.yaml:5: metadata.name: Application default/web is defined more than once: a.yaml:5, b.yaml:5",
+        "error: b.yaml:5: metadata.name: Application default/web is defined more than once: a.yaml:5, b.yaml:5",
+        "error: b.yaml:17: metadata.name: Application default/api is defined more than once: b.yaml:17, b.yaml:33",
+        "error: b.yaml:33: metadata.name: Application default/api is defined more than once: b.yaml:17, b.yaml:33"]
+    for line in (5, 17, 33):
+        assert "name:" in (tmp_path / "b.yaml").read_text().splitlines()[line - 1]
 
 
 def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):

@@ -72,7 +72,7 @@ def test_every_class_of_error_in_one_run_with_lines():
     assert ("name.yaml", 4, "metadata.name") in found
     assert {("labels.yaml", 6, "metadata.labels.tier"), ("labels.yaml", 7, "metadata.labels.bad key"),
             ("labels.yaml", 8, "metadata.labels.ok"), ("labels.yaml", 9, "metadata.finalizers")} <= found
-    assert {("dup1.yaml", 1, "metadata.name"), ("dup2.yaml", 2, "metadata.name")} <= found
+    assert {("dup1.yaml", 4, "metadata.name"), ("dup2.yaml", 5, "metadata.name")} <= found
     assert [m.name for m in result.manifests] == ["good"] and result.files == 7
 
 

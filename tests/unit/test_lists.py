@@ -84,8 +84,9 @@ def test_an_empty_list_holds_nothing_and_is_no_error(monkeypatch, text):
     (HEAD + "- 42\n", "l.yaml:6: document must be a mapping, not an integer"),
     (HEAD.replace("items:\n", "itemz: []\n"),
      "l.yaml:5: itemz: unknown field in a List (did you mean items?) (allowed: apiVersion, kind, metadata, items)"),
-    (HEAD.replace("items:\n", "yes: 1\n"), "l.yaml:1: key True is not a string (YAML 1.1 reads unquoted yes/no/on/off "
-                                           "as booleans and digits as numbers; quote it)"),
+    (HEAD.replace("items:\n", "yes: 1\n"), "l.yaml:5: yes: key yes is a boolean, not a string (YAML 1.1 reads unquoted "
+                                           "yes/no, on/off and, for kubectl, y/n as booleans; kubectl would make it "
+                                           '"true"); quote it: "yes"'),
 ])
 def test_problems_of_the_list_itself(monkeypatch, text, expected):
     result = load_both({"l.yaml": text}, monkeypatch)
@@ -97,8 +98,8 @@ def test_an_item_and_a_document_elsewhere_with_one_identity_are_both_refused(mon
     other = ITEM.format(name="web", replicas=1)[2:].replace("\n  ", "\n")
     result = load_both({"l.yaml": a_list(ITEM.format(name="web", replicas=3)), "web.yaml": other}, monkeypatch)
     assert result.manifests == []
-    assert [(e.path, e.line) for e in result.errors] == [("l.yaml", 6), ("web.yaml", 1)]
-    assert "defined more than once: l.yaml:6, web.yaml:1" in result.errors[0].message
+    assert [(e.path, e.line) for e in result.errors] == [("l.yaml", 9), ("web.yaml", 4)]  # each metadata.name
+    assert "defined more than once: l.yaml:9, web.yaml:4" in result.errors[0].message
 
 
 def test_items_count_as_documents_for_the_limit(monkeypatch):

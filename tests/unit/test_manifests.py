@@ -99,7 +99,8 @@ def test_duplicate_key_nested_in_flow_mapping_rejects_only_its_document():
 
 BAD_REPLICAS = EXAMPLE.replace("replicas: 1", "replicas: -1")  # line 7
 REPLICAS_RULE = "must be an integer between 0 and 2147483647 (got -1)"
-KEY_RULE = "is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and digits as numbers; quote it)"
+YES_RULE = ('key yes is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for kubectl, y/n '
+            'as booleans; kubectl would make it "true"); quote it: "yes"')
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -110,7 +111,7 @@ KEY_RULE = "is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans a
     (BAD_REPLICAS + "  port: 81\n", [(7, "spec.replicas", REPLICAS_RULE),
                                      (9, "spec.port", "duplicate key 'port' (first defined on line 8)")]),
     # so did a key that is not a string, and a value JSON cannot hold
-    (BAD_REPLICAS + "  yes: 1\n", [(5, "spec", f"key True {KEY_RULE}"), (7, "spec.replicas", REPLICAS_RULE)]),
+    (BAD_REPLICAS + "  yes: 1\n", [(7, "spec.replicas", REPLICAS_RULE), (9, "spec.yes", YES_RULE)]),
     (BAD_REPLICAS.replace("port: 80", "port: .nan") + "spek: {}\n", [
         (7, "spec.replicas", REPLICAS_RULE), (8, "spec.port", "must be a finite number (JSON has no .inf or .nan)"),
         (9, "spek", "unknown field (did you mean spec?) (allowed: apiVersion, kind, metadata, spec, status)")]),
@@ -150,10 +151,10 @@ def test_a_repeated_kind_or_name_leaves_the_document_unnamed():
 def test_duplicate_identity_across_files():
     result = run({"a.yaml": EXAMPLE, "b/c.yml": "# x\n" + EXAMPLE, "other.yaml": app("other")})
     assert [m.name for m in result.manifests] == ["other"]
-    assert [(e.path, e.line, e.field) for e in result.errors] == [
-        ("a.yaml", 1, "metadata.name"), ("b/c.yml", 2, "metadata.name")]
+    assert [(e.path, e.line, e.field) for e in result.errors] == [  # the lines of metadata.name
+        ("a.yaml", 4, "metadata.name"), ("b/c.yml", 5, "metadata.name")]
     for e in result.errors:
-        assert "default/nginx" in e.message and "a.yaml:1" in e.message and "b/c.yml:2" in e.message
+        assert "default/nginx" in e.message and "a.yaml:4" in e.message and "b/c.yml:5" in e.message
 
 
 def test_same_name_in_different_namespaces_is_not_a_duplicate():
@@ -409,7 +410,7 @@ def test_invalid_default_namespace():
 @pytest.mark.parametrize("text, fragment", [
     ("!!python/object/apply:os.system ['echo pwned']\n", "could not determine a constructor"),
     (EXAMPLE.replace("replicas: 1", "replicas: !!int abc"), "invalid literal"),
-    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {on: x}\n"), "is not a string"),
+    (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {on: x}\n"), "not a string"),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: .nan}\n"), "finite"),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels: {x: !!binary aGk=}\n"), "bytes"),
     ("a: \x01\n", "special characters"),
@@ -535,8 +536,60 @@ def test_errors_on_one_line_are_ordered_by_field():
 def test_duplicate_identity_message_names_every_location():
     result = run({"a.yaml": EXAMPLE, "b/c.yml": "# x\n" + EXAMPLE})
     assert [str(e) for e in result.errors] == [
-        "a.yaml:1: metadata.name: Application default/nginx is defined more than once: a.yaml:1, b/c.yml:2",
-        "b/c.yml:2: metadata.name: Application default/nginx is defined more than once: a.yaml:1, b/c.yml:2"]
+        "a.yaml:4: metadata.name: Application default/nginx is defined more than once: a.yaml:4, b/c.yml:5",
+        "b/c.yml:5: metadata.name: Application default/nginx is defined more than once: a.yaml:4, b/c.yml:5"]
+
+
+LIST_OF_TWO = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: heumsi.github.io/v1\n  kind: Application\n"
+               "  metadata:\n    name: nginx\n  spec: {image: x, replicas: 1, port: 80}\n"
+               "- kind: Application\n  apiVersion: heumsi.github.io/v1\n  spec: {image: x, replicas: 1, port: 80}\n"
+               "  metadata: {namespace: default, name: nginx}\n")
+
+
+@pytest.mark.parametrize("files, expected", [
+    # within one file: the metadata.name of each document, not its first line
+    ({"a.yaml": "---\n# one\n\n" + EXAMPLE + "---\nspec: {image: x, replicas: 1, port: 80}\nkind: Application\n"
+                "apiVersion: heumsi.github.io/v1\nmetadata:\n  labels: {a: b}\n  name: nginx\n"},
+     [("a.yaml", 7), ("a.yaml", 18)]),
+    # within one List: each item's own metadata.name, also in flow style
+    ({"l.yaml": LIST_OF_TWO}, [("l.yaml", 7), ("l.yaml", 12)]),
+    # across files, one of them a List item
+    ({"l.yaml": LIST_OF_TWO.replace("name: nginx}", "name: other}"), "z.yaml": EXAMPLE}, [("l.yaml", 7), ("z.yaml", 4)]),
+    # a document refused for another reason keeps its identity, named from its nodes
+    ({"a.yaml": EXAMPLE, "b.yaml": "# x\n" + EXAMPLE.replace("latest", "latest\n  image: y")},
+     [("a.yaml", 4), ("b.yaml", 5)]),
+    ({"a.yaml": EXAMPLE, "b.yaml": "\n" + EXAMPLE.replace("replicas: 1", "replicas: !!python/name:os.system ''")},
+     [("a.yaml", 4), ("b.yaml", 5)]),
+])
+def test_a_duplicate_identity_is_reported_at_each_metadata_name(files, expected, monkeypatch):
+    from agent import manifests
+
+    result = run(files)
+    twice = [e for e in result.errors if "more than once" in e.message]
+    assert [(e.path, e.line, e.field) for e in twice] == [(p, n, "metadata.name") for p, n in expected]
+    where = ", ".join(f"{p}:{n}" for p, n in expected)
+    assert all(e.message.endswith(f"is defined more than once: {where}") for e in twice)
+    for path, line in expected:  # the cited line is where the name is written
+        assert "name:" in files[path].splitlines()[line - 1]
+    monkeypatch.setattr(manifests, "_FAST", False)
+    assert run(files) == result
+
+
+def test_a_cached_file_names_the_same_metadata_name_lines(tmp_path):
+    from agent import parsecache
+
+    two = LIST_OF_TWO.replace("name: nginx\n", "name: web\n").replace("name: nginx}", "name: b}")
+    files = {"a.yaml": ("# x\n" + EXAMPLE).encode(), "l.yaml": two.encode()}
+    blobs = {"a.yaml": "1" * 40, "l.yaml": "2" * 40}
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    assert load(files, "default", blobs=blobs, cache=cache).errors == []
+    cache.save()
+    again = parsecache.ParseCache(tmp_path / "c.json", "v")
+    other = {"b.yaml": EXAMPLE.encode(), "c.yaml": two.encode()}  # parsed: each a duplicate of a cached one
+    result = load({**files, **other}, "default", blobs=blobs, cache=again)
+    assert [(e.path, e.line) for e in result.errors] == [("a.yaml", 5), ("b.yaml", 4), ("c.yaml", 7), ("c.yaml", 12),
+                                                         ("l.yaml", 7), ("l.yaml", 12)]
+    assert result == load({**files, **other}, "default")  # the same without the cache
 
 
 def test_default_limits_are_one_mebibyte_and_a_thousand_documents():
@@ -583,11 +636,10 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
     (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x: .inf\n"),
      (6, "metadata.annotations.x", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
-    (EXAMPLE + "1: x\n", (1, None, "key 1 is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans "
-                                   "and digits as numbers; quote it)")),
+    (EXAMPLE + "1: x\n", (9, "1", 'key 1 is an integer, not a string (kubectl would make it "1"); quote it: "1"')),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels:\n    on: x\n"),
-     (4, "metadata.labels", "key True is not a string (YAML 1.1 reads unquoted yes/no/on/off as booleans and "
-                            "digits as numbers; quote it)")),
+     (5, "metadata.labels.on", "key on is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for "
+                               'kubectl, y/n as booleans; kubectl would make it "true"); quote it: "on"')),
     (app("café"), (4, "metadata.name", f'"café" {RULE_TEXT}')),
     ("3.5\n", (1, None, "document must be a mapping, not a number")),
     ("# c\n\nkind: Application\napiVersion: heumsi.github.io/v1\nspec: {image: x, replicas: 1, port: 80}\n",
@@ -702,3 +754,21 @@ def test_an_unconstructed_application_shares_its_identity_with_a_valid_one():
     result = run({"a.yaml": broken, "b.yaml": EXAMPLE})
     assert result.manifests == []  # the same Application twice: neither is applied
     assert [(r.path, r.application) for r in result.rejected] == [("a.yaml", "default/nginx"), ("b.yaml", "default/nginx")]
+
+
+@pytest.mark.parametrize("text, path, line, value", [
+    ("a: 1\nmetadata:\n  x: 1\n  name: web\n", ("metadata", "name"), 4, "web"),
+    ("metadata: {name: web}\n", ("metadata", "name"), 1, "web"),
+    ("metadata: {name: 5}\n", ("metadata", "name"), 1, None),  # no string
+    ("metadata:\n  x: 1\n", ("metadata", "name"), None, "absent"),  # missing
+    ("metadata:\n  name: a\n  name: b\n", ("metadata", "name"), None, None),  # repeated
+    ("metadata: [name]\n", ("metadata", "name"), None, None),  # no mapping
+    ("- a\n", ("metadata",), None, None),
+])
+def test_key_line_and_scalar_read_a_key_from_the_nodes(text, path, line, value):
+    import yaml
+
+    from agent.nodes import key_line, scalar
+
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    assert (key_line(node, path), scalar(node, path, "absent")) == (line, value)

@@ -96,13 +96,18 @@ def test_a_corrupt_or_foreign_cache_file_is_ignored(tmp_path, content):
     assert result == manifests.load(FILES, "prod")
 
 
+GOOD_BODY = {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "a", "namespace": "p"},
+             "spec": {}}
+
+
 @pytest.mark.parametrize("entry", [
-    "x", [[1]], [[0, 1, None]], [[3, 2, None]], [[1, 2, {"kind": "Application"}]],
-    [[1, 9, {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "BAD", "namespace": "p"},
-             "spec": {}}]],
-    [[1, 9, {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "a", "namespace": "p"},
-             "spec": {}, "extra": 1}]],
-    [[True, 9, None]],
+    "x", [[1]], [[0, 1, None, None]], [[3, 2, None, None]], [[1, 2, {"kind": "Application"}, 1]],
+    [[1, 9, {**GOOD_BODY, "metadata": {"name": "BAD", "namespace": "p"}}, 4]],
+    [[1, 9, {**GOOD_BODY, "extra": 1}, 4]],
+    [[True, 9, None, None]],
+    [[1, 9, GOOD_BODY]],  # the v1 shape, without the line of metadata.name
+    [[1, 9, GOOD_BODY, None]], [[1, 9, GOOD_BODY, 10]], [[2, 9, GOOD_BODY, 1]], [[1, 9, GOOD_BODY, True]],
+    [[1, 9, None, 4]],
 ])
 def test_an_entry_of_the_wrong_shape_is_never_trusted(tmp_path, entry):
     key = parsecache.key(BLOBS["a.yaml"], "a.yaml", "prod", 1_048_576, 1000)
@@ -110,6 +115,16 @@ def test_an_entry_of_the_wrong_shape_is_never_trusted(tmp_path, entry):
     cache = parsecache.ParseCache(tmp_path / "c.json", "v")
     assert cache.get(key) is None
     assert manifests.load(FILES, "prod", blobs=BLOBS, cache=cache) == manifests.load(FILES, "prod")
+
+
+def test_an_entry_holds_each_documents_lines_body_and_metadata_name_line(tmp_path):
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
+    cache.save()
+    assert json.loads((tmp_path / "c.json").read_text())["format"] == "gitops-agent/parsed-manifests/v2"
+    entry = cache.get(parsecache.key(BLOBS["multi.yaml"], "multi.yaml", "prod", 1_048_576, 1000))
+    assert [(start, end, body and body["metadata"]["name"], line) for start, end, body, line in entry] == [
+        (1, 10, "b", 4), (12, 12, None, None), (13, 22, "c", 16)]
 
 
 def test_an_unwritable_cache_is_only_slower(tmp_path):
