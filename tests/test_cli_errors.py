@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import unprivileged
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # (command, flag, environment variable, bad values)
@@ -261,23 +263,86 @@ def test_as_a_user_types_it(args, env, needle):
     assert_one_line(run_agent(args, env), needle)
 
 
+def kubeconfig_text(server: str = "https://127.0.0.1:9", user: str = "{token: t}") -> str:
+    return (f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+            f"users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}, "
+            "{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+
+
+EXEC = "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: %s}}"
+KUBECONFIGS = {  # a file name in the arguments below -> what it holds
+    "KC": kubeconfig_text(),
+    "NO_SCHEME": kubeconfig_text(server="127.0.0.1:6443"),
+    "NO_HOST": kubeconfig_text(server="https://:6443"),
+    "EXEC_MISSING": kubeconfig_text(user=EXEC % "gitops-agent-no-such-plugin"),
+    "EXEC_RELATIVE": kubeconfig_text(user=EXEC % "./bin/no-such-plugin"),
+    "EXEC_FAILS": kubeconfig_text(user=EXEC % "'false'"),
+    "NO_CURRENT": kubeconfig_text().replace("current-context: x\n", ""),
+}
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: NoConfiguration: not a kubeconfig file"),
     (["--kubeconfig", "/nonexistent/kubeconfig"], "the file does not exist"),
+    (["--kubeconfig", "/"], "from /: NoConfiguration: cannot be read: Is a directory"),
     ([], "give --kubeconfig FILE"),
     (["--kubeconfig", "KC", "--context", "nope"], "--context 'nope' is not one of its contexts (x, prod)"),
+    (["--kubeconfig", "NO_CURRENT"], "it names no current-context: give --context NAME (its contexts: x, prod)"),
+    (["--kubeconfig", "NO_SCHEME"], "cluster 'c' has server '127.0.0.1:6443', which has no scheme: must be a URL "
+                                    "starting with https:// (or http://), e.g. 'https://127.0.0.1:6443'"),
+    (["--kubeconfig", "NO_HOST"], "cluster 'c' has server 'https://:6443', which is not an https:// or http:// URL"),
+    (["--kubeconfig", "EXEC_MISSING"], "user 'u': its exec credential plugin command 'gitops-agent-no-such-plugin' "
+                                       "was not found on PATH"),
+    (["--kubeconfig", "EXEC_RELATIVE"], "user 'u': its exec credential plugin command './bin/no-such-plugin' was not "
+                                        "found ('TMP/bin/no-such-plugin' is not a file)"),
+    (["--kubeconfig", "EXEC_FAILS"], "user 'u': its exec credential plugin 'false' failed (exec: process returned 1); "
+                                     "the agent does not connect without the credentials it should send"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
+    """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or
+    sent: no FutureWarning for a server without a scheme (never guessed as plain HTTP), no
+    request without the credentials an exec plugin should have given (never fail open)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    kubeconfig = tmp_path / "kc.yaml"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
-                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}, "
-                          "{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
-    args = [str(kubeconfig) if a == "KC" else a for a in args]
+    for name, text in KUBECONFIGS.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+    args = [str(tmp_path / f"{a}.yaml") if a in KUBECONFIGS else a for a in args]
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     proc = main(["sync", "--repo", str(repo), "--cache-dir", str(tmp_path / "cache"), *args])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration") and needle in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration"), proc.stderr
+    assert needle.replace("TMP", str(tmp_path)) in lines[0]
+    assert not (tmp_path / "cache").exists()  # refused before the source was fetched
+
+
+@pytest.mark.parametrize("command", ["sync", "reconcile"])
+def test_an_unreadable_kubeconfig_says_it_cannot_be_read_and_why(tmp_path, command):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text())
+    kubeconfig.chmod(0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    args = ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")] if command == "sync" else ["web"]
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", command, *args, "--kubeconfig",
+                                        str(kubeconfig)]), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr == (f"error: loading the cluster configuration from {kubeconfig}: NoConfiguration: "
+                           "cannot be read: Permission denied\n")
+
+
+def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tmp_path):
+    """$KUBECONFIG lists files: a missing one is skipped (as kubectl does), one that exists but
+    cannot be read is named with the reason, never taken as "no configuration"."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text())
+    kubeconfig.chmod(0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["KUBECONFIG"] = f"{tmp_path / 'missing'}:{kubeconfig}"
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", "sync", "--repo", "/nonexistent", "--cache-dir",
+                                        str(tmp_path / "cache")]), cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: loading the cluster configuration: NoConfiguration: {kubeconfig} cannot be "
+                           "read: Permission denied\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support import GitRepo, app_yaml
+from tests.support import GitRepo, app_yaml, unprivileged
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
@@ -414,21 +414,10 @@ def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_toke
     assert token not in proc.stdout + proc.stderr
 
 
-def _unprivileged(args: list[str]) -> list[str]:
-    """``args`` run so that file permissions hold: as root, without the capabilities that
-    bypass them (util-linux ``setpriv``); skips the test when that is not possible."""
-    if os.geteuid() != 0:
-        return args
-    if not shutil.which("setpriv"):
-        pytest.skip("running as root without setpriv: file permissions cannot be made to hold")
-    caps = "-dac_override,-dac_read_search,-fowner"
-    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *args]
-
-
 def _validate_unprivileged(tmp_path, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
     env["HOME"] = str(tmp_path)
-    proc = subprocess.run(_unprivileged([sys.executable, "-m", "agent", "validate", *args]), cwd=ROOT, env=env,
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", "validate", *args]), cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     print(f"$ validate {' '.join(args)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     assert "Traceback" not in proc.stderr
