@@ -70,9 +70,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "of its Applications; only they are ever pruned by this source (default: derived from --repo "
          "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"),
          type=flags.label_value)
-    flag("--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)",
-         default=_env("KUBECONFIG"))
-    flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
+    flags.add_kubeconfig_flags(parser)
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
          default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty)
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "

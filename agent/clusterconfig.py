@@ -31,6 +31,8 @@ import yaml
 from kubernetes import config
 from kubernetes.config import kube_config
 
+from . import flags
+
 LOOKED_FOR = ("looked for the in-cluster service account, then $KUBECONFIG or ~/.kube/config; "
               "give --kubeconfig FILE")
 SCHEMES = ("https", "http")
@@ -97,7 +99,8 @@ def _loader(merged, context: str | None):
     names = [_value(c).get("name") for c in root.safe_get("contexts") or []]
     known = ", ".join(str(n) for n in names) or "it has none"
     if context is not None and context not in names:
-        raise ConfigError(f"--context {context!r} is not one of its contexts ({known})")
+        given = flags.shown(context) if isinstance(context, flags.EnvValue) else f"--context {context!r}"
+        raise ConfigError(f"{given} is not one of its contexts ({known})")
     current = root.safe_get("current-context")
     if context is None and not current:
         raise ConfigError(f"it names no current-context: give --context NAME (its contexts: {known})")

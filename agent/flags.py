@@ -122,6 +122,17 @@ def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default:
     return action
 
 
+def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
+    """``--kubeconfig`` and ``--context`` (and their variables), for every command that talks to
+    the cluster. An empty value is refused: it would silently mean the default file or context."""
+    parser.add_argument("--kubeconfig", default=env("KUBECONFIG"), type=non_empty,
+                        help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config) "
+                             "[env GITOPS_AGENT_KUBECONFIG]")
+    parser.add_argument("--context", default=env("CONTEXT"), type=non_empty,
+                        help="kubeconfig context, one of the kubeconfig's contexts (default: its current-context) "
+                             "[env GITOPS_AGENT_CONTEXT]")
+
+
 def boolean(text: str) -> bool:
     """Type for a boolean variable: true/false, yes/no, 1/0 or on/off (any case, blanks
     around ignored); anything else (also an empty value) is refused."""

@@ -45,6 +45,8 @@ BAD = [
     ("sync", "--ssh-key-file", "SSH_KEY_FILE", ["/nonexistent/id_ed25519"]),
     ("sync", "--known-hosts-file", "KNOWN_HOSTS_FILE", ["/nonexistent/known_hosts"]),
     ("sync", "--allowed-namespaces", "ALLOWED_NAMESPACES", [",", "Kube-System", "a b"]),
+    ("sync", "--kubeconfig", "KUBECONFIG", ["", " "]),
+    ("run", "--context", "CONTEXT", ["", " "]),
 ]
 BOOLEANS = [("sync", "PRUNE"), ("sync", "ALLOW_EMPTY"), ("run", "LEADER_ELECT"), ("run", "WATCH")]
 
@@ -161,12 +163,11 @@ EVERY_VARIABLE = [
     ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
     ("WEBHOOK_SECRET", " ", "run", "--webhook-secret-file"), ("MIN_RETRY_DELAY", "0", "run", "--min-retry-delay"),
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
-    ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"),
+    ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
+    ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
 ]
 NOT_CHECKED_AT_START = {
     "GIT_TOKEN": "any text is a token (empty: none)",
-    "KUBECONFIG": "read when connecting; its errors name the file (test_a_bad_or_missing_kubeconfig_is_one_line)",
-    "CONTEXT": "read with the kubeconfig, when connecting",
 }
 
 
@@ -315,6 +316,18 @@ def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, ar
     assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration"), proc.stderr
     assert needle.replace("TMP", str(tmp_path)) in lines[0]
     assert not (tmp_path / "cache").exists()  # refused before the source was fetched
+
+
+@pytest.mark.parametrize("command", ["sync", "run", "reconcile"])
+def test_an_unknown_context_of_the_kubeconfig_variable_lists_the_contexts_it_has(main, tmp_path, monkeypatch, command):
+    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig.write_text(kubeconfig_text())
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing.yaml'}:{kubeconfig}")
+    args = ["web"] if command == "reconcile" else ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")]
+    proc = main([command, *args], env={"GITOPS_AGENT_CONTEXT": "staging"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("error: loading the cluster configuration: NoConfiguration: GITOPS_AGENT_CONTEXT='staging' "
+                           "is not one of its contexts (x, prod)\n")
 
 
 @pytest.mark.parametrize("command", ["sync", "reconcile"])
