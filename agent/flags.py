@@ -19,6 +19,7 @@ same words (``usage_line``).
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import math
 import os
@@ -213,23 +214,45 @@ def non_empty(text: str) -> str:
 
 
 
+CACHE_DIR_RULE = "a directory this user can read and write, or a path where one can be created"
+
+
 def cache_dir(value: str, flag: str = "--cache-dir") -> str:
-    """``value`` when it is a directory or can be created as one (its nearest existing parent
-    is a directory). Raises UsageError naming ``flag`` (or the variable, for an ``EnvValue``)
-    otherwise, e.g. for ``/etc/passwd``; checked only by a command about to fetch, so a bad
-    cache directory never fails ``validate --path``."""
-    existing = Path(value).absolute()
+    """``value`` when it is a directory this user may read and write, or can be created as one
+    (its nearest existing parent is a directory this user may write to). Raises UsageError
+    naming ``flag`` (or the variable, for an ``EnvValue``) and why otherwise: a file
+    (``/etc/passwd``), a symlink to nothing (on the way), a directory that may not be written
+    (its mode, a read-only file system) or searched. Checked only by a command about to fetch,
+    before anything else runs, so a bad cache directory never fails ``validate --path`` and
+    never surfaces as a raw OS error from Git or the lock."""
+    given = Path(value).absolute()
+
+    def refuse(why: str) -> UsageError:
+        return UsageError(f"{shown(value)} is not allowed: must be {CACHE_DIR_RULE} ({why})", flag=flag)
+
+    def name(path: Path) -> str:
+        return "it" if path == given else repr(str(path))
+    existing = given
     try:
         while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():  # exists() follows the link: it points to nothing
+                raise refuse(f"{name(existing)} is a symlink to {os.readlink(existing)!r}, which does not exist")
             existing = existing.parent
         is_dir = existing.is_dir()
     except OSError as err:  # a parent that may not be searched (PermissionError)
-        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
-                         f"created ({err.strerror or err}: {str(err.filename or existing)!r})", flag=flag) from None
+        raise refuse(f"{err.strerror or err}: {str(err.filename or existing)!r}") from None
     if not is_dir:
-        what = "it is not a directory" if existing == Path(value).absolute() else f"{str(existing)!r} is not a directory"
-        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
-                         f"created ({what})", flag=flag)
+        raise refuse(f"{name(existing)} is not a directory")
+    needed = (("read", os.R_OK), ("written", os.W_OK), ("searched", os.X_OK))[0 if existing == given else 1:]
+    missing = [word for word, mode in needed if not os.access(existing, mode)]
+    if missing:
+        try:
+            read_only = "written" in missing and bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        why = os.strerror(errno.EROFS if read_only else errno.EACCES)
+        what = " or ".join(missing) + ("" if existing == given else " (to create the cache directory in it)")
+        raise refuse(f"{name(existing)} cannot be {what} by this user: {why}")
     return value
 
 

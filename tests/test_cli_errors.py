@@ -236,6 +236,43 @@ def test_a_password_with_blanks_is_a_token_on_one_line(main, tmp_path):
     assert "--git-token-file" not in proc.stderr  # it fails further on, at the repository
 
 
+@pytest.mark.parametrize("command", ["sync", "run", "validate"])
+@pytest.mark.parametrize("case, why", [
+    ("dangling", "(it is a symlink to 'TMP/gone', which does not exist)"),
+    ("dangling/sub", "('TMP/dangling' is a symlink to 'TMP/gone', which does not exist)"),
+    ("read-only", "(it cannot be written by this user: Permission denied)"),
+    ("read-only/sub", "('TMP/read-only' cannot be written (to create the cache directory in it) by this user: "
+                      "Permission denied)"),
+    ("write-only", "(it cannot be read by this user: Permission denied)"),
+])
+def test_a_cache_dir_that_cannot_be_used_is_one_line_before_anything_runs(tmp_path, command, case, why):
+    """A dangling symlink or a directory this user may not write (or read) is refused up front,
+    naming the directory and what it must be: never a raw OS error from the lock or Git, and
+    before the kubeconfig is read or anything is fetched; nothing in it is touched."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    for name, mode in (("read-only", 0o555), ("write-only", 0o333)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kept").write_text("x")
+        (tmp_path / name).chmod(mode)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    args = ["--repo", str(ROOT), "--cache-dir", str(tmp_path / case)]
+    if command != "validate":
+        args += ["--kubeconfig", "/nonexistent/kc"]
+    try:
+        proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", command, *args]), cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        for name in ("read-only", "write-only"):
+            (tmp_path / name).chmod(0o755)
+    line = assert_one_line(proc, f"python -m agent {command}: error: argument --cache-dir: {str(tmp_path / case)!r} "
+                                 "is not allowed: must be a directory this user can read and write, or a path where "
+                                 "one can be created " + why.replace("TMP", str(tmp_path)))
+    assert "/nonexistent/kc" not in line
+    assert not (tmp_path / "gone").exists()
+    assert [p.name for p in (tmp_path / "read-only").iterdir()] == ["kept"]
+    assert [p.name for p in (tmp_path / "write-only").iterdir()] == ["kept"]
+
+
 def test_version_and_usage_name_the_program():
     proc = run_agent(["--version"])
     assert proc.returncode == 0 and proc.stdout.startswith("python -m agent ")

@@ -165,9 +165,25 @@ def test_cache_dir_must_be_a_directory_or_creatable_as_one(tmp_path):
     with pytest.raises(flags.UsageError) as err:
         flags.cache_dir(str(tmp_path / "file"))
     assert err.value.flag == "--cache-dir" and str(err.value) == (
-        f"{str(tmp_path / 'file')!r} is not allowed: must be a directory or a path where one can be created "
-        "(it is not a directory)")
+        f"{str(tmp_path / 'file')!r} is not allowed: must be a directory this user can read and write, or a path "
+        "where one can be created (it is not a directory)")
     with pytest.raises(flags.UsageError, match=r"\(.*/file' is not a directory\)"):
         flags.cache_dir(str(tmp_path / "file" / "sub"))
     with pytest.raises(flags.UsageError, match=r"^GITOPS_AGENT_CACHE_DIR="):
         flags.cache_dir(flags.EnvValue(str(tmp_path / "file"), "GITOPS_AGENT_CACHE_DIR"))
+
+
+
+def test_a_cache_dir_through_a_symlink_to_nothing_is_refused(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    (tmp_path / "good").symlink_to(tmp_path)
+    assert flags.cache_dir(str(tmp_path / "good" / "new")) == str(tmp_path / "good" / "new")
+    with pytest.raises(flags.UsageError) as err:
+        flags.cache_dir(str(tmp_path / "link"))
+    assert str(err.value).endswith(f"(it is a symlink to {str(tmp_path / 'gone')!r}, which does not exist)")
+    with pytest.raises(flags.UsageError) as err:
+        flags.cache_dir(flags.EnvValue(str(tmp_path / "link" / "sub"), "GITOPS_AGENT_CACHE_DIR"))
+    assert str(err.value).startswith("GITOPS_AGENT_CACHE_DIR=")
+    assert str(err.value).endswith(f"({str(tmp_path / 'link')!r} is a symlink to {str(tmp_path / 'gone')!r}, "
+                                   "which does not exist)")
+    assert not (tmp_path / "gone").exists()
