@@ -290,11 +290,12 @@ def http_addr(text: str) -> str:
     """Type for ``--http-addr``: ``HOST:PORT``, HOST empty (``:8080`` listens on every interface),
     an IPv4 address or a host name (RFC 1123, at most 253 characters) that resolves to an IPv4
     address, the port 0-65535. Returns ``text``; raises ``argparse.ArgumentTypeError`` naming the
-    value and the rule (and, for a name that does not resolve, why), so a bad address ends the
-    command before anything is loaded."""
+    value, the rule and what is wrong with it (no port, a port out of range, a bad host, a name
+    that does not resolve), so a bad address ends the command before anything is loaded."""
     host, sep, port = text.rpartition(":")
-    if not sep or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535 or not _http_host(host):
-        raise _refuse(text, _HTTP_ADDR_RULE)
+    problem = _http_addr_problem(text, host, sep, port)
+    if problem:
+        raise _refuse(text, f"{_HTTP_ADDR_RULE}; {problem}")
     if host and not re.fullmatch(r"[0-9.]+", host):  # a name: the server binds what it resolves to
         try:
             socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
@@ -302,6 +303,30 @@ def http_addr(text: str) -> str:
             why = getattr(err, "strerror", None) or err
             raise _refuse(text, f"{_HTTP_ADDR_RULE}; {host!r} does not resolve to an IPv4 address ({why})") from None
     return text
+
+
+def _http_addr_problem(text: str, host: str, sep: str, port: str) -> str | None:
+    """What is wrong with ``text`` split as ``host``, ``sep`` (':' or nothing), ``port``, in
+    words; None when nothing is."""
+    if not text.strip():
+        return "it is empty"
+    if not sep:
+        hint = f" (did you mean ':{text}'?)" if text.isdigit() else ""
+        return f"there is no port: the ':' before it is missing{hint}"
+    if not port:
+        return "there is no port after the ':'"
+    if not re.fullmatch(r"[0-9]+", port):
+        return f"the port {port!r} is not a number"
+    if len(port.lstrip("0")) > 5 or int(port) > 65535:
+        return f"the port {port} is out of range (0 to 65535)"
+    if host.startswith("[") or ":" in host:
+        return f"the host {host!r} is an IPv6 address; the server listens on IPv4 only"
+    if not host or _http_host(host):
+        return None
+    if re.fullmatch(r"[0-9.]+", host):
+        return f"the host {host!r} is not an IPv4 address (four numbers from 0 to 255, separated by dots)"
+    return (f"the host {host!r} is not a host name (letters, digits and '-' in labels of 1 to 63 characters "
+            "separated by dots, no label starting or ending with '-', at most 253 characters)")
 
 
 def _http_host(host: str) -> bool:

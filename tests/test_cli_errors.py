@@ -209,6 +209,19 @@ def test_an_http_addr_whose_host_does_not_resolve_is_refused_before_the_kubeconf
     assert "/nonexistent/kc" not in line
 
 
+@pytest.mark.parametrize("value, problem", [
+    ("8080", "there is no port: the ':' before it is missing (did you mean ':8080'?)"),
+    (":70000", "the port 70000 is out of range (0 to 65535)"),
+    ("bad_host:8080", "the host 'bad_host' is not a host name"),
+])
+def test_a_bad_http_addr_says_what_is_wrong_with_it(main, value, problem):
+    for proc in (main(["run", "--repo", "/nonexistent", "--http-addr", value]),
+                 main(["run", "--repo", "/nonexistent"], env={"GITOPS_AGENT_HTTP_ADDR": value})):
+        line = assert_one_line(proc, "must be HOST:PORT with HOST empty (every interface), an IPv4 address or a host "
+                                     f"name, and a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080); {problem}")
+        assert line.endswith(" (see python -m agent run --help)")
+
+
 def test_missing_repo_is_one_line():
     proc = run_agent(["sync"])
     assert_one_line(proc, "--repo")
