@@ -93,9 +93,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flags.switch(parser, "--prune", variable="PRUNE", default=True,
                  help="delete Applications (and children) the agent owns that Git no longer has "
                       "(default: on) [env GITOPS_AGENT_PRUNE]")
-    flags.switch(parser, "--submodules", variable="SUBMODULES", default=True,
-                 help="follow Git submodules under --path; with --no-submodules a submodule there "
-                      "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+    flags.add_submodules_switch(parser)
     flags.switch(parser, "--allow-empty", variable="ALLOW_EMPTY", default=False, negatable=False,
                  help="allow a commit with no Applications to prune every Application the agent owns "
                       "[env GITOPS_AGENT_ALLOW_EMPTY]")

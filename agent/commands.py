@@ -110,6 +110,7 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                         help="private key for ssh:// repositories [env GITOPS_AGENT_SSH_KEY_FILE]")
     parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"), type=flags.readable_file,
                         help="known_hosts for ssh:// repositories (strict checking) [env GITOPS_AGENT_KNOWN_HOSTS_FILE]")
+    flags.add_submodules_switch(parser)
     parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
                         help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
     parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
@@ -139,7 +140,8 @@ def run_validate(args) -> int:
         flags.cache_dir(args.cache_dir)
     credentials = _credentials(args) if args.repo else None
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
-                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
+                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials,
+                           submodules=args.submodules)
     code = EXIT_OK if result.ok else EXIT_FAILED
     logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
         "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),

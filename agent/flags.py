@@ -134,6 +134,15 @@ def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
                              "[env GITOPS_AGENT_CONTEXT]")
 
 
+def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:
+    """``--submodules``/``--no-submodules`` (``GITOPS_AGENT_SUBMODULES``), one meaning for every
+    command that reads Application YAML: ``sync``, ``diff``, ``run`` and ``validate`` (a commit
+    with ``--repo``, else a submodule's checkout on disk)."""
+    return switch(parser, "--submodules", variable="SUBMODULES", default=True,
+                  help="follow Git submodules under --path; with --no-submodules a submodule there "
+                       "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+
+
 def boolean(text: str) -> bool:
     """Type for a boolean variable: true/false, yes/no, 1/0 or on/off (any case, blanks
     around ignored); anything else (also an empty value) is refused."""

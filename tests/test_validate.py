@@ -479,3 +479,63 @@ def test_the_verdict_counts_one_file_and_one_application_in_the_singular(validat
     (tmp_path / "web.yaml").write_text(app_yaml("web"))
     proc = validate("--path", str(tmp_path))
     assert proc.returncode == 0 and proc.stdout.startswith("valid: 1 file, 1 Application (")
+
+
+def _repo_with_a_submodule(tmp_path) -> tuple[GitRepo, GitRepo]:
+    """A repository whose apps/ holds web.yaml and the submodule apps/s (holding api.yaml,
+    URL ../sub.git), recorded as a gitlink."""
+    sub = GitRepo.create(tmp_path / "sub")
+    sub.write("api.yaml", app_yaml("api"))
+    sub.commit("sub")
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.git("config", "-f", ".gitmodules", "submodule.s.path", "apps/s")
+    repo.git("config", "-f", ".gitmodules", "submodule.s.url", "../sub.git")
+    repo.git("add", "apps", ".gitmodules")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{sub.head()},apps/s")
+    repo.git("commit", "-qm", "web, and a submodule")
+    return repo, sub
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_no_submodules_refuses_a_submodule_in_the_commit_as_sync_does(validate, tmp_path, monkeypatch, how):
+    """``validate --no-submodules`` (or GITOPS_AGENT_SUBMODULES=false, as set for ``sync`` in the
+    same CI job) fails on a submodule under --path with sync's own words, before fetching it."""
+    repo, _ = _repo_with_a_submodule(tmp_path)
+    args = ["--repo", str(repo.path), "--path", "apps", "--cache-dir", str(tmp_path / "cache")]
+    if how == "flag":
+        proc = validate(*args, "--no-submodules")
+    else:
+        monkeypatch.setenv("GITOPS_AGENT_SUBMODULES", "false")
+        proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "HOME": str(validate.home)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "submodule 'apps/s' (../sub.git) is under --path, and --no-submodules refuses submodules" in proc.stderr
+    assert len([p for p in (tmp_path / "cache").iterdir() if p.name.endswith(".git")]) == 1  # the submodule's: none
+
+
+def test_no_submodules_refuses_a_submodule_checkout_on_disk_and_the_default_reads_it(validate, tmp_path):
+    """On disk a submodule is a checkout (a directory holding .git): read with its files by
+    default, refused by name with --no-submodules, as in a commit."""
+    tree = tmp_path / "apps"
+    (tree / "s").mkdir(parents=True)
+    (tree / "web.yaml").write_text(app_yaml("web"))
+    (tree / "s" / ".git").write_text("gitdir: ../../.git/modules/s\n")
+    (tree / "s" / "api.yaml").write_text(app_yaml("api"))
+    assert validate("--path", str(tree)).stdout.startswith("valid: 2 files, 2 Applications")
+    proc = validate("--path", str(tree), "--no-submodules")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == (f"error: {tree}/s: is a Git submodule (it holds .git), and "
+                                           "--no-submodules refuses submodules")
+
+
+def test_validate_sync_and_run_describe_submodules_in_the_same_words():
+    def help_of(command: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "agent", command, "--help"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "COLUMNS": "1000"}).stdout
+        lines = [line.strip() for line in out.splitlines()]
+        start = next(i for i, line in enumerate(lines) if line.startswith("--submodules"))
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("-") or not lines[i])
+        return " ".join(lines[start:end])
+    assert help_of("validate") == help_of("sync") == help_of("run")
+    assert "--no-submodules a submodule there fails" in help_of("validate")
