@@ -161,7 +161,8 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     (["--path", " "], "argument --path: ' ' is not allowed: must be a non-empty string"),
     (["--repo", ""], "argument --repo: '' is not allowed: must be a non-empty string"),
     (["--repo", "x", "--cache-dir", "/etc/passwd"],
-     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory or a path where one can be created"),
+     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory this user can read and write, or a "
+     "path where one can be created (it is not a directory)"),
     (["--repo", "x", "--cache-dir", "/etc/passwd/c"], "argument --cache-dir: '/etc/passwd/c' is not allowed"),
 ])
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
