@@ -134,6 +134,23 @@ def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
                              "[env GITOPS_AGENT_CONTEXT]")
 
 
+def add_credential_flags(parser: argparse.ArgumentParser) -> None:
+    """The repository's credentials, for every command that fetches: ``--git-token-file`` and
+    ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), and their
+    variables. ``--git-username`` has no default here: None means "not given", so that a user
+    written in ``--repo``'s URL can be told apart (``commands.credentials``)."""
+    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"), type=readable_file,
+                        help="file holding an HTTPS token or password for the repository (or set GITOPS_AGENT_GIT_TOKEN) "
+                             "[env GITOPS_AGENT_GIT_TOKEN_FILE]")
+    parser.add_argument("--git-username", default=env("GIT_USERNAME"), type=non_empty,
+                        help="user name sent with the token (default: the user written in --repo's URL, else git; "
+                             "one that differs from the URL's is refused) [env GITOPS_AGENT_GIT_USERNAME]")
+    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), type=readable_file,
+                        help="private key for ssh:// repositories [env GITOPS_AGENT_SSH_KEY_FILE]")
+    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"), type=readable_file,
+                        help="known_hosts for ssh:// repositories (strict checking) [env GITOPS_AGENT_KNOWN_HOSTS_FILE]")
+
+
 def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:
     """``--submodules``/``--no-submodules`` (``GITOPS_AGENT_SUBMODULES``), one meaning for every
     command that reads Application YAML: ``sync``, ``diff``, ``run`` and ``validate`` (a commit

@@ -286,6 +286,44 @@ def test_a_cache_dir_that_cannot_be_used_is_one_line_before_anything_runs(tmp_pa
     assert [p.name for p in (tmp_path / "write-only").iterdir()] == ["kept"]
 
 
+@pytest.mark.parametrize("command", ["sync", "run", "diff", "validate"])
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_a_user_in_the_repo_url_and_another_git_username_are_refused(main, command, how):
+    """``https://alice@host/...`` and ``--git-username bob``: one of them would silently win;
+    refused in one line, without showing the URL's user-info (it can be a token)."""
+    args = [command, "--repo", "https://alice-or-a-token@git.example/apps.git"]
+    proc = main([*args, "--git-username", "bob"] if how == "flag" else args,
+                env={} if how == "flag" else {"GITOPS_AGENT_GIT_USERNAME": "bob"})
+    given = "'bob'" if how == "flag" else "GITOPS_AGENT_GIT_USERNAME='bob'"
+    line = assert_one_line(proc, f"python -m agent {command}: error: argument --git-username: {given} is not allowed: "
+                                 "must be the user written in --repo's URL when both are given (they differ; the URL's "
+                                 "is not shown): give the user in one place")
+    assert "alice-or-a-token" not in line
+
+
+@pytest.mark.parametrize("how", ["file", "variable"])
+def test_a_password_in_the_repo_url_and_another_token_are_refused_without_showing_either(main, tmp_path, how):
+    (tmp_path / "token").write_text("file-token-0053\n")
+    args = ["sync", "--repo", "https://git:url-token-0053@git.example/apps.git"]
+    if how == "file":
+        proc = main([*args, "--git-token-file", str(tmp_path / "token")])
+    else:
+        proc = main(args, env={"GITOPS_AGENT_GIT_TOKEN": "env-token-0053"})
+    given = repr(str(tmp_path / "token")) if how == "file" else "GITOPS_AGENT_GIT_TOKEN"
+    line = assert_one_line(proc, f"argument --git-token-file: {given} is not allowed: must be the same token as the "
+                                 "password written in --repo's URL when both are given (they differ; neither is shown)")
+    assert "0053" not in line.replace(str(tmp_path), "")
+
+
+@pytest.mark.parametrize("args", [["--git-username", "alice"], ["--git-username", "bob", "--repo", "ssh://alice@h/r"],
+                                  ["--git-username", "bob", "--repo", "https://h/r"]])
+def test_a_git_username_that_agrees_with_the_repo_url_or_an_ssh_user_is_accepted(main, args):
+    repo = ["--repo", "https://alice@git.invalid/apps.git"] if "--repo" not in args else []
+    proc = main(["sync", *repo, *args, "--kubeconfig", "/nonexistent/kc"])
+    assert proc.returncode == 2 and "--git-username" not in proc.stderr
+    assert "/nonexistent/kc" in proc.stderr  # got as far as the kubeconfig
+
+
 def test_version_and_usage_name_the_program():
     proc = run_agent(["--version"])
     assert proc.returncode == 0 and proc.stdout.startswith("python -m agent ")

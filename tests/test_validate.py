@@ -540,3 +540,57 @@ def test_validate_sync_and_run_describe_submodules_in_the_same_words():
         return " ".join(lines[start:end])
     assert help_of("validate") == help_of("sync") == help_of("run")
     assert "--no-submodules a submodule there fails" in help_of("validate")
+
+
+@pytest.mark.parametrize("given", ["a wrong token", "no token"])
+def test_credentials_the_server_refuses_are_named_as_such_for_the_url(validate, tmp_path, given):
+    """Git says "could not read Username ... terminal prompts disabled" for an HTTP 401: the
+    agent says the server refused the credentials (or asked for some), for that URL, without
+    the token."""
+    import base64
+
+    from tests import faults
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit("web")
+    (tmp_path / "token").write_text("wrong-token-0051\n")
+    args = ["--git-token-file", str(tmp_path / "token")] if given == "a wrong token" else []
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(b"git:right-token-0051").decode()
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        url = server.url("apps.git")
+        proc = validate("--repo", url, "--path", "apps", "--cache-dir", str(tmp_path / "cache"), *args)
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    if given == "a wrong token":
+        assert line == (f"error: fetching {url} failed: the server refused the credentials (HTTP 401): check the "
+                        "token (--git-token-file, GITOPS_AGENT_GIT_TOKEN or the password in the URL), its access to "
+                        "this repository and the user (--git-username, default git)")
+    else:
+        assert line == (f"error: fetching {url} failed: the server asks for credentials (HTTP 401) and none were "
+                        "sent: give a token with --git-token-file or GITOPS_AGENT_GIT_TOKEN (it is sent only to "
+                        "--repo's own scheme, host and port)")
+    assert "wrong-token" not in proc.stdout + proc.stderr and "Username" not in line
+
+
+@pytest.mark.parametrize("how", ["user in the URL", "user and password in the URL", "--git-username"])
+def test_the_user_written_in_the_repo_url_is_the_one_sent_with_the_token(validate, tmp_path, how):
+    import base64
+
+    from tests import faults
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit("web")
+    (tmp_path / "token").write_text("token-0052\n")
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(b"alice:token-0052").decode()
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        url, args = {"user in the URL": (server.url("apps.git", "alice"), ["--git-token-file", str(tmp_path / "token")]),
+                     "user and password in the URL": (server.url("apps.git", "alice:token-0052"), []),
+                     "--git-username": (server.url("apps.git", "alice"), ["--git-token-file", str(tmp_path / "token"),
+                                                                          "--git-username", "alice"])}[how]
+        proc = validate("--repo", url, "--path", "apps", "--cache-dir", str(tmp_path / "cache"), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "token-0052" not in proc.stdout + proc.stderr
