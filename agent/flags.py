@@ -123,15 +123,22 @@ def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default:
     return action
 
 
+def option(parser: argparse.ArgumentParser, name: str, variable: str, help: str, **kwargs) -> argparse.Action:
+    """Add the flag ``name`` whose default is ``GITOPS_AGENT_<variable>`` (``default`` in
+    ``kwargs`` when the variable is unset; converted and checked by ``type`` like the flag), its
+    help ending in ``[env GITOPS_AGENT_<variable>]``. Returns the argparse action."""
+    default = kwargs.pop("default", None)
+    return parser.add_argument(name, default=env(variable, default), help=f"{help} [env {ENV_PREFIX}{variable}]",
+                               **kwargs)
+
+
 def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
     """``--kubeconfig`` and ``--context`` (and their variables), for every command that talks to
     the cluster. An empty value is refused: it would silently mean the default file or context."""
-    parser.add_argument("--kubeconfig", default=env("KUBECONFIG"), type=non_empty,
-                        help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config) "
-                             "[env GITOPS_AGENT_KUBECONFIG]")
-    parser.add_argument("--context", default=env("CONTEXT"), type=non_empty,
-                        help="kubeconfig context, one of the kubeconfig's contexts (default: its current-context) "
-                             "[env GITOPS_AGENT_CONTEXT]")
+    option(parser, "--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, "
+           "~/.kube/config)", type=non_empty)
+    option(parser, "--context", "CONTEXT", "kubeconfig context, one of the kubeconfig's contexts (default: its "
+           "current-context)", type=non_empty)
 
 
 def add_credential_flags(parser: argparse.ArgumentParser) -> None:
@@ -139,16 +146,13 @@ def add_credential_flags(parser: argparse.ArgumentParser) -> None:
     ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), and their
     variables. ``--git-username`` has no default here: None means "not given", so that a user
     written in ``--repo``'s URL can be told apart (``commands.credentials``)."""
-    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"), type=readable_file,
-                        help="file holding an HTTPS token or password for the repository (or set GITOPS_AGENT_GIT_TOKEN) "
-                             "[env GITOPS_AGENT_GIT_TOKEN_FILE]")
-    parser.add_argument("--git-username", default=env("GIT_USERNAME"), type=non_empty,
-                        help="user name sent with the token (default: the user written in --repo's URL, else git; "
-                             "one that differs from the URL's is refused) [env GITOPS_AGENT_GIT_USERNAME]")
-    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), type=readable_file,
-                        help="private key for ssh:// repositories [env GITOPS_AGENT_SSH_KEY_FILE]")
-    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"), type=readable_file,
-                        help="known_hosts for ssh:// repositories (strict checking) [env GITOPS_AGENT_KNOWN_HOSTS_FILE]")
+    option(parser, "--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the "
+           "repository (or set GITOPS_AGENT_GIT_TOKEN)", type=readable_file)
+    option(parser, "--git-username", "GIT_USERNAME", "user name sent with the token (default: the user written in "
+           "--repo's URL, else git; one that differs from the URL's is refused)", type=non_empty)
+    option(parser, "--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", type=readable_file)
+    option(parser, "--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
+           type=readable_file)
 
 
 def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:

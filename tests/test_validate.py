@@ -385,14 +385,9 @@ def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
     assert stderr == ""  # no traceback, no "Exception ignored", no error line
 
 
-def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_token(validate, tmp_path):
-    """``validate --repo`` reads the commit, submodules included, with the token it fetched
-    with: a private submodule on the repository's own server is fetched with it too."""
-    import base64
-
-    from tests import faults
-
-    token = "validate-token-0044"
+def _repo_with_a_submodule(tmp_path) -> tuple[GitRepo, GitRepo]:
+    """A repository whose apps/ holds web.yaml and the submodule apps/s (holding api.yaml,
+    URL ../sub.git), recorded as a gitlink."""
     sub = GitRepo.create(tmp_path / "sub")
     sub.write("api.yaml", app_yaml("api"))
     sub.commit("sub")
@@ -402,7 +397,19 @@ def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_toke
     repo.git("config", "-f", ".gitmodules", "submodule.s.url", "../sub.git")
     repo.git("add", "apps", ".gitmodules")
     repo.git("update-index", "--add", "--cacheinfo", f"160000,{sub.head()},apps/s")
-    repo.git("commit", "-qm", "web, and a private submodule")
+    repo.git("commit", "-qm", "web, and a submodule")
+    return repo, sub
+
+
+def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_token(validate, tmp_path):
+    """``validate --repo`` reads the commit, submodules included, with the token it fetched
+    with: a private submodule on the repository's own server is fetched with it too."""
+    import base64
+
+    from tests import faults
+
+    token = "validate-token-0044"
+    repo, sub = _repo_with_a_submodule(tmp_path)
     with faults.GitHttpServer(tmp_path / "srv") as server:
         server.required_auth = "Basic " + base64.b64encode(f"git:{token}".encode()).decode()
         faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
@@ -480,22 +487,6 @@ def test_the_verdict_counts_one_file_and_one_application_in_the_singular(validat
     (tmp_path / "web.yaml").write_text(app_yaml("web"))
     proc = validate("--path", str(tmp_path))
     assert proc.returncode == 0 and proc.stdout.startswith("valid: 1 file, 1 Application (")
-
-
-def _repo_with_a_submodule(tmp_path) -> tuple[GitRepo, GitRepo]:
-    """A repository whose apps/ holds web.yaml and the submodule apps/s (holding api.yaml,
-    URL ../sub.git), recorded as a gitlink."""
-    sub = GitRepo.create(tmp_path / "sub")
-    sub.write("api.yaml", app_yaml("api"))
-    sub.commit("sub")
-    repo = GitRepo.create(tmp_path / "repo")
-    repo.write("apps/web.yaml", app_yaml("web"))
-    repo.git("config", "-f", ".gitmodules", "submodule.s.path", "apps/s")
-    repo.git("config", "-f", ".gitmodules", "submodule.s.url", "../sub.git")
-    repo.git("add", "apps", ".gitmodules")
-    repo.git("update-index", "--add", "--cacheinfo", f"160000,{sub.head()},apps/s")
-    repo.git("commit", "-qm", "web, and a submodule")
-    return repo, sub
 
 
 @pytest.mark.parametrize("how", ["flag", "variable"])
