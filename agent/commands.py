@@ -120,8 +120,8 @@ def credentials(args) -> source.Credentials:
     Raises ``flags.UsageError`` when the token file cannot be read, or when ``--repo``'s
     user-info and the flags disagree (another user, another token): one would silently win.
     The message names neither the user-info nor the token (a token can be written as the
-    URL's user). A password in the URL becomes the token, so ``source.effective`` never
-    chooses between the URL's credentials and these."""
+    URL's user). Without a token here, ``source.effective`` uses the URL's own user and
+    password, as before (never sent to a submodule)."""
     token, token_from = os.environ.get("GITOPS_AGENT_GIT_TOKEN") or None, "GITOPS_AGENT_GIT_TOKEN"
     if args.git_token_file:
         token, token_from = flags.read_token_file(args.git_token_file), flags.shown(args.git_token_file)
@@ -130,7 +130,7 @@ def credentials(args) -> source.Credentials:
     if parts.scheme.lower() in ("http", "https") and "@" in parts.netloc:
         written = urllib.parse.unquote(parts.username or "")
         password = urllib.parse.unquote(parts.password or "")
-        if username is not None and written and username != written:
+        if username is not None and (password or written) and username != (written or "git"):
             raise flags.UsageError(f"{flags.shown(username)} is not allowed: must be the user written in --repo's "
                                    "URL when both are given (they differ; the URL's is not shown): give the user in "
                                    "one place", flag="--git-username")
@@ -138,7 +138,7 @@ def credentials(args) -> source.Credentials:
             raise flags.UsageError(f"{token_from} is not allowed: must be the same token as the password written "
                                    "in --repo's URL when both are given (they differ; neither is shown): give the "
                                    "token in one place", flag="--git-token-file")
-        username, token = username or written or None, token or password or None  # one Credentials: no second source
+        username = username or written or None
     return source.Credentials(token=token, username=username or "git",
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
 
