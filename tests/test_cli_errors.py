@@ -288,10 +288,12 @@ def test_a_cache_dir_that_cannot_be_used_is_one_line_before_anything_runs(tmp_pa
 
 @pytest.mark.parametrize("command", ["sync", "run", "diff", "validate"])
 @pytest.mark.parametrize("how", ["flag", "variable"])
-def test_a_user_in_the_repo_url_and_another_git_username_are_refused(main, command, how):
-    """``https://alice@host/...`` and ``--git-username bob``: one of them would silently win;
-    refused in one line, without showing the URL's user-info (it can be a token)."""
-    args = [command, "--repo", "https://alice-or-a-token@git.example/apps.git"]
+@pytest.mark.parametrize("userinfo", ["alice-or-a-token", ":alice-or-a-token"])
+def test_a_user_in_the_repo_url_and_another_git_username_are_refused(main, command, how, userinfo):
+    """``https://alice@host/...`` (or ``https://:password@host/...``, whose user is git) and
+    ``--git-username bob``: one of them would silently win; refused in one line, without showing
+    the URL's user-info (it can be a token)."""
+    args = [command, "--repo", f"https://{userinfo}@git.example/apps.git"]
     proc = main([*args, "--git-username", "bob"] if how == "flag" else args,
                 env={} if how == "flag" else {"GITOPS_AGENT_GIT_USERNAME": "bob"})
     given = "'bob'" if how == "flag" else "GITOPS_AGENT_GIT_USERNAME='bob'"
