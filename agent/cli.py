@@ -19,7 +19,7 @@ from . import commands as ci
 from . import backoff, flags, guards, logs, ratelimit, reconcile_cmd, sync, writes
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
-from .source import Credentials, redact, source_id
+from .source import redact, source_id
 
 EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 EPILOG = """exit codes:
@@ -70,9 +70,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "of its Applications; only they are ever pruned by this source (default: derived from --repo "
          "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"),
          type=flags.label_value)
-    flag("--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)",
-         default=_env("KUBECONFIG"))
-    flag("--context", "CONTEXT", "kubeconfig context", default=_env("CONTEXT"))
+    flags.add_kubeconfig_flags(parser)
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
          default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty)
     flag("--api-retry-seconds", "API_RETRY_SECONDS", "how long one API call retries transient faults "
@@ -95,9 +93,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flags.switch(parser, "--prune", variable="PRUNE", default=True,
                  help="delete Applications (and children) the agent owns that Git no longer has "
                       "(default: on) [env GITOPS_AGENT_PRUNE]")
-    flags.switch(parser, "--submodules", variable="SUBMODULES", default=True,
-                 help="follow Git submodules under --path; with --no-submodules a submodule there "
-                      "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+    flags.add_submodules_switch(parser)
     flags.switch(parser, "--allow-empty", variable="ALLOW_EMPTY", default=False, negatable=False,
                  help="allow a commit with no Applications to prune every Application the agent owns "
                       "[env GITOPS_AGENT_ALLOW_EMPTY]")
@@ -105,18 +101,11 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          f"this source's Applications, and more than {guards.MIN_PRUNES_GUARDED}, prunes nothing and exits 2 "
          "(default: 0.5; 1.0 turns the guard off)", type=flags.number(0, 1, unit=""),
          default=_env("MAX_PRUNE_SHARE", "0.5"))
-    flag("--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the repository "
-         "(or set GITOPS_AGENT_GIT_TOKEN)", default=_env("GIT_TOKEN_FILE"), type=flags.readable_file)
-    flag("--git-username", "GIT_USERNAME", "user name sent with the token (default: git)",
-         default=_env("GIT_USERNAME", "git"), type=flags.non_empty)
+    flags.add_credential_flags(parser)
     flag("--allowed-namespaces", "ALLOWED_NAMESPACES", "comma-separated namespace names or globs "
          "(team-*) that Applications may target; an Application elsewhere is refused and nothing there is "
          "created or pruned; plain names need only namespaced Roles (default: every namespace)",
          default=_env("ALLOWED_NAMESPACES"), type=flags.namespace_patterns)
-    flag("--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", default=_env("SSH_KEY_FILE"),
-         type=flags.readable_file)
-    flag("--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
-         default=_env("KNOWN_HOSTS_FILE"), type=flags.readable_file)
 
 
 
@@ -203,12 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def options_from(args: argparse.Namespace) -> sync.Options:
     """sync.Options from parsed flags. Raises flags.UsageError naming the flag when the token
-    file cannot be read."""
-    token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
-    if args.git_token_file:
-        token = flags.read_token_file(args.git_token_file)
-    credentials = Credentials(token=token or None, username=args.git_username,
-                              ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
+    file cannot be read or the credentials contradict ``--repo``'s user-info
+    (``commands.credentials``)."""
+    credentials = ci.credentials(args)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials,

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from . import flags, logs, output, source
@@ -101,15 +102,8 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
     parser.add_argument("--fetch-timeout", type=flags.number(0, 3600, above=True), default=env("FETCH_TIMEOUT", "60"),
                         help="seconds a Git fetch may take; above 0, at most 3600 (default: 60) "
                              "[env GITOPS_AGENT_FETCH_TIMEOUT]")
-    parser.add_argument("--git-token-file", default=env("GIT_TOKEN_FILE"), type=flags.readable_file,
-                        help="file holding an HTTPS token for --repo (or set GITOPS_AGENT_GIT_TOKEN) "
-                             "[env GITOPS_AGENT_GIT_TOKEN_FILE]")
-    parser.add_argument("--git-username", default=env("GIT_USERNAME", "git"), type=flags.non_empty,
-                        help="user sent with the token [env GITOPS_AGENT_GIT_USERNAME]")
-    parser.add_argument("--ssh-key-file", default=env("SSH_KEY_FILE"), type=flags.readable_file,
-                        help="private key for ssh:// repositories [env GITOPS_AGENT_SSH_KEY_FILE]")
-    parser.add_argument("--known-hosts-file", default=env("KNOWN_HOSTS_FILE"), type=flags.readable_file,
-                        help="known_hosts for ssh:// repositories (strict checking) [env GITOPS_AGENT_KNOWN_HOSTS_FILE]")
+    flags.add_credential_flags(parser)
+    flags.add_submodules_switch(parser)
     parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
                         help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
     parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
@@ -119,11 +113,33 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
     return parser
 
 
-def _credentials(args) -> source.Credentials:
-    token = os.environ.get("GITOPS_AGENT_GIT_TOKEN")
+def credentials(args) -> source.Credentials:
+    """The repository's credentials from the flags: the token from ``--git-token-file`` or
+    ``GITOPS_AGENT_GIT_TOKEN``, the user from ``--git-username``, else the user written in an
+    ``http(s)://`` ``--repo`` URL, else ``git``; the SSH key and known_hosts files.
+    Raises ``flags.UsageError`` when the token file cannot be read, or when ``--repo``'s
+    user-info and the flags disagree (another user, another token): one would silently win.
+    The message names neither the user-info nor the token (a token can be written as the
+    URL's user). Without a token here, ``source.effective`` uses the URL's own user and
+    password, as before (never sent to a submodule)."""
+    token, token_from = os.environ.get("GITOPS_AGENT_GIT_TOKEN") or None, "GITOPS_AGENT_GIT_TOKEN"
     if args.git_token_file:
-        token = flags.read_token_file(args.git_token_file)
-    return source.Credentials(token=token or None, username=args.git_username,
+        token, token_from = flags.read_token_file(args.git_token_file), flags.shown(args.git_token_file)
+    username = args.git_username
+    parts = urllib.parse.urlsplit(args.repo or "")
+    if parts.scheme.lower() in ("http", "https") and "@" in parts.netloc:
+        written = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        if username is not None and (password or written) and username != (written or "git"):
+            raise flags.UsageError(f"{flags.shown(username)} is not allowed: must be the user written in --repo's "
+                                   "URL when both are given (they differ; the URL's is not shown): give the user in "
+                                   "one place", flag="--git-username")
+        if token and password and token != password:
+            raise flags.UsageError(f"{token_from} is not allowed: must be the same token as the password written "
+                                   "in --repo's URL when both are given (they differ; neither is shown): give the "
+                                   "token in one place", flag="--git-token-file")
+        username = username or written or None
+    return source.Credentials(token=token, username=username or "git",
                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
 
 
@@ -137,9 +153,10 @@ def run_validate(args) -> int:
                                "--path is a directory on disk)", flag="--ref")
     if args.repo:
         flags.cache_dir(args.cache_dir)
-    credentials = _credentials(args) if args.repo else None
+    creds = credentials(args) if args.repo else None
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
-                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=credentials)
+                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=creds,
+                           submodules=args.submodules)
     code = EXIT_OK if result.ok else EXIT_FAILED
     logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
         "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),

@@ -19,6 +19,7 @@ same words (``usage_line``).
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import math
 import os
@@ -122,6 +123,47 @@ def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default:
     return action
 
 
+def option(parser: argparse.ArgumentParser, name: str, variable: str, help: str, **kwargs) -> argparse.Action:
+    """Add the flag ``name`` whose default is ``GITOPS_AGENT_<variable>`` (``default`` in
+    ``kwargs`` when the variable is unset; converted and checked by ``type`` like the flag), its
+    help ending in ``[env GITOPS_AGENT_<variable>]``. Returns the argparse action."""
+    default = kwargs.pop("default", None)
+    return parser.add_argument(name, default=env(variable, default), help=f"{help} [env {ENV_PREFIX}{variable}]",
+                               **kwargs)
+
+
+def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
+    """``--kubeconfig`` and ``--context`` (and their variables), for every command that talks to
+    the cluster. An empty value is refused: it would silently mean the default file or context."""
+    option(parser, "--kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then $KUBECONFIG, "
+           "~/.kube/config)", type=non_empty)
+    option(parser, "--context", "CONTEXT", "kubeconfig context, one of the kubeconfig's contexts (default: its "
+           "current-context)", type=non_empty)
+
+
+def add_credential_flags(parser: argparse.ArgumentParser) -> None:
+    """The repository's credentials, for every command that fetches: ``--git-token-file`` and
+    ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), and their
+    variables. ``--git-username`` has no default here: None means "not given", so that a user
+    written in ``--repo``'s URL can be told apart (``commands.credentials``)."""
+    option(parser, "--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the "
+           "repository (or set GITOPS_AGENT_GIT_TOKEN)", type=readable_file)
+    option(parser, "--git-username", "GIT_USERNAME", "user name sent with the token (default: the user written in "
+           "--repo's URL, else git; one that differs from the URL's is refused)", type=non_empty)
+    option(parser, "--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", type=readable_file)
+    option(parser, "--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
+           type=readable_file)
+
+
+def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:
+    """``--submodules``/``--no-submodules`` (``GITOPS_AGENT_SUBMODULES``), one meaning for every
+    command that reads Application YAML: ``sync``, ``diff``, ``run`` and ``validate`` (a commit
+    with ``--repo``, else a submodule's checkout on disk)."""
+    return switch(parser, "--submodules", variable="SUBMODULES", default=True,
+                  help="follow Git submodules under --path; with --no-submodules a submodule there "
+                       "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+
+
 def boolean(text: str) -> bool:
     """Type for a boolean variable: true/false, yes/no, 1/0 or on/off (any case, blanks
     around ignored); anything else (also an empty value) is refused."""
@@ -202,23 +244,45 @@ def non_empty(text: str) -> str:
 
 
 
+CACHE_DIR_RULE = "a directory this user can read and write, or a path where one can be created"
+
+
 def cache_dir(value: str, flag: str = "--cache-dir") -> str:
-    """``value`` when it is a directory or can be created as one (its nearest existing parent
-    is a directory). Raises UsageError naming ``flag`` (or the variable, for an ``EnvValue``)
-    otherwise, e.g. for ``/etc/passwd``; checked only by a command about to fetch, so a bad
-    cache directory never fails ``validate --path``."""
-    existing = Path(value).absolute()
+    """``value`` when it is a directory this user may read and write, or can be created as one
+    (its nearest existing parent is a directory this user may write to). Raises UsageError
+    naming ``flag`` (or the variable, for an ``EnvValue``) and why otherwise: a file
+    (``/etc/passwd``), a symlink to nothing (on the way), a directory that may not be written
+    (its mode, a read-only file system) or searched. Checked only by a command about to fetch,
+    before anything else runs, so a bad cache directory never fails ``validate --path`` and
+    never surfaces as a raw OS error from Git or the lock."""
+    given = Path(value).absolute()
+
+    def refuse(why: str) -> UsageError:
+        return UsageError(f"{shown(value)} is not allowed: must be {CACHE_DIR_RULE} ({why})", flag=flag)
+
+    def name(path: Path) -> str:
+        return "it" if path == given else repr(str(path))
+    existing = given
     try:
         while not existing.exists() and existing != existing.parent:
+            if existing.is_symlink():  # exists() follows the link: it points to nothing
+                raise refuse(f"{name(existing)} is a symlink to {os.readlink(existing)!r}, which does not exist")
             existing = existing.parent
         is_dir = existing.is_dir()
     except OSError as err:  # a parent that may not be searched (PermissionError)
-        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
-                         f"created ({err.strerror or err}: {str(err.filename or existing)!r})", flag=flag) from None
+        raise refuse(f"{err.strerror or err}: {str(err.filename or existing)!r}") from None
     if not is_dir:
-        what = "it is not a directory" if existing == Path(value).absolute() else f"{str(existing)!r} is not a directory"
-        raise UsageError(f"{shown(value)} is not allowed: must be a directory or a path where one can be "
-                         f"created ({what})", flag=flag)
+        raise refuse(f"{name(existing)} is not a directory")
+    needed = (("read", os.R_OK), ("written", os.W_OK), ("searched", os.X_OK))[0 if existing == given else 1:]
+    missing = [word for word, mode in needed if not os.access(existing, mode)]
+    if missing:
+        try:
+            read_only = "written" in missing and bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        why = os.strerror(errno.EROFS if read_only else errno.EACCES)
+        what = " or ".join(missing) + ("" if existing == given else " (to create the cache directory in it)")
+        raise refuse(f"{name(existing)} cannot be {what} by this user: {why}")
     return value
 
 
@@ -256,11 +320,12 @@ def http_addr(text: str) -> str:
     """Type for ``--http-addr``: ``HOST:PORT``, HOST empty (``:8080`` listens on every interface),
     an IPv4 address or a host name (RFC 1123, at most 253 characters) that resolves to an IPv4
     address, the port 0-65535. Returns ``text``; raises ``argparse.ArgumentTypeError`` naming the
-    value and the rule (and, for a name that does not resolve, why), so a bad address ends the
-    command before anything is loaded."""
+    value, the rule and what is wrong with it (no port, a port out of range, a bad host, a name
+    that does not resolve), so a bad address ends the command before anything is loaded."""
     host, sep, port = text.rpartition(":")
-    if not sep or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535 or not _http_host(host):
-        raise _refuse(text, _HTTP_ADDR_RULE)
+    problem = _http_addr_problem(text, host, sep, port)
+    if problem:
+        raise _refuse(text, f"{_HTTP_ADDR_RULE}; {problem}")
     if host and not re.fullmatch(r"[0-9.]+", host):  # a name: the server binds what it resolves to
         try:
             socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
@@ -268,6 +333,30 @@ def http_addr(text: str) -> str:
             why = getattr(err, "strerror", None) or err
             raise _refuse(text, f"{_HTTP_ADDR_RULE}; {host!r} does not resolve to an IPv4 address ({why})") from None
     return text
+
+
+def _http_addr_problem(text: str, host: str, sep: str, port: str) -> str | None:
+    """What is wrong with ``text`` split as ``host``, ``sep`` (':' or nothing), ``port``, in
+    words; None when nothing is."""
+    if not text.strip():
+        return "it is empty"
+    if not sep:
+        hint = f" (did you mean ':{text}'?)" if text.isdigit() else ""
+        return f"there is no port: the ':' before it is missing{hint}"
+    if not port:
+        return "there is no port after the ':'"
+    if not re.fullmatch(r"[0-9]+", port):
+        return f"the port {port!r} is not a number"
+    if len(port.lstrip("0")) > 5 or int(port) > 65535:
+        return f"the port {port} is out of range (0 to 65535)"
+    if host.startswith("[") or ":" in host:
+        return f"the host {host!r} is an IPv6 address; the server listens on IPv4 only"
+    if not host or _http_host(host):
+        return None
+    if re.fullmatch(r"[0-9.]+", host):
+        return f"the host {host!r} is not an IPv4 address (four numbers from 0 to 255, separated by dots)"
+    return (f"the host {host!r} is not a host name (letters, digits and '-' in labels of 1 to 63 characters "
+            "separated by dots, no label starting or ending with '-', at most 253 characters)")
 
 
 def _http_host(host: str) -> bool:

@@ -23,17 +23,16 @@ import contextlib
 import datetime
 import json
 import logging
-import os
 import threading
 import time
 import uuid
 
 import tenacity
 import urllib3
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import fields, listread, share
+from . import clusterconfig, fields, listread, share
 from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
@@ -100,15 +99,6 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
 
 
-def _contexts(kubeconfig: str | None) -> str:
-    """The context names of a kubeconfig (the default one when None), comma-separated."""
-    try:
-        names = [c["name"] for c in config.list_kube_config_contexts(config_file=kubeconfig)[0]]
-    except Exception:  # noqa: BLE001 - only a hint inside an error message
-        return "none could be read"
-    return ", ".join(names) or "it has none"
-
-
 def _item_of(kind: str, api_version: str, memo: share.Memo):
     """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
     them), managedFields compacted (``fields.compact``) and equal parts shared (``share``): a
@@ -154,28 +144,10 @@ class Kube:
         self._memo: share.Memo | None = None  # a pass's shared parts (``sharing``)
         configuration = client.Configuration()
         try:
-            if kubeconfig or context:
-                config.load_kube_config(config_file=kubeconfig, context=context,
-                                        client_configuration=configuration)
-            else:
-                try:
-                    config.load_incluster_config(client_configuration=configuration)
-                except config.ConfigException:
-                    config.load_kube_config(client_configuration=configuration)
-        except Exception as err:  # the loader raises many kinds for a malformed file
+            clusterconfig.load(configuration, kubeconfig, context)
+        except clusterconfig.ConfigError as err:
             where = f" from {kubeconfig}" if kubeconfig else ""
-            if kubeconfig and not os.path.exists(kubeconfig):
-                detail = "the file does not exist"
-            elif context and isinstance(err, config.ConfigException) and f"name {context} " in str(err):
-                detail = f"--context {context!r} is not one of its contexts ({_contexts(kubeconfig)})"
-            elif isinstance(err, config.ConfigException):
-                detail = " ".join(str(err).split())
-            else:  # a file that is not a kubeconfig at all: the loader fails deep inside
-                detail = "not a kubeconfig file (YAML with clusters, users and contexts)"
-            if not kubeconfig and not context:
-                detail += (" (looked for the in-cluster service account, then $KUBECONFIG or ~/.kube/config; "
-                           "give --kubeconfig FILE)")
-            raise ApiError(0, "NoConfiguration", detail, f"loading the cluster configuration{where}") from None
+            raise ApiError(0, "NoConfiguration", str(err), f"loading the cluster configuration{where}") from None
         configuration.retries = False
         # urllib3 keeps this many connections per host: one per parallel write, plus the three
         # watches of ``run`` and a spare, so no request waits for or discards a connection.

@@ -48,10 +48,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=env("RECONCILE_TIMEOUT", "300"),
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
-    parser.add_argument("--kubeconfig", default=env("KUBECONFIG"),
-                        help="kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config) "
-                             "[env GITOPS_AGENT_KUBECONFIG]")
-    parser.add_argument("--context", default=env("CONTEXT"), help="kubeconfig context [env GITOPS_AGENT_CONTEXT]")
+    flags.add_kubeconfig_flags(parser)
     return parser
 
 

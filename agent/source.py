@@ -243,6 +243,8 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
         if getattr(err, "cancelled", False):
             detail = "interrupted: the agent is shutting down"
+        elif _refused(detail):
+            detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
         raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
@@ -255,6 +257,28 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     return repo, True
+
+
+_AUTH_FAILED = re.compile(r"could not read (Username|Password) for|Authentication failed for|"
+                          r"The requested URL returned error: (401|403)")
+
+
+def _refused(detail: str, credentials: Credentials | None = None) -> str | None:
+    """What Git's words for an HTTP 401 or 403 mean, or None when ``detail`` is not one: the
+    server refused the credentials sent, or asked for some and none were sent. Git says "could
+    not read Username" for a 401 (it would prompt, and prompts are off) whether or not a token
+    went with the request. Never holds a secret: neither the token nor the user (a token can be
+    written as the URL's user)."""
+    found = _AUTH_FAILED.search(detail)
+    if not found:
+        return None
+    status = found.group(2) or "401"
+    if credentials and credentials.token:
+        return (f"the server refused the credentials (HTTP {status}): check the token (--git-token-file, "
+                "GITOPS_AGENT_GIT_TOKEN or the password in the URL), its access to this repository and "
+                "the user (--git-username, default git)")
+    return (f"the server asks for credentials (HTTP {status}) and none were sent: give a token with "
+            "--git-token-file or GITOPS_AGENT_GIT_TOKEN (it is sent only to --repo's own scheme, host and port)")
 
 
 def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credentials | None = None) -> str | None:

@@ -51,8 +51,8 @@ class Result:
         return not self.errors and not self.fatal
 
 
-def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
-                   max_files: int = MAX_FILES) -> tuple[dict[str, bytes], list[ManifestError]]:
+def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_files: int = MAX_FILES,
+                   submodules: bool = True) -> tuple[dict[str, bytes], list[ManifestError]]:
     """The ``*.yaml``/``*.yml`` files under ``directory`` on disk, skipping names that start
     with '.', as ``{path: bytes}`` with paths as the user would open them (``directory``
     joined with the file's relative path, posix separators). Symlinks follow the rules of a
@@ -63,7 +63,9 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
     regular file (a FIFO, a socket, a device) is refused and never opened; files over
     ``max_file_bytes`` are refused unread; beyond ``max_files`` every file is refused.
     A directory under it that cannot be listed is a ManifestError too (nothing is skipped
-    unsaid). Raises ``NotADirectoryError``, ``FileNotFoundError`` or ``PermissionError`` for a
+    unsaid), and so is, with ``submodules=False``, a submodule's checkout under it (a directory
+    holding ``.git``), as ``--no-submodules`` refuses a gitlink in a commit; with the default
+    its files are read as the directory's. Raises ``NotADirectoryError``, ``FileNotFoundError`` or ``PermissionError`` for a
     bad ``directory``."""
     root = Path(directory)
     try:
@@ -78,15 +80,22 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES,
     found: list[Path] = []
     unreadable: list[ManifestError] = []  # a directory os.walk could not list: fail, never skip it silently
 
+    def shown_as(where: Path) -> str:
+        return where.as_posix() if directory not in (".", "./") else where.relative_to(root).as_posix()
+
     def cannot_list(err: OSError) -> None:
-        where = Path(err.filename or root)
-        name = where.as_posix() if directory not in (".", "./") else where.relative_to(root).as_posix()
-        unreadable.append(ManifestError(name, None, None, f"cannot be read: {err.strerror or err}"))
+        unreadable.append(ManifestError(shown_as(Path(err.filename or root)), None, None,
+                                        f"cannot be read: {err.strerror or err}"))
     for dirpath, dirnames, filenames in os.walk(root, onerror=cannot_list):
         # a symlink to a directory is listed in dirnames (and never walked): as in a commit,
         # one named *.yaml is a symlink that is not a file symlink, refused below
         linked = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in linked)
+        if not submodules:
+            checkouts = [d for d in dirnames if os.path.lexists(os.path.join(dirpath, d, ".git"))]
+            unreadable += [ManifestError(shown_as(Path(dirpath) / d), None, None, "is a Git submodule (it holds "
+                                         ".git), and --no-submodules refuses submodules") for d in checkouts]
+            dirnames[:] = [d for d in dirnames if d not in checkouts]
         found += [Path(dirpath) / f for f in sorted(filenames + linked)
                   if not f.startswith(".") and f.endswith(source.MANIFEST_SUFFIXES)]
     shown = {p: p.as_posix() if directory not in (".", "./") else p.relative_to(root).as_posix() for p in found}
@@ -173,20 +182,23 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
 
 def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace: str = "default",
         cache_dir: str | None = None, fetch_timeout: float = 60.0,
-        credentials: source.Credentials | None = None) -> Result:
+        credentials: source.Credentials | None = None, submodules: bool = True) -> Result:
     """Validate a directory (``repo`` None: ``path`` on disk) or the files under ``path`` in
-    the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does). Never
-    raises for bad input: a source that cannot be read sets ``Result.fatal``."""
+    the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does).
+    ``submodules``: follow submodules under ``path`` (False: one there is a problem, as for
+    ``sync --no-submodules``). Never raises for bad input: a source that cannot be read sets
+    ``Result.fatal``."""
     started = time.monotonic()
     commit = fetch_seconds = None
     try:
         if repo is None:
-            files, refused = read_directory(path)
+            files, refused = read_directory(path, submodules=submodules)
         else:
             fetched = source.fetch(repo, ref, cache_dir, fetch_timeout, credentials=credentials)
             commit = fetched.commit
             fetch_seconds = time.monotonic() - started if fetched.fetched else None
-            snapshot = source.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout)
+            snapshot = source.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout,
+                                   submodules=submodules)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
         result = check(files, namespace, refused)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 
@@ -23,6 +25,17 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def unprivileged(args: list[str]) -> list[str]:
+    """``args`` run so that file permissions hold: as root, without the capabilities that
+    bypass them (util-linux ``setpriv``); skips the test when that is not possible."""
+    if os.geteuid() != 0:
+        return args
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: file permissions cannot be made to hold")
+    caps = "-dac_override,-dac_read_search,-fowner"
+    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *args]
 
 
 ORIGINAL_APPLICATION = """\

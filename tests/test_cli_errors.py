@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import unprivileged
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # (command, flag, environment variable, bad values)
@@ -43,6 +45,8 @@ BAD = [
     ("sync", "--ssh-key-file", "SSH_KEY_FILE", ["/nonexistent/id_ed25519"]),
     ("sync", "--known-hosts-file", "KNOWN_HOSTS_FILE", ["/nonexistent/known_hosts"]),
     ("sync", "--allowed-namespaces", "ALLOWED_NAMESPACES", [",", "Kube-System", "a b"]),
+    ("sync", "--kubeconfig", "KUBECONFIG", ["", " "]),
+    ("run", "--context", "CONTEXT", ["", " "]),
 ]
 BOOLEANS = [("sync", "PRUNE"), ("sync", "ALLOW_EMPTY"), ("run", "LEADER_ELECT"), ("run", "WATCH")]
 
@@ -159,12 +163,11 @@ EVERY_VARIABLE = [
     ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
     ("WEBHOOK_SECRET", " ", "run", "--webhook-secret-file"), ("MIN_RETRY_DELAY", "0", "run", "--min-retry-delay"),
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
-    ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"),
+    ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
+    ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
 ]
 NOT_CHECKED_AT_START = {
     "GIT_TOKEN": "any text is a token (empty: none)",
-    "KUBECONFIG": "read when connecting; its errors name the file (test_a_bad_or_missing_kubeconfig_is_one_line)",
-    "CONTEXT": "read with the kubeconfig, when connecting",
 }
 
 
@@ -206,6 +209,19 @@ def test_an_http_addr_whose_host_does_not_resolve_is_refused_before_the_kubeconf
     assert "/nonexistent/kc" not in line
 
 
+@pytest.mark.parametrize("value, problem", [
+    ("8080", "there is no port: the ':' before it is missing (did you mean ':8080'?)"),
+    (":70000", "the port 70000 is out of range (0 to 65535)"),
+    ("bad_host:8080", "the host 'bad_host' is not a host name"),
+])
+def test_a_bad_http_addr_says_what_is_wrong_with_it(main, value, problem):
+    for proc in (main(["run", "--repo", "/nonexistent", "--http-addr", value]),
+                 main(["run", "--repo", "/nonexistent"], env={"GITOPS_AGENT_HTTP_ADDR": value})):
+        line = assert_one_line(proc, "must be HOST:PORT with HOST empty (every interface), an IPv4 address or a host "
+                                     f"name, and a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080); {problem}")
+        assert line.endswith(" (see python -m agent run --help)")
+
+
 def test_missing_repo_is_one_line():
     proc = run_agent(["sync"])
     assert_one_line(proc, "--repo")
@@ -231,6 +247,83 @@ def test_a_password_with_blanks_is_a_token_on_one_line(main, tmp_path):
     token.write_text("pass word\n")
     proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
     assert "--git-token-file" not in proc.stderr  # it fails further on, at the repository
+
+
+@pytest.mark.parametrize("command", ["sync", "run", "validate"])
+@pytest.mark.parametrize("case, why", [
+    ("dangling", "(it is a symlink to 'TMP/gone', which does not exist)"),
+    ("dangling/sub", "('TMP/dangling' is a symlink to 'TMP/gone', which does not exist)"),
+    ("read-only", "(it cannot be written by this user: Permission denied)"),
+    ("read-only/sub", "('TMP/read-only' cannot be written (to create the cache directory in it) by this user: "
+                      "Permission denied)"),
+    ("write-only", "(it cannot be read by this user: Permission denied)"),
+])
+def test_a_cache_dir_that_cannot_be_used_is_one_line_before_anything_runs(tmp_path, command, case, why):
+    """A dangling symlink or a directory this user may not write (or read) is refused up front,
+    naming the directory and what it must be: never a raw OS error from the lock or Git, and
+    before the kubeconfig is read or anything is fetched; nothing in it is touched."""
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    for name, mode in (("read-only", 0o555), ("write-only", 0o333)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kept").write_text("x")
+        (tmp_path / name).chmod(mode)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    args = ["--repo", str(ROOT), "--cache-dir", str(tmp_path / case)]
+    if command != "validate":
+        args += ["--kubeconfig", "/nonexistent/kc"]
+    try:
+        proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", command, *args]), cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        for name in ("read-only", "write-only"):
+            (tmp_path / name).chmod(0o755)
+    line = assert_one_line(proc, f"python -m agent {command}: error: argument --cache-dir: {str(tmp_path / case)!r} "
+                                 "is not allowed: must be a directory this user can read and write, or a path where "
+                                 "one can be created " + why.replace("TMP", str(tmp_path)))
+    assert "/nonexistent/kc" not in line
+    assert not (tmp_path / "gone").exists()
+    assert [p.name for p in (tmp_path / "read-only").iterdir()] == ["kept"]
+    assert [p.name for p in (tmp_path / "write-only").iterdir()] == ["kept"]
+
+
+@pytest.mark.parametrize("command", ["sync", "run", "diff", "validate"])
+@pytest.mark.parametrize("how", ["flag", "variable"])
+@pytest.mark.parametrize("userinfo", ["alice-or-a-token", ":alice-or-a-token"])
+def test_a_user_in_the_repo_url_and_another_git_username_are_refused(main, command, how, userinfo):
+    """``https://alice@host/...`` (or ``https://:password@host/...``, whose user is git) and
+    ``--git-username bob``: one of them would silently win; refused in one line, without showing
+    the URL's user-info (it can be a token)."""
+    args = [command, "--repo", f"https://{userinfo}@git.example/apps.git"]
+    proc = main([*args, "--git-username", "bob"] if how == "flag" else args,
+                env={} if how == "flag" else {"GITOPS_AGENT_GIT_USERNAME": "bob"})
+    given = "'bob'" if how == "flag" else "GITOPS_AGENT_GIT_USERNAME='bob'"
+    line = assert_one_line(proc, f"python -m agent {command}: error: argument --git-username: {given} is not allowed: "
+                                 "must be the user written in --repo's URL when both are given (they differ; the URL's "
+                                 "is not shown): give the user in one place")
+    assert "alice-or-a-token" not in line
+
+
+@pytest.mark.parametrize("how", ["file", "variable"])
+def test_a_password_in_the_repo_url_and_another_token_are_refused_without_showing_either(main, tmp_path, how):
+    (tmp_path / "token").write_text("file-token-0053\n")
+    args = ["sync", "--repo", "https://git:url-token-0053@git.example/apps.git"]
+    if how == "file":
+        proc = main([*args, "--git-token-file", str(tmp_path / "token")])
+    else:
+        proc = main(args, env={"GITOPS_AGENT_GIT_TOKEN": "env-token-0053"})
+    given = repr(str(tmp_path / "token")) if how == "file" else "GITOPS_AGENT_GIT_TOKEN"
+    line = assert_one_line(proc, f"argument --git-token-file: {given} is not allowed: must be the same token as the "
+                                 "password written in --repo's URL when both are given (they differ; neither is shown)")
+    assert "0053" not in line.replace(str(tmp_path), "")
+
+
+@pytest.mark.parametrize("args", [["--git-username", "alice"], ["--git-username", "bob", "--repo", "ssh://alice@h/r"],
+                                  ["--git-username", "bob", "--repo", "https://h/r"]])
+def test_a_git_username_that_agrees_with_the_repo_url_or_an_ssh_user_is_accepted(main, args):
+    repo = ["--repo", "https://alice@git.invalid/apps.git"] if "--repo" not in args else []
+    proc = main(["sync", *repo, *args, "--kubeconfig", "/nonexistent/kc"])
+    assert proc.returncode == 2 and "--git-username" not in proc.stderr
+    assert "/nonexistent/kc" in proc.stderr  # got as far as the kubeconfig
 
 
 def test_version_and_usage_name_the_program():
@@ -261,23 +354,98 @@ def test_as_a_user_types_it(args, env, needle):
     assert_one_line(run_agent(args, env), needle)
 
 
+def kubeconfig_text(server: str = "https://127.0.0.1:9", user: str = "{token: t}") -> str:
+    return (f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+            f"users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}, "
+            "{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+
+
+EXEC = "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: %s}}"
+KUBECONFIGS = {  # a file name in the arguments below -> what it holds
+    "KC": kubeconfig_text(),
+    "NO_SCHEME": kubeconfig_text(server="127.0.0.1:6443"),
+    "NO_HOST": kubeconfig_text(server="https://:6443"),
+    "EXEC_MISSING": kubeconfig_text(user=EXEC % "gitops-agent-no-such-plugin"),
+    "EXEC_RELATIVE": kubeconfig_text(user=EXEC % "./bin/no-such-plugin"),
+    "EXEC_FAILS": kubeconfig_text(user=EXEC % "'false'"),
+    "NO_CURRENT": kubeconfig_text().replace("current-context: x\n", ""),
+}
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: NoConfiguration: not a kubeconfig file"),
     (["--kubeconfig", "/nonexistent/kubeconfig"], "the file does not exist"),
+    (["--kubeconfig", "/"], "from /: NoConfiguration: cannot be read: Is a directory"),
     ([], "give --kubeconfig FILE"),
     (["--kubeconfig", "KC", "--context", "nope"], "--context 'nope' is not one of its contexts (x, prod)"),
+    (["--kubeconfig", "NO_CURRENT"], "it names no current-context: give --context NAME (its contexts: x, prod)"),
+    (["--kubeconfig", "NO_SCHEME"], "cluster 'c' has server '127.0.0.1:6443', which has no scheme: must be a URL "
+                                    "starting with https:// (or http://), e.g. 'https://127.0.0.1:6443'"),
+    (["--kubeconfig", "NO_HOST"], "cluster 'c' has server 'https://:6443', which is not an https:// or http:// URL"),
+    (["--kubeconfig", "EXEC_MISSING"], "user 'u': its exec credential plugin command 'gitops-agent-no-such-plugin' "
+                                       "was not found on PATH"),
+    (["--kubeconfig", "EXEC_RELATIVE"], "user 'u': its exec credential plugin command './bin/no-such-plugin' was not "
+                                        "found ('TMP/bin/no-such-plugin' is not a file)"),
+    (["--kubeconfig", "EXEC_FAILS"], "user 'u': its exec credential plugin 'false' failed (exec: process returned 1); "
+                                     "the agent does not connect without the credentials it should send"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
+    """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or
+    sent: no FutureWarning for a server without a scheme (never guessed as plain HTTP), no
+    request without the credentials an exec plugin should have given (never fail open)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    kubeconfig = tmp_path / "kc.yaml"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
-                          "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}, "
-                          "{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
-    args = [str(kubeconfig) if a == "KC" else a for a in args]
+    for name, text in KUBECONFIGS.items():
+        (tmp_path / f"{name}.yaml").write_text(text)
+    args = [str(tmp_path / f"{a}.yaml") if a in KUBECONFIGS else a for a in args]
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     proc = main(["sync", "--repo", str(repo), "--cache-dir", str(tmp_path / "cache"), *args])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration") and needle in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration"), proc.stderr
+    assert needle.replace("TMP", str(tmp_path)) in lines[0]
+    assert not (tmp_path / "cache").exists()  # refused before the source was fetched
+
+
+@pytest.mark.parametrize("command", ["sync", "run", "reconcile"])
+def test_an_unknown_context_of_the_kubeconfig_variable_lists_the_contexts_it_has(main, tmp_path, monkeypatch, command):
+    kubeconfig = tmp_path / "kc.yaml"
+    kubeconfig.write_text(kubeconfig_text())
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing.yaml'}:{kubeconfig}")
+    args = ["web"] if command == "reconcile" else ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")]
+    proc = main([command, *args], env={"GITOPS_AGENT_CONTEXT": "staging"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("error: loading the cluster configuration: NoConfiguration: GITOPS_AGENT_CONTEXT='staging' "
+                           "is not one of its contexts (x, prod)\n")
+
+
+@pytest.mark.parametrize("command", ["sync", "reconcile"])
+def test_an_unreadable_kubeconfig_says_it_cannot_be_read_and_why(tmp_path, command):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text())
+    kubeconfig.chmod(0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    args = ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")] if command == "sync" else ["web"]
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", command, *args, "--kubeconfig",
+                                        str(kubeconfig)]), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert proc.stderr == (f"error: loading the cluster configuration from {kubeconfig}: NoConfiguration: "
+                           "cannot be read: Permission denied\n")
+
+
+def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tmp_path):
+    """$KUBECONFIG lists files: a missing one is skipped (as kubectl does), one that exists but
+    cannot be read is named with the reason, never taken as "no configuration"."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_text())
+    kubeconfig.chmod(0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["KUBECONFIG"] = f"{tmp_path / 'missing'}:{kubeconfig}"
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", "sync", "--repo", "/nonexistent", "--cache-dir",
+                                        str(tmp_path / "cache")]), cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: loading the cluster configuration: NoConfiguration: {kubeconfig} cannot be "
+                           "read: Permission denied\n")

@@ -5,6 +5,7 @@ Applications, ``--allowed-namespaces`` keeps the agent out of other namespaces."
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -118,3 +119,42 @@ def test_sync_logs_each_api_retry_with_what_failed_and_when_the_next_try_is(agen
     retries = [line for line in proc.stderr.splitlines() if "retrying in" in line]
     assert len(retries) >= 2, proc.stderr
     assert all("INFO agent.retry" in line and "Unreachable" in line and "(at " in line for line in retries)
+
+
+def test_an_exec_credential_plugin_is_used_and_a_missing_one_stops_the_sync_before_any_request(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    """A user whose kubeconfig authenticates with an ``exec`` plugin (as EKS, GKE and AKS
+    kubeconfigs do) syncs; when the plugin's command is missing the client would go on without
+    credentials: the agent stops with one line naming the command, exit 2, nothing created."""
+    import sys
+    from pathlib import Path
+
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    token = config["users"][0]["user"].pop("token")
+    plugin = tmp_path / "bin" / "token-plugin"
+    plugin.parent.mkdir()
+    plugin.write_text("#!/bin/sh\nprintf '%s' '" + json.dumps({
+        "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}) + "'\n")
+    plugin.chmod(0o755)
+    config["users"][0]["user"]["exec"] = {"apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/token-plugin",
+                                          "interactiveMode": "Never"}
+    (tmp_path / "exec.kubeconfig").write_text(json.dumps(config))
+    config["users"][0]["user"]["exec"]["command"] = "gitops-agent-test-no-such-plugin"
+    (tmp_path / "missing.kubeconfig").write_text(json.dumps(config))
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit()
+
+    def sync(kubeconfig: str):
+        return agent.run([sys.executable, "-m", "agent", "sync", "--repo", str(repo.path), "--path", "apps",
+                          "--namespace", namespace, "--kubeconfig", str(tmp_path / kubeconfig),
+                          "--cache-dir", str(tmp_path / "cache")])
+
+    missing = sync("missing.kubeconfig")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.splitlines() == [
+        f"error: loading the cluster configuration from {tmp_path / 'missing.kubeconfig'}: NoConfiguration: user "
+        "'admin': its exec credential plugin command 'gitops-agent-test-no-such-plugin' was not found on PATH "
+        f"({os.environ['PATH']}); install it or correct users[].user.exec.command"]
+    assert objects.app(namespace, "web") is None
+    assert sync("exec.kubeconfig").returncode == 0
+    assert all(objects.trio(namespace, "web"))

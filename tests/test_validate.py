@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support import GitRepo, app_yaml
+from tests.support import GitRepo, app_yaml, unprivileged
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
@@ -162,7 +162,8 @@ def test_a_commit_of_a_repository_and_its_ref(validate, tmp_path):
     (["--path", " "], "argument --path: ' ' is not allowed: must be a non-empty string"),
     (["--repo", ""], "argument --repo: '' is not allowed: must be a non-empty string"),
     (["--repo", "x", "--cache-dir", "/etc/passwd"],
-     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory or a path where one can be created"),
+     "argument --cache-dir: '/etc/passwd' is not allowed: must be a directory this user can read and write, or a "
+     "path where one can be created (it is not a directory)"),
     (["--repo", "x", "--cache-dir", "/etc/passwd/c"], "argument --cache-dir: '/etc/passwd/c' is not allowed"),
 ])
 def test_user_errors_are_one_line_and_exit_2(validate, tmp_path, args, says):
@@ -444,14 +445,9 @@ def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
     assert stderr == ""  # no traceback, no "Exception ignored", no error line
 
 
-def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_token(validate, tmp_path):
-    """``validate --repo`` reads the commit, submodules included, with the token it fetched
-    with: a private submodule on the repository's own server is fetched with it too."""
-    import base64
-
-    from tests import faults
-
-    token = "validate-token-0044"
+def _repo_with_a_submodule(tmp_path) -> tuple[GitRepo, GitRepo]:
+    """A repository whose apps/ holds web.yaml and the submodule apps/s (holding api.yaml,
+    URL ../sub.git), recorded as a gitlink."""
     sub = GitRepo.create(tmp_path / "sub")
     sub.write("api.yaml", app_yaml("api"))
     sub.commit("sub")
@@ -461,7 +457,19 @@ def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_toke
     repo.git("config", "-f", ".gitmodules", "submodule.s.url", "../sub.git")
     repo.git("add", "apps", ".gitmodules")
     repo.git("update-index", "--add", "--cacheinfo", f"160000,{sub.head()},apps/s")
-    repo.git("commit", "-qm", "web, and a private submodule")
+    repo.git("commit", "-qm", "web, and a submodule")
+    return repo, sub
+
+
+def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_token(validate, tmp_path):
+    """``validate --repo`` reads the commit, submodules included, with the token it fetched
+    with: a private submodule on the repository's own server is fetched with it too."""
+    import base64
+
+    from tests import faults
+
+    token = "validate-token-0044"
+    repo, sub = _repo_with_a_submodule(tmp_path)
     with faults.GitHttpServer(tmp_path / "srv") as server:
         server.required_auth = "Basic " + base64.b64encode(f"git:{token}".encode()).decode()
         faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
@@ -474,21 +482,10 @@ def test_a_private_repository_and_its_same_host_submodule_are_read_with_the_toke
     assert token not in proc.stdout + proc.stderr
 
 
-def _unprivileged(args: list[str]) -> list[str]:
-    """``args`` run so that file permissions hold: as root, without the capabilities that
-    bypass them (util-linux ``setpriv``); skips the test when that is not possible."""
-    if os.geteuid() != 0:
-        return args
-    if not shutil.which("setpriv"):
-        pytest.skip("running as root without setpriv: file permissions cannot be made to hold")
-    caps = "-dac_override,-dac_read_search,-fowner"
-    return ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *args]
-
-
 def _validate_unprivileged(tmp_path, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
     env["HOME"] = str(tmp_path)
-    proc = subprocess.run(_unprivileged([sys.executable, "-m", "agent", "validate", *args]), cwd=ROOT, env=env,
+    proc = subprocess.run(unprivileged([sys.executable, "-m", "agent", "validate", *args]), cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     print(f"$ validate {' '.join(args)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     assert "Traceback" not in proc.stderr
@@ -550,3 +547,101 @@ def test_the_verdict_counts_one_file_and_one_application_in_the_singular(validat
     (tmp_path / "web.yaml").write_text(app_yaml("web"))
     proc = validate("--path", str(tmp_path))
     assert proc.returncode == 0 and proc.stdout.startswith("valid: 1 file, 1 Application (")
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_no_submodules_refuses_a_submodule_in_the_commit_as_sync_does(validate, tmp_path, monkeypatch, how):
+    """``validate --no-submodules`` (or GITOPS_AGENT_SUBMODULES=false, as set for ``sync`` in the
+    same CI job) fails on a submodule under --path with sync's own words, before fetching it."""
+    repo, _ = _repo_with_a_submodule(tmp_path)
+    args = ["--repo", str(repo.path), "--path", "apps", "--cache-dir", str(tmp_path / "cache")]
+    if how == "flag":
+        proc = validate(*args, "--no-submodules")
+    else:
+        monkeypatch.setenv("GITOPS_AGENT_SUBMODULES", "false")
+        proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "HOME": str(validate.home)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "submodule 'apps/s' (../sub.git) is under --path, and --no-submodules refuses submodules" in proc.stderr
+    assert len([p for p in (tmp_path / "cache").iterdir() if p.name.endswith(".git")]) == 1  # the submodule's: none
+
+
+def test_no_submodules_refuses_a_submodule_checkout_on_disk_and_the_default_reads_it(validate, tmp_path):
+    """On disk a submodule is a checkout (a directory holding .git): read with its files by
+    default, refused by name with --no-submodules, as in a commit."""
+    tree = tmp_path / "apps"
+    (tree / "s").mkdir(parents=True)
+    (tree / "web.yaml").write_text(app_yaml("web"))
+    (tree / "s" / ".git").write_text("gitdir: ../../.git/modules/s\n")
+    (tree / "s" / "api.yaml").write_text(app_yaml("api"))
+    assert validate("--path", str(tree)).stdout.startswith("valid: 2 files, 2 Applications")
+    proc = validate("--path", str(tree), "--no-submodules")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == (f"error: {tree}/s: is a Git submodule (it holds .git), and "
+                                           "--no-submodules refuses submodules")
+
+
+def test_validate_sync_and_run_describe_submodules_in_the_same_words():
+    def help_of(command: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "agent", command, "--help"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "COLUMNS": "1000"}).stdout
+        lines = [line.strip() for line in out.splitlines()]
+        start = next(i for i, line in enumerate(lines) if line.startswith("--submodules"))
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("-") or not lines[i])
+        return " ".join(lines[start:end])
+    assert help_of("validate") == help_of("sync") == help_of("run")
+    assert "--no-submodules a submodule there fails" in help_of("validate")
+
+
+@pytest.mark.parametrize("given", ["a wrong token", "no token"])
+def test_credentials_the_server_refuses_are_named_as_such_for_the_url(validate, tmp_path, given):
+    """Git says "could not read Username ... terminal prompts disabled" for an HTTP 401: the
+    agent says the server refused the credentials (or asked for some), for that URL, without
+    the token."""
+    import base64
+
+    from tests import faults
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit("web")
+    (tmp_path / "token").write_text("wrong-token-0051\n")
+    args = ["--git-token-file", str(tmp_path / "token")] if given == "a wrong token" else []
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(b"git:right-token-0051").decode()
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        url = server.url("apps.git")
+        proc = validate("--repo", url, "--path", "apps", "--cache-dir", str(tmp_path / "cache"), *args)
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    if given == "a wrong token":
+        assert line == (f"error: fetching {url} failed: the server refused the credentials (HTTP 401): check the "
+                        "token (--git-token-file, GITOPS_AGENT_GIT_TOKEN or the password in the URL), its access to "
+                        "this repository and the user (--git-username, default git)")
+    else:
+        assert line == (f"error: fetching {url} failed: the server asks for credentials (HTTP 401) and none were "
+                        "sent: give a token with --git-token-file or GITOPS_AGENT_GIT_TOKEN (it is sent only to "
+                        "--repo's own scheme, host and port)")
+    assert "wrong-token" not in proc.stdout + proc.stderr and "Username" not in line
+
+
+@pytest.mark.parametrize("how", ["user in the URL", "user and password in the URL", "--git-username"])
+def test_the_user_written_in_the_repo_url_is_the_one_sent_with_the_token(validate, tmp_path, how):
+    import base64
+
+    from tests import faults
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit("web")
+    (tmp_path / "token").write_text("token-0052\n")
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        server.required_auth = "Basic " + base64.b64encode(b"alice:token-0052").decode()
+        faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+        url, args = {"user in the URL": (server.url("apps.git", "alice"), ["--git-token-file", str(tmp_path / "token")]),
+                     "user and password in the URL": (server.url("apps.git", "alice:token-0052"), []),
+                     "--git-username": (server.url("apps.git", "alice"), ["--git-token-file", str(tmp_path / "token"),
+                                                                          "--git-username", "alice"])}[how]
+        proc = validate("--repo", url, "--path", "apps", "--cache-dir", str(tmp_path / "cache"), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "token-0052" not in proc.stdout + proc.stderr

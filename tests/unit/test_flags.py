@@ -53,6 +53,32 @@ def test_refused_with_the_value_and_the_rule(convert, text, rule):
     assert repr(text) in str(err.value) and rule in str(err.value)
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("", "it is empty"), ("8080", "there is no port: the ':' before it is missing (did you mean ':8080'?)"),
+    ("localhost", "there is no port: the ':' before it is missing"), ("127.0.0.1:", "there is no port after the ':'"),
+    (":http", "the port 'http' is not a number"), (":\u00b2", "the port '\u00b2' is not a number"),
+    (":-1", "the port '-1' is not a number"), (":70000", "the port 70000 is out of range (0 to 65535)"),
+    (":99999999999", "the port 99999999999 is out of range (0 to 65535)"),
+    ("[::1]:8080", "the host '[::1]' is an IPv6 address; the server listens on IPv4 only"),
+    ("::1:8080", "the host '::1' is an IPv6 address"),
+    ("256.0.0.1:80", "the host '256.0.0.1' is not an IPv4 address (four numbers from 0 to 255, separated by dots)"),
+    ("1.2.3:80", "the host '1.2.3' is not an IPv4 address"), ("bad_host:80", "the host 'bad_host' is not a host name ("),
+    ("-web:80", "the host '-web' is not a host name"), ("a..b:80", "the host 'a..b' is not a host name"),
+    ("a" * 64 + ":80", "is not a host name (letters, digits and '-' in labels of 1 to 63 characters"),
+])
+def test_a_bad_http_addr_names_what_is_wrong_after_the_rule(text, problem):
+    with pytest.raises(argparse.ArgumentTypeError) as err:
+        flags.http_addr(text)
+    message = str(err.value)
+    assert message.startswith(f"{text!r} is not allowed: must be HOST:PORT with HOST empty (every interface), an IPv4 "
+                              "address or a host name, and a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080); ")
+    assert problem in message.split("; ", 1)[1]
+
+
+def test_an_http_addr_port_with_leading_zeros_is_its_number():
+    assert flags.http_addr(":08080") == ":08080"
+
+
 def test_an_http_host_name_that_does_not_resolve_is_refused_with_why(monkeypatch):
     import socket
 
@@ -165,9 +191,25 @@ def test_cache_dir_must_be_a_directory_or_creatable_as_one(tmp_path):
     with pytest.raises(flags.UsageError) as err:
         flags.cache_dir(str(tmp_path / "file"))
     assert err.value.flag == "--cache-dir" and str(err.value) == (
-        f"{str(tmp_path / 'file')!r} is not allowed: must be a directory or a path where one can be created "
-        "(it is not a directory)")
+        f"{str(tmp_path / 'file')!r} is not allowed: must be a directory this user can read and write, or a path "
+        "where one can be created (it is not a directory)")
     with pytest.raises(flags.UsageError, match=r"\(.*/file' is not a directory\)"):
         flags.cache_dir(str(tmp_path / "file" / "sub"))
     with pytest.raises(flags.UsageError, match=r"^GITOPS_AGENT_CACHE_DIR="):
         flags.cache_dir(flags.EnvValue(str(tmp_path / "file"), "GITOPS_AGENT_CACHE_DIR"))
+
+
+
+def test_a_cache_dir_through_a_symlink_to_nothing_is_refused(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
+    (tmp_path / "good").symlink_to(tmp_path)
+    assert flags.cache_dir(str(tmp_path / "good" / "new")) == str(tmp_path / "good" / "new")
+    with pytest.raises(flags.UsageError) as err:
+        flags.cache_dir(str(tmp_path / "link"))
+    assert str(err.value).endswith(f"(it is a symlink to {str(tmp_path / 'gone')!r}, which does not exist)")
+    with pytest.raises(flags.UsageError) as err:
+        flags.cache_dir(flags.EnvValue(str(tmp_path / "link" / "sub"), "GITOPS_AGENT_CACHE_DIR"))
+    assert str(err.value).startswith("GITOPS_AGENT_CACHE_DIR=")
+    assert str(err.value).endswith(f"({str(tmp_path / 'link')!r} is a symlink to {str(tmp_path / 'gone')!r}, "
+                                   "which does not exist)")
+    assert not (tmp_path / "gone").exists()
