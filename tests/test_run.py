@@ -274,7 +274,7 @@ def test_credentials_never_appear_in_output_status_or_events(start_agent, repo, 
              timeout=30, what="a synced Application")
     good.stop()
     token, env_token = "SECRET-TOKEN-in-url-1234", "SECRET-TOKEN-in-env-5678"
-    url = f"http://user:{token}@127.0.0.1:{free_port()}/missing.git"
+    url = f"http://{token}@127.0.0.1:{free_port()}/missing.git"  # a token as the URL's user, the password from env
     bad = start_agent(url, "--interval", "1", "--namespace", namespace, "--fetch-timeout", "2",
                       env={"GITOPS_AGENT_GIT_TOKEN": env_token}, cache="bad")
     wait_for(lambda: bad.metric("gitops_agent_git_fetch_failures_total") >= 2, timeout=30, what="failed fetches")
