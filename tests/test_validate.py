@@ -102,12 +102,12 @@ def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, t
     proc = validate("--path", path, "-o", output, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr == error + "\n"
     if output == "text":
-        assert proc.stdout == "invalid: 1 problem in 0 files\n"
+        assert proc.stdout == "not validated: the files could not be read\n"
     elif output == "json":
         doc = json.loads(proc.stdout)
         assert doc["ok"] is False and doc["errors"][0]["message"] == error.removeprefix("error: ")
     else:
-        assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
+        assert proc.stdout.startswith("### gitops-agent validate: the files could not be read")
 
 
 
