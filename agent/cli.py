@@ -59,7 +59,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(name, help=f"{help_} [env GITOPS_AGENT_{env}]", **kw)
 
     flag("--repo", "REPO", "Git repository: local path, file://, https:// or ssh:// URL",
-         default=_env("REPO"), required=_env("REPO") is None, type=flags.non_empty)
+         default=_env("REPO"), required=_env("REPO") is None, type=flags.repo)
     flag("--ref", "REF", "branch, tag or commit SHA to sync, also as a full name (refs/heads/main, refs/tags/v1); "
          "default: the remote's HEAD", default=_env("REF"), type=flags.non_empty)
     flag("--path", "PATH", "directory inside the repository holding Application YAML (default: .)",

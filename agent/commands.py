@@ -87,7 +87,7 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                     "YAML syntax, the Application schema from crd.yaml, DNS-1123 names, duplicate "
                     "Applications, unknown fields, label and annotation syntax. Needs no cluster and no "
                     "kubeconfig; reports every problem in one run.")
-    parser.add_argument("--repo", type=flags.non_empty,
+    parser.add_argument("--repo", type=flags.repo,
                         help="Git repository to read a commit of (default: none, --path is a directory on disk)")
     parser.add_argument("--ref", type=flags.non_empty,
                         help="branch, tag or commit SHA, also as a full name (refs/heads/main); only with --repo; "

@@ -243,6 +243,21 @@ def non_empty(text: str) -> str:
     return text
 
 
+REPO_SCHEMES = ("file", "https", "http", "ssh", "git+ssh", "ssh+git", "git")  # Git's transports the agent reads
+REPO_RULE = ("a local path, an scp-like user@host:path, or a URL whose scheme is one of "
+             + ", ".join(REPO_SCHEMES))
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def repo(text: str) -> str:
+    """Type for ``--repo``: not blank, and a URL only with a scheme of ``REPO_SCHEMES`` (Git's
+    own transports; ``ftp://`` and the like are refused before Git is run)."""
+    scheme = _URL_SCHEME.match(non_empty(text))
+    if scheme and scheme.group(1).lower() not in REPO_SCHEMES:
+        raise _refuse(text, REPO_RULE)
+    return text
+
+
 
 CACHE_DIR_RULE = "a directory this user can read and write, or a path where one can be created"
 

@@ -112,12 +112,18 @@ def under(path: tuple, paths) -> bool:
     return any(path[:len(p)] == p for p in paths)
 
 
+SHOW_MAX = 80  # characters of a value a message quotes; a longer one is cut and its length said
+
+
 def show(value) -> str:
-    """``value`` as JSON (``"web"``, ``123``, ``null``) for a message, else its repr."""
+    """``value`` as JSON (``"web"``, ``123``, ``null``) for a message, else its repr; longer
+    than ``SHOW_MAX`` characters, its first ``SHOW_MAX`` then ``... (N characters)``, so one
+    huge value keeps the message one readable line."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
-        return repr(value)
+        text = repr(value)
+    return text if len(text) <= SHOW_MAX else f"{text[:SHOW_MAX]}... ({len(text)} characters)"
 
 
 def type_name(value) -> str:

@@ -106,6 +106,8 @@ def _verdict(doc: dict) -> str:
         if doc["ok"]:
             apps = f"{counts['applications']} Application{'s' if counts['applications'] != 1 else ''}"
             return f"valid: {files}, {apps} ({doc['timings']['totalSeconds']:.2f}s)"
+        if not counts["files"] and doc["errors"] and doc["errors"][0]["file"] is None:
+            return "not validated: the files could not be read"
         return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {files}"
     tally = ", ".join(f"{counts[a]} {a}" for a in COUNTED if counts[a] or a in ("create", "update", "prune", "failed"))
     head = "dry run, nothing written" if doc["dryRun"] else "sync"

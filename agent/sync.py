@@ -144,8 +144,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     owned_live = [a for a in live_apps if plan.owned(a, opts.source_id)]
     if prune and not desired_apps and owned_live and not opts.allow_empty:
         report.errors.append(
-            f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete all "
-            f"{len(owned_live)} Applications the agent owns; nothing was changed. If that is intended, "
+            f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
+            f"{_all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return
 
@@ -378,3 +378,8 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
             report.notes.append(f"{KIND}/{key}: {wait.message()}")
             report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
     return out
+
+
+def _all_owned(n: int) -> str:
+    """``the 1 Application`` or ``all N Applications``: the count of the empty-commit guard."""
+    return "the 1 Application" if n == 1 else f"all {n} Applications"

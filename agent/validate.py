@@ -56,9 +56,9 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_
     """The ``*.yaml``/``*.yml`` files under ``directory`` on disk, skipping names that start
     with '.', as ``{path: bytes}`` with paths as the user would open them (``directory``
     joined with the file's relative path, posix separators). Symlinks follow the rules of a
-    commit (``source._follow``, the directory standing for the repository): a symlink to a
-    regular file inside ``directory`` is read; one to an absolute path or leaving the
-    directory, to nothing, to a directory or to another symlink is refused (one ManifestError
+    commit (``source._follow``; the repository is the Git work tree holding ``directory``,
+    else ``directory`` itself, ``work_tree``): a symlink to a regular file inside the
+    repository is read; one to an absolute path or leaving the repository, to nothing, to a directory or to another symlink is refused (one ManifestError
     each, as is a symlink to a directory named ``*.yaml``). Anything else that is not a
     regular file (a FIFO, a socket, a device) is refused and never opened; files over
     ``max_file_bytes`` are refused unread; beyond ``max_files`` every file is refused.
@@ -77,6 +77,10 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_
     if not is_dir:
         raise NotADirectoryError(f"--path {directory!r} is not a directory")
     real_root = Path(os.path.realpath(root))
+    top, in_submodule = work_tree(real_root)
+    if in_submodule and not submodules:
+        return {}, [ManifestError(directory, None, None, f"is in the checkout of a Git submodule ({top}), "
+                                  "and --no-submodules refuses submodules")]
     found: list[Path] = []
     unreadable: list[ManifestError] = []  # a directory os.walk could not list: fail, never skip it silently
 
@@ -105,7 +109,7 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_
     errors: list[ManifestError] = unreadable
     for file in sorted(found, key=lambda f: shown[f]):
         name = shown[file]
-        data, problem = _read_file(file, root, real_root, max_file_bytes)
+        data, problem = _read_file(file, top or real_root, max_file_bytes, "repository" if top else "directory")
         if problem:
             errors.append(ManifestError(name, None, None, problem))
         else:
@@ -113,27 +117,49 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_
     return files, errors
 
 
-def _read_file(file: Path, root: Path, real_root: Path, max_file_bytes: int) -> tuple[bytes | None, str | None]:
+def work_tree(directory: Path) -> tuple[Path | None, bool]:
+    """(the top of the Git work tree holding ``directory`` (a real path), whether that work tree
+    is a submodule's checkout), or (None, False) outside any. Git's rule: the nearest directory
+    upwards holding ``.git``; a submodule's ``.git`` is a file naming a gitdir under its
+    superproject's ``.git/modules/``."""
+    for top in (directory, *directory.parents):
+        marker = top / ".git"
+        try:
+            if marker.is_dir():
+                return top, False
+            if marker.is_file():
+                gitdir = marker.read_text(errors="replace").partition("gitdir:")[2].strip()
+                return top, "/modules/" in "/" + gitdir.replace(os.sep, "/")
+        except OSError:
+            return None, False
+    return None, False
+
+
+def _read_file(file: Path, real_top: Path, max_file_bytes: int, top_is: str) -> tuple[bytes | None, str | None]:
     """(the bytes of ``file``, None) or (None, why it is refused); never blocks on a FIFO and
-    never raises for what is on disk."""
+    never raises for what is on disk. A symlink is followed to a regular file inside
+    ``real_top`` (a real path: the Git work tree, as a commit's symlinks are read within the
+    repository, else the directory validated; ``top_is`` names which)."""
+    leaves = f"is refused (it leaves the {top_is})"
     try:
         mode = os.lstat(file).st_mode
         if stat.S_ISLNK(mode):
             target = os.readlink(file)
             if os.path.isabs(target):
-                return None, f"symlink to absolute path {target!r} is refused (it leaves the directory)"
-            relative = posixpath.normpath(posixpath.join(file.parent.relative_to(root).as_posix(), target))
+                return None, f"symlink to absolute path {target!r} {leaves}"
+            parent = Path(os.path.realpath(file.parent)).relative_to(real_top).as_posix()
+            relative = posixpath.normpath(posixpath.join(parent, target))
             if relative == ".." or relative.startswith("../"):
-                return None, f"symlink to {target!r} is refused (it leaves the directory)"
-            file = root / relative
+                return None, f"symlink to {target!r} {leaves}"
+            file = real_top / relative
             try:
                 mode = os.lstat(file).st_mode
             except OSError:  # missing, or a path through a file or a symlink loop
                 return None, f"symlink to {target!r} points to nothing"
             if not stat.S_ISREG(mode):
                 return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
-            if not Path(os.path.realpath(file)).is_relative_to(real_root):  # through a linked directory
-                return None, f"symlink to {target!r} is refused (it leaves the directory)"
+            if not Path(os.path.realpath(file)).is_relative_to(real_top):  # through a linked directory
+                return None, f"symlink to {target!r} {leaves}"
         elif not stat.S_ISREG(mode):
             return None, f"is not a regular file ({_kind(mode)}); only regular files and file symlinks are read"
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))

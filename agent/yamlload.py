@@ -11,6 +11,8 @@ caller then reads the file with ``_Loader``.
 
 from __future__ import annotations
 
+import sys
+
 import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
@@ -181,13 +183,30 @@ if FAST:
                 self.depth -= 1
 
 
-# YAML 1.1 timestamps would become datetime objects; kubectl keeps them as strings.
+# YAML 1.1 timestamps would become datetime objects, and a plain ``=`` the "value" tag that no
+# constructor knows; go-yaml (so kubectl) reads both as strings, and so do the loaders here.
+_AS_STRINGS = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
 _Loader.yaml_implicit_resolvers = {
-    ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    ch: [(tag, rx) for tag, rx in resolvers if tag not in _AS_STRINGS]
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+def _construct_int(loader, node):
+    """PyYAML's integer, or the text as a string when it has more digits than Python converts
+    (``sys.get_int_max_str_digits``, 4300): go-yaml, failing to parse such a number as an int64,
+    uint64 or float64, reads it as a string too, so the schema then names the field."""
+    digits = node.value.replace("_", "").lstrip("+-")
+    limit = sys.get_int_max_str_digits()  # 0: no limit
+    if limit and digits.isdigit() and len(digits) > limit:
+        return loader.construct_scalar(node)
+    return SafeConstructor.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 if FAST:
     _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def construct(loader, node) -> tuple:

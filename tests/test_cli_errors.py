@@ -449,3 +449,23 @@ def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tm
     assert proc.returncode == 2
     assert proc.stderr == (f"error: loading the cluster configuration: NoConfiguration: {kubeconfig} cannot be "
                            "read: Permission denied\n")
+
+
+@pytest.mark.parametrize("command", ["sync", "diff", "run", "validate"])
+@pytest.mark.parametrize("repo", ["ftp://host/r.git", "HTTPX://host/r", "s3://bucket/r"])
+def test_a_repo_url_git_cannot_read_is_refused_before_git_runs(main, command, repo):
+    """Git's transports are local paths, file://, http(s)://, ssh:// (and its aliases), git://
+    and scp-like user@host:path; any other scheme is one line naming them, as a flag or a variable."""
+    for args, env, shown in [(["--repo", repo], {}, repr(repo)),
+                             ([], {"GITOPS_AGENT_REPO": repo}, f"GITOPS_AGENT_REPO={repo!r}")]:
+        if command == "validate" and env:
+            continue  # validate reads no GITOPS_AGENT_REPO: --repo is optional there
+        proc = main([command, *args], env=env)
+        line = assert_one_line(proc, "argument --repo:", shown, "file, https, http, ssh, git+ssh, ssh+git, git")
+        assert "scp-like user@host:path" in line
+
+
+@pytest.mark.parametrize("repo", ["HTTPS://127.0.0.1:1/r.git", "git+ssh://127.0.0.1:1/r.git", "git@127.0.0.1:r.git"])
+def test_every_transport_git_reads_passes_the_repo_check(main, repo):
+    proc = main(["validate", "--repo", repo, "--fetch-timeout", "5"])
+    assert "argument --repo" not in proc.stderr and "Traceback" not in proc.stderr

@@ -241,6 +241,7 @@ def test_removing_the_last_application_is_refused_unless_allow_empty(agent, repo
         assert proc.returncode == 2
         errors = error_lines(proc)
         assert len(errors) == 1 and "--allow-empty" in errors[0], proc.stderr
+        assert "would delete the 1 Application the agent owns" in errors[0], errors[0]
         assert "pruned" not in proc.stdout.replace("0 pruned", "")
         before.check(f"run {attempt}")
         assert synced_commit(objects, namespace, "web") == first

@@ -102,12 +102,12 @@ def test_an_unreadable_source_is_one_error_on_stderr_in_every_format(validate, t
     proc = validate("--path", path, "-o", output, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr == error + "\n"
     if output == "text":
-        assert proc.stdout == "invalid: 1 problem in 0 files\n"
+        assert proc.stdout == "not validated: the files could not be read\n"
     elif output == "json":
         doc = json.loads(proc.stdout)
         assert doc["ok"] is False and doc["errors"][0]["message"] == error.removeprefix("error: ")
     else:
-        assert proc.stdout.startswith("### gitops-agent validate: 1 problem in 0 files")
+        assert proc.stdout.startswith("### gitops-agent validate: the files could not be read")
 
 
 
@@ -645,3 +645,46 @@ def test_the_user_written_in_the_repo_url_is_the_one_sent_with_the_token(validat
         proc = validate("--repo", url, "--path", "apps", "--cache-dir", str(tmp_path / "cache"), *args)
     assert proc.returncode == 0, proc.stderr
     assert "token-0052" not in proc.stdout + proc.stderr
+
+
+def test_on_disk_a_symlink_is_read_within_the_work_tree_as_sync_reads_it_within_the_commit(validate, tmp_path):
+    """A commit's symlink is read when it stays in the repository, wherever --path is; on disk
+    the repository is the Git work tree holding --path (outside one, --path itself)."""
+    repo = GitRepo.create(tmp_path / "r")
+    repo.write("other/shared.yaml", app_yaml("shared"))
+    repo.write("apps/web.yaml", app_yaml("web"))
+    (repo.path / "apps" / "link.yaml").symlink_to("../other/shared.yaml")
+    (repo.path / "apps" / "away.yaml").symlink_to("../../outside.yaml")
+    (tmp_path / "outside.yaml").write_text(app_yaml("outside"))
+    repo.commit("a symlink within the repository and one leaving it")
+    on_disk = validate("--path", str(repo.path / "apps"))
+    in_git = validate("--repo", str(repo.path), "--path", "apps", "--cache-dir", str(tmp_path / "cache"))
+    for proc in (on_disk, in_git):
+        assert proc.returncode == 2 and "invalid: 1 problem in 3 files" in proc.stdout, proc.stdout + proc.stderr
+        assert "away.yaml: symlink to '../../outside.yaml' is refused (it leaves the repository)" in proc.stderr
+    plain = tmp_path / "plain"
+    (plain / "apps").mkdir(parents=True)
+    (plain / "other.yaml").write_text(app_yaml("other"))
+    (plain / "apps" / "link.yaml").symlink_to("../other.yaml")
+    proc = validate("--path", str(plain / "apps"))
+    assert proc.returncode == 2 and "symlink to '../other.yaml' is refused (it leaves the directory)" in proc.stderr
+
+
+def test_no_submodules_refuses_a_path_inside_a_submodule_checkout(validate, tmp_path):
+    """--path itself in a submodule's checkout (its .git a file naming the superproject's
+    .git/modules/...): refused by --no-submodules, read by default; a linked work tree
+    (``git worktree``, .git naming .git/worktrees/...) is no submodule."""
+    for kind, gitdir in [("submodule", "../../.git/modules/team"), ("worktree", "/r/.git/worktrees/wt")]:
+        tree = tmp_path / kind / "apps" / "team"
+        tree.mkdir(parents=True)
+        (tmp_path / kind / ".git").mkdir()
+        (tree / ".git").write_text(f"gitdir: {gitdir}\n")
+        (tree / "web.yaml").write_text(app_yaml("web"))
+        assert validate("--path", str(tree)).returncode == 0
+        proc = validate("--path", str(tree), "--no-submodules")
+        if kind == "worktree":
+            assert proc.returncode == 0, proc.stderr
+        else:
+            assert proc.returncode == 2 and proc.stderr.splitlines()[0] == (
+                f"error: {tree}: is in the checkout of a Git submodule ({tree}), and --no-submodules refuses "
+                "submodules")

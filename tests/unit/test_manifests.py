@@ -772,3 +772,39 @@ def test_key_line_and_scalar_read_a_key_from_the_nodes(text, path, line, value):
 
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     assert (key_line(node, path), scalar(node, path, "absent")) == (line, value)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["libyaml", "pure-python"])
+def test_a_plain_equals_sign_is_the_string_kubectl_reads(fast, monkeypatch):
+    """PyYAML resolves a plain ``=`` to its "value" tag, which no constructor knows; go-yaml
+    (kubectl) reads the string "="."""
+    from agent import manifests
+
+    monkeypatch.setattr(manifests, "_FAST", fast)
+    text = EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    note: =\n")
+    result = run({"a.yaml": text})
+    assert result.errors == [] and result.manifests[0].body["metadata"]["annotations"] == {"note": "="}
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["libyaml", "pure-python"])
+def test_an_integer_too_long_for_python_is_a_string_the_schema_names_in_one_short_line(fast, monkeypatch):
+    """More digits than Python converts (4300): go-yaml reads such a number as a string, so it is
+    the field's own error at its own line, with the value cut short."""
+    from agent import manifests
+
+    monkeypatch.setattr(manifests, "_FAST", fast)
+    err = only_error(run({"big.yaml": app(spec="  image: nginx:1\n  replicas: " + "9" * 5000 + "\n  port: 80\n")}))
+    assert (err.line, err.field) == (7, "spec.replicas")
+    assert err.message.startswith("must be an integer between 0 and 2147483647 (got \"999")
+    assert err.message.endswith('... (5002 characters))') and len(err.message) < 200
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("x" * 78, '"' + "x" * 78 + '"'),  # 80 characters with the quotes: whole
+    ("x" * 79, '"' + "x" * 79 + '... (81 characters)'),
+    (12, "12"), (None, "null"), ({1, 2} and b"b", "b'b'"),
+])
+def test_a_value_in_a_message_is_cut_after_80_characters(value, shown):
+    from agent.nodes import show
+
+    assert show(value) == shown
