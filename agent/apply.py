@@ -6,8 +6,9 @@ Why a module of its own: these are the writes of a pass that change objects, and
 rule that plain server-side apply does not give. Fields other managers own where the agent
 renders in full are handed to the agent first (``fields.handover``), so the apply removes
 what Git does not have. A field the API server refuses to change in place (a Deployment's
-``spec.selector``) is fixed by deleting and recreating the object, and only when the agent
-owns it (``plan.owned``); someone else's object is never deleted.
+``spec.selector``) is fixed by deleting and recreating the object, and only when it is the
+agent's own (``plan.not_ours``, the rule that also decides which objects are applied over);
+someone else's object is never deleted.
 """
 
 from __future__ import annotations
@@ -111,12 +112,13 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
 
 
 def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
-    if step.live is None or not plan.owned(step.live):
+    why_not = ("appeared after this pass listed its kind, so it is not known to be the agent's"
+               if step.live is None else plan.not_ours(step.live))
+    if why_not is not None:
         raise ImmutableConflict(refused.status, refused.reason,
-                       f"{field} is immutable and differs from Git, and this object was not made by the "
-                       "agent (no gitops-agent apply or no controller ownerReference to its Application), "
-                       "so it is not deleted; delete or rename it to let the agent create its own",
-                       step.subject)
+                                f"{field} is immutable and differs from Git, and this object {why_not}, so it "
+                                "is not deleted; delete or rename it to let the agent create its own",
+                                step.subject)
     why = f"{field} is immutable and differs from Git"
     log.info("recreating %s: %s", step.subject, why,
              extra={"fields": {"event": "recreate", "object": step.subject, "field": field}})
@@ -131,18 +133,19 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
           reasons: dict[str, str]) -> list[plan.Step]:
     """Children to create whose name may be taken: one list per kind and namespace that has a
     create (no label selector), then ``plan.claim``. A child the agent made that lost its
-    ``managed-by`` label is updated in place; an object someone else made fails its
-    Application (reason ``AlreadyExists``, Stalled) and is never applied over or pruned."""
+    ``managed-by`` label (and perhaps its ownerReference) is updated in place, on the same
+    path as a listed child (``converge``); an object someone else made fails its Application
+    (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
+    and is never applied over or pruned."""
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
     if not wanted:
         return steps
     found = [obj for group, kind, namespace in wanted for obj in kube.list_in(group, kind, namespace)]
     steps, conflicts = plan.claim(steps, found)
-    for step in conflicts:
+    for step, reason in conflicts:
         key = plan.owner_key(step.desired)
-        why = (f"exists and was not made by the agent (no gitops-agent apply and controller ownerReference "
-               f"to Application {key}), so it is left alone; delete or rename it to let the agent create "
-               "its own, or rename the Application")
+        why = (f"exists and {reason}, so it is left alone; delete or rename it to let the agent create its own, "
+               "or rename the Application")
         failures[key] = f"{step.subject}: {why}"
         reasons[key] = conditions.ALREADY_EXISTS
         report.add(key, step.subject, FAILED, why)

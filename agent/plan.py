@@ -36,7 +36,9 @@ def subject(ident: Identity) -> str:
 
 
 def owned(obj: dict, source: str | None = None) -> bool:
-    """True when the agent owns ``obj`` and may prune, recreate or take fields over on it.
+    """True when the agent owns ``obj`` and may prune it (which objects it applies over, takes
+    fields over on or recreates where Git wants them is ``not_ours``'s rule, which does not ask
+    for the label or the ownerReference a hand edit removes).
 
     Every owned object was applied by the agent's field manager (see
     ``fields.applied_by_agent``) and carries ``app.kubernetes.io/managed-by: gitops-agent``.
@@ -62,6 +64,38 @@ def owner_name(obj: dict) -> str | None:
                  and ref.get("controller")), None)
 
 
+def controller(obj: dict) -> dict | None:
+    """``obj``'s controller ownerReference, whatever its owner's kind, or None (the API server
+    allows one per object)."""
+    return next((ref for ref in obj.get("metadata", {}).get("ownerReferences") or [] if ref.get("controller")),
+                None)
+
+
+def not_ours(live: dict) -> str | None:
+    """Why the agent must leave ``live`` alone although it stands where a desired object goes
+    (the same identity), as a phrase after "exists and"; None when it is the agent's own.
+
+    The rule: the agent's own is what its field manager applied (an Apply entry of
+    ``gitops-agent`` in managedFields, ``fields.applied_by_agent``: no copy, ``kubectl
+    create`` or another manager's apply makes one) and what no other owner controls (no
+    controller ownerReference, or one to the Application of its name). Labels and
+    ownerReferences are ordinary metadata that a hand edit removes: a child of an Application
+    in Git that lost them is still the agent's, and its next apply puts them back
+    (re-adoption, as a Kubernetes controller adopts an orphan that matches it but never an
+    object another controller controls; the API server also refuses a second controller).
+    Pruning stays stricter (``owned``): it needs the label and the ownerReference too.
+    """
+    if not fields.applied_by_agent(live):
+        return (f"was not made by the agent: its metadata.managedFields has no Apply entry of the field "
+                f"manager {AGENT_NAME}")
+    meta = live["metadata"]
+    ref = controller(live)
+    if ref is not None and owner_name(live) != meta["name"]:
+        return (f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller ownerReference), "
+                f"not by Application {meta['namespace']}/{meta['name']}")
+    return None
+
+
 def owner_key(obj: dict) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
     its controller ownerReference's Application for a child (the child's name when it has
@@ -73,11 +107,13 @@ def owner_key(obj: dict) -> str:
 
 
 def drifted_ownership(live: dict) -> bool:
-    """True when ``live`` is the agent's and other managers (kubectl and Update writers) own
-    fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that the
-    agent's apply removes once those fields are handed over, even when every value the agent
-    sets is still in place (an added port, an extra selector key)."""
-    return owned(live) and bool(fields.foreign(live))
+    """True when ``live``, standing where a desired object goes, is the agent's own
+    (``not_ours`` finds no reason against it) and other managers (kubectl and Update writers)
+    own fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that
+    the agent's apply removes once those fields are handed over, even when every value the
+    agent sets is still in place (an added port, an extra selector key). A child that lost its
+    managed-by label or its ownerReference is handed over like any other of the agent's own."""
+    return not_ours(live) is None and bool(fields.foreign(live))
 
 
 def contains(live, desired) -> bool:
@@ -158,26 +194,20 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
             if owned(live_by_id[ident], source)]
 
 
-def lost_label(obj: dict) -> bool:
-    """True when ``obj`` is a child the agent made whose ``managed-by`` label was removed or
-    changed by hand: applied by the agent's field manager, with a controller ownerReference to
-    the Application of its own name (as ``owned`` requires), but outside the label-selected
-    list a pass reads."""
-    meta = obj.get("metadata", {})
-    return fields.applied_by_agent(obj) and owner_name(obj) == meta.get("name")
-
-
-def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[Step]]:
+def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Check the create steps of children against ``found``: objects that exist under the same
     identity although the label-selected list did not show them (a namespaced list without a
     selector). Returns ``(steps, conflicts)``:
 
-    - a create whose object exists and is the agent's own child that lost its label
-      (``lost_label``) becomes an update of that object (the apply puts the label back);
+    - a create whose object exists and is the agent's own (``not_ours`` finds no reason
+      against it: the agent's child that lost its managed-by label, and perhaps its
+      ownerReference too) is decided again against that object (``decide``), exactly as a
+      child found in the label-selected list: an update whose apply hands kubectl's fields over
+      first and puts the label and ownerReference back;
     - a create whose object exists and is someone else's is taken out of ``steps`` and
-      returned in ``conflicts``: the agent never applies over an object it did not make (a
-      server-side apply would silently adopt it, and a later prune would delete it), so the
-      caller fails that Application, naming the object;
+      returned in ``conflicts`` with the reason (``not_ours``): the agent never applies over an
+      object it did not make (a server-side apply would silently adopt it, and a later prune
+      would delete it), so the caller fails that Application, naming the object and the reason;
     - every other step is returned unchanged, in its order.
     """
     by_id = {identity(obj): obj for obj in found}
@@ -186,10 +216,10 @@ def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[St
         existing = by_id.get(step.identity) if step.action == CREATE else None
         if existing is None:
             out.append(step)
-        elif lost_label(existing):
-            out.append(Step(UPDATE, step.identity, step.desired, existing))
+        elif (why := not_ours(existing)) is None:
+            out.append(decide(step.desired, existing))
         else:
-            conflicts.append(step)
+            conflicts.append((step, why))
     return out, conflicts
 
 

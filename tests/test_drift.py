@@ -176,10 +176,13 @@ def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, name
     assert ports == {"http", "sidecar"}
 
 
-def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent"):
+def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent", drop_label=False):
     """Replace the Deployment with one whose selector differs (as an older rendering, or a
-    hand-made object, would have), keeping the agent's labels and ownerReference."""
+    hand-made object, would have), keeping the agent's labels (but the managed-by label with
+    ``drop_label``) and ownerReference."""
     current = objects.deployment(namespace, "web")
+    if drop_label:
+        del current["metadata"]["labels"]["app.kubernetes.io/managed-by"]
     cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=true")
     old = {"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "web", "namespace": namespace, "labels": current["metadata"]["labels"],
@@ -310,4 +313,124 @@ def test_dry_run_and_diff_see_a_recreate_and_a_take_over_and_write_nothing(
     proc = synced(agent, repo, namespace)
     assert "1 recreated" in proc.stdout and f"Service/{namespace}/web configured" in proc.stdout
     assert_exactly_git(objects, namespace)
+    assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
+
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+UNLABEL = {"metadata": {"labels": {MANAGED_BY: None}}}
+
+
+def _patch(cluster, namespace, target, body, kind="strategic"):
+    cluster.kubectl("-n", namespace, "patch", target, f"--type={kind}", "-p", json.dumps(body))
+
+
+def _disown(cluster, namespace, target):
+    """Remove the controller ownerReference and the managed-by label with one JSON patch."""
+    _patch(cluster, namespace, target, [{"op": "remove", "path": "/metadata/ownerReferences"},
+                                        {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"}],
+           kind="json")
+
+
+UNLABELLED_HAND_EDITS = {
+    # the label removed in the same patch as the edit
+    "sidecar": lambda c, ns: _patch(c, ns, "deployment/web", {**UNLABEL, "spec": {"template": {"spec": {
+        "containers": [{"name": "side", "image": "busybox"}]}}}}),
+    "patched-env": lambda c, ns: _patch(c, ns, "deployment/web", {**UNLABEL, "spec": {"template": {"spec": {
+        "containers": [{"name": "web", "env": [{"name": "DEBUG", "value": "1"}]}]}}}}),
+    "service-port": lambda c, ns: _patch(c, ns, "service/web", {**UNLABEL, "spec": {"ports": [
+        {"name": "debug", "port": 9999, "targetPort": 9999}]}}),
+    # the label removed by one command, the edit made by another
+    "set-env": lambda c, ns: (c.kubectl("-n", ns, "label", "deployment/web", f"{MANAGED_BY}-"),
+                              c.kubectl("-n", ns, "set", "env", "deployment/web", "DEBUG=1")),
+    # the ownerReference and the label removed, then edits: the child stays the agent's
+    "disowned-sidecar-and-port": lambda c, ns: (
+        _disown(c, ns, "deployment/web"), _disown(c, ns, "service/web"),
+        _patch(c, ns, "deployment/web", {"spec": {"template": {"spec": {
+            "containers": [{"name": "side", "image": "busybox"}]}}}}),
+        _patch(c, ns, "service/web", {"spec": {"ports": [{"name": "debug", "port": 9999, "targetPort": 9999}]}})),
+    # the ownerReference alone removed (the child stays in the label-selected list), then an edit
+    "orphaned-sidecar": lambda c, ns: (
+        _patch(c, ns, "deployment/web", [{"op": "remove", "path": "/metadata/ownerReferences"}], kind="json"),
+        _patch(c, ns, "deployment/web", {"spec": {"template": {"spec": {
+            "containers": [{"name": "side", "image": "busybox"}]}}}})),
+}
+
+
+def assert_the_agents_own(objects, namespace):
+    """Both children carry the agent's label and its controller ownerReference to the Application."""
+    app, *children = objects.trio(namespace, "web")
+    for child in children:
+        assert child["metadata"]["labels"][MANAGED_BY] == "gitops-agent"
+        [ref] = child["metadata"]["ownerReferences"]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+            "Application", "web", app["metadata"]["uid"], True)
+
+
+@pytest.mark.parametrize("edit", sorted(UNLABELLED_HAND_EDITS))
+def test_a_child_that_lost_its_label_or_owner_reference_is_restored_in_one_pass(
+        edit, agent, repo, namespace, objects, cluster):
+    first_sync(agent, repo, namespace)
+    settled(objects, namespace)
+    uids = [o["metadata"]["uid"] for o in objects.trio(namespace, "web")]
+    UNLABELLED_HAND_EDITS[edit](cluster, namespace)
+    proc = synced(agent, repo, namespace)
+    assert " configured" in proc.stdout and "0 failed" in proc.stdout
+    assert_exactly_git(objects, namespace)
+    assert_the_agents_own(objects, namespace)
+    assert [o["metadata"]["uid"] for o in objects.trio(namespace, "web")] == uids
+    assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
+
+
+def test_a_look_alike_without_the_agents_apply_is_still_refused(agent, repo, namespace, objects, cluster, tmp_path):
+    """An object at a child's name that the agent never applied (made with kubectl create or
+    kubectl's own server-side apply, from a copy of the rendered child), or one another owner
+    controls, is never applied over: the message names what is missing."""
+    first_sync(agent, repo, namespace)
+    live = json.loads(cluster.kubectl("-n", namespace, "get", "service", "web", "-o", "json").stdout)
+    labels = {k: v for k, v in live["metadata"]["labels"].items() if k != MANAGED_BY}
+    copy = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace, "labels": labels},
+            "spec": {"selector": live["spec"]["selector"], "ports": live["spec"]["ports"]}}
+    manifest = tmp_path / "copy.json"
+    manifest.write_text(json.dumps(copy))
+    # another owner's: the Deployment keeps the agent's apply, but a ConfigMap controls it now
+    cluster.kubectl("-n", namespace, "create", "configmap", "keeper")
+    keeper = json.loads(cluster.kubectl("-n", namespace, "get", "configmap", "keeper", "-o", "json").stdout)
+    _patch(cluster, namespace, "deployment/web", [
+        {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"},
+        {"op": "replace", "path": "/metadata/ownerReferences", "value": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": keeper["metadata"]["uid"],
+             "controller": True}]}], kind="json")
+    deployment = objects.deployment(namespace, "web")
+    for make in (["create", "-f", str(manifest)], ["apply", "--server-side", "-f", str(manifest)]):
+        cluster.kubectl("-n", namespace, "delete", "service", "web", "--wait=true")
+        cluster.kubectl(*make)
+        before = objects.service(namespace, "web")
+        for _ in range(2):
+            proc = agent.sync(repo.path, "--namespace", namespace)
+            assert proc.returncode == 2, proc.stdout + proc.stderr
+            assert (f"Service/{namespace}/web: exists and was not made by the agent: its metadata.managedFields "
+                    "has no Apply entry of the field manager gitops-agent") in proc.stderr
+            assert (f"Deployment/{namespace}/web: exists and is controlled by ConfigMap/keeper (its controller "
+                    f"ownerReference), not by Application {namespace}/web") in proc.stderr
+            after = objects.service(namespace, "web")
+            assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+            assert MANAGED_BY not in after["metadata"]["labels"] and not after["metadata"].get("ownerReferences")
+            assert objects.deployment(namespace, "web")["metadata"]["resourceVersion"] == \
+                deployment["metadata"]["resourceVersion"]
+    conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}
+    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "AlreadyExists")
+
+
+def test_an_immutable_selector_on_the_agents_unlabelled_child_is_fixed_by_recreating_it(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    """The child the agent made, its label removed: the same path as for a labelled one."""
+    first_sync(agent, repo, namespace)
+    old_uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, drop_label=True)
+    assert MANAGED_BY not in objects.deployment(namespace, "web")["metadata"]["labels"]
+    proc = synced(agent, repo, namespace)
+    assert f"Deployment/{namespace}/web recreated (spec.selector is immutable" in proc.stdout
+    deployment = objects.deployment(namespace, "web")
+    assert deployment["metadata"]["uid"] != old_uid
+    assert_exactly_git(objects, namespace)
+    assert_the_agents_own(objects, namespace)
     assert_quiet_second_pass(agent, repo, namespace, objects, cluster)

@@ -171,37 +171,112 @@ def _children():
     return render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
 
 
-def test_lost_label_is_the_agents_child_without_its_label():
+NOT_APPLIED = "was not made by the agent: its metadata.managedFields has no Apply entry of the field manager gitops-agent"
+
+
+def _with(obj, **meta):
+    return {**obj, "metadata": {**obj["metadata"], **meta}}
+
+
+def _patched(obj, fields_v1):
+    """``obj`` after a ``kubectl patch`` that set ``fields_v1``."""
+    entry = {"manager": "kubectl-patch", "operation": "Update", "apiVersion": obj["apiVersion"],
+             "fieldsType": "FieldsV1", "fieldsV1": fields_v1}
+    return _with(obj, managedFields=[*obj["metadata"].get("managedFields", []), entry])
+
+
+SIDECAR = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"side"}': {
+    ".": {}, "f:image": {}, "f:name": {}}}}}}}
+
+
+def test_controller_is_the_controller_owner_reference_of_any_kind():
+    deployment, _ = _children()
+    [ref] = deployment["metadata"]["ownerReferences"]
+    assert plan.controller(deployment) is ref
+    keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
+    plain = {**keeper, "name": "plain", "controller": False}
+    assert plan.controller(_with(deployment, ownerReferences=[plain, keeper])) is keeper
+    assert plan.controller(_with(deployment, ownerReferences=[plain])) is None
+    assert plan.controller(_with(deployment, ownerReferences=None)) is None
+    assert plan.controller({"kind": "Service"}) is None
+
+
+def test_not_ours_needs_the_agents_apply_and_no_other_controller():
+    deployment, service = map(applied, _children())
+    keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
+    # the agent's own, whatever a hand edit removed: the label, the ownerReference, both
+    for mine in (deployment, service, _with(deployment, labels={}), _with(deployment, ownerReferences=[]),
+                 _with(service, labels={}, ownerReferences=None), applied(app("web")),
+                 _with(deployment, ownerReferences=[{**keeper, "controller": False}])):
+        assert plan.not_ours(mine) is None
+    # never applied by the agent: copied, made with kubectl create, or another manager's apply
+    for theirs in (_with(deployment, managedFields=[]), _with(service, managedFields=None),
+                   _with(deployment, managedFields=[{**APPLIED[0], "manager": "kubectl"}]),
+                   _with(deployment, managedFields=[{**APPLIED[0], "operation": "Update"}]),
+                   {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}},
+                   {"apiVersion": "v1", "kind": "Service"}):
+        assert plan.not_ours(theirs) == NOT_APPLIED
+    # the agent's apply, but another owner controls it now: never taken from it
+    assert plan.not_ours(_with(deployment, ownerReferences=[keeper])) == (
+        "is controlled by ConfigMap/keeper (its controller ownerReference), not by Application ns/web")
+    [ref] = deployment["metadata"]["ownerReferences"]
+    assert plan.not_ours(_with(deployment, ownerReferences=[{**ref, "name": "other"}])) == (
+        "is controlled by Application/other (its controller ownerReference), not by Application ns/web")
+
+
+def test_the_agents_child_that_lost_its_label_or_owner_reference_has_its_kubectl_fields_handed_over():
     deployment, _ = map(applied, _children())
-    meta = deployment["metadata"]
-    unlabelled = {**deployment, "metadata": {**meta, "labels": {}}}
-    assert plan.lost_label(unlabelled) and plan.lost_label(deployment)
-    not_applied = {**unlabelled, "metadata": {**unlabelled["metadata"], "managedFields": []}}
-    no_refs = {**unlabelled, "metadata": {**unlabelled["metadata"], "ownerReferences": []}}
-    renamed = {**unlabelled, "metadata": {**unlabelled["metadata"], "name": "web-copy"}}
-    for obj in (not_applied, no_refs, renamed, {"metadata": {}}):
-        assert not plan.lost_label(obj)
+    drifted = _patched(deployment, SIDECAR)
+    keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
+    for mine in (drifted, _with(drifted, labels={}), _with(drifted, ownerReferences=[]),
+                 _with(drifted, labels={}, ownerReferences=[])):
+        assert plan.drifted_ownership(mine)
+    for theirs in (deployment, _with(drifted, ownerReferences=[keeper]),
+                   _patched(_with(deployment, managedFields=[]), SIDECAR)):
+        assert not plan.drifted_ownership(theirs)
+    # an Application from Git that lost its label: the same rule
+    edited = _patched(applied(app("web")), {"f:spec": {"f:extra": {}}})
+    assert plan.drifted_ownership(edited) and plan.drifted_ownership(_with(edited, labels={}))
+    assert not plan.drifted_ownership(_patched(app("web"), {"f:spec": {"f:extra": {}}}))
 
 
-def test_claim_turns_a_create_over_the_agents_unlabelled_child_into_an_update():
+def test_claim_decides_a_create_over_the_agents_unlabelled_child_as_for_a_listed_one():
     deployment, service = _children()
-    mine = applied(deployment)
-    mine = {**mine, "metadata": {**mine["metadata"], "labels": {}, "resourceVersion": "7"}}
+    mine = _with(_patched(applied(deployment), SIDECAR), labels={}, resourceVersion="7")
     steps = plan.plan([deployment, service], [])
     out, conflicts = plan.claim(steps, [mine])
     assert conflicts == []
     assert [(s.action, s.subject) for s in out] == [("update", "Deployment/ns/web"), ("create", "Service/ns/web")]
-    assert out[0].live is mine and out[0].desired is deployment and out[1].live is None
+    assert out[0] == plan.decide(deployment, mine) and out[0].live is mine and out[0].desired is deployment
+    assert out[1].live is None
+    # its ownerReference gone too: still the agent's, decided the same way
+    orphan = _with(mine, ownerReferences=[])
+    out, conflicts = plan.claim(steps, [orphan])
+    assert conflicts == [] and out[0] == plan.decide(deployment, orphan) == plan.Step(
+        plan.UPDATE, plan.identity(deployment), deployment, orphan)
+    # listed after all (its label back, nothing to hand over): the same decision, unchanged
+    same = applied(deployment)
+    out, _ = plan.claim(steps, [same])
+    assert out[0] == plan.Step(plan.UNCHANGED, plan.identity(deployment), deployment, same)
 
 
-def test_claim_refuses_a_create_over_someone_elses_object():
+def test_claim_refuses_a_create_over_someone_elses_object_and_says_why():
     deployment, service = _children()
     theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}
     elsewhere = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "other"}}
+    keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
+    kept = _with(applied(deployment), labels={}, ownerReferences=[keeper])
     steps = plan.plan([deployment, service], [])
     out, conflicts = plan.claim(steps, [theirs, elsewhere])
     assert [s.subject for s in out] == ["Deployment/ns/web"]
-    assert [(s.action, s.subject) for s in conflicts] == [("create", "Service/ns/web")]
+    assert [(s.action, s.subject, why) for s, why in conflicts] == [("create", "Service/ns/web", NOT_APPLIED)]
+    out, conflicts = plan.claim(steps, [kept, theirs])
+    assert out == []
+    assert [(s.subject, why) for s, why in conflicts] == [
+        ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
+                              "not by Application ns/web"),
+        ("Service/ns/web", NOT_APPLIED)]
+    assert [s for s, _ in conflicts] == steps
 
 
 def test_claim_leaves_every_step_but_creates_alone():
