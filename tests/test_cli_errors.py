@@ -165,10 +165,9 @@ EVERY_VARIABLE = [
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
     ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
     ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
+    ("GIT_TOKEN", "", "sync", "--git-token-file"), ("GIT_TOKEN", " \n", "run", "--git-token-file"),
 ]
-NOT_CHECKED_AT_START = {
-    "GIT_TOKEN": "any text is a token (empty: none)",
-}
+NOT_CHECKED_AT_START: dict[str, str] = {}
 
 
 def test_the_table_holds_every_variable_of_the_readme():
@@ -240,6 +239,27 @@ def test_a_token_file_without_one_token_names_the_flag(main, tmp_path, content, 
     token.write_text(content)
     proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
     assert_one_line(proc, "--git-token-file", "must be a file holding one token on one line", why)
+
+
+@pytest.mark.parametrize("value, shown, why", [("", "GITOPS_AGENT_GIT_TOKEN=''", "it is empty"),
+                                               (" \t\n", "GITOPS_AGENT_GIT_TOKEN=' \\t\\n'", "it is empty"),
+                                               ("s3cret\nmore", "GITOPS_AGENT_GIT_TOKEN (its value is not shown)",
+                                                "it holds more than one line")])
+def test_a_token_variable_without_one_token_is_refused_as_the_file_is(main, value, shown, why):
+    """An empty GITOPS_AGENT_GIT_TOKEN used to mean an anonymous fetch; a line break inside, a
+    broken header. Refused as an empty GITOPS_AGENT_WEBHOOK_SECRET is, a secret never shown."""
+    proc = main(["sync", "--repo", "/nonexistent"], env={"GITOPS_AGENT_GIT_TOKEN": value})
+    line = assert_one_line(proc, f"argument --git-token-file: {shown} is not allowed: must be one token on one "
+                                 f"line, or unset for none ({why})")
+    assert "s3cret" not in line
+
+
+def test_a_token_variable_ending_in_a_line_break_is_the_token_without_it(main):
+    """A Secret made from a file ends with the file's newline: used without it, as the file's."""
+    proc = main(["sync", "--repo", "/nonexistent", "--kubeconfig", "/nonexistent/kc"],
+                env={"GITOPS_AGENT_GIT_TOKEN": "s3cret\n"})
+    assert proc.returncode == 2 and "--git-token-file" not in proc.stderr
+    assert "/nonexistent/kc" in proc.stderr  # got as far as the kubeconfig
 
 
 def test_a_password_with_blanks_is_a_token_on_one_line(main, tmp_path):
