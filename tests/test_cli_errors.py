@@ -221,6 +221,41 @@ def test_a_bad_http_addr_says_what_is_wrong_with_it(main, value, problem):
         assert line.endswith(" (see python -m agent run --help)")
 
 
+@pytest.mark.parametrize("how", ["flag", "variable"])
+@pytest.mark.parametrize("case, problem", [
+    ("in use", "the address is already in use (another process listens on it)"),
+    ("foreign", "10.255.255.1 is not an address of this machine (give one of its addresses, or none for every "
+                "interface)"),
+])
+def test_an_http_addr_that_cannot_be_bound_is_one_line_without_the_os_error(main, tmp_path, how, case, problem):
+    """Binding fails after the flags were checked (the port taken meanwhile, an address of
+    another machine): one line saying why in words, exit 2; no errno, no OS message."""
+    import socket
+
+    (tmp_path / "kc.yaml").write_text(kubeconfig_text())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        addr = f"127.0.0.1:{taken.getsockname()[1]}" if case == "in use" else "10.255.255.1:8080"
+        args = ["run", "--repo", "/nonexistent", "--kubeconfig", str(tmp_path / "kc.yaml"),
+                "--cache-dir", str(tmp_path / "cache")]
+        proc = (main([*args, "--http-addr", addr]) if how == "flag"
+                else main(args, env={"GITOPS_AGENT_HTTP_ADDR": addr}))
+    given = "--http-addr" if how == "flag" else "GITOPS_AGENT_HTTP_ADDR"
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: cannot listen on {addr} ({given}): {problem}\n"
+
+
+def test_a_port_below_1024_that_may_not_be_bound_says_it_needs_privileges():
+    import errno
+
+    from agent.server import listen_problem
+
+    assert listen_problem(":80", PermissionError(errno.EACCES, "Permission denied")) == (
+        "this user may not listen on port 80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability")
+    assert listen_problem(":8080", OSError(errno.ENOBUFS, "No buffer space available")) == "no buffer space available"
+
+
 def test_missing_repo_is_one_line():
     proc = run_agent(["sync"])
     assert_one_line(proc, "--repo")
