@@ -63,6 +63,15 @@ class ApiError(Exception):
         super().__init__(f"{what}: {head}: {message}" if what else f"{head}: {message}")
 
 
+class NoConfiguration(ApiError):
+    """No usable cluster configuration (``reason`` NoConfiguration, no HTTP answer): ``str()`` is
+    ``WHAT: MESSAGE``, the reason in words, without the reason's name."""
+
+    def __init__(self, message: str, what: str):
+        super().__init__(0, "NoConfiguration", message, what)
+        self.args = (f"{what}: {message}",)
+
+
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
 
@@ -147,7 +156,7 @@ class Kube:
             clusterconfig.load(configuration, kubeconfig, context)
         except clusterconfig.ConfigError as err:
             where = f" from {kubeconfig}" if kubeconfig else ""
-            raise ApiError(0, "NoConfiguration", str(err), f"loading the cluster configuration{where}") from None
+            raise NoConfiguration(str(err), f"loading the cluster configuration{where}") from None
         configuration.retries = False
         # urllib3 keeps this many connections per host: one per parallel write, plus the three
         # watches of ``run`` and a spare, so no request waits for or discards a connection.

@@ -152,7 +152,7 @@ def test_an_exec_credential_plugin_is_used_and_a_missing_one_stops_the_sync_befo
     missing = sync("missing.kubeconfig")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.splitlines() == [
-        f"error: loading the cluster configuration from {tmp_path / 'missing.kubeconfig'}: NoConfiguration: user "
+        f"error: loading the cluster configuration from {tmp_path / 'missing.kubeconfig'}: user "
         "'admin': its exec credential plugin command 'gitops-agent-test-no-such-plugin' was not found on PATH "
         f"({os.environ['PATH']}); install it or correct users[].user.exec.command"]
     assert objects.app(namespace, "web") is None
