@@ -5,18 +5,23 @@ Why a module of its own: the official client's loader is lenient where the agent
 It reads a kubeconfig it may not open as "no configuration" (the reason lost), takes a server
 without a scheme (``127.0.0.1:6443``) as plain HTTP behind a FutureWarning (a bearer token in
 clear text), and when a user's ``exec`` credential plugin cannot run it logs the error and
-carries on unauthenticated: every request then goes out anonymous (fail open). Here each of
-these stops the command before anything runs, with a message naming the file, context,
-cluster or user and what is allowed.
+carries on unauthenticated: every request then goes out anonymous (fail open). The same happens
+for a context naming a user that is not in ``users:``. Here each of these
+stops the command before anything runs, with a message naming the file, context, cluster or user
+and what is allowed, in the agent's words (never the client's ``Invalid kube-config file ...``,
+an OS error number or a traceback).
 
 A server without a scheme is refused, not completed: kubectl completes it with ``https://``
 only when the cluster has TLS settings (a CA, a client certificate or
 ``insecure-skip-tls-verify``) and with ``http://`` otherwise, so neither guess would always
 match what kubectl does, and a wrong ``http://`` guess sends the credentials unencrypted.
 
+A context naming no user sends no credentials, on purpose, as kubectl allows for a cluster
+behind ``kubectl proxy`` or another authenticating proxy.
+
 Uses the client's public ``KubeConfigMerger`` (several files in ``$KUBECONFIG``, as kubectl
-merges them) and ``KubeConfigLoader``; reads the selected context, cluster and user from the
-merged configuration before the loader runs anything.
+merges them) and ``KubeConfigLoader``; reads every file and the selected context, cluster and
+user before the loader runs anything.
 """
 
 from __future__ import annotations
@@ -48,16 +53,15 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     file) and ``context``; with neither, from the in-cluster service account when there is
     one, else from ``$KUBECONFIG`` (a list of files, as kubectl reads it) or ``~/.kube/config``.
     Raises ConfigError with the reason: a file that cannot be read (and the OS's reason), is
-    not a kubeconfig, has no such context (the ones it has are listed), a cluster server that
-    is not an ``https://`` or ``http://`` URL, a user whose exec credential plugin is missing
-    or fails."""
+    not UTF-8 text or not a kubeconfig, has no such context (the ones it has are listed), a
+    context naming a cluster or user it does not have, a cluster server that is not an
+    ``https://`` or ``http://`` URL, a user whose exec credential plugin is missing or fails."""
     if not kubeconfig and not context:
         try:
             config.load_incluster_config(client_configuration=configuration)
             return
         except config.ConfigException:
             pass
-    paths = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
     if kubeconfig:
         try:
             os.stat(kubeconfig)
@@ -65,24 +69,30 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
             raise ConfigError("the file does not exist") from None
         except OSError as err:
             raise ConfigError(f"cannot be read: {err.strerror or err}") from None
+        if kube_config.ENV_KUBECONFIG_PATH_SEPARATOR in kubeconfig:  # the merger would split it
+            raise ConfigError(f"its path holds {kube_config.ENV_KUBECONFIG_PATH_SEPARATOR!r}, which the client reads "
+                              "as a list of files: give it another name (or a link to it)")
+        files, current = _read_files([kubeconfig], named=False)  # the caller names it
+    else:  # a list, as kubectl reads it
+        files, current = _read_files([os.path.expanduser(p) for p in (os.environ.get("KUBECONFIG") or "~/.kube/config")
+                                      .split(kube_config.ENV_KUBECONFIG_PATH_SEPARATOR) if p], named=True)
+    if not files:
+        raise ConfigError(f"no configuration found ({LOOKED_FOR})")
     try:
-        merged = kube_config.KubeConfigMerger(paths)
-    except OSError as err:  # chmod 000, a directory
-        where = "" if kubeconfig else f"{err.filename} "
-        raise ConfigError(f"{where}cannot be read: {err.strerror or err}") from None
-    except config.ConfigException as err:  # an empty file
-        raise ConfigError(" ".join(str(err).split())) from None
-    except (yaml.YAMLError, AttributeError, TypeError, KeyError):
+        merged = kube_config.KubeConfigMerger(kube_config.ENV_KUBECONFIG_PATH_SEPARATOR.join(files))
+    except OSError as err:  # changed since it was read
+        raise ConfigError(f"{err.filename} cannot be read: {err.strerror or err}") from None
+    except (config.ConfigException, yaml.YAMLError, AttributeError, TypeError, KeyError):
         raise ConfigError(NOT_A_KUBECONFIG) from None
     if merged.config is None:
         raise ConfigError(f"no configuration found ({LOOKED_FOR})")
+    loader = _loader(merged, context, current)
     try:
-        loader = _loader(merged, context)
         with _exec_errors() as failed:
             loader.load_and_set(configuration)
-    except config.ConfigException as err:
-        raise ConfigError(" ".join(str(err).split())) from None
-    except (AttributeError, TypeError, KeyError, ValueError):
+    except OSError as err:  # a file named in it, changed since it was read
+        raise ConfigError(f"{err.filename} cannot be read: {err.strerror or err}") from None
+    except (config.ConfigException, AttributeError, TypeError, KeyError, ValueError):
         raise ConfigError(NOT_A_KUBECONFIG) from None
     if failed:  # the loader logged it and went on without credentials
         user, plugin = _exec_of(merged.config, loader.current_context["context"])
@@ -91,29 +101,117 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
                           "the agent does not connect without the credentials it should send")
 
 
-def _loader(merged, context: str | None):
-    """The loader of the merged configuration for ``context`` (None: its current-context),
-    after checking what it will use: the context exists, its cluster's server is a URL, the
-    exec plugin of its user can be found."""
+# -- the files --------------------------------------------------------------------------------
+
+def _read_files(paths: list[str], named: bool) -> tuple[list[str], str | None]:
+    """(the files of ``paths`` that hold a configuration, the current-context of the first file
+    that sets one, as kubectl merges them: the merger would take the last). Each file is read as
+    UTF-8 YAML whose clusters, contexts and users are lists of entries with a name. ``named``:
+    ``paths`` is ``$KUBECONFIG``'s list, whose missing or empty files are skipped, as kubectl
+    skips them, and messages name the file; else it is ``--kubeconfig``'s one file, which the
+    caller names, and empty is an error."""
+    kept, current = [], None
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+        except OSError as err:  # chmod 000, a directory
+            raise ConfigError(_about(path, named, f"cannot be read: {err.strerror or err}")) from None
+        try:
+            doc = yaml.safe_load(data.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise ConfigError(_about(path, named, f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+                                                  f"{err.start}): must be a kubeconfig file (YAML with clusters, "
+                                                  "users and contexts)")) from None
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            why = getattr(err, "problem", None) or "invalid YAML"
+            raise ConfigError(_about(path, named, f"is {NOT_A_KUBECONFIG}: its YAML is invalid{at} ({why})")) from None
+        if doc is None:  # nothing but comments
+            if not named:
+                raise ConfigError("it is empty: must be a kubeconfig file (YAML with clusters, users and contexts)")
+            continue
+        problem = _shape_problem(doc)
+        if problem:
+            raise ConfigError(_about(path, named, f"is {NOT_A_KUBECONFIG}: {problem}"))
+        if current is None and doc.get("current-context"):
+            current = doc["current-context"]
+        kept.append(path)
+    return kept, current
+
+
+def _about(path: str, named: bool, phrase: str) -> str:
+    """``phrase`` (``is ...``, ``cannot be read ...``) about the file ``path``, named or not."""
+    return f"{path} {phrase}" if named else phrase.removeprefix("is ")
+
+
+def _shape_problem(doc) -> str | None:
+    """What keeps the YAML document ``doc`` from being a kubeconfig the merger can read, in
+    words; None when nothing does."""
+    if not isinstance(doc, dict):
+        return f"it holds {_kind(doc)}, not a mapping"
+    for key in ("clusters", "contexts", "users"):
+        items = doc.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            return f"its {key} is {_kind(items)}, not a list"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+                return f"{key}[{i}] has no name"
+    if not isinstance(doc.get("current-context") or "", str):
+        return f"its current-context is {_kind(doc['current-context'])}, not a name"
+    return None
+
+
+def _kind(value) -> str:
+    kinds = {str: "a string", list: "a list", dict: "a mapping", bool: "a boolean", int: "a number", float: "a number"}
+    return kinds.get(type(value), "a value")
+
+
+# -- the context, its cluster and its user ----------------------------------------------------
+
+def _loader(merged, context: str | None, current: str | None):
+    """The loader of the merged configuration for ``context`` (None: ``current``), after
+    checking what it will use: the context exists and names a cluster and a user it has, the
+    cluster's server is a URL, the exec plugin of its user can be found."""
     root = merged.config
     names = [_value(c).get("name") for c in root.safe_get("contexts") or []]
     known = ", ".join(str(n) for n in names) or "it has none"
     if context is not None and context not in names:
         given = flags.shown(context) if isinstance(context, flags.EnvValue) else f"--context {context!r}"
         raise ConfigError(f"{given} is not one of its contexts ({known})")
-    current = root.safe_get("current-context")
     if context is None and not current:
         raise ConfigError(f"it names no current-context: give --context NAME (its contexts: {known})")
     if context is None and current not in names:
         raise ConfigError(f"its current-context {current!r} is not one of its contexts ({known})")
-    loader = kube_config.KubeConfigLoader(config_dict=root, active_context=context, config_base_path=None,
+    name = context if context is not None else current
+    settings = _value(_named(root, "contexts", name)).get("context")
+    if not isinstance(settings, dict):
+        raise ConfigError(f"context {name!r} has no settings: must be a mapping naming a cluster and a user")
+    cluster_name = settings.get("cluster")
+    cluster_node = _named(root, "clusters", cluster_name) if cluster_name else None
+    if cluster_node is None:
+        clusters = ", ".join(str(_value(c).get("name")) for c in root.safe_get("clusters") or []) or "it has none"
+        what = f"names cluster {cluster_name!r}, which is not" if cluster_name else "names no cluster: must name"
+        raise ConfigError(f"context {name!r} {what} one of its clusters ({clusters})")
+    cluster = _value(cluster_node).get("cluster")
+    if not isinstance(cluster, dict):
+        raise ConfigError(f"cluster {cluster_name!r} has no settings: must be a mapping with a server")
+    _check_server(cluster_name, cluster.get("server"))
+    user_name = settings.get("user") or None
+    if user_name is not None and _named(root, "users", user_name) is None:
+        users = ", ".join(str(_value(u).get("name")) for u in root.safe_get("users") or []) or "it has none"
+        raise ConfigError(f"context {name!r} names user {user_name!r}, which is not one of its users ({users}); "
+                          "the agent does not connect without its credentials")
+    loader = kube_config.KubeConfigLoader(config_dict=root, active_context=name, config_base_path=None,
                                           config_persister=merged.save_changes)
-    selected = loader.current_context["context"]
-    cluster = root["clusters"].get_with_name(selected["cluster"])
-    _check_server(selected["cluster"], _value(cluster).get("cluster", {}).get("server"))
-    user, plugin = _exec_of(root, selected)
+    plugin_user, plugin = _exec_of(root, loader.current_context["context"])
     if plugin is not None:
-        _check_command(user, plugin, cluster.path)
+        _check_command(plugin_user, plugin, cluster_node.path)
     return loader
 
 
@@ -123,24 +221,49 @@ def _value(node):
     return value if isinstance(value, dict) else {}
 
 
+def _named(root, kind: str, name):
+    """The entry of ``root``'s list ``kind`` named ``name`` (the first: the merger keeps the
+    first of a name, as kubectl does), or None."""
+    return next((item for item in root.safe_get(kind) or [] if _value(item).get("name") == name), None)
+
+
+def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
+    """What is wrong with ``url`` as a URL of one of ``schemes`` with a host, worded to follow
+    ``..., which`` (or ``..., whose``); None when nothing is."""
+    allowed = " or ".join(f"{s}://" for s in schemes)
+    if "://" not in url:
+        return "which has no scheme"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # an unclosed '[' of an IPv6 address
+        return f"which is not an {allowed} URL with a host"
+    try:
+        port = parts.port
+    except ValueError:
+        port = parts.netloc.rpartition(":")[2]
+        return (f"whose port {port} is out of range: must be from 1 to 65535" if port.isdigit()
+                else f"whose port {port!r} is not a number")
+    if port == 0:
+        return "whose port 0 is out of range: must be from 1 to 65535"
+    if parts.scheme.lower() not in schemes or not parts.hostname:
+        return f"which is not an {allowed} URL with a host"
+    return None
+
+
 def _check_server(cluster: str, server) -> None:
-    """Refuse a server that is not an ``https://`` or ``http://`` URL with a host."""
+    """Refuse a server that is not an ``https://`` or ``http://`` URL with a host and a port
+    from 1 to 65535."""
     if not server:
         raise ConfigError(f"cluster {cluster!r} has no server: must be a URL starting with https:// "
                           "(e.g. 'https://HOST:6443')")
     server = str(server)
-    parts = urllib.parse.urlsplit(server)
-    try:
-        parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
-        hostname = parts.hostname
-    except ValueError:
-        hostname = None
-    if parts.scheme.lower() not in SCHEMES or not hostname:
-        scheme = "://" in server
-        why = "is not an https:// or http:// URL with a host" if scheme else "has no scheme"
-        example = "https://HOST:6443" if scheme else f"https://{server}"
-        raise ConfigError(f"cluster {cluster!r} has server {server!r}, which {why}: must be a URL starting "
-                          f"with https:// (or http://), e.g. {example!r}; the agent does not guess the scheme")
+    why = _url_problem(server, SCHEMES)
+    if why and why.startswith("whose port"):
+        raise ConfigError(f"cluster {cluster!r} has server {server!r}, {why}")
+    if why:
+        example = "https://HOST:6443" if "://" in server else f"https://{server}"
+        raise ConfigError(f"cluster {cluster!r} has server {server!r}, {why}: must be a URL starting with https:// "
+                          f"(or http://), e.g. {example!r}; the agent does not guess the scheme")
 
 
 def _exec_of(root, context: dict) -> tuple[str | None, dict | None]:

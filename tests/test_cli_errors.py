@@ -424,6 +424,10 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     "EXEC_RELATIVE": kubeconfig_text(user=EXEC % "./bin/no-such-plugin"),
     "EXEC_FAILS": kubeconfig_text(user=EXEC % "'false'"),
     "NO_CURRENT": kubeconfig_text().replace("current-context: x\n", ""),
+    "NOT_UTF8": b"\x00\x01\xff",
+    "PORT": kubeconfig_text(server="https://127.0.0.1:99999"),
+    "GHOST_CLUSTER": kubeconfig_text().replace("{cluster: c, user: u}}, {name: prod", "{cluster: ghost, user: u}}, {name: prod"),
+    "GHOST_USER": kubeconfig_text().replace("users: [{name: u, user: {token: t}}]", "users: []"),
 }
 
 
@@ -443,6 +447,13 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
                                         "found ('TMP/bin/no-such-plugin' is not a file)"),
     (["--kubeconfig", "EXEC_FAILS"], "user 'u': its exec credential plugin 'false' failed (exec: process returned 1); "
                                      "the agent does not connect without the credentials it should send"),
+    (["--kubeconfig", "NOT_UTF8"], "from TMP/NOT_UTF8.yaml: not UTF-8 text (byte 0xff at offset 2): must be a "
+                                   "kubeconfig file (YAML with clusters, users and contexts)"),
+    (["--kubeconfig", "PORT"], "cluster 'c' has server 'https://127.0.0.1:99999', whose port 99999 is out of range: "
+                               "must be from 1 to 65535"),
+    (["--kubeconfig", "GHOST_CLUSTER"], "context 'x' names cluster 'ghost', which is not one of its clusters (c)"),
+    (["--kubeconfig", "GHOST_USER"], "context 'x' names user 'u', which is not one of its users (it has none); the "
+                                     "agent does not connect without its credentials"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
     """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or
@@ -451,7 +462,7 @@ def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, ar
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     for name, text in KUBECONFIGS.items():
-        (tmp_path / f"{name}.yaml").write_text(text)
+        (tmp_path / f"{name}.yaml").write_bytes(text if isinstance(text, bytes) else text.encode())
     args = [str(tmp_path / f"{a}.yaml") if a in KUBECONFIGS else a for a in args]
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -489,6 +500,18 @@ def test_an_unreadable_kubeconfig_says_it_cannot_be_read_and_why(tmp_path, comma
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert proc.stderr == (f"error: loading the cluster configuration from {kubeconfig}: cannot be read: "
                            "Permission denied\n")
+
+
+@pytest.mark.parametrize("command", ["sync", "reconcile"])
+def test_a_kubeconfig_in_the_kubeconfig_variable_that_is_not_utf8_is_named(main, tmp_path, monkeypatch, command):
+    (tmp_path / "kc.yaml").write_text(kubeconfig_text())
+    (tmp_path / "binary").write_bytes(b"\x00\x01\xff")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'binary'}:{tmp_path / 'kc.yaml'}")
+    args = ["web"] if command == "reconcile" else ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")]
+    proc = main([command, *args])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: loading the cluster configuration: {tmp_path / 'binary'} is not UTF-8 text (byte "
+                           "0xff at offset 2): must be a kubeconfig file (YAML with clusters, users and contexts)\n")
 
 
 def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tmp_path):
