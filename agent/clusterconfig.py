@@ -6,7 +6,8 @@ It reads a kubeconfig it may not open as "no configuration" (the reason lost), t
 without a scheme (``127.0.0.1:6443``) as plain HTTP behind a FutureWarning (a bearer token in
 clear text), and when a user's ``exec`` credential plugin cannot run it logs the error and
 carries on unauthenticated: every request then goes out anonymous (fail open). The same happens
-for a context naming a user that is not in ``users:``. Here each of these
+for a context naming a user that is not in ``users:``, a user with a ``username`` and no
+``password``, an empty ``tokenFile`` or a client certificate without its key. Here each of these
 stops the command before anything runs, with a message naming the file, context, cluster or user
 and what is allowed, in the agent's words (never the client's ``Invalid kube-config file ...``,
 an OS error number or a traceback).
@@ -16,8 +17,14 @@ only when the cluster has TLS settings (a CA, a client certificate or
 ``insecure-skip-tls-verify``) and with ``http://`` otherwise, so neither guess would always
 match what kubectl does, and a wrong ``http://`` guess sends the credentials unencrypted.
 
-A context naming no user sends no credentials, on purpose, as kubectl allows for a cluster
-behind ``kubectl proxy`` or another authenticating proxy.
+Credentials are all or nothing. A user written as ``{}`` (or a context naming no user) sends
+none, on purpose, as kubectl allows for a cluster behind ``kubectl proxy`` or another
+authenticating proxy. A user that names credentials must yield them: the agent never connects
+with fewer than the kubeconfig configures (impersonation, which the client cannot send, is
+refused too). The files a cluster or user names (``tokenFile``, ``certificate-authority``,
+``client-certificate``, ``client-key``) are read before anything is sent, relative to the
+kubeconfig holding them, as kubectl reads them; a token file's final line break is dropped
+(``flags.one_line_token``, the rule of every token).
 
 Uses the client's public ``KubeConfigMerger`` (several files in ``$KUBECONFIG``, as kubectl
 merges them) and ``KubeConfigLoader``; reads every file and the selected context, cluster and
@@ -26,10 +33,14 @@ user before the loader runs anything.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
+import ssl
 import urllib.parse
 
 import yaml
@@ -42,6 +53,11 @@ LOOKED_FOR = ("looked for the in-cluster service account, then $KUBECONFIG or ~/
               "give --kubeconfig FILE")
 SCHEMES = ("https", "http")
 NOT_A_KUBECONFIG = "not a kubeconfig file (YAML with clusters, users and contexts)"
+CREDENTIALS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
+               "client-key-data", "username", "password", "exec", "auth-provider")
+IMPERSONATION = ("as", "as-uid", "as-groups", "as-user-extra")
+AUTH_PROVIDERS = ("gcp", "oidc")  # what the client implements
+ANONYMOUS = "write the user as {} to connect without credentials"
 
 
 class ConfigError(Exception):
@@ -55,7 +71,8 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     Raises ConfigError with the reason: a file that cannot be read (and the OS's reason), is
     not UTF-8 text or not a kubeconfig, has no such context (the ones it has are listed), a
     context naming a cluster or user it does not have, a cluster server that is not an
-    ``https://`` or ``http://`` URL, a user whose exec credential plugin is missing or fails."""
+    ``https://`` or ``http://`` URL, a user whose credentials cannot all be sent (a file missing,
+    a half of a pair, an exec credential plugin missing or failing)."""
     if not kubeconfig and not context:
         try:
             config.load_incluster_config(client_configuration=configuration)
@@ -86,19 +103,26 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
         raise ConfigError(NOT_A_KUBECONFIG) from None
     if merged.config is None:
         raise ConfigError(f"no configuration found ({LOOKED_FOR})")
-    loader = _loader(merged, context, current)
+    loader, chosen = _loader(merged, context, current)
     try:
         with _exec_errors() as failed:
             loader.load_and_set(configuration)
     except OSError as err:  # a file named in it, changed since it was read
         raise ConfigError(f"{err.filename} cannot be read: {err.strerror or err}") from None
-    except (config.ConfigException, AttributeError, TypeError, KeyError, ValueError):
+    except (config.ConfigException, AttributeError, TypeError, KeyError, ValueError) as err:
+        provider = (chosen.user or {}).get("auth-provider")
+        if isinstance(provider, dict):  # gcp without google-auth, a cmd-path that fails
+            why = " ".join(str(err).split()) if isinstance(err, config.ConfigException) else "it gave no token"
+            raise ConfigError(f"user {chosen.user_name!r}: its auth-provider {provider.get('name')!r} failed "
+                              f"({why}); the agent does not connect without the credentials it should send") from None
         raise ConfigError(NOT_A_KUBECONFIG) from None
     if failed:  # the loader logged it and went on without credentials
         user, plugin = _exec_of(merged.config, loader.current_context["context"])
         command = (plugin or {}).get("command")
         raise ConfigError(f"user {user!r}: its exec credential plugin {command!r} failed ({failed[0]}); "
                           "the agent does not connect without the credentials it should send")
+    _check_sent(configuration, chosen)
+    _check_tls(configuration, chosen)
 
 
 # -- the files --------------------------------------------------------------------------------
@@ -174,10 +198,22 @@ def _kind(value) -> str:
 
 # -- the context, its cluster and its user ----------------------------------------------------
 
+@dataclasses.dataclass
+class _Chosen:
+    """The selected context's cluster and user as the kubeconfig writes them (``user``: None
+    for no user)."""
+
+    cluster_name: str
+    cluster: dict
+    user_name: str | None
+    user: dict | None
+
+
 def _loader(merged, context: str | None, current: str | None):
-    """The loader of the merged configuration for ``context`` (None: ``current``), after
-    checking what it will use: the context exists and names a cluster and a user it has, the
-    cluster's server is a URL, the exec plugin of its user can be found."""
+    """(the loader of the merged configuration for ``context`` (None: ``current``), the chosen
+    cluster and user), after checking what it will use: the context exists and names a cluster
+    and a user it has, the cluster's server is a URL and its CA can be read, the user's
+    credentials can all be read and sent, its exec plugin can be found."""
     root = merged.config
     names = [_value(c).get("name") for c in root.safe_get("contexts") or []]
     known = ", ".join(str(n) for n in names) or "it has none"
@@ -201,18 +237,31 @@ def _loader(merged, context: str | None, current: str | None):
     cluster = _value(cluster_node).get("cluster")
     if not isinstance(cluster, dict):
         raise ConfigError(f"cluster {cluster_name!r} has no settings: must be a mapping with a server")
-    _check_server(cluster_name, cluster.get("server"))
-    user_name = settings.get("user") or None
-    if user_name is not None and _named(root, "users", user_name) is None:
-        users = ", ".join(str(_value(u).get("name")) for u in root.safe_get("users") or []) or "it has none"
-        raise ConfigError(f"context {name!r} names user {user_name!r}, which is not one of its users ({users}); "
-                          "the agent does not connect without its credentials")
+    server = _check_server(cluster_name, cluster.get("server"))
+    user_name, user, user_node = settings.get("user") or None, None, None
+    if user_name is not None:
+        user_node = _named(root, "users", user_name)
+        if user_node is None:
+            users = ", ".join(str(_value(u).get("name")) for u in root.safe_get("users") or []) or "it has none"
+            raise ConfigError(f"context {name!r} names user {user_name!r}, which is not one of its users ({users}); "
+                              "the agent does not connect without its credentials")
+        user = _value(user_node).get("user")
+        if user is not None and not isinstance(user, dict):
+            raise ConfigError(f"user {user_name!r} is {_kind(user)}: must be a mapping of credentials ({ANONYMOUS})")
+    if server.startswith("https://"):  # the loader reads the CA for https only
+        _check_ca(cluster_name, cluster, _base(cluster_node))
+    new_user = _check_user(user_name, user, _base(user_node), cluster_name, server) if user else None
+    chosen = _Chosen(cluster_name, cluster, user_name, user)
+    if server != cluster.get("server"):
+        root = _replaced(root, "clusters", cluster_node, "cluster", {**cluster, "server": server})
+    if new_user is not None:
+        root = _replaced(root, "users", user_node, "user", new_user)
     loader = kube_config.KubeConfigLoader(config_dict=root, active_context=name, config_base_path=None,
                                           config_persister=merged.save_changes)
     plugin_user, plugin = _exec_of(root, loader.current_context["context"])
     if plugin is not None:
         _check_command(plugin_user, plugin, cluster_node.path)
-    return loader
+    return loader, chosen
 
 
 def _value(node):
@@ -225,6 +274,21 @@ def _named(root, kind: str, name):
     """The entry of ``root``'s list ``kind`` named ``name`` (the first: the merger keeps the
     first of a name, as kubectl does), or None."""
     return next((item for item in root.safe_get(kind) or [] if _value(item).get("name") == name), None)
+
+
+def _base(node) -> str:
+    """The directory relative paths in ``node`` are read from: its kubeconfig's, as the loader
+    and kubectl read them."""
+    path = getattr(node, "path", None)
+    return os.path.abspath(os.path.dirname(path)) if path else ""
+
+
+def _replaced(root, kind: str, node, key: str, value: dict):
+    """A copy of ``root`` whose entry ``node`` of the list ``kind`` holds ``value`` at ``key``
+    (the loader reads the copy; the merger's files, which it may write back, stay as they were)."""
+    items = [kube_config.ConfigNode(n.name, {**n.value, key: value}, n.path) if n is node else n
+             for n in root.value[kind]]
+    return kube_config.ConfigNode(root.name, {**root.value, kind: items}, root.path)
 
 
 def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
@@ -250,9 +314,10 @@ def _url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
     return None
 
 
-def _check_server(cluster: str, server) -> None:
-    """Refuse a server that is not an ``https://`` or ``http://`` URL with a host and a port
-    from 1 to 65535."""
+def _check_server(cluster: str, server) -> str:
+    """The server of ``cluster`` with its scheme in lowercase (``HTTPS://`` is https for kubectl;
+    the loader would skip the CA and the client certificate). Refuses a server that is not an
+    ``https://`` or ``http://`` URL with a host and a port from 1 to 65535."""
     if not server:
         raise ConfigError(f"cluster {cluster!r} has no server: must be a URL starting with https:// "
                           "(e.g. 'https://HOST:6443')")
@@ -264,6 +329,118 @@ def _check_server(cluster: str, server) -> None:
         example = "https://HOST:6443" if "://" in server else f"https://{server}"
         raise ConfigError(f"cluster {cluster!r} has server {server!r}, {why}: must be a URL starting with https:// "
                           f"(or http://), e.g. {example!r}; the agent does not guess the scheme")
+    scheme, rest_ = server.split("://", 1)
+    return f"{scheme.lower()}://{rest_}"
+
+
+def _file_or_data(owner: str, settings: dict, key: str, base: str) -> tuple[str, bytes] | None:
+    """(the key read, its content) for the TLS file ``key`` of ``settings`` or its ``key-data``
+    (base64, which wins, as the loader reads it); None when neither is set. Raises ConfigError
+    naming ``owner`` (``cluster 'c'``, ``user 'u'``) when the value is empty, the file cannot be
+    read or the data is not base64."""
+    data_key = f"{key}-data"
+    for name in (data_key, key):
+        if name in settings and not settings[name]:
+            raise ConfigError(f"{owner} has an empty {name}: give it or remove the key")
+    if data_key in settings:
+        text = "".join(str(settings[data_key]).split())
+        try:
+            return data_key, base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise ConfigError(f"{owner}: its {data_key} is not base64 ({err}): must be the PEM file encoded "
+                              "with base64 (base64 -w0 FILE)") from None
+    if key in settings:
+        return key, _read(owner, key, str(settings[key]), base)
+    return None
+
+
+def _read(owner: str, key: str, value: str, base: str) -> bytes:
+    """The content of the file ``value`` (relative to ``base``) that ``owner``'s ``key`` names."""
+    path = os.path.normpath(os.path.join(base, value))
+    shown = repr(value) if path == value else f"{value!r} ({path})"
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as err:
+        why = "the file does not exist" if isinstance(err, FileNotFoundError) else (err.strerror or str(err)).lower()
+        raise ConfigError(f"{owner}: its {key} {shown} cannot be read: {why}") from None
+
+
+def _check_pem(owner: str, key: str, content: bytes, label: str) -> None:
+    """Refuse ``content`` of ``owner``'s ``key`` unless it holds a PEM block whose label ends
+    with ``label`` (``CERTIFICATE``, ``PRIVATE KEY``)."""
+    if b"-----BEGIN " not in content or f"{label}-----".encode() not in content:
+        raise ConfigError(f"{owner}: its {key} is not a PEM {label.lower()} (no '-----BEGIN ...{label}-----' line)")
+
+
+def _check_ca(name: str, cluster: dict, base: str) -> None:
+    """Refuse a CA of the cluster ``name`` that is empty, cannot be read or is not PEM."""
+    ca = _file_or_data(f"cluster {name!r}", cluster, "certificate-authority", base)
+    if ca is not None:
+        _check_pem(f"cluster {name!r}", ca[0], ca[1], "CERTIFICATE")
+
+
+def _check_user(name: str, user: dict, base: str, cluster: str, server: str) -> dict | None:
+    """Refuse a user whose credentials cannot all be sent: impersonation, none the client knows,
+    an empty value, half of a pair, a file that cannot be read, a token that is not one line, a
+    client certificate over http://, an auth-provider the client does not have. A user with
+    nothing in it (``{}``, or only ``extensions``) sends none, on purpose. Returns the user the
+    loader is to read (its tokenFile read, its token without the blanks around it), or None when
+    it reads ``user`` as it is."""
+    if not [k for k in user if k != "extensions"]:
+        return None
+    who = f"user {name!r}"
+    impersonating = [k for k in IMPERSONATION if k in user]
+    if impersonating:
+        raise ConfigError(f"{who} sets {', '.join(impersonating)} (impersonation), which the agent does not support: "
+                          f"its requests would go out as {name!r} itself; remove it")
+    if not any(k in user for k in CREDENTIALS):
+        raise ConfigError(f"{who} has no credentials the agent can send (it sets {', '.join(map(str, user))}): give "
+                          f"token, tokenFile, client-certificate and client-key, username and password, exec or "
+                          f"auth-provider, or {ANONYMOUS}")
+    for key in ("token", "tokenFile", "username"):
+        if key in user and not user[key]:
+            raise ConfigError(f"{who} has an empty {key}: give it or remove the key")
+    if ("username" in user) != ("password" in user):
+        has, lacks = ("username", "password") if "username" in user else ("password", "username")
+        raise ConfigError(f"{who} has a {has} but no {lacks}: basic authentication sends both (the agent would "
+                          "connect without them)")
+    certs = [k for k in ("client-certificate", "client-certificate-data") if k in user]
+    keys = [k for k in ("client-key", "client-key-data") if k in user]
+    if bool(certs) != bool(keys):
+        has, lacks = (certs[0], "client-key or client-key-data") if certs else (keys[0],
+                                                                                 "client-certificate or client-certificate-data")
+        raise ConfigError(f"{who} has {has} but no {lacks}: a client certificate is sent with its key")
+    if certs and not server.startswith("https://"):
+        raise ConfigError(f"{who} has a client certificate, which cannot be sent over http:// (cluster {cluster!r} "
+                          f"has server {server!r}): use its https:// URL")
+    if certs:
+        cert = _file_or_data(who, user, "client-certificate", base)
+        key = _file_or_data(who, user, "client-key", base)
+        _check_pem(who, cert[0], cert[1], "CERTIFICATE")
+        _check_pem(who, key[0], key[1], "PRIVATE KEY")
+    provider = user.get("auth-provider")
+    if "auth-provider" in user and (not isinstance(provider, dict) or provider.get("name") not in AUTH_PROVIDERS):
+        named = provider.get("name") if isinstance(provider, dict) else None
+        raise ConfigError(f"{who}: its auth-provider {named!r} is not supported: the client has "
+                          f"{' and '.join(AUTH_PROVIDERS)}; use an exec credential plugin (kubectl has dropped the others too)")
+    if "token" in user:  # the loader prefers it to tokenFile
+        token, why = flags.one_line_token(str(user["token"]))
+        if why:
+            raise ConfigError(f"{who}: its token is not {flags.TOKEN_RULE} ({why}; not shown)")
+        return {**user, "token": token} if token != user["token"] else None
+    if "tokenFile" in user:
+        content = _read(who, "tokenFile", str(user["tokenFile"]), base)
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{who}: its tokenFile {user['tokenFile']!r} is not UTF-8 text: must hold "
+                              f"{flags.TOKEN_RULE}") from None
+        token, why = flags.one_line_token(text)
+        if why:
+            raise ConfigError(f"{who}: its tokenFile {user['tokenFile']!r} does not hold {flags.TOKEN_RULE} ({why})")
+        return {k: v for k, v in user.items() if k != "tokenFile"} | {"token": token}
+    return None
 
 
 def _exec_of(root, context: dict) -> tuple[str | None, dict | None]:
@@ -303,6 +480,66 @@ def _check_command(user: str, plugin: dict, kubeconfig: str | None) -> None:
     if not os.access(found, os.X_OK):
         raise ConfigError(f"user {user!r}: its exec credential plugin command {command!r} cannot be run "
                           f"({found!r} is not executable); {fix}")
+
+
+# -- after loading: what the client will send -------------------------------------------------
+
+def _check_sent(configuration, chosen: _Chosen) -> None:
+    """Refuse when the loaded configuration lacks credentials the user configures (an
+    auth-provider that gave no token, a client certificate that was not taken): the loader
+    goes on without them."""
+    user = chosen.user or {}
+    header = bool((configuration.api_key or {}).get("BearerToken"))
+    cert = bool(configuration.cert_file)
+    wanted = []
+    if any(k in user for k in ("token", "tokenFile", "username", "auth-provider")) and not header:
+        provider = user.get("auth-provider")
+        wanted.append(f"its auth-provider {provider.get('name')!r} gave no token" if isinstance(provider, dict)
+                      else "its token was not taken")
+    if any(k.startswith("client-") for k in user) and not cert:
+        wanted.append("its client certificate was not taken")
+    if "exec" in user and not (header or cert):
+        wanted.append("its exec credential plugin gave no credentials")
+    if wanted:
+        raise ConfigError(f"user {chosen.user_name!r}: {'; '.join(wanted)}; the agent does not connect without the "
+                          "credentials it should send")
+
+
+def _check_tls(configuration, chosen: _Chosen) -> None:
+    """Refuse a CA, or a client certificate and key, that TLS cannot load (a PEM block that is
+    damaged, a key that is not the certificate's): the connection would fail on every request
+    as if the server were unreachable."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if configuration.ssl_ca_cert:
+        try:
+            context.load_verify_locations(cafile=configuration.ssl_ca_cert)
+        except (ssl.SSLError, OSError) as err:
+            key = "certificate-authority-data" if "certificate-authority-data" in chosen.cluster else "certificate-authority"
+            raise ConfigError(f"cluster {chosen.cluster_name!r}: its {key} cannot be loaded as PEM certificates "
+                              f"({_ssl_reason(err)})") from None
+    if configuration.cert_file:
+        asked = []  # a key encrypted with a passphrase: OpenSSL would ask on the terminal
+
+        def passphrase():
+            asked.append(True)
+            return b""
+        try:
+            context.load_cert_chain(configuration.cert_file, configuration.key_file, password=passphrase)
+        except (ssl.SSLError, OSError) as err:
+            if asked:
+                raise ConfigError(f"user {chosen.user_name!r}: its client key is encrypted with a passphrase, which "
+                                  "the client cannot give: decrypt it (openssl pkey -in KEY -out KEY.plain)") from None
+            user = chosen.user or {}
+            what = ("its client certificate and key" if any(k.startswith("client-") for k in user)
+                    else "the client certificate and key its exec credential plugin gave")
+            mismatch = getattr(err, "reason", None) == "KEY_VALUES_MISMATCH"
+            why = "the key is not the certificate's" if mismatch else _ssl_reason(err)
+            raise ConfigError(f"user {chosen.user_name!r}: {what} cannot be loaded ({why})") from None
+
+
+def _ssl_reason(err: Exception) -> str:
+    reason = getattr(err, "reason", None)
+    return str(reason).replace("_", " ").lower() if reason else "a damaged PEM block"
 
 
 class _Collect(logging.Filter):

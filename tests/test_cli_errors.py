@@ -428,6 +428,10 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     "PORT": kubeconfig_text(server="https://127.0.0.1:99999"),
     "GHOST_CLUSTER": kubeconfig_text().replace("{cluster: c, user: u}}, {name: prod", "{cluster: ghost, user: u}}, {name: prod"),
     "GHOST_USER": kubeconfig_text().replace("users: [{name: u, user: {token: t}}]", "users: []"),
+    "ONLY_USERNAME": kubeconfig_text(user="{username: bob}"),
+    "TOKEN_FILE": kubeconfig_text(user="{tokenFile: /nonexistent/tok}"),
+    "CA_DATA": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                         "certificate-authority-data: '!!'"),
 }
 
 
@@ -454,6 +458,10 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     (["--kubeconfig", "GHOST_CLUSTER"], "context 'x' names cluster 'ghost', which is not one of its clusters (c)"),
     (["--kubeconfig", "GHOST_USER"], "context 'x' names user 'u', which is not one of its users (it has none); the "
                                      "agent does not connect without its credentials"),
+    (["--kubeconfig", "ONLY_USERNAME"], "user 'u' has a username but no password: basic authentication sends both"),
+    (["--kubeconfig", "TOKEN_FILE"], "user 'u': its tokenFile '/nonexistent/tok' cannot be read: the file does not "
+                                     "exist"),
+    (["--kubeconfig", "CA_DATA"], "cluster 'c': its certificate-authority-data is not base64"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
     """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or

@@ -4,6 +4,9 @@ load is refused (never an anonymous request). Nothing here connects anywhere."""
 
 from __future__ import annotations
 
+import base64
+import subprocess
+
 import pytest
 from kubernetes import client
 
@@ -140,4 +143,130 @@ def test_an_empty_user_or_none_connects_without_credentials_on_purpose(tmp_path,
     nothing is left out."""
     configuration = loaded(tmp_path, text)
     assert not configuration.api_key.get("BearerToken") and not configuration.cert_file
+
+
+# -- the user's credentials and the TLS files --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pem(tmp_path_factory):
+    """A certificate and its key, another key, a key encrypted with a passphrase (openssl)."""
+    d = tmp_path_factory.mktemp("pem")
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "tls.key"), "-subj", "/CN=test",
+            "-days", "1", "-out", str(d / "tls.crt"))
+    openssl("genrsa", "-out", str(d / "other.key"), "2048")
+    openssl("genrsa", "-aes256", "-passout", "pass:secret", "-out", str(d / "encrypted.key"), "2048")
+    return d
+
+
+@pytest.mark.parametrize("user, message", [
+    ("{username: bob}", "user 'u' has a username but no password: basic authentication sends both (the agent "
+                        "would connect without them)"),
+    ("{password: pw}", "user 'u' has a password but no username"),
+    ("{token: ''}", "user 'u' has an empty token: give it or remove the key"),
+    ("{token: ''}".replace("token", "tokenFile"), "user 'u' has an empty tokenFile"),
+    ("{token: \"a\\nb\"}", "user 'u': its token is not one token on one line (it holds more than one line; not shown)"),
+    ("{tokenfile: /t}", "user 'u' has no credentials the agent can send (it sets tokenfile): give token, tokenFile, "
+                        "client-certificate and client-key, username and password, exec or auth-provider, or write "
+                        "the user as {} to connect without credentials"),
+    ("{token: t, as: admin}", "user 'u' sets as (impersonation), which the agent does not support: its requests "
+                              "would go out as 'u' itself; remove it"),
+    ("{auth-provider: {name: azure}}", "user 'u': its auth-provider 'azure' is not supported: the client has gcp and "
+                                       "oidc; use an exec credential plugin"),
+    ("{auth-provider: {name: oidc}}", "user 'u': its auth-provider 'oidc' gave no token; the agent does not connect "
+                                      "without the credentials it should send"),
+    ("{client-certificate: /c.crt}", "user 'u' has client-certificate but no client-key or client-key-data: a client "
+                                     "certificate is sent with its key"),
+    ("{client-key-data: a2V5}", "user 'u' has client-key-data but no client-certificate or client-certificate-data"),
+    ("[]", "user 'u' is a list: must be a mapping of credentials (write the user as {} to connect without "
+           "credentials)"),
+])
+def test_a_user_whose_credentials_cannot_all_be_sent_is_refused(tmp_path, user, message):
+    assert refused(tmp_path, kubeconfig(user=user)).startswith(message)
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_a_token_file_is_read_relative_to_the_kubeconfig_without_its_final_line_break(tmp_path, where):
+    (tmp_path / "token").write_text("s3cret\n")  # echo s3cret > token; the client sent the newline
+    name = str(tmp_path / "token") if where == "absolute" else "token"
+    assert loaded(tmp_path, kubeconfig(user=f"{{tokenFile: '{name}'}}")).api_key["BearerToken"] == "Bearer s3cret"
+    assert loaded(tmp_path, kubeconfig(user="{token: \"s3cret\\n\"}")).api_key["BearerToken"] == "Bearer s3cret"
+
+
+@pytest.mark.parametrize("content, why", [(None, "cannot be read: the file does not exist"),
+                                          ("dir", "cannot be read: is a directory"),
+                                          (b"", "does not hold one token on one line (it is empty)"),
+                                          (b"a\nb\n", "does not hold one token on one line (it holds more than one line)"),
+                                          (b"\xff", "is not UTF-8 text: must hold one token on one line")])
+def test_a_token_file_that_does_not_give_one_token_names_the_user_and_the_file(tmp_path, content, why):
+    token = tmp_path / "token"
+    if content == "dir":
+        token.mkdir()
+    elif content is not None:
+        token.write_bytes(content)
+    assert refused(tmp_path, kubeconfig(user="{tokenFile: token}")) == (
+        f"user 'u': its tokenFile 'token'{f' ({token})' if 'read' in why else ''} {why}")
+
+
+def test_the_missing_token_file_of_the_example_is_named(tmp_path):
+    assert refused(tmp_path, kubeconfig(user="{tokenFile: /nonexistent/tok}")) == (
+        "user 'u': its tokenFile '/nonexistent/tok' cannot be read: the file does not exist")
+
+
+@pytest.mark.parametrize("cluster, user, message", [
+    ("certificate-authority: /nonexistent/ca.crt", "token: t",
+     "cluster 'c': its certificate-authority '/nonexistent/ca.crt' cannot be read: the file does not exist"),
+    ("certificate-authority-data: '!!not base64'", "token: t",
+     "cluster 'c': its certificate-authority-data is not base64 (Only base64 data is allowed): must be the PEM file "
+     "encoded with base64 (base64 -w0 FILE)"),
+    (f"certificate-authority-data: {base64.b64encode(b'garbage').decode()}", "token: t",
+     "cluster 'c': its certificate-authority-data is not a PEM certificate (no '-----BEGIN ...CERTIFICATE-----' line)"),
+    ("certificate-authority-data: ''", "token: t", "cluster 'c' has an empty certificate-authority-data"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: /nonexistent/c.crt, client-key: PEM/tls.key",
+     "user 'u': its client-certificate '/nonexistent/c.crt' cannot be read: the file does not exist"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: PEM/tls.crt, client-key: /nonexistent/c.key",
+     "user 'u': its client-key '/nonexistent/c.key' cannot be read: the file does not exist"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: PEM/tls.key, client-key: PEM/tls.key",
+     "user 'u': its client-certificate is not a PEM certificate"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: PEM/tls.crt, client-key: PEM/tls.crt",
+     "user 'u': its client-key is not a PEM private key"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: PEM/tls.crt, client-key: PEM/other.key",
+     "user 'u': its client certificate and key cannot be loaded (the key is not the certificate's)"),
+    ("certificate-authority: PEM/tls.crt", "client-certificate: PEM/tls.crt, client-key: PEM/encrypted.key",
+     "user 'u': its client key is encrypted with a passphrase, which the client cannot give"),
+    ("certificate-authority: PEM/damaged.crt", "token: t",
+     "cluster 'c': its certificate-authority cannot be loaded as PEM certificates"),
+])
+def test_a_tls_file_that_cannot_be_used_names_the_cluster_or_user_the_key_and_why(tmp_path, pem, cluster, user,
+                                                                                 message):
+    (pem / "damaged.crt").write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    text = kubeconfig(cluster=f"{{server: 'https://127.0.0.1:9', {cluster.replace('PEM', str(pem))}}}",
+                      user=f"{{{user.replace('PEM', str(pem))}}}")
+    assert refused(tmp_path, text).startswith(message)
+
+
+def test_a_client_certificate_is_loaded_with_its_key_and_the_ca_also_when_the_scheme_is_in_capitals(tmp_path, pem):
+    """``HTTPS://`` is https to kubectl; the client's loader would skip the CA and the client
+    certificate for it (it compares the scheme in lowercase only)."""
+    data = base64.b64encode((pem / "tls.key").read_bytes()).decode()
+    configuration = loaded(tmp_path, kubeconfig(
+        cluster=f"{{server: 'HTTPS://127.0.0.1:9', certificate-authority: '{pem / 'tls.crt'}'}}",
+        user=f"{{client-certificate: '{pem / 'tls.crt'}', client-key-data: '{data}'}}"))
+    assert configuration.host == "https://127.0.0.1:9"
+    assert configuration.ssl_ca_cert == str(pem / "tls.crt") and configuration.cert_file == str(pem / "tls.crt")
+    assert open(configuration.key_file, "rb").read() == (pem / "tls.key").read_bytes()
+
+
+def test_a_client_certificate_over_plain_http_is_refused(tmp_path, pem):
+    text = kubeconfig(cluster="{server: 'http://127.0.0.1:8080'}",
+                      user=f"{{client-certificate: '{pem / 'tls.crt'}', client-key: '{pem / 'tls.key'}'}}")
+    assert refused(tmp_path, text) == ("user 'u' has a client certificate, which cannot be sent over http:// (cluster "
+                                       "'c' has server 'http://127.0.0.1:8080'): use its https:// URL")
+
+
+def test_a_ca_is_not_read_for_plain_http_as_the_client_does_not_use_it(tmp_path):
+    text = kubeconfig(cluster="{server: 'http://127.0.0.1:8080', certificate-authority: /nonexistent/ca.crt}")
+    assert loaded(tmp_path, text).host == "http://127.0.0.1:8080"
 
