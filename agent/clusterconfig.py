@@ -26,6 +26,11 @@ refused too). The files a cluster or user names (``tokenFile``, ``certificate-au
 kubeconfig holding them, as kubectl reads them; a token file's final line break is dropped
 (``flags.one_line_token``, the rule of every token).
 
+Proxies: ``proxy-url`` (or ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, which the client reads
+too, with ``NO_PROXY``) may be an ``http://`` or ``https://`` proxy, its user and password in the
+URL sent as Proxy-Authorization (kubectl sends them; the client would not). A SOCKS proxy is
+refused: urllib3 needs PySocks for it, which is not a dependency (no release since 2019).
+
 Uses the client's public ``KubeConfigMerger`` (several files in ``$KUBECONFIG``, as kubectl
 merges them) and ``KubeConfigLoader``; reads every file and the selected context, cluster and
 user before the loader runs anything.
@@ -43,8 +48,10 @@ import shutil
 import ssl
 import urllib.parse
 
+import urllib3
 import yaml
 from kubernetes import config
+from kubernetes.client import rest
 from kubernetes.config import kube_config
 
 from . import flags
@@ -52,6 +59,8 @@ from . import flags
 LOOKED_FOR = ("looked for the in-cluster service account, then $KUBECONFIG or ~/.kube/config; "
               "give --kubeconfig FILE")
 SCHEMES = ("https", "http")
+PROXY_SCHEMES = ("http", "https")
+SOCKS_SCHEMES = ("socks4", "socks4a", "socks5", "socks5h")
 NOT_A_KUBECONFIG = "not a kubeconfig file (YAML with clusters, users and contexts)"
 CREDENTIALS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
                "client-key-data", "username", "password", "exec", "auth-provider")
@@ -72,13 +81,16 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     not UTF-8 text or not a kubeconfig, has no such context (the ones it has are listed), a
     context naming a cluster or user it does not have, a cluster server that is not an
     ``https://`` or ``http://`` URL, a user whose credentials cannot all be sent (a file missing,
-    a half of a pair, an exec credential plugin missing or failing)."""
+    a half of a pair, an exec credential plugin missing or failing), a proxy that is not an
+    ``http://`` or ``https://`` URL."""
     if not kubeconfig and not context:
         try:
             config.load_incluster_config(client_configuration=configuration)
-            return
         except config.ConfigException:
             pass
+        else:
+            _check_proxy(configuration, None, {})
+            return
     if kubeconfig:
         try:
             os.stat(kubeconfig)
@@ -123,6 +135,7 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
                           "the agent does not connect without the credentials it should send")
     _check_sent(configuration, chosen)
     _check_tls(configuration, chosen)
+    _check_proxy(configuration, chosen.cluster_name, chosen.cluster)
 
 
 # -- the files --------------------------------------------------------------------------------
@@ -540,6 +553,46 @@ def _check_tls(configuration, chosen: _Chosen) -> None:
 def _ssl_reason(err: Exception) -> str:
     reason = getattr(err, "reason", None)
     return str(reason).replace("_", " ").lower() if reason else "a damaged PEM block"
+
+
+def _check_proxy(configuration, cluster: str | None, settings: dict) -> None:
+    """Refuse a proxy the client cannot use: not an ``http://`` or ``https://`` URL with a host
+    (a SOCKS proxy needs PySocks, not a dependency). The proxy comes from the cluster's
+    ``proxy-url`` or the environment (``HTTPS_PROXY`` ...), unless ``NO_PROXY`` bypasses it for
+    the server. Its user and password are sent as Proxy-Authorization, as kubectl sends them."""
+    proxy = configuration.proxy
+    bypass = getattr(rest, "should_bypass_proxies", None)
+    if not proxy or (bypass is not None and bypass(configuration.host, configuration.no_proxy or "")):
+        return
+    proxy = str(proxy)
+    shown = _without_password(proxy)
+    if settings.get("proxy-url") and cluster is not None:
+        given = f"cluster {cluster!r} has proxy-url {shown!r}"
+    else:
+        names = [n for n in os.environ if n.lower() in ("https_proxy", "http_proxy", "all_proxy")
+                 and os.environ[n] == proxy]
+        given = f"the proxy {shown!r} from ${names[0] if names else 'HTTPS_PROXY'}"
+    scheme = proxy.split("://", 1)[0].lower() if "://" in proxy else ""
+    if scheme in SOCKS_SCHEMES:
+        raise ConfigError(f"{given}, a SOCKS proxy, which the agent does not support (urllib3 needs PySocks for it, "
+                          "which is not installed): use an http:// or https:// proxy, e.g. 'http://proxy.example:3128'")
+    why = _url_problem(proxy, PROXY_SCHEMES)
+    if why:
+        raise ConfigError(f"{given}, {why}: must be an http:// or https:// URL, e.g. 'http://proxy.example:3128'")
+    parts = urllib.parse.urlsplit(proxy)
+    if parts.username is not None or parts.password is not None:
+        credentials = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+        configuration.proxy_headers = {**(configuration.proxy_headers or {}),
+                                       **urllib3.util.make_headers(proxy_basic_auth=credentials)}
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of its user-info shown as ``***``."""
+    head, sep, tail = url.partition("://")
+    userinfo, at, host = tail.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{head}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 class _Collect(logging.Filter):

@@ -432,6 +432,10 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     "TOKEN_FILE": kubeconfig_text(user="{tokenFile: /nonexistent/tok}"),
     "CA_DATA": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
                                          "certificate-authority-data: '!!'"),
+    "SOCKS": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                       "proxy-url: 'socks5://127.0.0.1:1'"),
+    "NOT_A_URL_PROXY": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                                 "proxy-url: notaurl"),
 }
 
 
@@ -462,6 +466,10 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     (["--kubeconfig", "TOKEN_FILE"], "user 'u': its tokenFile '/nonexistent/tok' cannot be read: the file does not "
                                      "exist"),
     (["--kubeconfig", "CA_DATA"], "cluster 'c': its certificate-authority-data is not base64"),
+    (["--kubeconfig", "SOCKS"], "cluster 'c' has proxy-url 'socks5://127.0.0.1:1', a SOCKS proxy, which the agent "
+                                "does not support (urllib3 needs PySocks for it, which is not installed)"),
+    (["--kubeconfig", "NOT_A_URL_PROXY"], "cluster 'c' has proxy-url 'notaurl', which has no scheme: must be an "
+                                          "http:// or https:// URL"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
     """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or

@@ -270,3 +270,40 @@ def test_a_ca_is_not_read_for_plain_http_as_the_client_does_not_use_it(tmp_path)
     text = kubeconfig(cluster="{server: 'http://127.0.0.1:8080', certificate-authority: /nonexistent/ca.crt}")
     assert loaded(tmp_path, text).host == "http://127.0.0.1:8080"
 
+
+# -- the proxy -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("proxy, message", [
+    ("socks5://127.0.0.1:1", "cluster 'c' has proxy-url 'socks5://127.0.0.1:1', a SOCKS proxy, which the agent does not "
+                             "support (urllib3 needs PySocks for it, which is not installed): use an http:// or "
+                             "https:// proxy, e.g. 'http://proxy.example:3128'"),
+    ("notaurl", "cluster 'c' has proxy-url 'notaurl', which has no scheme: must be an http:// or https:// URL, e.g. "
+                "'http://proxy.example:3128'"),
+    ("ftp://proxy.example", "cluster 'c' has proxy-url 'ftp://proxy.example', which is not an http:// or https:// URL "
+                            "with a host"),
+    ("http://proxy.example:99999", "cluster 'c' has proxy-url 'http://proxy.example:99999', whose port 99999 is out "
+                                   "of range: must be from 1 to 65535"),
+    ("http://bob:s3cret@proxy.example:x", "cluster 'c' has proxy-url 'http://bob:***@proxy.example:x', whose port 'x' "
+                                          "is not a number"),
+])
+def test_a_proxy_the_client_cannot_use_is_refused(tmp_path, proxy, message):
+    assert refused(tmp_path, kubeconfig(cluster=f"{{server: 'https://127.0.0.1:9', proxy-url: '{proxy}'}}")).startswith(
+        message)
+
+
+def test_a_proxy_from_the_environment_is_checked_unless_no_proxy_bypasses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "socks5h://proxy.example:1080")
+    assert refused(tmp_path, kubeconfig()).startswith("the proxy 'socks5h://proxy.example:1080' from $HTTPS_PROXY, a "
+                                                      "SOCKS proxy, which the agent does not support")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert loaded(tmp_path, kubeconfig()).host == "https://127.0.0.1:9"
+
+
+def test_an_http_proxy_gets_the_user_and_password_of_its_url(tmp_path):
+    """kubectl sends them as Proxy-Authorization; urllib3 would not."""
+    configuration = loaded(tmp_path, kubeconfig(
+        cluster="{server: 'https://127.0.0.1:9', proxy-url: 'http://bob:s%40cret@proxy.example:3128'}"))
+    assert configuration.proxy == "http://bob:s%40cret@proxy.example:3128"
+    assert configuration.proxy_headers == {"proxy-authorization": "Basic " + base64.b64encode(b"bob:s@cret").decode()}
+    assert loaded(tmp_path, kubeconfig(cluster="{server: 'https://127.0.0.1:9', proxy-url: 'http://proxy.example:3128'}")
+                  ).proxy_headers is None
