@@ -284,11 +284,10 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     ``secret``: the webhook's (``webhook.load_secret``), None for no webhook."""
     from . import webhook
     from .runner import Runner
-    from .server import Health, Metrics, serve
+    from .server import Health, Metrics, listen_problem, serve
 
     done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
@@ -298,8 +297,12 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     try:
         server = serve(args.http_addr, metrics, health,
                        webhook=webhook.create(secret, opts, runner, metrics) if secret else None)
-    except (OSError, ValueError) as err:
-        print(f"error: cannot listen on {args.http_addr}: {err}", file=sys.stderr)
+    except OSError as err:  # in use, not an address of this machine, a port below 1024
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        given = getattr(args.http_addr, "variable", "--http-addr")  # the flag, or the variable it came from
+        print(f"error: cannot listen on {args.http_addr} ({given}): {listen_problem(args.http_addr, err)}",
+              file=sys.stderr)
         return EXIT_FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
                                         ", /hooks/git" if secret else "", *server.server_address[:2])

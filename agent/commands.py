@@ -38,6 +38,7 @@ VALIDATE_EPILOG = """exit codes:
 """
 
 
+TOKEN_VARIABLE = "GITOPS_AGENT_GIT_TOKEN"
 _env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
 
 
@@ -117,14 +118,16 @@ def credentials(args) -> source.Credentials:
     """The repository's credentials from the flags: the token from ``--git-token-file`` or
     ``GITOPS_AGENT_GIT_TOKEN``, the user from ``--git-username``, else the user written in an
     ``http(s)://`` ``--repo`` URL, else ``git``; the SSH key and known_hosts files.
-    Raises ``flags.UsageError`` when the token file cannot be read, or when ``--repo``'s
+    Raises ``flags.UsageError`` when the token file cannot be read, when it or the variable
+    holds no token or more than one line (``flags.one_line_token``), or when ``--repo``'s
     user-info and the flags disagree (another user, another token): one would silently win.
     The message names neither the user-info nor the token (a token can be written as the
     URL's user). Without a token here, ``source.effective`` uses the URL's own user and
     password, as before (never sent to a submodule)."""
-    token, token_from = os.environ.get("GITOPS_AGENT_GIT_TOKEN") or None, "GITOPS_AGENT_GIT_TOKEN"
-    if args.git_token_file:
+    if args.git_token_file:  # wins over the variable, which is then not read
         token, token_from = flags.read_token_file(args.git_token_file), flags.shown(args.git_token_file)
+    else:
+        token, token_from = flags.token_variable(TOKEN_VARIABLE, "--git-token-file"), TOKEN_VARIABLE
     username = args.git_username
     parts = urllib.parse.urlsplit(args.repo or "")
     if parts.scheme.lower() in ("http", "https") and "@" in parts.netloc:

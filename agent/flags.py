@@ -76,20 +76,52 @@ def usage_line(command: str | None, err: "UsageError") -> str:
     return f"{prog}: error: {where}{err} (see {prog} --help)"
 
 
+TOKEN_RULE = "one token on one line"
+
+
+def one_line_token(text: str) -> tuple[str, str | None]:
+    """(``text`` without the blanks and line breaks around it, why that is not a token or None).
+    The one rule for every token the agent is given, in a file (``--git-token-file``, a
+    kubeconfig user's ``tokenFile``) or a variable (``GITOPS_AGENT_GIT_TOKEN``): the line break
+    a file, or a Secret made from one, ends with is not part of it; nothing left (the request
+    would silently go out anonymous) or a line break inside (a broken header) is refused; blanks
+    inside are kept (a password may hold them)."""
+    token = text.strip()
+    if not token:
+        return token, "it is empty"
+    if "\n" in token or "\r" in token:
+        return token, "it holds more than one line"
+    return token, None
+
+
 def read_token_file(value: str, flag: str = "--git-token-file") -> str:
-    """The token in the file ``value`` (surrounding blanks stripped). Raises UsageError naming
-    ``flag`` (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text, or
-    when it holds nothing or more than one line: a fetch would silently go out anonymous or
-    with a broken header."""
+    """The token in the file ``value`` (``one_line_token``). Raises UsageError naming ``flag``
+    (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text, or when it
+    holds nothing or more than one line: a fetch would silently go out anonymous or with a
+    broken header."""
     try:
-        token = Path(value).read_text(encoding="utf-8").strip()
+        text = Path(value).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or ("not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err)
         raise UsageError(f"{shown(value)} is not allowed: must be a readable UTF-8 text file ({why})",
                          flag=flag) from None
-    if not token or "\n" in token or "\r" in token:  # a password may hold blanks, never a line break
-        why = "it is empty" if not token else "it holds more than one line"
-        raise UsageError(f"{shown(value)} is not allowed: must be a file holding one token on one line ({why})", flag=flag)
+    token, why = one_line_token(text)
+    if why:
+        raise UsageError(f"{shown(value)} is not allowed: must be a file holding {TOKEN_RULE} ({why})", flag=flag)
+    return token
+
+
+def token_variable(name: str, flag: str) -> str | None:
+    """The token in the environment variable ``name`` (``one_line_token``), None when it is
+    unset. Raises UsageError naming ``flag`` and the variable when it is set but empty or blank
+    (shown: it holds no secret) or holds a line break inside (not shown)."""
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    token, why = one_line_token(value)
+    if why:
+        given = f"{name}={value!r}" if not token else f"{name} (its value is not shown)"
+        raise UsageError(f"{given} is not allowed: must be {TOKEN_RULE}, or unset for none ({why})", flag=flag)
     return token
 
 

@@ -59,8 +59,22 @@ class ApiError(Exception):
 
     def __init__(self, status: int, reason: str, message: str, what: str = ""):
         self.status, self.reason, self.message, self.what = status, reason, message, what
-        head = f"{status} {reason}" if status else reason  # 0: no HTTP answer at all
+        head = f"{status} {reason}".strip() if status else reason  # 0: no HTTP answer at all
         super().__init__(f"{what}: {head}: {message}" if what else f"{head}: {message}")
+
+
+class NoConfiguration(ApiError):
+    """No usable cluster configuration (``reason`` NoConfiguration, no HTTP answer): ``str()`` is
+    ``WHAT: MESSAGE``, the reason in words, without the reason's name."""
+
+    def __init__(self, message: str, what: str):
+        super().__init__(0, "NoConfiguration", message, what)
+        self.args = (f"{what}: {message}",)
+
+
+def _text(body: bytes) -> str:
+    """The start of an answer's body as one line of text, for an error message."""
+    return " ".join(body[:200].decode("utf-8", "replace").split())
 
 
 def _transient(exc: BaseException) -> bool:
@@ -147,7 +161,7 @@ class Kube:
             clusterconfig.load(configuration, kubeconfig, context)
         except clusterconfig.ConfigError as err:
             where = f" from {kubeconfig}" if kubeconfig else ""
-            raise ApiError(0, "NoConfiguration", str(err), f"loading the cluster configuration{where}") from None
+            raise NoConfiguration(str(err), f"loading the cluster configuration{where}") from None
         configuration.retries = False
         # urllib3 keeps this many connections per host: one per parallel write, plus the three
         # watches of ``run`` and a spare, so no request waits for or discards a connection.
@@ -212,9 +226,16 @@ class Kube:
             raise ApiError(0, "Unreachable", str(err), what) from err
         if resp.status == 404 and method in ("GET", "DELETE"):
             return None
-        data = json.loads(resp.data) if resp.data else {}
+        try:
+            data = json.loads(resp.data) if resp.data else {}
+        except ValueError:  # "404 page not found" for a group it does not serve, a proxy's HTML page
+            data = None
         if not 200 <= resp.status <= 299:
-            raise ApiError(resp.status, data.get("reason", ""), data.get("message", resp.data[:200]), what)
+            if not isinstance(data, dict):
+                raise ApiError(resp.status, "", _text(resp.data), what)
+            raise ApiError(resp.status, data.get("reason", ""), data.get("message", _text(resp.data)), what)
+        if not isinstance(data, dict):
+            raise ApiError(resp.status, "Unreadable", f"the answer is not JSON: {_text(resp.data)}", what)
         return data
 
     # -- verbs -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ updates after every pass.
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +70,20 @@ class Health:
             if age > self.max_age:
                 return False, f"last pass finished {age:.0f}s ago (limit {self.max_age:.0f}s)"
             return True, f"last pass finished {age:.0f}s ago"
+
+
+def listen_problem(address: str, err: OSError) -> str:
+    """Why the server cannot listen on ``address`` (``HOST:PORT``), in words, from the error
+    ``serve`` raised binding it: no errno, no OS message in brackets."""
+    host, _, port = address.rpartition(":")
+    if err.errno == errno.EADDRINUSE:
+        return "the address is already in use (another process listens on it)"
+    if err.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine (give one of its addresses, or none for every interface)"
+    if err.errno in (errno.EACCES, errno.EPERM) and port.isdigit() and int(port) < 1024:
+        return (f"this user may not listen on port {int(port)}: ports below 1024 need root or the "
+                "CAP_NET_BIND_SERVICE capability")
+    return (err.strerror or str(err)).lower()
 
 
 def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> ThreadingHTTPServer:

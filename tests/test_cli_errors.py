@@ -165,10 +165,9 @@ EVERY_VARIABLE = [
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
     ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
     ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
+    ("GIT_TOKEN", "", "sync", "--git-token-file"), ("GIT_TOKEN", " \n", "run", "--git-token-file"),
 ]
-NOT_CHECKED_AT_START = {
-    "GIT_TOKEN": "any text is a token (empty: none)",
-}
+NOT_CHECKED_AT_START: dict[str, str] = {}
 
 
 def test_the_table_holds_every_variable_of_the_readme():
@@ -222,6 +221,41 @@ def test_a_bad_http_addr_says_what_is_wrong_with_it(main, value, problem):
         assert line.endswith(" (see python -m agent run --help)")
 
 
+@pytest.mark.parametrize("how", ["flag", "variable"])
+@pytest.mark.parametrize("case, problem", [
+    ("in use", "the address is already in use (another process listens on it)"),
+    ("foreign", "10.255.255.1 is not an address of this machine (give one of its addresses, or none for every "
+                "interface)"),
+])
+def test_an_http_addr_that_cannot_be_bound_is_one_line_without_the_os_error(main, tmp_path, how, case, problem):
+    """Binding fails after the flags were checked (the port taken meanwhile, an address of
+    another machine): one line saying why in words, exit 2; no errno, no OS message."""
+    import socket
+
+    (tmp_path / "kc.yaml").write_text(kubeconfig_text())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        addr = f"127.0.0.1:{taken.getsockname()[1]}" if case == "in use" else "10.255.255.1:8080"
+        args = ["run", "--repo", "/nonexistent", "--kubeconfig", str(tmp_path / "kc.yaml"),
+                "--cache-dir", str(tmp_path / "cache")]
+        proc = (main([*args, "--http-addr", addr]) if how == "flag"
+                else main(args, env={"GITOPS_AGENT_HTTP_ADDR": addr}))
+    given = "--http-addr" if how == "flag" else "GITOPS_AGENT_HTTP_ADDR"
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: cannot listen on {addr} ({given}): {problem}\n"
+
+
+def test_a_port_below_1024_that_may_not_be_bound_says_it_needs_privileges():
+    import errno
+
+    from agent.server import listen_problem
+
+    assert listen_problem(":80", PermissionError(errno.EACCES, "Permission denied")) == (
+        "this user may not listen on port 80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability")
+    assert listen_problem(":8080", OSError(errno.ENOBUFS, "No buffer space available")) == "no buffer space available"
+
+
 def test_missing_repo_is_one_line():
     proc = run_agent(["sync"])
     assert_one_line(proc, "--repo")
@@ -240,6 +274,27 @@ def test_a_token_file_without_one_token_names_the_flag(main, tmp_path, content, 
     token.write_text(content)
     proc = main(["sync", "--repo", "/nonexistent", "--git-token-file", str(token)])
     assert_one_line(proc, "--git-token-file", "must be a file holding one token on one line", why)
+
+
+@pytest.mark.parametrize("value, shown, why", [("", "GITOPS_AGENT_GIT_TOKEN=''", "it is empty"),
+                                               (" \t\n", "GITOPS_AGENT_GIT_TOKEN=' \\t\\n'", "it is empty"),
+                                               ("s3cret\nmore", "GITOPS_AGENT_GIT_TOKEN (its value is not shown)",
+                                                "it holds more than one line")])
+def test_a_token_variable_without_one_token_is_refused_as_the_file_is(main, value, shown, why):
+    """An empty GITOPS_AGENT_GIT_TOKEN used to mean an anonymous fetch; a line break inside, a
+    broken header. Refused as an empty GITOPS_AGENT_WEBHOOK_SECRET is, a secret never shown."""
+    proc = main(["sync", "--repo", "/nonexistent"], env={"GITOPS_AGENT_GIT_TOKEN": value})
+    line = assert_one_line(proc, f"argument --git-token-file: {shown} is not allowed: must be one token on one "
+                                 f"line, or unset for none ({why})")
+    assert "s3cret" not in line
+
+
+def test_a_token_variable_ending_in_a_line_break_is_the_token_without_it(main):
+    """A Secret made from a file ends with the file's newline: used without it, as the file's."""
+    proc = main(["sync", "--repo", "/nonexistent", "--kubeconfig", "/nonexistent/kc"],
+                env={"GITOPS_AGENT_GIT_TOKEN": "s3cret\n"})
+    assert proc.returncode == 2 and "--git-token-file" not in proc.stderr
+    assert "/nonexistent/kc" in proc.stderr  # got as far as the kubeconfig
 
 
 def test_a_password_with_blanks_is_a_token_on_one_line(main, tmp_path):
@@ -369,13 +424,25 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
     "EXEC_RELATIVE": kubeconfig_text(user=EXEC % "./bin/no-such-plugin"),
     "EXEC_FAILS": kubeconfig_text(user=EXEC % "'false'"),
     "NO_CURRENT": kubeconfig_text().replace("current-context: x\n", ""),
+    "NOT_UTF8": b"\x00\x01\xff",
+    "PORT": kubeconfig_text(server="https://127.0.0.1:99999"),
+    "GHOST_CLUSTER": kubeconfig_text().replace("{cluster: c, user: u}}, {name: prod", "{cluster: ghost, user: u}}, {name: prod"),
+    "GHOST_USER": kubeconfig_text().replace("users: [{name: u, user: {token: t}}]", "users: []"),
+    "ONLY_USERNAME": kubeconfig_text(user="{username: bob}"),
+    "TOKEN_FILE": kubeconfig_text(user="{tokenFile: /nonexistent/tok}"),
+    "CA_DATA": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                         "certificate-authority-data: '!!'"),
+    "SOCKS": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                       "proxy-url: 'socks5://127.0.0.1:1'"),
+    "NOT_A_URL_PROXY": kubeconfig_text().replace("server: 'https://127.0.0.1:9'", "server: 'https://127.0.0.1:9', "
+                                                 "proxy-url: notaurl"),
 }
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: NoConfiguration: not a kubeconfig file"),
+    (["--kubeconfig", "/etc/passwd"], "from /etc/passwd: not a kubeconfig file"),
     (["--kubeconfig", "/nonexistent/kubeconfig"], "the file does not exist"),
-    (["--kubeconfig", "/"], "from /: NoConfiguration: cannot be read: Is a directory"),
+    (["--kubeconfig", "/"], "from /: cannot be read: Is a directory"),
     ([], "give --kubeconfig FILE"),
     (["--kubeconfig", "KC", "--context", "nope"], "--context 'nope' is not one of its contexts (x, prod)"),
     (["--kubeconfig", "NO_CURRENT"], "it names no current-context: give --context NAME (its contexts: x, prod)"),
@@ -388,6 +455,21 @@ KUBECONFIGS = {  # a file name in the arguments below -> what it holds
                                         "found ('TMP/bin/no-such-plugin' is not a file)"),
     (["--kubeconfig", "EXEC_FAILS"], "user 'u': its exec credential plugin 'false' failed (exec: process returned 1); "
                                      "the agent does not connect without the credentials it should send"),
+    (["--kubeconfig", "NOT_UTF8"], "from TMP/NOT_UTF8.yaml: not UTF-8 text (byte 0xff at offset 2): must be a "
+                                   "kubeconfig file (YAML with clusters, users and contexts)"),
+    (["--kubeconfig", "PORT"], "cluster 'c' has server 'https://127.0.0.1:99999', whose port 99999 is out of range: "
+                               "must be from 1 to 65535"),
+    (["--kubeconfig", "GHOST_CLUSTER"], "context 'x' names cluster 'ghost', which is not one of its clusters (c)"),
+    (["--kubeconfig", "GHOST_USER"], "context 'x' names user 'u', which is not one of its users (it has none); the "
+                                     "agent does not connect without its credentials"),
+    (["--kubeconfig", "ONLY_USERNAME"], "user 'u' has a username but no password: basic authentication sends both"),
+    (["--kubeconfig", "TOKEN_FILE"], "user 'u': its tokenFile '/nonexistent/tok' cannot be read: the file does not "
+                                     "exist"),
+    (["--kubeconfig", "CA_DATA"], "cluster 'c': its certificate-authority-data is not base64"),
+    (["--kubeconfig", "SOCKS"], "cluster 'c' has proxy-url 'socks5://127.0.0.1:1', a SOCKS proxy, which the agent "
+                                "does not support (urllib3 needs PySocks for it, which is not installed)"),
+    (["--kubeconfig", "NOT_A_URL_PROXY"], "cluster 'c' has proxy-url 'notaurl', which has no scheme: must be an "
+                                          "http:// or https:// URL"),
 ])
 def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, args, needle):
     """Each way a kubeconfig can be wrong is one line naming it, before anything is fetched or
@@ -396,7 +478,7 @@ def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, ar
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     for name, text in KUBECONFIGS.items():
-        (tmp_path / f"{name}.yaml").write_text(text)
+        (tmp_path / f"{name}.yaml").write_bytes(text if isinstance(text, bytes) else text.encode())
     args = [str(tmp_path / f"{a}.yaml") if a in KUBECONFIGS else a for a in args]
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -405,6 +487,7 @@ def test_a_bad_or_missing_kubeconfig_is_one_line(main, tmp_path, monkeypatch, ar
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: loading the cluster configuration"), proc.stderr
     assert needle.replace("TMP", str(tmp_path)) in lines[0]
+    assert "NoConfiguration" not in lines[0] and "Invalid kube-config" not in lines[0]  # our words, no class names
     assert not (tmp_path / "cache").exists()  # refused before the source was fetched
 
 
@@ -416,7 +499,7 @@ def test_an_unknown_context_of_the_kubeconfig_variable_lists_the_contexts_it_has
     args = ["web"] if command == "reconcile" else ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")]
     proc = main([command, *args], env={"GITOPS_AGENT_CONTEXT": "staging"})
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("error: loading the cluster configuration: NoConfiguration: GITOPS_AGENT_CONTEXT='staging' "
+    assert proc.stderr == ("error: loading the cluster configuration: GITOPS_AGENT_CONTEXT='staging' "
                            "is not one of its contexts (x, prod)\n")
 
 
@@ -431,8 +514,20 @@ def test_an_unreadable_kubeconfig_says_it_cannot_be_read_and_why(tmp_path, comma
                                         str(kubeconfig)]), cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
-    assert proc.stderr == (f"error: loading the cluster configuration from {kubeconfig}: NoConfiguration: "
-                           "cannot be read: Permission denied\n")
+    assert proc.stderr == (f"error: loading the cluster configuration from {kubeconfig}: cannot be read: "
+                           "Permission denied\n")
+
+
+@pytest.mark.parametrize("command", ["sync", "reconcile"])
+def test_a_kubeconfig_in_the_kubeconfig_variable_that_is_not_utf8_is_named(main, tmp_path, monkeypatch, command):
+    (tmp_path / "kc.yaml").write_text(kubeconfig_text())
+    (tmp_path / "binary").write_bytes(b"\x00\x01\xff")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'binary'}:{tmp_path / 'kc.yaml'}")
+    args = ["web"] if command == "reconcile" else ["--repo", "/nonexistent", "--cache-dir", str(tmp_path / "cache")]
+    proc = main([command, *args])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: loading the cluster configuration: {tmp_path / 'binary'} is not UTF-8 text (byte "
+                           "0xff at offset 2): must be a kubeconfig file (YAML with clusters, users and contexts)\n")
 
 
 def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tmp_path):
@@ -447,8 +542,8 @@ def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tm
                                         str(tmp_path / "cache")]), cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == (f"error: loading the cluster configuration: NoConfiguration: {kubeconfig} cannot be "
-                           "read: Permission denied\n")
+    assert proc.stderr == (f"error: loading the cluster configuration: {kubeconfig} cannot be read: "
+                           "Permission denied\n")
 
 
 @pytest.mark.parametrize("command", ["sync", "diff", "run", "validate"])

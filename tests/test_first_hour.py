@@ -152,9 +152,46 @@ def test_an_exec_credential_plugin_is_used_and_a_missing_one_stops_the_sync_befo
     missing = sync("missing.kubeconfig")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.splitlines() == [
-        f"error: loading the cluster configuration from {tmp_path / 'missing.kubeconfig'}: NoConfiguration: user "
+        f"error: loading the cluster configuration from {tmp_path / 'missing.kubeconfig'}: user "
         "'admin': its exec credential plugin command 'gitops-agent-test-no-such-plugin' was not found on PATH "
         f"({os.environ['PATH']}); install it or correct users[].user.exec.command"]
     assert objects.app(namespace, "web") is None
     assert sync("exec.kubeconfig").returncode == 0
     assert all(objects.trio(namespace, "web"))
+
+
+def test_a_kubeconfig_user_missing_or_half_written_stops_the_sync_and_a_token_file_from_echo_works(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    """Each of these kubeconfigs used to send every request as system:anonymous (a context whose
+    user is not in ``users:``, a user with only a ``username``), or to end in a traceback
+    (``echo TOKEN > file`` as its ``tokenFile``: the client sent the newline in the header).
+    Now the first two stop before any request with one line naming the user, the last syncs."""
+    import sys
+    from pathlib import Path
+
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    token = config["users"][0]["user"]["token"]
+    (tmp_path / "token").write_text(token + "\n")
+    variants = {
+        "no-such-user": ({**config, "users": []}, "context 'local' names user 'admin', which is not one of its users "
+                                                  "(it has none); the agent does not connect without its credentials"),
+        "only-username": ({**config, "users": [{"name": "admin", "user": {"username": "admin"}}]},
+                          "user 'admin' has a username but no password: basic authentication sends both (the agent "
+                          "would connect without them)"),
+        "token-file": ({**config, "users": [{"name": "admin", "user": {"tokenFile": "token"}}]}, None),
+    }
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.commit()
+    for name, (kubeconfig, message) in variants.items():
+        (tmp_path / name).write_text(json.dumps(kubeconfig))
+        proc = agent.run([sys.executable, "-m", "agent", "sync", "--repo", str(repo.path), "--path", "apps",
+                          "--namespace", namespace, "--kubeconfig", str(tmp_path / name),
+                          "--cache-dir", str(tmp_path / "cache")])
+        if message is None:
+            assert proc.returncode == 0, proc.stderr
+            assert all(objects.trio(namespace, "web"))
+        else:
+            assert proc.returncode == 2 and proc.stdout == "" and "anonymous" not in proc.stderr
+            assert proc.stderr.splitlines() == [f"error: loading the cluster configuration from {tmp_path / name}: "
+                                                f"{message}"]
+            assert objects.app(namespace, "web") is None

@@ -168,6 +168,30 @@ def test_read_token_file(tmp_path, monkeypatch):
         flags.read_token_file(flags.env("GIT_TOKEN_FILE"))
 
 
+@pytest.mark.parametrize("text, token, why", [("s3cret", "s3cret", None), ("s3cret\n", "s3cret", None),
+                                              (" pass word\r\n", "pass word", None), ("", "", "it is empty"),
+                                              (" \n\t", "", "it is empty"),
+                                              ("a\nb\n", "a\nb", "it holds more than one line"),
+                                              ("a\rb", "a\rb", "it holds more than one line")])
+def test_one_line_token_is_the_rule_of_every_token(text, token, why):
+    assert flags.one_line_token(text) == (token, why)
+
+
+def test_the_token_variable_is_read_by_the_token_files_rule(monkeypatch):
+    from agent import commands
+
+    args = argparse.Namespace(git_token_file=None, git_username=None, repo="https://git.example/apps.git",
+                              ssh_key_file=None, known_hosts_file=None)
+    monkeypatch.delenv("GITOPS_AGENT_GIT_TOKEN", raising=False)
+    assert commands.credentials(args).token is None
+    monkeypatch.setenv("GITOPS_AGENT_GIT_TOKEN", "s3cret\n")
+    assert commands.credentials(args).token == "s3cret"
+    monkeypatch.setenv("GITOPS_AGENT_GIT_TOKEN", "")
+    with pytest.raises(flags.UsageError, match=r"GITOPS_AGENT_GIT_TOKEN='' is not allowed") as err:
+        commands.credentials(args)
+    assert err.value.flag == "--git-token-file"
+
+
 @pytest.mark.parametrize("argv0, prog", [("/usr/local/bin/gitops-agent", "gitops-agent"),
                                          ("/app/agent/__main__.py", "python -m agent"), ("-c", "python -m agent")])
 def test_prog_name(argv0, prog):

@@ -62,3 +62,43 @@ def test_a_request_passes_the_limit_before_it_is_sent(kubeconfig):
     with pytest.raises(Exception):
         kube.request("GET", "/api/v1/namespaces")  # port 1: refused, not retried
     assert waits == [0.0]
+
+
+@pytest.mark.parametrize("status, body, reason, message", [
+    (404, b"404 page not found\n", "", "404 page not found"),  # the API server, for a group it does not serve
+    (502, b"<html><body>Bad Gateway</body></html>", "", "<html><body>Bad Gateway</body></html>"),  # a proxy
+    (200, b"not json", "Unreadable", "the answer is not JSON: not json"),
+])
+def test_an_answer_that_is_not_json_is_an_api_error_naming_the_request(tmp_path, status, body, reason, message):
+    """It used to end the command in a JSONDecodeError traceback."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from agent.kube import ApiError
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_PATCH(self):  # noqa: N802 (http.server naming)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        path = tmp_path / "kubeconfig"
+        path.write_text(KUBECONFIG.replace("https://127.0.0.1:1", f"http://127.0.0.1:{server.server_address[1]}"))
+        kube = Kube(str(path), retry_seconds=0)
+        with pytest.raises(ApiError) as err:
+            kube.request("PATCH", "/apis/heumsi.github.io/v1/namespaces/default/applications/web", body={},
+                         content_type="application/merge-patch+json")
+    finally:
+        server.shutdown()
+    assert (err.value.status, err.value.reason, err.value.message) == (status, reason, message)
+    assert str(err.value) == (f"PATCH /apis/heumsi.github.io/v1/namespaces/default/applications/web: {status}"
+                              f"{' ' + reason if reason else ''}: {message}")
