@@ -77,6 +77,22 @@ def _text(body: bytes) -> str:
     return " ".join(body[:200].decode("utf-8", "replace").split())
 
 
+def _unreachable(host: str, err: BaseException) -> str:
+    """Why ``host`` (the server URL) could not be reached, in words: the operating system's
+    reason found in ``err``'s chain of causes (``cannot connect to https://127.0.0.1:6443:
+    Connection refused``), else ``err`` as urllib3 words it (a timeout, a TLS fault). urllib3
+    wraps the socket's error as ``HTTPSConnection(host=..., port=...): Failed to establish a new
+    connection: [Errno 111] Connection refused``, which says the same less plainly."""
+    cause, seen = err, set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and not isinstance(cause, urllib3.exceptions.HTTPError) \
+                and isinstance(cause.strerror, str) and cause.strerror:
+            return f"cannot connect to {host}: {cause.strerror}"
+        cause = cause.__cause__ or cause.__context__
+    return " ".join(str(err).split())
+
+
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
 
@@ -223,7 +239,7 @@ class Kube:
                 raise ApiError(0, "Unreachable", detail, what) from err
             raise ApiError(err.status, "Error", detail, what) from err
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise ApiError(0, "Unreachable", str(err), what) from err
+            raise ApiError(0, "Unreachable", _unreachable(self.api.configuration.host, err), what) from err
         if resp.status == 404 and method in ("GET", "DELETE"):
             return None
         try:
