@@ -46,7 +46,8 @@ def _stop_at(text: str) -> datetime.datetime | None:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed: must be HH:MM (UTC)") from None
     now = datetime.datetime.now(datetime.timezone.utc)
-    return now.replace(hour=clock.hour, minute=clock.minute, second=0, microsecond=0)
+    at = now.replace(hour=clock.hour, minute=clock.minute, second=0, microsecond=0)
+    return at if at > now else at + datetime.timedelta(days=1)  # the next time the clock shows it
 
 
 def parse(argv=None) -> argparse.Namespace:

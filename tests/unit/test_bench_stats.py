@@ -159,3 +159,16 @@ def test_rounds_per_size(repeats, sizes, n, expected):
     from bench.__main__ import rounds
 
     assert rounds(repeats, sizes, n) == expected
+
+
+def test_stop_at_is_the_next_time_the_clock_shows_it():
+    import datetime
+
+    from bench.__main__ import _stop_at
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for minutes in (-60, 60):
+        clock = (now + datetime.timedelta(minutes=minutes)).strftime("%H:%M")
+        at = _stop_at(clock)
+        assert now < at <= now + datetime.timedelta(days=1)
+        assert at.strftime("%H:%M") == clock
