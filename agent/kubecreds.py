@@ -61,6 +61,7 @@ class Chosen:
     cluster: dict
     user_name: str | None
     user: dict | None
+    user_base: str = ""  # the directory the user's relative file names are read from
 
 
 def url_problem(url: str, schemes: tuple[str, ...]) -> str | None:
@@ -185,17 +186,26 @@ def check_user(name: str, user: dict, base: str, cluster: str, server: str) -> d
             raise ConfigError(f"{who}: its token is not {flags.TOKEN_RULE} ({why}; not shown)")
         return {**user, "token": token} if token != user["token"] else None
     if "tokenFile" in user:
-        content = _read(who, "tokenFile", str(user["tokenFile"]), base)
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ConfigError(f"{who}: its tokenFile {user['tokenFile']!r} is not UTF-8 text: must hold "
-                              f"{flags.TOKEN_RULE}") from None
-        token, why = flags.one_line_token(text)
-        if why:
-            raise ConfigError(f"{who}: its tokenFile {user['tokenFile']!r} does not hold {flags.TOKEN_RULE} ({why})")
+        token = read_token_file(who, user["tokenFile"], base)
         return {k: v for k, v in user.items() if k != "tokenFile"} | {"token": token}
     return None
+
+
+def read_token_file(owner: str, value, base: str) -> str:
+    """The token in the file ``value`` (relative to ``base``) that ``owner``'s tokenFile names,
+    by ``flags.one_line_token``. Raises ConfigError naming ``owner`` and the file (never the
+    token) when it cannot be read, is not UTF-8 text or does not hold one token on one line.
+    Read at load and again by ``agent/tokenfile.py`` while the agent runs."""
+    content = _read(owner, "tokenFile", str(value), base)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{owner}: its tokenFile {value!r} is not UTF-8 text: must hold "
+                          f"{flags.TOKEN_RULE}") from None
+    token, why = flags.one_line_token(text)
+    if why:
+        raise ConfigError(f"{owner}: its tokenFile {value!r} does not hold {flags.TOKEN_RULE} ({why})")
+    return token
 
 
 def check_command(user: str, plugin: dict, kubeconfig: str | None) -> None:
