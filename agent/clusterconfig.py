@@ -34,7 +34,7 @@ import yaml
 from kubernetes import config
 from kubernetes.config import kube_config
 
-from . import flags
+from . import flags, tokenfile
 from .kubecreds import ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent, \
     check_tls, check_user, exec_errors, url_problem
 
@@ -55,7 +55,8 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     context naming a cluster or user it does not have, a cluster server that is not an
     ``https://`` or ``http://`` URL, a user whose credentials cannot all be sent (a file missing,
     a half of a pair, an exec credential plugin missing or failing), a proxy that is not an
-    ``http://`` or ``https://`` URL."""
+    ``http://`` or ``https://`` URL. A user's tokenFile is read again while ``configuration`` is
+    used, at most once a minute, as kubectl reads it (``agent/tokenfile.py``)."""
     if not kubeconfig and not context:
         try:
             config.load_incluster_config(client_configuration=configuration)
@@ -109,6 +110,7 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     check_sent(configuration, chosen)
     check_tls(configuration, chosen)
     check_proxy(configuration, chosen.cluster_name, chosen.cluster)
+    tokenfile.install(configuration, chosen)
 
 
 # -- the files --------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ def _loader(merged, context: str | None, current: str | None):
     if server.startswith("https://"):  # the loader reads the CA for https only
         check_ca(cluster_name, cluster, _base(cluster_node))
     new_user = check_user(user_name, user, _base(user_node), cluster_name, server) if user else None
-    chosen = Chosen(cluster_name, cluster, user_name, user)
+    chosen = Chosen(cluster_name, cluster, user_name, user, _base(user_node))
     if server != cluster.get("server"):
         root = _replaced(root, "clusters", cluster_node, "cluster", {**cluster, "server": server})
     if new_user is not None:
