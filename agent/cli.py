@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from . import commands as ci
-from . import backoff, flags, guards, logs, ratelimit, reconcile_cmd, sync, writes
+from . import backoff, flags, guards, logs, nametypes, ratelimit, reconcile_cmd, sync, writes
 from .kube import ApiError, Kube
 from .render import AGENT_NAME
 from .source import redact, source_id
@@ -65,11 +65,11 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flag("--path", "PATH", "directory inside the repository holding Application YAML (default: .)",
          default=_env("PATH", "."), type=flags.non_empty)
     flag("--namespace", "NAMESPACE", "namespace for Applications that name none (default: default)",
-         default=_env("NAMESPACE", "default"), type=flags.dns_label)
+         default=_env("NAMESPACE", "default"), type=nametypes.dns_label)
     flag("--source-id", "SOURCE_ID", "name for this repository and path in the heumsi.github.io/source label "
          "of its Applications; only they are ever pruned by this source (default: derived from --repo "
          "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"),
-         type=flags.label_value)
+         type=nametypes.label_value)
     flags.add_kubeconfig_flags(parser)
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
          default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty)
@@ -105,7 +105,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flag("--allowed-namespaces", "ALLOWED_NAMESPACES", "comma-separated namespace names or globs "
          "(team-*) that Applications may target; an Application elsewhere is refused and nothing there is "
          "created or pruned; plain names need only namespaced Roles (default: every namespace)",
-         default=_env("ALLOWED_NAMESPACES"), type=flags.namespace_patterns)
+         default=_env("ALLOWED_NAMESPACES"), type=nametypes.namespace_patterns)
 
 
 
@@ -151,16 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--jitter", type=flags.number(0, 3600), default=_env("JITTER", "0"),
                             help="at most this many random seconds added to each interval; 0 to 3600 "
                                  "(default: 0) [env GITOPS_AGENT_JITTER]")
-    run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=flags.http_addr,
+    run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=nametypes.http_addr,
                             help="HOST:PORT for /healthz, /readyz, /metrics (default: :8080) "
                                  "[env GITOPS_AGENT_HTTP_ADDR]")
     flags.switch(run_parser, "--leader-elect", variable="LEADER_ELECT", default=False,
                  help="only the holder of a coordination.k8s.io Lease syncs (default: off) "
                       "[env GITOPS_AGENT_LEADER_ELECT]")
-    run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME), type=flags.dns_subdomain,
+    run_parser.add_argument("--lease-name", default=_env("LEASE_NAME", AGENT_NAME), type=nametypes.dns_subdomain,
                             help="Lease name (default: gitops-agent) [env GITOPS_AGENT_LEASE_NAME]")
     run_parser.add_argument("--lease-namespace", default=_env("LEASE_NAMESPACE", os.environ.get("POD_NAMESPACE", "default")),
-                            type=flags.dns_label,
+                            type=nametypes.dns_label,
                             help="Lease namespace (default: $POD_NAMESPACE, else default) [env GITOPS_AGENT_LEASE_NAMESPACE]")
     run_parser.add_argument("--lease-duration", type=flags.number(3, 3600, integer=True),
                             default=_env("LEASE_DURATION", "15"),

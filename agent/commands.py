@@ -15,7 +15,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import flags, logs, output, source
+from . import flags, logs, nametypes, output, source
 from . import validate as validate_
 from .report import printable
 
@@ -96,7 +96,7 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
     parser.add_argument("--path", default=".", type=flags.non_empty,
                         help="directory of Application YAML: on disk, or inside the repository with --repo "
                              "(default: .)")
-    parser.add_argument("--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
+    parser.add_argument("--namespace", default=env("NAMESPACE", "default"), type=nametypes.dns_label,
                         help="namespace for Applications that name none (default: default) [env GITOPS_AGENT_NAMESPACE]")
     parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir}) [env GITOPS_AGENT_CACHE_DIR]")

@@ -13,27 +13,23 @@ command line (a flag wins over its variable), and the type names the variable in
 (``switch``) work the same way, with ``boolean`` as the type of their variable's text, so a
 variable is read only by the subcommands that have its flag. A problem found after parsing (two
 flags that do not go together, a file that cannot be read) is a ``UsageError`` printed in the
-same words (``usage_line``).
+same words (``usage_line``). The types of names and addresses (namespaces, object names, label
+values, ``--http-addr``) are in ``agent/nametypes.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import math
 import os
 import re
-import socket
 import sys
 from pathlib import Path
 
 ENV_PREFIX = "GITOPS_AGENT_"
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 
 class UsageError(ValueError):
@@ -204,7 +200,7 @@ def boolean(text: str) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise _refuse(text, "a boolean (true/false, yes/no, 1/0 or on/off)")
+    raise not_allowed(text, "a boolean (true/false, yes/no, 1/0 or on/off)")
 
 
 def shown(value) -> str:
@@ -213,7 +209,8 @@ def shown(value) -> str:
     return f"{value.variable}={str(value)!r}" if isinstance(value, EnvValue) else repr(str(value))
 
 
-def _refuse(value: str, rule: str) -> argparse.ArgumentTypeError:
+def not_allowed(value: str, rule: str) -> argparse.ArgumentTypeError:
+    """The error a type raises for ``value``: ``VALUE is not allowed: must be RULE``."""
     return argparse.ArgumentTypeError(f"{shown(value)} is not allowed: must be {rule}")
 
 
@@ -235,13 +232,13 @@ def number(minimum: float | None = None, maximum: float | None = None, *, above:
         try:
             value = int(text.strip()) if integer else float(text.strip())
         except (ValueError, AttributeError):
-            raise _refuse(text, rule) from None
+            raise not_allowed(text, rule) from None
         if not math.isfinite(value):
-            raise _refuse(text, rule)
+            raise not_allowed(text, rule)
         if minimum is not None and (value <= minimum if above else value < minimum):
-            raise _refuse(text, rule)
+            raise not_allowed(text, rule)
         if maximum is not None and value > maximum:
-            raise _refuse(text, rule)
+            raise not_allowed(text, rule)
         return value
 
     convert.__name__ = "number"
@@ -258,7 +255,7 @@ def choice(*allowed: str, fold_case: bool = True):
         for option in allowed:
             if text == option or (fold_case and text.strip().lower() == option.lower()):
                 return option
-        raise _refuse(text, rule)
+        raise not_allowed(text, rule)
 
     convert.__name__ = "choice"
     return convert
@@ -271,7 +268,7 @@ log_level = choice(*LOG_LEVELS)
 def non_empty(text: str) -> str:
     """Type for a string that must not be empty or blank."""
     if not text.strip():
-        raise _refuse(text, "a non-empty string")
+        raise not_allowed(text, "a non-empty string")
     return text
 
 
@@ -286,7 +283,7 @@ def repo(text: str) -> str:
     own transports; ``ftp://`` and the like are refused before Git is run)."""
     scheme = _URL_SCHEME.match(non_empty(text))
     if scheme and scheme.group(1).lower() not in REPO_SCHEMES:
-        raise _refuse(text, REPO_RULE)
+        raise not_allowed(text, REPO_RULE)
     return text
 
 
@@ -333,92 +330,6 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
     return value
 
 
-def dns_label(text: str) -> str:
-    """Type for a namespace: a DNS-1123 label (lowercase letters, digits, '-', 1-63 chars)."""
-    if len(text) > 63 or not _DNS_LABEL.fullmatch(text):
-        raise _refuse(text, "a DNS-1123 label (lowercase letters, digits and '-', starting and "
-                            "ending with a letter or digit, at most 63 characters)")
-    return text
-
-
-def dns_subdomain(text: str) -> str:
-    """Type for an object name such as a Lease's: a DNS-1123 subdomain (at most 253 chars)."""
-    if len(text) > 253 or not _DNS_SUBDOMAIN.fullmatch(text):
-        raise _refuse(text, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
-                            "at most 253 characters)")
-    return text
-
-
-def label_value(text: str) -> str:
-    """Type for a Kubernetes label value (at most 63 characters: letters, digits, '-', '_',
-    '.', starting and ending with a letter or digit), non-empty."""
-    if not text or len(text) > 63 or not _LABEL_VALUE.fullmatch(text):
-        raise _refuse(text, "a label value (1-63 letters, digits, '-', '_' or '.', starting "
-                            "and ending with a letter or digit)")
-    return text
-
-
-_HTTP_ADDR_RULE = ("HOST:PORT with HOST empty (every interface), an IPv4 address or a host name, and a port "
-                   "from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080)")
-_HOST_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?")
-
-
-def http_addr(text: str) -> str:
-    """Type for ``--http-addr``: ``HOST:PORT``, HOST empty (``:8080`` listens on every interface),
-    an IPv4 address or a host name (RFC 1123, at most 253 characters) that resolves to an IPv4
-    address, the port 0-65535. Returns ``text``; raises ``argparse.ArgumentTypeError`` naming the
-    value, the rule and what is wrong with it (no port, a port out of range, a bad host, a name
-    that does not resolve), so a bad address ends the command before anything is loaded."""
-    host, sep, port = text.rpartition(":")
-    problem = _http_addr_problem(text, host, sep, port)
-    if problem:
-        raise _refuse(text, f"{_HTTP_ADDR_RULE}; {problem}")
-    if host and not re.fullmatch(r"[0-9.]+", host):  # a name: the server binds what it resolves to
-        try:
-            socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as err:
-            why = getattr(err, "strerror", None) or err
-            raise _refuse(text, f"{_HTTP_ADDR_RULE}; {host!r} does not resolve to an IPv4 address ({why})") from None
-    return text
-
-
-def _http_addr_problem(text: str, host: str, sep: str, port: str) -> str | None:
-    """What is wrong with ``text`` split as ``host``, ``sep`` (':' or nothing), ``port``, in
-    words; None when nothing is."""
-    if not text.strip():
-        return "it is empty"
-    if not sep:
-        hint = f" (did you mean ':{text}'?)" if text.isdigit() else ""
-        return f"there is no port: the ':' before it is missing{hint}"
-    if not port:
-        return "there is no port after the ':'"
-    if not re.fullmatch(r"[0-9]+", port):
-        return f"the port {port!r} is not a number"
-    if len(port.lstrip("0")) > 5 or int(port) > 65535:
-        return f"the port {port} is out of range (0 to 65535)"
-    if host.startswith("[") or ":" in host:
-        return f"the host {host!r} is an IPv6 address; the server listens on IPv4 only"
-    if not host or _http_host(host):
-        return None
-    if re.fullmatch(r"[0-9.]+", host):
-        return f"the host {host!r} is not an IPv4 address (four numbers from 0 to 255, separated by dots)"
-    return (f"the host {host!r} is not a host name (letters, digits and '-' in labels of 1 to 63 characters "
-            "separated by dots, no label starting or ending with '-', at most 253 characters)")
-
-
-def _http_host(host: str) -> bool:
-    """True for an empty host, an IPv4 address in dotted decimal or a host name's syntax."""
-    if not host:
-        return True
-    if re.fullmatch(r"[0-9.]+", host):
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            return False
-        return True
-    return len(host) <= 253 and bool(_HOST_NAME.fullmatch(host))
-
-
 def readable_file(text: str) -> str:
     """Type for a file the agent must read (a token, key or known_hosts file): it must exist
     and be readable now; the error says why not (e.g. "No such file or directory")."""
@@ -426,26 +337,10 @@ def readable_file(text: str) -> str:
         with open(text, "rb"):
             pass
     except OSError as err:
-        raise _refuse(text, f"a readable file ({err.strerror or err})") from None
+        raise not_allowed(text, f"a readable file ({err.strerror or err})") from None
     if Path(text).is_dir():
-        raise _refuse(text, "a readable file (it is a directory)")
+        raise not_allowed(text, "a readable file (it is a directory)")
     return text
-
-
-def namespace_patterns(text: str) -> tuple[str, ...]:
-    """Type for ``--allowed-namespaces``: comma-separated namespace names or shell-style globs
-    (``team-*``, ``app-?``); blanks around commas are ignored. Returns the patterns as a tuple;
-    each must be a DNS-1123 label once ``*``, ``?`` and ``[...]`` are taken out."""
-    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
-    rule = ("comma-separated namespace names or globs (lowercase letters, digits, '-', and the "
-            "wildcards * ? [...]), at least one")
-    if not patterns:
-        raise _refuse(text, rule)
-    for pattern in patterns:
-        if len(pattern) > 63 or not re.fullmatch(r"[a-z0-9*?\[\]!-]+", pattern) \
-                or pattern.count("[") != pattern.count("]"):
-            raise _refuse(text, rule)
-    return patterns
 
 
 def version() -> str:

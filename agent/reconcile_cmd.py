@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from . import flags, suspend, sync_now
+from . import flags, nametypes, suspend, sync_now
 from .kube import ApiError, Kube, path
 from .schema import GROUP, KIND
 
@@ -39,8 +39,8 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
         description=f"Set the annotation {sync_now.ANNOTATION} on the Application to the current time, "
                     "so that the running agent (run) syncs it now, asking Git for the newest commit. "
                     "With --wait, wait until the agent handled the request and print the result.")
-    parser.add_argument("name", metavar="NAME", type=flags.dns_subdomain, help="the Application's name")
-    parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=flags.dns_label,
+    parser.add_argument("name", metavar="NAME", type=nametypes.dns_subdomain, help="the Application's name")
+    parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=nametypes.dns_label,
                         help="the Application's namespace (default: default) [env GITOPS_AGENT_NAMESPACE]")
     flags.switch(parser, "--wait", variable="RECONCILE_WAIT", default=False, negatable=False,
                  help="wait until the agent handled the request and print the result "

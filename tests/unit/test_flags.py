@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from agent import flags
+from agent import flags, nametypes
 
 SECONDS = flags.number(1, 86400)
 GRACE = flags.number(0, 3600)
@@ -19,11 +19,11 @@ LEASE = flags.number(3, 3600, integer=True)
     (GRACE, "0", 0.0), (TIMEOUT, "0.5", 0.5), (LEASE, "15", 15), (LEASE, "3", 3),
     (flags.log_level, "info", "INFO"), (flags.log_level, "WARNING", "WARNING"),
     (flags.choice("text", "json"), "JSON", "json"),
-    (flags.dns_label, "team-web", "team-web"), (flags.dns_subdomain, "gitops-agent.v1", "gitops-agent.v1"),
-    (flags.label_value, "apps_main.v2", "apps_main.v2"), (flags.http_addr, ":8080", ":8080"),
-    (flags.http_addr, "127.0.0.1:0", "127.0.0.1:0"), (flags.http_addr, "localhost:8080", "localhost:8080"),
-    (flags.http_addr, "0.0.0.0:65535", "0.0.0.0:65535"), (flags.non_empty, "x", "x"),
-    (flags.namespace_patterns, "team-*, web ,app-?", ("team-*", "web", "app-?")),
+    (nametypes.dns_label, "team-web", "team-web"), (nametypes.dns_subdomain, "gitops-agent.v1", "gitops-agent.v1"),
+    (nametypes.label_value, "apps_main.v2", "apps_main.v2"), (nametypes.http_addr, ":8080", ":8080"),
+    (nametypes.http_addr, "127.0.0.1:0", "127.0.0.1:0"), (nametypes.http_addr, "localhost:8080", "localhost:8080"),
+    (nametypes.http_addr, "0.0.0.0:65535", "0.0.0.0:65535"), (flags.non_empty, "x", "x"),
+    (nametypes.namespace_patterns, "team-*, web ,app-?", ("team-*", "web", "app-?")),
 ])
 def test_accepted(convert, text, value):
     assert convert(text) == value
@@ -35,17 +35,17 @@ def test_accepted(convert, text, value):
     (SECONDS, "1m", "number of seconds"), (GRACE, "-1", ">= 0"), (TIMEOUT, "0", "> 0"),
     (TIMEOUT, "-1", "> 0"), (LEASE, "2", ">= 3"), (LEASE, "4.5", "whole number"),
     (flags.log_level, "verbose", "DEBUG, INFO, WARNING, ERROR"), (flags.choice("text", "json"), "xml", "text, json"),
-    (flags.dns_label, "Team", "DNS-1123 label"), (flags.dns_label, "a" * 64, "DNS-1123 label"),
-    (flags.dns_subdomain, "a_b", "DNS-1123 subdomain"), (flags.label_value, "-x", "label value"),
-    (flags.label_value, "", "label value"), (flags.http_addr, "8080", "HOST:PORT"),
-    (flags.http_addr, ":70000", "HOST:PORT"), (flags.http_addr, ":http", "HOST:PORT"),
-    (flags.http_addr, "bad_host:8080", "an IPv4 address or a host name"), (flags.http_addr, "256.0.0.1:80", "HOST:PORT"),
-    (flags.http_addr, "1.2.3:80", "HOST:PORT"), (flags.http_addr, "[::1]:8080", "HOST:PORT"),
-    (flags.http_addr, "a..b:80", "HOST:PORT"), (flags.http_addr, "-web:80", "HOST:PORT"),
-    (flags.http_addr, "a" * 64 + ":80", "HOST:PORT"), (flags.http_addr, ":\u00b2", "HOST:PORT"),
+    (nametypes.dns_label, "Team", "DNS-1123 label"), (nametypes.dns_label, "a" * 64, "DNS-1123 label"),
+    (nametypes.dns_subdomain, "a_b", "DNS-1123 subdomain"), (nametypes.label_value, "-x", "label value"),
+    (nametypes.label_value, "", "label value"), (nametypes.http_addr, "8080", "HOST:PORT"),
+    (nametypes.http_addr, ":70000", "HOST:PORT"), (nametypes.http_addr, ":http", "HOST:PORT"),
+    (nametypes.http_addr, "bad_host:8080", "an IPv4 address or a host name"), (nametypes.http_addr, "256.0.0.1:80", "HOST:PORT"),
+    (nametypes.http_addr, "1.2.3:80", "HOST:PORT"), (nametypes.http_addr, "[::1]:8080", "HOST:PORT"),
+    (nametypes.http_addr, "a..b:80", "HOST:PORT"), (nametypes.http_addr, "-web:80", "HOST:PORT"),
+    (nametypes.http_addr, "a" * 64 + ":80", "HOST:PORT"), (nametypes.http_addr, ":\u00b2", "HOST:PORT"),
     (flags.non_empty, "  ", "non-empty"), (flags.readable_file, "/nonexistent/token", "No such file"),
-    (flags.readable_file, "/", "directory"), (flags.namespace_patterns, ",", "namespace names or globs"),
-    (flags.namespace_patterns, "Kube-System", "namespace names or globs"),
+    (flags.readable_file, "/", "directory"), (nametypes.namespace_patterns, ",", "namespace names or globs"),
+    (nametypes.namespace_patterns, "Kube-System", "namespace names or globs"),
 ])
 def test_refused_with_the_value_and_the_rule(convert, text, rule):
     with pytest.raises(argparse.ArgumentTypeError) as err:
@@ -68,7 +68,7 @@ def test_refused_with_the_value_and_the_rule(convert, text, rule):
 ])
 def test_a_bad_http_addr_names_what_is_wrong_after_the_rule(text, problem):
     with pytest.raises(argparse.ArgumentTypeError) as err:
-        flags.http_addr(text)
+        nametypes.http_addr(text)
     message = str(err.value)
     assert message.startswith(f"{text!r} is not allowed: must be HOST:PORT with HOST empty (every interface), an IPv4 "
                               "address or a host name, and a port from 0 to 65535 (e.g. :8080 or 127.0.0.1:8080); ")
@@ -76,7 +76,7 @@ def test_a_bad_http_addr_names_what_is_wrong_after_the_rule(text, problem):
 
 
 def test_an_http_addr_port_with_leading_zeros_is_its_number():
-    assert flags.http_addr(":08080") == ":08080"
+    assert nametypes.http_addr(":08080") == ":08080"
 
 
 def test_an_http_host_name_that_does_not_resolve_is_refused_with_why(monkeypatch):
@@ -87,12 +87,12 @@ def test_an_http_host_name_that_does_not_resolve_is_refused_with_why(monkeypatch
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
     with pytest.raises(argparse.ArgumentTypeError) as err:
-        flags.http_addr("metrics.example:9090")
+        nametypes.http_addr("metrics.example:9090")
     assert str(err.value) == ("'metrics.example:9090' is not allowed: must be HOST:PORT with HOST empty (every "
                               "interface), an IPv4 address or a host name, and a port from 0 to 65535 (e.g. :8080 or "
                               "127.0.0.1:8080); 'metrics.example' does not resolve to an IPv4 address (Name or "
                               "service not known)")
-    assert flags.http_addr("127.0.0.1:9090") == "127.0.0.1:9090"  # an address is never looked up
+    assert nametypes.http_addr("127.0.0.1:9090") == "127.0.0.1:9090"  # an address is never looked up
 
 
 def test_a_value_from_the_environment_names_the_variable(monkeypatch):
