@@ -294,8 +294,8 @@ class Kube:
     def sharing(self):
         """Within it (one pass), the objects ``apply`` returns share equal parts with each other
         (one ``share.Memo``; see that module): a pass holds what it applied. The items of one
-        list always share parts with each other (a memo per list). Parallel writes may share at
-        once: a race only leaves two equal parts unshared."""
+        list always share parts with each other (a memo per list). Parallel writes share through
+        the one memo one at a time (its lock)."""
         self._memo = share.Memo()
         try:
             yield self

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import sys
+import threading
 
 import yaml
 
@@ -78,11 +79,14 @@ class Memo:
     parts that at most one object still uses: sharing never depends on the memo remembering.
     """
 
-    __slots__ = ("_parts", "_settle_at")
+    __slots__ = ("_parts", "_settle_at", "_lock")
 
     def __init__(self):
         self._parts: dict = {}
         self._settle_at = SETTLE_AT_LEAST
+        # the parallel writes of a pass share what they applied through one memo: one thread at
+        # a time, since ``settle`` walks the parts another thread would be adding to
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -91,6 +95,10 @@ class Memo:
         """Forget the parts that no more than one object uses now: the parts whose reference
         count is at most one above what the memo and this loop hold (``_HELD``), unless a part
         kept holds them (a part is found again by its parts' identities)."""
+        with self._lock:
+            self._settle()
+
+    def _settle(self) -> None:
         kept = {}
         for key, value in self._parts.items():
             if sys.getrefcount(value) > _HELD[key is value] + 1:
@@ -109,9 +117,14 @@ class Memo:
 
     def share(self, obj):
         """``obj`` with its parts shared (see the class); a top-level mapping or list stays a
-        plain, changeable ``dict`` or ``list`` of shared parts."""
+        plain, changeable ``dict`` or ``list`` of shared parts. Safe to call from several
+        threads (one at a time inside)."""
+        with self._lock:
+            return self._share(obj)
+
+    def _share(self, obj):
         if len(self._parts) > self._settle_at:
-            self.settle()
+            self._settle()
         if isinstance(obj, dict):
             text, part = self._parts.setdefault, self._part
             return {text(k, k): v if (t := type(v)) in _ATOMS else text(v, v) if t is str else part(v)

@@ -183,3 +183,37 @@ def test_different_lists_are_each_shared():
     c, d = memo.share({"p": [2], "q": ["y"]}), memo.share({"p": [2], "q": ["y"]})
     assert a["p"] is b["p"] and c["p"] is d["p"] and a["q"] is b["q"] and c["q"] is d["q"]
     assert a["p"] is not c["p"] and c == {"p": [2], "q": ["y"]}
+
+
+def test_threads_sharing_through_one_memo_while_it_settles_get_equal_objects(monkeypatch):
+    # parallel writes share what they applied through the pass's one memo (Kube.sharing); a
+    # settle that ran while another thread added a part used to end the pass in
+    # "RuntimeError: dictionary changed size during iteration" (a cold pass at 10,000)
+    import sys
+    import threading
+
+    monkeypatch.setattr(share, "SETTLE_AT_LEAST", 40)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often, as a loaded pass's writers do
+    memo, failures, kept = share.Memo(), [], []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(300):
+                obj = deployment(f"d{t}-{i}", f"uid-{t}-{i}")
+                shared = memo.share(obj)
+                assert shared == deployment(f"d{t}-{i}", f"uid-{t}-{i}")
+                kept.append(shared)
+        except Exception as err:  # noqa: BLE001 - reported below
+            failures.append(err)
+
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert failures == []
+    assert len(kept) == 2400 and kept[0]["spec"] is kept[-1]["spec"]
