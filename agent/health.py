@@ -34,6 +34,18 @@ class Health:
         return {"status": self.status, "message": self.message}
 
 
+def pending_deletion(obj: dict | None, kind: str) -> Health | None:
+    """Progressing when ``obj`` (a live object of ``kind``) carries ``metadata.deletionTimestamp``:
+    it is being deleted, held by a finalizer or by its namespace's termination, and will be
+    gone however healthy its status reads (gitops-engine ``IsHealthy``'s first rule, "Pending
+    deletion"). None otherwise."""
+    meta = (obj or {}).get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return Health(PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
+                                   f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
+    return None
+
+
 def deployment(obj: dict | None) -> Health:
     """Health of an ``apps/v1`` Deployment (gitops-engine ``getAppsv1DeploymentHealth``).
 
@@ -42,17 +54,20 @@ def deployment(obj: dict | None) -> Health:
     ``updatedReplicas``, ``availableReplicas``, ``conditions``). First rule that matches:
 
     1. None: Missing.
-    2. ``spec.paused``: Suspended.
-    3. ``metadata.generation > status.observedGeneration``: Progressing (the controller has not
+    2. ``metadata.deletionTimestamp``: Progressing (``pending_deletion``).
+    3. ``spec.paused``: Suspended.
+    4. ``metadata.generation > status.observedGeneration``: Progressing (the controller has not
        seen the latest spec).
-    4. condition ``Progressing`` is False with reason ``ProgressDeadlineExceeded``: Degraded.
-    5. ``updatedReplicas < spec.replicas``: Progressing (new pods still to be made).
-    6. ``status.replicas > updatedReplicas``: Progressing (old pods still terminating).
-    7. ``availableReplicas < spec.replicas``: Progressing (updated pods not yet available).
-    8. else Healthy.
+    5. condition ``Progressing`` is False with reason ``ProgressDeadlineExceeded``: Degraded.
+    6. ``updatedReplicas < spec.replicas``: Progressing (new pods still to be made).
+    7. ``status.replicas > updatedReplicas``: Progressing (old pods still terminating).
+    8. ``availableReplicas < spec.replicas``: Progressing (updated pods not yet available).
+    9. else Healthy.
     """
     if obj is None:
         return Health(MISSING, "Deployment does not exist")
+    if (deleting := pending_deletion(obj, "Deployment")) is not None:
+        return deleting
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     name = obj.get("metadata", {}).get("name", "")
     if spec.get("paused"):
@@ -80,12 +95,15 @@ def deployment(obj: dict | None) -> Health:
 def service(obj: dict | None) -> Health:
     """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
 
-    Reads ``spec.type`` and ``status.loadBalancer.ingress``. None: Missing. A LoadBalancer
-    without an ingress address yet: Progressing. Every other Service (ClusterIP, NodePort,
-    ExternalName, headless) is Healthy once it exists.
+    Reads ``metadata.deletionTimestamp``, ``spec.type`` and ``status.loadBalancer.ingress``.
+    None: Missing. Being deleted: Progressing (``pending_deletion``). A LoadBalancer without an
+    ingress address yet: Progressing. Every other Service (ClusterIP, NodePort, ExternalName,
+    headless) is Healthy once it exists.
     """
     if obj is None:
         return Health(MISSING, "Service does not exist")
+    if (deleting := pending_deletion(obj, "Service")) is not None:
+        return deleting
     if (obj.get("spec") or {}).get("type") == "LoadBalancer":
         if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
             return Health(PROGRESSING, "waiting for the load balancer to get an address")

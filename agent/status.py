@@ -80,7 +80,7 @@ def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, s
     dstatus = (deployment or {}).get("status") or {}
     status["replicas"] = dstatus.get("replicas", 0)
     status["readyReplicas"] = dstatus.get("readyReplicas", 0)
-    health = outcome.health or health_.application(deployment, service)
+    health = health_.pending_deletion(app, "Application") or outcome.health or health_.application(deployment, service)
     status["health"] = health.as_status()
     if outcome.suspended:
         status["suspended"] = True

@@ -198,3 +198,32 @@ def test_deployment_without_metadata_or_name(obj, expected):
 def test_progress_deadline_message_is_the_controllers(message, expected):
     cond = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": message}
     assert health.deployment(dep(conditions=[cond])) == Health(DEGRADED, expected)
+
+
+def deleting(obj: dict, name: str = "web", at: str = "2026-12-01T10:00:00Z") -> dict:
+    return {**obj, "metadata": {**obj.get("metadata", {}), "name": name, "deletionTimestamp": at}}
+
+
+@pytest.mark.parametrize("check, obj, kind", [
+    (health.deployment, dep(), "Deployment"),
+    (health.deployment, dep(paused=True, conditions=[DEADLINE]), "Deployment"),  # deletion wins over all
+    (health.service, {"spec": {"type": "ClusterIP"}}, "Service"),
+    (health.service, {"spec": {"type": "LoadBalancer"}}, "Service"),
+])
+def test_a_child_being_deleted_is_progressing_however_healthy_its_status(check, obj, kind):
+    # gitops-engine's first rule: a finalizer or a terminating namespace holds it, and it will go
+    assert check(deleting(obj)) == Health(
+        PROGRESSING, f"{kind} web is pending deletion (since 2026-12-01T10:00:00Z); "
+                     "a pass after it is gone creates it again")
+
+
+@pytest.mark.parametrize("meta", [{}, {"deletionTimestamp": None}, {"deletionTimestamp": ""}])
+def test_without_a_deletion_timestamp_nothing_is_pending(meta):
+    assert health.pending_deletion({"metadata": meta}, "Service") is None
+    assert health.pending_deletion(None, "Service") is None
+    assert health.pending_deletion({}, "Service") is None
+
+
+def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs_name():
+    found = health.application(deleting(dep()), {"spec": {}})
+    assert found.status == PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")

@@ -157,3 +157,17 @@ def test_transition_times_survive_a_status_read_back_from_the_api_server():
     assert not status.differs(stored, again)
     assert status.differs(stored, status.compute(app(stored), OK, deployment(ready=1), "T2", service=SERVICE))
     assert status.differs(None, again) and not status.differs(None, {})
+
+
+def test_an_application_being_deleted_is_progressing_and_not_ready():
+    # a finalizer holds it: however healthy its children, it is about to go (gitops-engine)
+    live = app()
+    live["metadata"]["deletionTimestamp"] = "2026-12-01T10:00:00Z"
+    out = status.compute(live, status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), deployment(), "T1",
+                         service=SERVICE)
+    assert out["health"] == {"status": "Progressing", "message": "Application web is pending deletion (since "
+                             "2026-12-01T10:00:00Z); a pass after it is gone creates it again"}
+    conditions = {c["type"]: c["status"] for c in out["conditions"]}
+    assert conditions["Ready"] == "False"
+    same = status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml")
+    assert status.compute(app(), same, deployment(), "T1", service=SERVICE)["health"]["status"] == "Healthy"
