@@ -24,7 +24,7 @@ from pathlib import Path
 import git
 
 from . import cachedir, gitproc
-from .repository import identity as repository_identity  # noqa: F401  (pure; see repository.py)
+from .repository import identity as repository_identity  # pure; see repository.py
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 MAX_FILES = 20_000
@@ -98,10 +98,15 @@ def _normalise(url: str) -> str:
 
 
 def source_id(url: str, path: str = ".") -> str:
-    """A short stable name for a source: the first 12 hex digits of sha256 over the URL
-    (user-info removed, local paths made absolute) and the normalised ``path``. It labels the
-    Applications a source owns; a label value, so at most 63 characters (Kubernetes rule)."""
-    key = f"{_normalise(url)}#{posixpath.normpath(path or '.')}"
+    """A short stable name for a source: ``src-`` and the first 12 hex digits of sha256 over
+    the repository's identity (``repository.identity``: one for every URL form of a repository,
+    ``https://``, ``ssh://``, scp-like, with or without ``.git``, credentials or a trailing
+    ``/``; a local path or ``file://`` URL is its absolute real path) and the normalised
+    ``path`` (``apps/`` and ``./apps`` are ``apps``). It labels the Applications a source owns
+    (and so prunes), so a new spelling of ``--repo`` must not make a new source: the ones it
+    removed from Git in the same commit would be left behind. A label value, so at most 63
+    characters (Kubernetes rule)."""
+    key = f"{repository_identity(url)}#{posixpath.normpath(path or '.')}"
     return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 

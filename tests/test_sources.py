@@ -1,7 +1,7 @@
 """Several sources against one cluster: an Application another repository syncs is never taken
-over or pruned by a second repository; one repository under a new URL form or ``--path`` (a new
-default source id) still takes its Applications over, as do Applications without the
-repository annotation. Real Git repositories in temporary directories, the real control plane."""
+over or pruned by a second repository; one repository under a new URL form is the same source,
+and under a new ``--path`` (a new default source id) still takes its Applications over, as do
+Applications without the repository annotation. Real Git repositories in temporary directories, the real control plane."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_one_repository_under_a_new_url_form_or_path_takes_its_applications_over
         proc = agent.sync(url, "--namespace", namespace, "--path", path)
         assert proc.returncode == 0, proc.stderr
         app = objects.app(namespace, "web")
-        assert app["metadata"]["labels"][SOURCE] == source.source_id(url, path)  # a new source id each time
+        assert app["metadata"]["labels"][SOURCE] == source.source_id(url, path)  # a new one for a new path
         assert app["metadata"]["annotations"][REPOSITORY] == os.path.realpath(repo.path)  # one repository
         assert app["status"]["lastSyncedCommit"] == repo.head()
     assert children_uids(objects, namespace, "web") == uids  # taken over in place, never re-created
@@ -114,6 +114,26 @@ def test_one_repository_under_a_new_url_form_or_path_takes_its_applications_over
     repo.commit("web gone")
     assert agent.sync(str(link), "--namespace", namespace, "--path", "apps/").returncode == 0
     wait_for(lambda: objects.app(namespace, "web") is None, timeout=30, what="web to be pruned")
+
+
+def test_a_new_spelling_of_the_repository_is_the_same_source_and_prunes_what_left_git(
+        agent, repo, namespace, objects):
+    """Switching ``--repo`` from a path to a ``file://`` URL with a trailing slash (or, remotely,
+    ``https://`` to ``ssh://``, with or without ``.git``) in the same change that removes an
+    Application: the source is the same, so the Application is pruned, not left behind."""
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db"))
+    repo.commit("web and db")
+    sync_ok(agent, repo, namespace)
+    assert objects.app(namespace, "db")["metadata"]["labels"][SOURCE] == source.source_id(str(repo.path))
+    repo.remove("db.yaml")
+    repo.commit("db gone")
+    for url in (f"file://{repo.path}/", f"file://{repo.path}//"):
+        assert source.source_id(url) == source.source_id(str(repo.path))
+    proc = agent.sync(f"file://{repo.path}/", "--namespace", namespace)
+    assert proc.returncode == 0, proc.stderr
+    wait_for(lambda: objects.app(namespace, "db") is None, timeout=30, what="db to be pruned")
+    assert objects.app(namespace, "web")["metadata"]["labels"][SOURCE] == source.source_id(str(repo.path))
 
 
 def test_an_application_without_the_repository_annotation_is_taken_over(agent, repo, other, namespace, objects,
