@@ -108,7 +108,9 @@ def _verdict(doc: dict) -> str:
             return f"valid: {files}, {apps} ({doc['timings']['totalSeconds']:.2f}s)"
         if not counts["files"] and doc["errors"] and doc["errors"][0]["file"] is None:
             return "not validated: the files could not be read"
-        return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {files}"
+        bad = len({e["file"] for e in doc["errors"] if e.get("file")})
+        where = f"{bad} of {files}" if bad and bad != counts["files"] else files
+        return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {where}"
     tally = ", ".join(f"{counts[a]} {a}" for a in COUNTED if counts[a] or a in ("create", "update", "prune", "failed"))
     head = "dry run, nothing written" if doc["dryRun"] else "sync"
     if not doc["ok"]:

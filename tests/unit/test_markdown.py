@@ -106,3 +106,15 @@ def test_diff_markdown_exactly():
         "`````\n"
         "\n"
         "</details>\n")
+
+
+@pytest.mark.parametrize("files, bad, verdict", [
+    (2, ["a.yaml", "a.yaml"], "invalid: 2 problems in 1 of 2 files"),  # the files with problems, of those read
+    (2, ["a.yaml", "b.yaml"], "invalid: 2 problems in 2 files"),
+    (1, ["a.yaml"], "invalid: 1 problem in 1 file"),
+    (3, ["a.yaml", "b.yaml", "b.yaml"], "invalid: 3 problems in 2 of 3 files"),
+])
+def test_the_validate_verdict_counts_the_files_with_problems(files, bad, verdict):
+    result = Result(files=files, manifests=[], errors=[ManifestError(n, 1, "spec", "must be a mapping") for n in bad])
+    doc = output.validate_document(result, exit_code=2, source={})
+    assert output.render(doc, "text").splitlines()[0] == verdict
