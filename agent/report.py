@@ -119,8 +119,11 @@ class Report:
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")
-            # a file error's reason already names its file; an Application keeps its name
+            # a file error's reason already names its file; an Application keeps its name, and one
+            # with no usable name its document's place (what the closing line names), said as such
+            # so two locations in a row do not read as one
             lines += [f"  {reason}" if what not in self.refused and reason.startswith(f"{_file(what)}:")
+                      else f"  Application at {what}: {reason}" if ":" in what  # a namespace/name has no colon
                       else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))

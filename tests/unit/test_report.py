@@ -118,10 +118,12 @@ def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
     text = report.summary().splitlines()
     assert "  m.yaml:4: spec.port: duplicate key 'port' (first defined on line 3)" in text
     assert "  broken.yaml:2: invalid YAML: ..." in text and "  ns/web: web.yaml:3: spec: is required" in text
-    # an Application refused by its location keeps it: it is what the closing line names
+    # an Application refused by its location keeps it: it is what the closing line names, said
+    # as a place so that two locations do not follow each other
     report.invalid.append(("n.yaml:1", "n.yaml:3: metadata.name: bad"))
     report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
-    assert "  n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
+    assert "  Application at n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
+    assert report.summary().splitlines()[-1].endswith("2 Applications failed: n.yaml:1, ns/web")
 
 
 @pytest.mark.parametrize("text, shown", [
