@@ -123,7 +123,7 @@ def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
     report.invalid.append(("n.yaml:1", "n.yaml:3: metadata.name: bad"))
     report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
     assert "  Application at n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
-    assert report.summary().splitlines()[-1].endswith("2 Applications failed: n.yaml:1, ns/web")
+    assert "; 2 Applications failed: n.yaml:1, ns/web;" in report.summary().splitlines()[-1]
 
 
 @pytest.mark.parametrize("text, shown", [
