@@ -139,7 +139,7 @@ def _without_provenance(obj: dict) -> dict:
     return {**obj, "metadata": meta}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Step:
     """One decision: ``action`` is create, update, unchanged or prune; ``desired`` is None for
     prune (and for an unchanged child once ``sync`` has let its desired object go: the live one
