@@ -106,6 +106,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     report.invalid += [(p, m) for p, m in snapshot.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
+    del snapshot, loaded  # the files' bytes: not needed once parsed (a pass holds what it still reads)
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
@@ -204,6 +205,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     # Suspended Applications (spec.suspend, the reconcile annotation; see suspend.py).
     desired_by_key = {_key(d): d for d in desired_apps}
     holds = {k: h for k, a in in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
+    # The rendered Applications are not read after this: let them go before the children are
+    # planned (only the prunes of Applications are left to do).
+    del desired_by_key, desired_apps, app_work
+    app_steps = [s for s in app_steps if s.action == plan.PRUNE]
     held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
 
     # Children: render for every Application in scope and plan each against live at once. An
