@@ -347,9 +347,8 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
 def _record(report: Report, kube: events.Batch, key: str, subject: str, done: apply.Applied, app: dict | None,
             outcomes: dict[str, list[str]]) -> None:
     report.add(key, subject, done.action, done.message)
-    if done.action != UNCHANGED:  # what the status asks: did anything change
+    if done.action != UNCHANGED:  # the status asks only whether anything changed
         outcomes.setdefault(key, []).append(done.action)
-    if done.action != UNCHANGED:
         kube.change(app, key, done.action, subject, done.message)
 
 
