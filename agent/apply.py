@@ -34,7 +34,7 @@ class ImmutableConflict(ApiError):
     not deleted: retrying cannot help (the Application's ``Stalled`` condition)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Applied:
     """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
     created, configured, unchanged, recreated; ``message`` says why it was recreated."""

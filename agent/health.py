@@ -92,6 +92,32 @@ def deployment(obj: dict | None) -> Health:
     return Health(HEALTHY, f"{available}/{want} replicas available")
 
 
+def _read_whole(condition: dict) -> bool:
+    """True for the one condition whose message ``deployment`` reports (Degraded)."""
+    return (condition.get("type") == "Progressing" and condition.get("status") == "False"
+            and condition.get("reason") == "ProgressDeadlineExceeded")
+
+
+def trim(obj: dict) -> dict:
+    """``obj`` (a listed or applied object, a dict as the API serves it) with a Deployment's
+    ``status.conditions`` cut down to what ``deployment`` reads: each condition's ``type``,
+    ``status`` and ``reason``, and the whole condition it reports (Progressing False,
+    ProgressDeadlineExceeded, with its message). Every other kind, and every other field, is
+    left as it is. Modifies and returns ``obj``.
+
+    Why: a pass holds every listed Deployment, and their conditions' messages (naming each
+    one's ReplicaSet) and timestamps are what keeps equal statuses from being shared
+    (``share``); cut, the statuses of Deployments in one state are one object. Nothing else a
+    pass does reads a child's conditions (``status.compute`` reads the replicas,
+    ``triggers.fingerprint`` the replicas and ``deployment``'s answer; ``diff`` drops status)."""
+    status = obj.get("status") if obj.get("kind") == "Deployment" else None
+    found = status.get("conditions") if isinstance(status, dict) else None
+    if isinstance(found, list):
+        status["conditions"] = [c if not isinstance(c, dict) or _read_whole(c)
+                                else {k: c[k] for k in ("type", "status", "reason") if k in c} for c in found]
+    return obj
+
+
 def service(obj: dict | None) -> Health:
     """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
 

@@ -32,7 +32,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from . import clusterconfig, fields, listread, share
+from . import clusterconfig, fields, health, listread, share
 from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
@@ -131,12 +131,13 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
 
 def _item_of(kind: str, api_version: str, memo: share.Memo):
     """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
-    them), managedFields compacted (``fields.compact``) and equal parts shared (``share``): a
-    pass holds every listed object."""
+    them), managedFields compacted (``fields.compact``), a Deployment's conditions cut to what
+    health reads (``health.trim``) and equal parts shared (``share``): a pass holds every
+    listed object."""
     def item(obj: dict) -> dict:
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
-        return memo.share(fields.compact(obj))
+        return memo.share(health.trim(fields.compact(obj)))
     return item
 
 
@@ -304,15 +305,16 @@ class Kube:
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
-        object, its managedFields compacted and, within ``sharing``, its parts shared with the
-        pass's other applied objects (a pass holds what it applied). ``force`` takes over fields
-        another manager set (drift is undone)."""
+        object, its managedFields compacted, a Deployment's conditions cut (``health.trim``)
+        and, within ``sharing``, its parts shared with the pass's other applied objects (a pass
+        holds what it applied). ``force`` takes over fields another manager set (drift is
+        undone)."""
         query = {"fieldManager": AGENT_NAME, "force": "true" if force else "false"}
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-        applied = fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
-                                              content_type="application/apply-patch+yaml"))
+        applied = health.trim(fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
+                                                          content_type="application/apply-patch+yaml")))
         return self._memo.share(applied) if self._memo is not None else applied
 
     def create(self, obj: dict) -> dict:

@@ -56,7 +56,7 @@ _TOO_MANY = "more than {} YAML documents (each item of a List counts as one)"
 _ALSO_LISTS = f", alone or as the items of a {lists.KIND} (apiVersion {lists.API_VERSION}, kind {lists.KIND})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Manifest:
     """One valid Application document.
 

@@ -109,8 +109,14 @@ class ParseCache:
             self._entries = self._read()
 
     def _read(self) -> dict[str, list]:
+        texts: dict[str, str] = {}
+
+        def shared(pairs: list) -> dict:  # one copy of each equal string value (apiVersion, kind, image...)
+            return {k: texts.setdefault(v, v) if type(v) is str else v for k, v in pairs}
+
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
+            # the bodies are the pass's manifests too: 10,000 files repeat the same few strings
+            data = json.loads(self.file.read_text(encoding="utf-8"), object_pairs_hook=shared)
         except (OSError, ValueError, UnicodeDecodeError):
             return {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != self.version \

@@ -6,6 +6,7 @@ never the file a manifest came from, so moving a file changes nothing.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -24,7 +25,7 @@ PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
 
 def identity(obj: dict) -> Identity:
     """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
-    group = obj["apiVersion"].rpartition("/")[0]
+    group = sys.intern(obj["apiVersion"].rpartition("/")[0])  # one "apps" for 20,000 identities
     meta = obj["metadata"]
     return (group, obj["kind"], meta.get("namespace", ""), meta["name"])
 
@@ -102,8 +103,9 @@ def owner_key(obj: dict) -> str:
     none, as a desired child's reference always names it)."""
     meta = obj["metadata"]
     if obj["kind"] == KIND:
-        return f"{meta['namespace']}/{meta['name']}"
-    return f"{meta['namespace']}/{owner_name(obj) or meta['name']}"
+        return sys.intern(f"{meta['namespace']}/{meta['name']}")
+    # one string per Application however many children and report entries name it
+    return sys.intern(f"{meta['namespace']}/{owner_name(obj) or meta['name']}")
 
 
 def drifted_ownership(live: dict) -> bool:
@@ -139,7 +141,7 @@ def _without_provenance(obj: dict) -> dict:
     return {**obj, "metadata": meta}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Step:
     """One decision: ``action`` is create, update, unchanged or prune; ``desired`` is None for
     prune (and for an unchanged child once ``sync`` has let its desired object go: the live one

@@ -13,7 +13,7 @@ RECREATED = "recreated"  # deleted and created again: an immutable field differe
 SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Change:
     """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
     ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged,

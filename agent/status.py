@@ -17,7 +17,7 @@ from . import health as health_
 READY, SYNCED = conditions_.READY, conditions_.SYNCED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Outcome:
     """What the pass did for one Application.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -54,7 +55,8 @@ class Options:
 
 
 def _key(obj: dict) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+    # one string per Application however often a pass names it (report, status, outcomes)
+    return sys.intern(f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")
 
 
 def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
@@ -106,6 +108,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     report.invalid += [(p, m) for p, m in snapshot.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
+    del snapshot, loaded  # the files' bytes: not needed once parsed (a pass holds what it still reads)
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
@@ -151,14 +154,15 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
     # Applications from Git: ensure namespaces, apply.
     in_scope: dict[str, dict] = {}
-    outcomes: dict[str, list[str]] = {}  # app key -> actions taken
+    outcomes: dict[str, list[str]] = {}  # app key -> actions taken, other than unchanged
     failures: dict[str, str] = {}
     reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
-    git_paths = {f"{m.namespace}/{m.name}": m.path for m in wanted}
+    git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in wanted}  # the keys ``_key`` returns
     waiting = _waiting(report, live_apps, git_paths, opts.source_id, retry)  # in backoff: skipped
     app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
     where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in wanted}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
+    del where  # read only for refused Applications
     for step, why in refused:  # another repository's Application: failed here, nothing written to it
         report.add(_key(step.desired), step.subject, FAILED, why)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
@@ -204,12 +208,16 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     # Suspended Applications (spec.suspend, the reconcile annotation; see suspend.py).
     desired_by_key = {_key(d): d for d in desired_apps}
     holds = {k: h for k, a in in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
+    # The rendered Applications are not read after this: let them go before the children are
+    # planned (only the prunes of Applications are left to do).
+    del desired_by_key, desired_apps, app_work
+    app_steps = [s for s in app_steps if s.action == plan.PRUNE]
     held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
 
     # Children: render for every Application in scope and plan each against live at once. An
     # unchanged child's step keeps only its live object: a pass may hold 20,000 children.
+    # ``live_by_id`` loses each child a desired one pairs with: what is left is not desired.
     live_by_id = {plan.identity(c): c for c in live_children}
-    desired_ids: set = set()
     child_steps: list[plan.Step] = []
     spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
     for key, app in sorted(in_scope.items()):
@@ -220,11 +228,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             report.add(key, f"{KIND}/{key}", FAILED, failures[key])
             continue
         for child in render.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"], spec):
-            step = plan.decide(child, live_by_id.get(plan.identity(child)))
-            desired_ids.add(step.identity)
+            step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
             child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
     if prune:
-        child_steps += plan.prunes(live_by_id, desired_ids)
+        child_steps += plan.prunes(live_by_id, set())
     child_steps = apply.claim(kube, report, child_steps, failures, reasons)
     deployments: dict[str, dict] = {}
     services: dict[str, dict] = {}
@@ -253,7 +260,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         else:
             services[key] = done.live
     for child in live_children:
-        if plan.identity(child) not in desired_ids and not plan.owned(child):
+        if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
             report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
                                 "not a child it made: not ours, left alone")
 
@@ -279,6 +286,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     # Status: once per Application in scope, only when it differs.
     broken_files = {p.path: str(p) for p in problems}
     statuses = []  # written in parallel once every outcome is known
+    synced = {True: f"children applied from commit {(report.commit or '')[:12]}",  # one string each for the pass
+              False: "children applied from the live Application"}
     for key, app in sorted({**failed_apps, **in_scope}.items()):
         annotations = app["metadata"].get("annotations") or {}
         from_git = key in git_paths or plan.owned(app, opts.source_id)
@@ -305,10 +314,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                                       path=git_paths.get(key))
         else:
             changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
-            what = f"commit {report.commit[:12]}" if key in git_paths else "the live Application"
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
-                                      "Synced", f"children applied from {what}",
-                                      path if key in git_paths else None)
+                                      "Synced", synced[key in git_paths], path if key in git_paths else None)
         statuses.append((key, app, outcome, deployments.get(key), services.get(key), key in failures))
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
             kube, scratch, *st[:5], failed=st[5], retry=retry), report,
@@ -340,8 +347,8 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
 def _record(report: Report, kube: events.Batch, key: str, subject: str, done: apply.Applied, app: dict | None,
             outcomes: dict[str, list[str]]) -> None:
     report.add(key, subject, done.action, done.message)
-    outcomes.setdefault(key, []).append(done.action)
-    if done.action != UNCHANGED:
+    if done.action != UNCHANGED:  # the status asks only whether anything changed
+        outcomes.setdefault(key, []).append(done.action)
         kube.change(app, key, done.action, subject, done.message)
 
 

@@ -50,6 +50,10 @@ class Scratch:
     def add(self, *args, **kwargs) -> None:
         self.added.append((args, kwargs))
 
+    def __bool__(self) -> bool:
+        """False when nothing was recorded (then there is nothing to replay)."""
+        return bool(self.added or self.failed or self.notes or self.failures or self.reasons)
+
     def replay(self, report, failures: dict | None = None, reasons: dict | None = None) -> None:
         """Apply what was recorded to the real ``report`` and dicts, in recording order."""
         for args, kwargs in self.added:
@@ -92,7 +96,8 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
             return _SKIPPED, None, None
         scratch = Scratch()
         try:
-            return task(item, scratch), scratch, None
+            # an empty scratch is not kept: a phase may hold 20,000 results until the replay
+            return task(item, scratch), scratch or None, None
         except BaseException as err:  # noqa: BLE001 (re-raised in order below)
             if _stops(err):
                 stop.set()
@@ -116,7 +121,8 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
     for item, (value, scratch, err) in zip(items, results):
         if value is _SKIPPED:  # skipped after a stopping error: raise that one (pool tasks start in order,
             raise next(e for _, _, e in results if e is not None and _stops(e))  # so it is normally raised first)
-        scratch.replay(report, failures, reasons)
+        if scratch is not None:
+            scratch.replay(report, failures, reasons)
         if err is not None:
             raise err
         yield item, value

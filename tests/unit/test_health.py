@@ -227,3 +227,31 @@ def test_without_a_deletion_timestamp_nothing_is_pending(meta):
 def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs_name():
     found = health.application(deleting(dep()), {"spec": {}})
     assert found.status == PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_trim_keeps_every_answer_of_health_and_everything_but_conditions(path):
+    import copy
+
+    from agent import triggers
+
+    obj = yaml.safe_load(path.read_text())
+    trimmed = health.trim(copy.deepcopy(obj))
+    assert health.deployment(trimmed) == health.deployment(obj)
+    assert health.service(trimmed) == health.service(obj)
+    assert triggers.fingerprint(trimmed) == triggers.fingerprint(obj)
+    without = lambda o: {**o, "status": {k: v for k, v in (o.get("status") or {}).items() if k != "conditions"}}
+    assert without(trimmed) == without(obj)
+
+
+def test_trim_cuts_a_deployments_conditions_to_what_health_reads():
+    obj = fixture("deployment-progress-deadline-exceeded")
+    deadline = next(c for c in obj["status"]["conditions"] if c["type"] == "Progressing")
+    trimmed = health.trim(fixture("deployment-progress-deadline-exceeded"))["status"]["conditions"]
+    assert deadline in trimmed  # the condition health reports stays whole, message and all
+    assert all(set(c) == {"type", "status", "reason"} for c in trimmed if c != deadline)
+    healthy = health.trim(fixture("deployment-healthy"))["status"]["conditions"]
+    assert healthy == [{k: c[k] for k in ("type", "status", "reason")}
+                       for c in fixture("deployment-healthy")["status"]["conditions"]]
+    service = fixture("service-loadbalancer-ready")
+    assert health.trim(fixture("service-loadbalancer-ready")) == service
