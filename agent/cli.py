@@ -315,15 +315,18 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         runner.start_leading()
     done.wait()
     logging.getLogger("agent.run").info("stopping: waiting up to %.0fs for a running pass", args.shutdown_grace)
-    finished = runner.shutdown(args.shutdown_grace)
+    runner.shutdown(args.shutdown_grace)  # False when the pass was abandoned: ended all the same, below
     code = EXIT_FAILED if runner.lost_lease else EXIT_OK
     if election is not None and not runner.lost_lease:
         election.release()  # the next replica takes over at once instead of after the lease expires
     logging.getLogger("agent.run").info("stopped")
     server.shutdown()
-    if not finished:  # the abandoned pass's thread would hold the interpreter's exit
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    # Ended here, not by the interpreter's finalization: an abandoned pass's thread would hold
+    # its exit, and the watches' and the rate limiter's daemon threads still blocked in C (a TLS
+    # read, a lock) made finalization abort now and then (SIGABRT, exit -6, about one stop in
+    # three in test_shutdown). Everything to keep is written; the OS releases the rest (the
+    # cache lock, sockets, the Git processes' pipes).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
