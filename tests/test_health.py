@@ -169,3 +169,38 @@ def test_invalid_manifest_is_stalled_and_a_fixed_commit_clears_it(agent, repo, n
     repo.commit("fix it")
     sync(agent, repo, namespace)
     assert "Stalled" not in conditions(objects.app(namespace, "web"))
+
+
+HOLD = "example.com/hold"
+
+
+def test_a_child_and_an_application_held_in_deletion_are_progressing_not_ready(agent, repo, namespace, objects,
+                                                                             cluster):
+    """A finalizer keeps a deleted object with a deletionTimestamp: it is about to go, so its
+    Application is Progressing and not Ready (gitops-engine's first rule), not Healthy."""
+    repo.write("web.yaml", app_yaml("web", replicas=0))
+    repo.commit()
+    sync(agent, repo, namespace)
+    sync(agent, repo, namespace)
+    assert objects.app(namespace, "web")["status"]["health"]["status"] == "Healthy"
+    held = []
+    try:
+        for kind in ("service", "application"):
+            cluster.kubectl("-n", namespace, "patch", kind, "web", "--type=merge",
+                            "-p", f'{{"metadata":{{"finalizers":["{HOLD}"]}}}}')
+            held.append(kind)
+            cluster.kubectl("-n", namespace, "delete", kind, "web", "--wait=false")
+            sync(agent, repo, namespace)
+            app = objects.app(namespace, "web")
+            if kind == "application":
+                assert app["metadata"].get("deletionTimestamp")  # held, and still applied over
+            health = app["status"]["health"]
+            subject = "Service: Service web" if kind == "service" else "Application web"
+            assert health["status"] == "Progressing", health
+            assert health["message"].startswith(f"{subject} is pending deletion (since "), health
+            assert conditions(app)["Ready"]["status"] == "False"
+            assert wait_ready(cluster, namespace, "web", timeout="2s").returncode != 0
+    finally:
+        for kind in held:  # let them go, or the namespace could never be deleted
+            cluster.kubectl("-n", namespace, "patch", kind, "web", "--type=json",
+                            "-p", '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
