@@ -6,15 +6,7 @@ import pytest
 import urllib3
 
 from agent.kube import ApiError, Kube, _unreachable
-
-KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
+from tests.unit.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
 
 
 def test_a_refused_connection_is_named_in_words_with_the_server(tmp_path):
