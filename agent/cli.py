@@ -81,13 +81,13 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          type=flags.number(1, writes.MAX_CONCURRENCY, integer=True, unit="requests"),
          default=_env("CONCURRENCY", str(writes.DEFAULT_CONCURRENCY)))
     flag("--kube-api-qps", "KUBE_API_QPS", "client-side rate limit: API requests per second, on average; "
-         f"0.1 to 10000 (default: {ratelimit.DEFAULT_QPS:g}, as Flux)",
-         type=flags.number(0.1, 10000, unit="requests per second"),
-         default=_env("KUBE_API_QPS", f"{ratelimit.DEFAULT_QPS:g}"))
+         f"0.1 to 10000 (default: none when the API server has API Priority and Fairness, else "
+         f"{ratelimit.DEFAULT_QPS:g}; as Flux)",
+         type=flags.number(0.1, 10000, unit="requests per second"), default=_env("KUBE_API_QPS"))
     flag("--kube-api-burst", "KUBE_API_BURST", "client-side rate limit: API requests allowed at once above "
-         f"the rate after a quiet spell; 1 to 100000 (default: {ratelimit.DEFAULT_BURST}, as Flux)",
-         type=flags.number(1, 100000, integer=True, unit="requests"),
-         default=_env("KUBE_API_BURST", str(ratelimit.DEFAULT_BURST)))
+         f"the rate after a quiet spell; 1 to 100000 (default: none when the API server has API Priority "
+         f"and Fairness, else {ratelimit.DEFAULT_BURST}; as Flux)",
+         type=flags.number(1, 100000, integer=True, unit="requests"), default=_env("KUBE_API_BURST"))
     flag("--fetch-timeout", "FETCH_TIMEOUT", "seconds a Git fetch may take; above 0, at most 3600 (default: 60)",
          type=flags.number(0, 3600, above=True), default=_env("FETCH_TIMEOUT", "60"))
     flags.switch(parser, "--prune", variable="PRUNE", default=True,

@@ -7,7 +7,9 @@ everything else raises ``ApiError`` at once.
 
 Every request (``request`` is the one door; each retry counts) and every watch (re)connection
 first waits for a token of the client-side rate limit (``ratelimit.TokenBucket``, as client-go's
-``--kube-api-qps``/``--kube-api-burst``); ``interrupt`` ends that wait at once. The client is
+``--kube-api-qps``/``--kube-api-burst``); ``interrupt`` ends that wait at once. Unless the user
+set one, the limit is lifted at the first answer that shows the API server's priority and
+fairness (``ratelimit.FLOW_CONTROL_HEADER``), as Flux does. The client is
 thread-safe and its urllib3 pool holds ``concurrency`` connections and more, for the parallel
 writes of ``agent.writes``.
 
@@ -33,7 +35,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from . import clusterconfig, fields, health, listread, share
-from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
 
@@ -160,15 +162,19 @@ class Kube:
     flight (``agent.writes``); the connection pool holds that many plus the watches'.
     ``qps``/``burst``: the client-side rate limit (``agent.ratelimit.TokenBucket``) every
     request passes, each retry and each watch (re)connection included; ``on_wait(seconds)``,
-    when set, is told how long each request waited for it (the Prometheus metric).
+    when set, is told how long each request waited for it (the Prometheus metric). With both
+    None (neither given), Flux's 50/300 holds until an answer carries the server's
+    flow-control header, and is then lifted (``limit_auto`` until then).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
                  retry_seconds: float = 20.0, dry_run: bool = False, *, concurrency: int = 1,
-                 qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST):
+                 qps: float | None = None, burst: int | None = None):
         self.dry_run = dry_run
         self.concurrency = concurrency
-        self.limiter = TokenBucket(qps, burst)
+        self.limiter = TokenBucket(DEFAULT_QPS if qps is None else qps, DEFAULT_BURST if burst is None else burst)
+        self.limit_auto = qps is None and burst is None  # lifted by the server's flow control
+        self._lift_lock = threading.Lock()
         self.on_wait = None  # callable(seconds) or None
         self._dry_namespaces: set[str] = set()  # namespaces a dry run "created"
         self._dry_deleted: set[str] = set()  # paths of objects a dry run "deleted"
@@ -218,6 +224,15 @@ class Kube:
         if self.on_wait is not None:
             self.on_wait(waited)
 
+    def _lift_limit(self) -> None:
+        with self._lift_lock:  # parallel answers: one log line
+            if not self.limit_auto:
+                return
+            self.limit_auto = False
+        self.limiter.lift()
+        log.info("the API server has API Priority and Fairness: no client-side rate limit "
+                 "(--kube-api-qps or --kube-api-burst sets one)")
+
     def _request_once(self, method, url_path, body, query, content_type, each=None):
         what = f"{method} {url_path}"
         self.throttle()
@@ -226,6 +241,8 @@ class Kube:
                                        header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
             resp = self.api.call_api(*req, _request_timeout=REQUEST_TIMEOUT)
+            if self.limit_auto and resp.getheader(FLOW_CONTROL_HEADER):
+                self._lift_limit()
             if each is not None and resp.status == 200:
                 try:
                     return listread.read(resp.response.read, each)

@@ -7,6 +7,13 @@ burst)`` (``--kube-api-qps`` 50, ``--kube-api-burst`` 300 by default); this is t
 a bucket holds at most ``burst`` tokens, refills at ``qps`` tokens per second, starts full, and
 every request takes one token, waiting for it when the bucket is empty.
 
+Off when the API server has API Priority and Fairness, unless the user set a limit: SIG API
+Machinery recommends relying on the server's priority and fairness (Kubernetes 1.20 and later)
+instead of a client-side limit, controller-runtime has set none by default since 2025, and
+Flux's ``runtime/client`` drops its 50/300 when the server answers with flow-control headers.
+``Kube`` starts with Flux's bucket and ``lift``s it at the first answer that carries them
+(``FLOW_CONTROL_HEADER``); an explicit ``--kube-api-qps`` or ``--kube-api-burst`` always holds.
+
 Why not a library: ``pyrate-limiter`` (the well-kept one on PyPI) counts a sliding window of
 ``Rate(limit, interval)`` rather than a refilling bucket, and its blocking acquire sleeps with
 ``time.sleep``, which nothing can cut short. The agent must end every wait at once on SIGTERM
@@ -22,6 +29,9 @@ import time
 
 DEFAULT_QPS = 50.0
 DEFAULT_BURST = 300
+# Set by the API server's priority-and-fairness filter on every answer it classifies
+# (k8s.io/apiserver, ``flowcontrol.ResponseHeaderMatchedFlowSchemaUID``).
+FLOW_CONTROL_HEADER = "X-Kubernetes-PF-FlowSchema-UID"
 
 
 class TokenBucket:
@@ -38,11 +48,18 @@ class TokenBucket:
         self._tokens = float(burst)
         self._stamp = clock()
         self._lock = threading.Lock()
+        self.lifted = False  # ``lift``: every token is there at once from then on
+
+    def lift(self) -> None:
+        """Turn the limit off for good: ``reserve`` answers 0.0 from now on."""
+        self.lifted = True
 
     def reserve(self) -> float:
         """Take one token now; returns the seconds the caller must wait before its request
         (0.0 when a token was there). The token stays taken even if the caller then gives up
         waiting, as client-go's reservation does."""
+        if self.lifted:
+            return 0.0
         with self._lock:
             now = self._clock()
             self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)

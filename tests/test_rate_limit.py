@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from agent.kube import Kube
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_run import start_agent  # noqa: F401 (fixture)
 
@@ -56,3 +57,26 @@ def test_run_reports_the_time_spent_waiting(start_agent, repo, namespace, object
         return match and float(match.group(1)) > 1.0
 
     wait_for(waited, timeout=60, what="the rate limit's wait in /metrics")
+
+
+LIFTED = "the API server has API Priority and Fairness: no client-side rate limit"
+
+
+def test_with_no_limit_set_the_servers_priority_and_fairness_lifts_it(agent, repo, namespace, cluster):
+    """The local API server has API Priority and Fairness (on by default since Kubernetes 1.20):
+    with neither --kube-api-qps nor --kube-api-burst the first answer lifts the limit, as in
+    Flux; one set by flag or variable holds."""
+    kube = Kube(str(cluster.kubeconfig))
+    assert kube.limit_auto and not kube.limiter.lifted
+    kube.list("", "Namespace")
+    assert kube.limiter.lifted and not kube.limit_auto
+    repo.write("web.yaml", app_yaml("web", replicas=0))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, "--log-level", "INFO")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count(LIFTED) == 1
+    for how in (["--kube-api-qps", "50"], ["--kube-api-burst", "300"]):
+        proc = agent.sync(repo.path, "--namespace", namespace, "--log-level", "INFO", *how)
+        assert proc.returncode == 0 and LIFTED not in proc.stderr, proc.stderr
+    proc = agent.sync(repo.path, "--namespace", namespace, "--log-level", "INFO", env={"GITOPS_AGENT_KUBE_API_QPS": "50"})
+    assert proc.returncode == 0 and LIFTED not in proc.stderr, proc.stderr

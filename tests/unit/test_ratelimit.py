@@ -70,3 +70,13 @@ def test_wait_ends_at_once_on_interrupt():
     started = time.monotonic()
     bucket.wait(interrupt)
     assert time.monotonic() - started < 5
+
+
+def test_a_lifted_bucket_never_waits_again():
+    bucket = TokenBucket(qps=1, burst=1, clock=Clock())
+    assert bucket.reserve() == 0.0
+    assert bucket.reserve() == pytest.approx(1.0)  # in debt
+    bucket.lift()
+    assert bucket.lifted
+    assert [bucket.reserve() for _ in range(1000)] == [0.0] * 1000
+    assert bucket.wait() == 0.0
