@@ -1,8 +1,10 @@
 """The agent under test, run as a user runs it (``python -m agent sync --once``) from a source
 tree: this checkout, or another one (``BENCH_AGENT_TREE``) so two versions compare in one run.
 
-Each pass is its own process; its wall time, exit code and peak RSS (``os.wait4``'s
-``ru_maxrss``, the agent process alone) are returned. The tree's own ``.venv/bin/python`` is used
+Each pass is its own process; its wall time, exit code and peak RSS are returned. The peak RSS
+is the agent's own (``VmHWM`` of ``/proc/PID/status``, read every 20 ms while it runs, so growth
+in its last 20 ms is missed); ``os.wait4``'s ``ru_maxrss`` is not, since Linux folds into it the
+largest waited-for descendant, a Git process of the pass included. The tree's own ``.venv/bin/python`` is used
 when it has one (its dependencies may differ), else the harness's interpreter with the tree
 first on ``PYTHONPATH``.
 """
@@ -56,7 +58,8 @@ def _env(tree: Path) -> dict:
 
 @dataclass
 class Pass:
-    """One finished pass: ``seconds`` (wall), ``rss_mib`` (peak), ``code`` and its output."""
+    """One finished pass: ``seconds`` (wall), ``rss_mib`` (the agent process's peak RSS, MiB;
+    ``ru_maxrss`` when ``/proc`` could not be read), ``code`` and its output."""
 
     seconds: float
     rss_mib: float
@@ -85,7 +88,9 @@ def start(tree: Tree, args: list[str], log: Path, profile: Path | None = None) -
 def wait(proc: subprocess.Popen, started: float, log: Path, timeout: float) -> Pass:
     """Reap ``proc`` (killing it after ``timeout`` seconds) and return its figures."""
     deadline = started + timeout
+    peak_kib = 0
     while True:
+        peak_kib = max(peak_kib, high_water_kib(proc.pid))  # before wait4: a zombie has no VmHWM
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -96,7 +101,19 @@ def wait(proc: subprocess.Popen, started: float, log: Path, timeout: float) -> P
         time.sleep(0.02)
     seconds = time.monotonic() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return Pass(seconds, usage.ru_maxrss / 1024, proc.returncode, log.read_text(errors="replace"))
+    return Pass(seconds, (peak_kib or usage.ru_maxrss) / 1024, proc.returncode, log.read_text(errors="replace"))
+
+
+def high_water_kib(pid: int) -> int:
+    """The process's peak resident set size so far (``VmHWM``, KiB), 0 when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def run_pass(tree: Tree, args: list[str], log: Path, timeout: float, profile: Path | None = None) -> Pass:

@@ -216,8 +216,8 @@ def markdown(results: dict, samples: stats.Samples, old_text: str | None) -> str
         "both files again.",
         "- loop: the same objects as raw `application/apply-patch+yaml` PATCH requests from 8 threads with "
         "kept-alive connections: the API server's ceiling on this machine.",
-        "- Between rounds the 10 namespaces are deleted and waited for. Peak RSS is the agent process's "
-        "`ru_maxrss` (`os.wait4`).",
+        "- Between rounds the 10 namespaces are deleted and waited for. Peak RSS is the agent process's own "
+        "`VmHWM` (`/proc/PID/status`, read every 20 ms), without its Git child processes.",
         "", NOTES_MARK, "", notes, "",
     ]
     return "\n".join(parts)
