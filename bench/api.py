@@ -71,6 +71,10 @@ class Api:
         query = f"?labelSelector={selector}" if selector else ""
         return self.request("GET", f"{prefix}/{plural}{query}").get("items", [])
 
+    def events_from(self, component: str) -> list[dict]:
+        """Every Event whose ``source.component`` is ``component``, in all namespaces."""
+        return self.request("GET", f"/api/v1/events?fieldSelector=source%3D{component}").get("items", [])
+
     def delete_namespaces(self, names: list[str], timeout: float) -> float:
         """Delete the namespaces (those that exist) and wait until all are gone; returns the
         seconds it took. RuntimeError when they are not gone within ``timeout`` seconds."""

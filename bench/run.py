@@ -46,6 +46,7 @@ class Bench:
     notes: list = field(default_factory=list)
     prefix: str = ""  # the namespaces of the current round (see workload)
     rounds: int = 0
+    last_requests: dict = field(default_factory=dict)  # the last ``measure``'s client_requests
     run_id: str = field(default_factory=lambda: "".join(random.choice(string.ascii_lowercase) for _ in range(3)))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -117,6 +118,7 @@ class Bench:
             seconds = time.monotonic() - started
         time.sleep(SETTLE)
         requests = stats.client_requests(stats.delta(before, self.api.request_counts()))
+        self.last_requests = requests
         count = stats.totals(requests)
         self.samples.add(n, variant, f"{phase}_s", seconds)
         for key, value in count.items():
@@ -169,6 +171,8 @@ class Bench:
             return step
 
         self.measure(n, variant, "cold", agent_pass("cold"))
+        own_events = len(self.api.events_from("gitops-agent"))  # every namespace is new: this pass's
+        self.samples.add(n, variant, "cold_per_pass_requests", stats.per_pass(self.last_requests, own_events))
         self.expect(f"{n} Applications, Deployments and Services after the cold pass", self.counts() == (n, n, n))
         self.wait_observed(n)
         self.measure(n, variant, "settle", agent_pass("settle"))

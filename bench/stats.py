@@ -150,6 +150,17 @@ def totals(requests: dict[tuple[str, str, str], int]) -> dict[str, int]:
     return {"requests": total, "writes": writes, "reads": total - writes, "events": events}
 
 
+def per_pass(requests: dict[tuple[str, str, str], int], own_events: int) -> int:
+    """The requests of a ``client_requests`` result that are the pass's, not any one
+    Application's: every read (a LIST per kind, one per kind and namespace that gets a create),
+    the namespaces created, and Events beyond ``own_events`` (the agent's own; the rest are the
+    controllers', which the API server's counter does not tell apart)."""
+    reads = sum(c for (verb, _, _), c in requests.items() if verb not in WRITE_VERBS)
+    namespaces = sum(c for (verb, res, _), c in requests.items() if verb in WRITE_VERBS and res == "namespaces")
+    events = totals(requests)["events"]
+    return reads + namespaces + max(0, events - own_events)
+
+
 def describe(requests: dict[tuple[str, str, str], int]) -> str:
     """One line for a table cell, largest first: ``APPLY applications 100, LIST services 1``
     (a subresource as ``applications/status``)."""

@@ -172,3 +172,12 @@ def test_stop_at_is_the_next_time_the_clock_shows_it():
         at = _stop_at(clock)
         assert now < at <= now + datetime.timedelta(days=1)
         assert at.strftime("%H:%M") == clock
+
+
+def test_the_passs_own_requests_are_its_reads_namespaces_and_the_controllers_events():
+    requests = {("APPLY", "applications", ""): 1000, ("APPLY", "deployments", ""): 1000,
+                ("APPLY", "services", ""): 1000, ("PATCH", "applications", "status"): 1000,
+                ("POST", "events", ""): 1006, ("LIST", "deployments", ""): 11, ("LIST", "services", ""): 11,
+                ("LIST", "applications", ""): 1, ("LIST", "namespaces", ""): 1, ("POST", "namespaces", ""): 10}
+    assert stats.per_pass(requests, own_events=1000) == 24 + 10 + 6
+    assert stats.per_pass(requests, own_events=2000) == 34  # the controllers never count below none
