@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field as dataclass_field
 
 import yaml
@@ -47,6 +48,9 @@ if _FAST:
     from .yamlload import _CLoader
 from .schema import API_VERSION, KIND, did_you_mean
 
+
+MAX_FILE_BYTES = 1_048_576  # a file over this is refused whole (``load``, ``source.read``)
+MAX_DOCUMENTS = 1000  # YAML documents of one file, List items included
 
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-', "
@@ -121,12 +125,19 @@ def is_dns1123_label(value) -> bool:
     return isinstance(value, str) and len(value) <= 63 and bool(_LABEL.fullmatch(value))
 
 
-def load(files: dict[str, bytes], default_namespace: str, *, max_file_bytes: int = 1_048_576,
-         max_documents: int = 1000, blobs: dict[str, str] | None = None, cache=None) -> LoadResult:
+def parsed_before(cache, path: str, blob: str, default_namespace: str, *, max_file_bytes: int = MAX_FILE_BYTES,
+                  max_documents: int = MAX_DOCUMENTS) -> bool:
+    """True when ``load`` with these arguments takes ``path`` (Git blob id ``blob``) from
+    ``cache`` (a ``parsecache.ParseCache``) and so never reads its bytes."""
+    return cache.get(parsecache.key(blob, path, default_namespace, max_file_bytes, max_documents)) is not None
+
+
+def load(files: Mapping[str, bytes], default_namespace: str, *, max_file_bytes: int = MAX_FILE_BYTES,
+         max_documents: int = MAX_DOCUMENTS, blobs: dict[str, str] | None = None, cache=None) -> LoadResult:
     """Parse and validate Application documents.
 
     ``files`` maps repo-relative posix paths to raw file bytes (UTF-8, optional BOM,
-    LF or CRLF). Files larger than ``max_file_bytes`` bytes, or with more than
+    LF or CRLF); a file taken from ``cache`` is not looked up in it. Files larger than ``max_file_bytes`` bytes, or with more than
     ``max_documents`` YAML documents, are rejected whole, as are files with YAML syntax
     errors. Any other problem rejects only its document. Two documents with the same
     (namespace, name) are both rejected, with an error at the line of each one's ``metadata.name``

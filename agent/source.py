@@ -18,12 +18,14 @@ import re
 import shutil
 import tempfile
 import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
 
 from . import cachedir, gitproc
+from .manifests import MAX_FILE_BYTES  # pure: the limit load() applies too
 from .repository import identity as repository_identity  # pure; see repository.py
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -67,15 +69,46 @@ class Snapshot:
     """The manifest files of one commit.
 
     ``commit``: full 40-hex SHA. ``files``: repo-relative posix path -> raw bytes, every
-    ``*.yaml``/``*.yml`` under the configured path. ``problems``: (path, message) for files
-    that were refused (symlink leaving the repository, over the size limit, too many files).
-    ``blobs``: path -> the Git blob id (40 hex) of the bytes in ``files`` (the parse cache's key).
+    ``*.yaml``/``*.yml`` under the configured path (a ``Files`` mapping: a file ``read`` was
+    told is unneeded is read from Git only when asked for). ``problems``: (path, message) for
+    files that were refused (symlink leaving the repository, over the size limit, too many
+    files). ``blobs``: path -> the Git blob id (40 hex) of the bytes in ``files`` (the parse
+    cache's key).
     """
 
     commit: str
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: "Files" = field(default_factory=lambda: Files())
     blobs: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Files(Mapping):
+    """Path -> bytes of a snapshot's files. ``put`` stores bytes read; ``defer`` stores a Git
+    blob whose bytes are read (again) each time they are asked for, and not kept."""
+
+    def __init__(self, read: dict[str, bytes] | None = None):
+        self._read = dict(read or {})
+        self._deferred: dict[str, object] = {}
+
+    def put(self, path: str, data: bytes) -> None:
+        self._read[path] = data
+        self._deferred.pop(path, None)
+
+    def defer(self, path: str, blob) -> None:
+        self._deferred[path] = blob
+        self._read.pop(path, None)
+
+    def __getitem__(self, path: str) -> bytes:
+        if path in self._read:
+            return self._read[path]
+        return self._deferred[path].data_stream.read()
+
+    def __iter__(self):
+        yield from self._read
+        yield from self._deferred
+
+    def __len__(self) -> int:
+        return len(self._read) + len(self._deferred)
 
 
 def split_credentials(url: str) -> tuple[str, Credentials | None]:
@@ -352,8 +385,9 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
 
 
 def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
-         max_file_bytes: int = 1_048_576, max_files: int = MAX_FILES, submodules: bool = True,
-         credentials: Credentials | None = None, timeout: float = 60.0) -> Snapshot:
+         max_file_bytes: int = MAX_FILE_BYTES, max_files: int = MAX_FILES, submodules: bool = True,
+         credentials: Credentials | None = None, timeout: float = 60.0,
+         unneeded: Callable[[str, str], bool] | None = None) -> Snapshot:
     """The manifest files under ``path`` in ``commit`` of the mirror of ``url`` fetched with
     ``credentials`` (by ``fetch``, in this or another process); files and directories whose
     names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
@@ -371,6 +405,12 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
     naming another source's private URL must be fetched. Raises SourceError (no mirror for
     these credentials; naming the submodule and its URL when one cannot be read) or
     PathMissing; a gitlink is never read as an empty directory.
+
+    ``unneeded(path, blob id) -> bool``: True for a file whose bytes the caller will not read
+    (``manifests.parsed_before``: the parse cache holds it). Such a file is neither sized nor
+    read here, which saves two Git round trips a file on a pass whose files did not change; its
+    bytes are read if asked for after all. A blob id names its bytes, so a blob that was under
+    the size limit once is under it always.
     """
     from . import submodules as gitlinks  # imports this module
 
@@ -397,10 +437,13 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
             if problem:
                 snapshot.problems.append((shown, problem))
                 continue
-        if target.size > max_file_bytes:
+        if unneeded is not None and unneeded(shown, target.hexsha):
+            snapshot.files.defer(shown, target)
+        elif target.size > max_file_bytes:
             snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
             continue
-        snapshot.files[shown] = target.data_stream.read()
+        else:
+            snapshot.files.put(shown, target.data_stream.read())
         snapshot.blobs[shown] = target.hexsha
     return snapshot
 

@@ -81,10 +81,12 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             report.commit = fetched.commit
             if fetched.fetched:
                 report.fetch_seconds = time.monotonic() - started
+        cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
         try:
             snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path,
                                    submodules=opts.submodules, credentials=opts.credentials,
-                                   timeout=opts.fetch_timeout)
+                                   timeout=opts.fetch_timeout, unneeded=lambda path, blob: manifests.parsed_before(
+                                       cache, path, blob, opts.namespace))
         except source.PathMissing as err:
             if not opts.allow_empty:
                 raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
@@ -95,7 +97,6 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")
         return report
-    cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
     loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
     cache.save()
     wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)

@@ -24,7 +24,7 @@ from yaml.nodes import MappingNode, SequenceNode
 from . import crd, manifests, source
 from .manifests import Manifest, ManifestError
 
-MAX_FILE_BYTES = 1_048_576
+MAX_FILE_BYTES = manifests.MAX_FILE_BYTES
 MAX_FILES = source.MAX_FILES
 
 
