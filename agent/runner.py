@@ -223,8 +223,14 @@ class Runner:
             started = time.monotonic()
             if not offline:
                 self._last_online_start = started
-            report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
-                              offline=offline and self.last_commit is not None, retry=self.retry)
+            try:
+                report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
+                                  offline=offline and self.last_commit is not None, retry=self.retry)
+            except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
+                log.exception("the pass stopped on an internal error")
+                report = Report()
+                report.errors.append(f"internal error: {type(err).__name__}: {err}; the pass stopped, nothing "
+                                     "further was changed, pruned or recorded")
             duration = time.monotonic() - started
             self._schedule_retry(report)
             if report.commit and not report.fetch_failed:

@@ -130,8 +130,8 @@ class Recording:
             self.known.seen(item)
         return items
 
-    def list_in(self, group, kind, namespace):
-        items = self._kube.list_in(group, kind, namespace)
+    def list_in(self, group, kind, namespace, *args, **kwargs):
+        items = self._kube.list_in(group, kind, namespace, *args, **kwargs)
         for item in items:
             self.known.seen(item)
         return items

@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from tests.support import app_yaml
+from tests.support import app_yaml, wait_for
+from tests.test_run import start_agent  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.usefixtures("crd")
 
@@ -195,3 +196,18 @@ def test_a_kubeconfig_user_missing_or_half_written_stops_the_sync_and_a_token_fi
             assert proc.stderr.splitlines() == [f"error: loading the cluster configuration from {tmp_path / name}: "
                                                 f"{message}"]
             assert objects.app(namespace, "web") is None
+
+
+@pytest.mark.parametrize("how", ["names", "glob"])
+def test_run_with_allowed_namespaces_syncs_and_its_passes_succeed(how, start_agent, repo, namespace, objects):
+    """``deploy/components/namespaced-rbac`` sets plain names; every pass of ``run`` with them
+    used to end in a TypeError that only the scheduler's log showed (and /readyz never 200)."""
+    repo.write("a.yaml", app_yaml("a", namespace=namespace, replicas=0))
+    repo.commit()
+    allowed = namespace if how == "names" else namespace[:6] + "*"
+    agent = start_agent(str(repo.path), "--allowed-namespaces", allowed, "--interval", "2")
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 2, timeout=60,
+             what="two successful passes")
+    assert all(objects.trio(namespace, "a"))
+    assert agent.get("/readyz")[0] == 200
+    assert "Traceback" not in agent.output() and "internal error" not in agent.output()

@@ -102,3 +102,44 @@ def test_recording_records_what_the_pass_reads_and_writes():
     kube.delete(service())
     assert known.news("DELETED", service()) is False
     assert kube.served("g", "v") == {"applications"}  # everything else passes through
+
+
+@pytest.mark.parametrize("wrapper", ["agent.triggers:Recording", "agent.diff:Recording", "agent.scope:ScopedKube"])
+def test_every_wrapper_of_kube_takes_every_argument_kube_takes(wrapper):
+    """The wrappers stand in for ``Kube`` in a pass; ``run``'s Recording once took three of
+    ``list_in``'s four arguments, and every pass of ``run --allowed-namespaces a,b`` ended in a
+    TypeError."""
+    import importlib
+    import inspect
+
+    from agent.kube import Kube
+
+    module, name = wrapper.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    own = [m for m, value in vars(cls).items() if inspect.isfunction(value) and not m.startswith("_")]
+    checked = [m for m in own if hasattr(Kube, m)]
+    assert checked, f"{wrapper} wraps no Kube method"
+    for method in checked:
+        params = list(inspect.signature(getattr(Kube, method)).parameters.values())[1:]
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keywords = {p.name: None for p in params if p.kind is p.KEYWORD_ONLY}
+        try:
+            inspect.signature(getattr(cls, method)).bind(None, *positional, **keywords)
+        except TypeError as err:
+            pytest.fail(f"{wrapper}.{method} does not take Kube.{method}'s arguments {positional} {keywords}: {err}")
+
+
+def test_recording_passes_list_ins_label_selector_on():
+    calls = []
+
+    class Listing(FakeKube):
+        def list_in(self, group, kind, namespace, label_selector=None):
+            calls.append((group, kind, namespace, label_selector))
+            return [service()]
+
+    known = triggers.Known()
+    kube = triggers.Recording(Listing(), known)
+    assert kube.list_in("", "Service", "ns", "a=b") == [service()]
+    assert kube.list_in("", "Service", "ns", label_selector="c=d") == [service()]
+    assert calls == [("", "Service", "ns", "a=b"), ("", "Service", "ns", "c=d")]
+    assert known.news("ADDED", service()) is False
