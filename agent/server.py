@@ -86,6 +86,9 @@ def listen_problem(address: str, err: OSError) -> str:
     return (err.strerror or str(err)).lower()
 
 
+READ_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # GET and HEAD only
+
+
 def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> ThreadingHTTPServer:
     """Start the HTTP server on ``address`` (``host:port``; ``:8080`` means all interfaces) in a
     daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one).
@@ -95,31 +98,54 @@ def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> Threa
         raise ValueError(f"--http-addr {address!r} is not HOST:PORT (e.g. :8080 or 127.0.0.1:8080)")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server naming)
-            if self.path == "/healthz":
-                self._send(200, b"ok\n", "text/plain")
-            elif self.path == "/readyz":
+        def _read(self) -> tuple[int, bytes, str] | None:
+            """(code, body, content type) of a read-only endpoint, None for any other path."""
+            path = self.path.split("?", 1)[0]
+            if path == "/healthz":
+                return 200, b"ok\n", "text/plain"
+            if path == "/readyz":
                 ok, why = health.ready()
-                self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
-            elif self.path == "/metrics":
-                self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
-            else:
+                return 200 if ok else 503, (why + "\n").encode(), "text/plain"
+            if path == "/metrics":
+                return 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
+            return None
+
+        def do_GET(self):  # noqa: N802 (http.server naming)
+            answer = self._read()
+            if answer is None:
                 self.do_POST()  # /hooks/git answers 405 to a GET; anything else 404
+            else:
+                self._send(*answer)
+
+        def do_HEAD(self):  # noqa: N802 (http.server naming): GET's status and headers, no body
+            answer = self._read()
+            if answer is None:
+                webhook_path = webhook is not None and self.path.split("?", 1)[0] == WEBHOOK_PATH
+                answer = (405, b"only POST is allowed\n", "text/plain") if webhook_path else \
+                    (404, b"not found\n", "text/plain")
+            self._send(*answer, head=True, allow="POST" if answer[0] == 405 else None)
 
         def do_POST(self):  # noqa: N802 (http.server naming); other methods only reach the webhook
-            if webhook is not None and self.path.split("?", 1)[0] == WEBHOOK_PATH:
+            path = self.path.split("?", 1)[0]
+            if webhook is not None and path == WEBHOOK_PATH:
                 webhook.handle(self)
+            elif path in READ_PATHS:
+                self._send(405, b"only GET and HEAD are allowed\n", "text/plain", allow="GET, HEAD")
             else:
                 self._send(404, b"not found\n", "text/plain")
 
         do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815 (405 from the webhook, else 404)
 
-        def _send(self, code: int, body: bytes, content_type: str) -> None:
+        def _send(self, code: int, body: bytes, content_type: str, head: bool = False,
+                  allow: str | None = None) -> None:
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            if allow:
+                self.send_header("Allow", allow)  # RFC 9110: a 405 names the methods allowed
             self.end_headers()
-            self.wfile.write(body)
+            if not head:
+                self.wfile.write(body)
 
         timeout = 30  # seconds: a client that stalls while sending its request is dropped
 
