@@ -18,6 +18,7 @@ mapping is a leaf (Kubernetes' structured-merge-diff FieldsV1 format).
 from __future__ import annotations
 
 import datetime
+import json
 from typing import Iterable
 
 from .render import AGENT_NAME
@@ -121,6 +122,64 @@ def foreign(live: dict) -> dict:
     return taken
 
 
+def declared_by_others(entry: dict) -> bool:
+    """True for a managedFields entry of another manager's server-side apply on the object
+    itself: a controller declaring its intent (a mesh's sidecar, a metrics port), which the
+    agent leaves alone and its apply cannot remove (``eligible`` is False for it)."""
+    return (entry.get("manager") != AGENT_NAME and entry.get("operation") == "Apply"
+            and not entry.get("subresource") and not eligible(entry))
+
+
+def theirs(live: dict) -> dict:
+    """The FieldsV1 trie of fields that ``declared_by_others`` entries own inside the
+    authoritative subtrees of ``live``; empty when there are none."""
+    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
+    owned: dict = {}
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        if declared_by_others(entry):
+            inside, _ = split(entry.get("fieldsV1") or {}, domains)
+            owned = merge(owned, inside)
+    return owned
+
+
+def without_theirs(live, trie: dict, desired):
+    """``live`` (a node of an object as served) without the keyed list entries (``k:``) that
+    ``trie`` (``theirs``) owns whole and ``desired`` (the same node as the agent renders it) has
+    no entry for: what the agent's apply leaves in place, so no drift. A copy; ``live`` is
+    not changed. An entry whose key fields ``desired`` leaves to defaults counts as not
+    desired only when every key field is given, so a doubt keeps the entry (and applies)."""
+    if not trie:
+        return live
+    if isinstance(live, dict):
+        out = dict(live)
+        for key, sub in trie.items():
+            name = key[2:]
+            if key.startswith("f:") and sub and name in out:
+                out[name] = without_theirs(out[name], sub, desired.get(name) if isinstance(desired, dict) else None)
+        return out
+    if not isinstance(live, list):
+        return live
+    keys = []
+    for key, sub in trie.items():
+        if key.startswith("k:") and "." in sub:
+            try:
+                fields_of = json.loads(key[2:])
+            except ValueError:
+                continue
+            if isinstance(fields_of, dict):
+                keys.append(fields_of)
+    wanted = desired if isinstance(desired, list) else []
+
+    def is_entry(item, key_fields: dict) -> bool:
+        return isinstance(item, dict) and all(item.get(f) == v for f, v in key_fields.items())
+
+    def named_by_desired(key_fields: dict) -> bool:  # by the fields desired sets: defaults unknown
+        return any(isinstance(d, dict) and all(d.get(f, v) == v for f, v in key_fields.items()) for d in wanted)
+
+    return [item for item in live
+            if not any(is_entry(item, k) and not named_by_desired(k) for k in keys)]
+
+
 def handover(live: dict, api_version: str, now: datetime.datetime | None = None) -> list[dict] | None:
     """The managedFields list for ``live`` after the fields that eligible managers own in the
     authoritative subtrees are handed to the agent's Apply entry (created when missing, with
@@ -169,8 +228,9 @@ each annotation (``suspend.set_by_hand`` reads the owner of ``heumsi.github.io/r
 def compact(obj: dict) -> dict:
     """``obj`` (a dict as the API serves it) with each ``metadata.managedFields`` entry's
     ``fieldsV1`` cut down to what the pass reads: ``KEPT_FOR_READERS``, and for an entry the
-    agent takes fields over from (``eligible``) the authoritative subtrees of its kind
-    (``foreign``); every entry stays, with its manager, operation and subresource
+    agent takes fields over from (``eligible``) or another controller declared
+    (``declared_by_others``) the authoritative subtrees of its kind (``foreign``, ``theirs``);
+    every entry stays, with its manager, operation and subresource
     (``applied_by_agent``, ``eligible``). Modifies and returns ``obj``.
 
     About half of a listed object's memory is managedFields, and a pass holds every listed
@@ -179,5 +239,6 @@ def compact(obj: dict) -> dict:
     for entry in (obj.get("metadata") or {}).get("managedFields") or []:
         trie = entry.get("fieldsV1")
         if isinstance(trie, dict):
-            entry["fieldsV1"], _ = split(trie, domains if eligible(entry) else KEPT_FOR_READERS)
+            keep = eligible(entry) or declared_by_others(entry)
+            entry["fieldsV1"], _ = split(trie, domains if keep else KEPT_FOR_READERS)
     return obj

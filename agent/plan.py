@@ -183,9 +183,18 @@ def decide(obj: dict, current: dict | None) -> Step:
     ident = identity(obj)
     if current is None:
         return Step(CREATE, ident, obj, None)
-    if contains(current, _without_provenance(obj)) and not drifted_ownership(current):
+    wanted = _without_provenance(obj)
+    if (contains(current, wanted) or _only_theirs_differ(current, wanted)) and not drifted_ownership(current):
         return Step(UNCHANGED, ident, obj, current)
     return Step(UPDATE, ident, obj, current)
+
+
+def _only_theirs_differ(live: dict, desired: dict) -> bool:
+    """True when ``live`` contains ``desired`` once the list entries another controller
+    declared with its own server-side apply are set aside (``fields.without_theirs``): the
+    agent's apply leaves those in place, so applying would change nothing, pass after pass."""
+    trie = fields.theirs(live)
+    return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
 
 
 def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[Step]:

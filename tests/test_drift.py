@@ -168,12 +168,21 @@ def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, name
     extra.write_text(json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace},
                                  "spec": {"ports": [{"name": "sidecar", "protocol": "TCP", "port": 15000}]}}))
     cluster.kubectl("apply", "--server-side", "--field-manager=mesh-controller", "-f", str(extra))
+    sidecar = tmp_path / "sidecar.yaml"
+    sidecar.write_text(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": namespace},
+                                   "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy:1"}]}}}}))
+    cluster.kubectl("apply", "--server-side", "--field-manager=mesh-injector", "-f", str(sidecar))
     for _ in range(2):
+        before = api_writes(cluster)
         proc = agent.sync(repo.path, "--namespace", namespace, "--exit-code")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "0 configured" in proc.stdout
+        sent = {key: n for key, n in new_writes(before, api_writes(cluster)).items() if key[0] == "APPLY"}
+        assert sent == {}, f"a pass that changes nothing applied {sent}"  # it used to apply both, every pass
     ports = {p["name"] for p in objects.service(namespace, "web")["spec"]["ports"]}
     assert ports == {"http", "sidecar"}
+    containers = [c["name"] for c in objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"]]
+    assert containers == ["web", "proxy"]
 
 
 def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent", drop_label=False):

@@ -269,3 +269,36 @@ def test_compact_of_a_service_and_of_an_object_without_managed_fields():
     assert fields.compact({"kind": "Service", "metadata": {}}) == {"kind": "Service", "metadata": {}}
     unknown = {"kind": "ConfigMap", "metadata": {"managedFields": [entry("x", fields_v1=fields.merge(REVISION, OUTSIDE))]}}
     assert fields.compact(unknown)["metadata"]["managedFields"][0]["fieldsV1"] == REVISION
+
+
+def test_compact_keeps_what_another_controller_declared_inside_the_authoritative_subtrees():
+    """``plan`` sets those list entries aside (``theirs``), so a listed object must keep them."""
+    mesh = entry("mesh-injector", operation="Apply", fields_v1=fields.merge(EXTRA_PORT, OUTSIDE))
+    scale = entry("hpa", operation="Apply", fields_v1=EXTRA_PORT, subresource="scale")
+    obj = copy.deepcopy(deployment(OURS, mesh, scale))
+    theirs_before = fields.theirs(obj)
+    assert theirs_before == EXTRA_PORT  # the scale subresource's entry is not a declaration on the object
+    fields.compact(obj)
+    kept = obj["metadata"]["managedFields"]
+    assert kept[1]["fieldsV1"] == EXTRA_PORT and kept[2]["fieldsV1"] == {}
+    assert fields.theirs(obj) == theirs_before
+    assert [fields.declared_by_others(e) for e in kept] == [False, True, False]
+
+
+def test_without_theirs_sets_aside_only_whole_entries_that_git_does_not_have():
+    trie = {"f:spec": {"f:ports": {'k:{"port":9100,"protocol":"TCP"}': {".": {}},
+                                   'k:{"port":80,"protocol":"TCP"}': {".": {}},
+                                   'k:{"port":7,"protocol":"UDP"}': {"f:name": {}},
+                                   "k:not json": {".": {}}}}}
+    live = {"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 9100, "protocol": "TCP"},
+                               {"port": 7, "protocol": "UDP"}], "type": "ClusterIP"}}
+    desired = {"spec": {"ports": [{"port": 80}]}}
+    out = fields.without_theirs(live, trie, desired)
+    assert out == {"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 7, "protocol": "UDP"}],
+                            "type": "ClusterIP"}}
+    assert len(live["spec"]["ports"]) == 3  # a copy
+    assert fields.without_theirs(live, {}, desired) is live
+    assert fields.without_theirs({"spec": {"ports": "x"}}, trie, desired) == {"spec": {"ports": "x"}}
+    # an entry whose key Git gives only in part is Git's: kept
+    assert fields.without_theirs(live, trie, {"spec": {"ports": [{"protocol": "TCP"}]}})["spec"]["ports"] == \
+        live["spec"]["ports"]

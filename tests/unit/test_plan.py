@@ -404,3 +404,68 @@ def test_owner_key_is_the_application_itself_or_the_childs_controller_owner():
     assert plan.owner_key(renamed) == "ns/web"  # the reference names the owner, not the child's own name
     orphan = {**deployment, "metadata": {**deployment["metadata"], "name": "lone", "ownerReferences": []}}
     assert plan.owner_key(orphan) == "ns/lone"
+
+
+def _declared(obj, manager, fields_v1, operation="Apply", subresource=None):
+    """``obj`` with a managedFields entry of ``manager`` owning ``fields_v1``."""
+    entry = {"manager": manager, "operation": operation, "apiVersion": obj["apiVersion"],
+             "fieldsType": "FieldsV1", "fieldsV1": fields_v1, **({"subresource": subresource} if subresource else {})}
+    return _with(obj, managedFields=[*APPLIED, entry])
+
+
+METRICS_PORT = {"name": "metrics", "port": 9100, "protocol": "TCP", "targetPort": 9100}
+METRICS_FIELDS = {"f:spec": {"f:ports": {'k:{"port":9100,"protocol":"TCP"}': {".": {}, "f:name": {}, "f:port": {}}}}}
+
+
+def _service_with(extra, manager="mesh-controller", fields_v1=METRICS_FIELDS, **how):
+    _, service = _children()
+    live = {**service, "spec": {**service["spec"], "ports": [*service["spec"]["ports"], extra]}}
+    return service, _declared(live, manager, fields_v1, **how)
+
+
+def test_a_list_entry_another_controller_declared_is_not_drift_so_no_apply_is_planned():
+    """The agent's apply cannot remove it (it is the other manager's), so planning an update
+    meant one apply on every pass, forever."""
+    desired, live = _service_with(METRICS_PORT)
+    assert not plan.contains(live, desired)
+    assert [s.action for s in plan.plan([desired], [live])] == [plan.UNCHANGED]
+
+
+def test_a_sidecar_another_controller_declared_is_not_drift():
+    deployment, _ = _children()
+    sidecar = {"name": "side", "image": "envoy:1"}
+    spec = deployment["spec"]
+    template = {**spec["template"], "spec": {**spec["template"]["spec"],
+                                             "containers": [*spec["template"]["spec"]["containers"], sidecar]}}
+    live = _declared({**deployment, "spec": {**spec, "template": template}}, "mesh-injector", SIDECAR)
+    assert [s.action for s in plan.plan([deployment], [live])] == [plan.UNCHANGED]
+    # the same sidecar from a hand edit is drift: the agent takes it over and removes it
+    patched = _declared({**deployment, "spec": {**spec, "template": template}}, "kubectl-patch", SIDECAR,
+                        operation="Update")
+    assert [s.action for s in plan.plan([deployment], [patched])] == [plan.UPDATE]
+
+
+@pytest.mark.parametrize("case", ["no record", "kubectl", "an update", "status", "our port changed",
+                                  "partly theirs", "one of ours"])
+def test_whatever_the_agents_apply_would_change_stays_drift(case):
+    _, service = _children()
+    if case == "no record":  # who set the extra port is not known: apply
+        live = {**service, "spec": {**service["spec"], "ports": [*service["spec"]["ports"], METRICS_PORT]}}
+        live = _with(live, managedFields=APPLIED)
+    elif case == "kubectl":  # kubectl apply --server-side is a hand edit (its fields are taken over)
+        _, live = _service_with(METRICS_PORT, manager="kubectl")
+    elif case == "an update":  # an Update is taken over too
+        _, live = _service_with(METRICS_PORT, operation="Update")
+    elif case == "status":  # a status writer's entry does not own spec entries
+        _, live = _service_with(METRICS_PORT, subresource="status")
+    elif case == "our port changed":  # theirs is set aside, ours still differs
+        _, live = _service_with(METRICS_PORT)
+        live["spec"]["ports"][0] = {**live["spec"]["ports"][0], "port": 8080}
+    elif case == "partly theirs":  # they own a field of the entry, not the entry itself
+        _, live = _service_with(METRICS_PORT, fields_v1={"f:spec": {"f:ports": {
+            'k:{"port":9100,"protocol":"TCP"}': {"f:name": {}}}}})
+    else:  # they declared a port the agent renders too, with another value: ours
+        port = service["spec"]["ports"][0]
+        _, live = _service_with({**port, "name": "x"}, fields_v1={"f:spec": {"f:ports": {
+            f'k:{{"port":{port["port"]},"protocol":"TCP"}}': {".": {}}}}})
+    assert [s.action for s in plan.plan([service], [live])] == [plan.UPDATE], case
