@@ -130,13 +130,13 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
 
 
 def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
-          reasons: dict[str, str]) -> list[plan.Step]:
+          reasons: dict[str, str], taken: dict[str, set[str]] | None = None) -> list[plan.Step]:
     """Children to create whose name may be taken: one list per kind and namespace that has a
     create (no label selector), then ``plan.claim``. A child the agent made that lost its
     ``managed-by`` label (and perhaps its ownerReference) is updated in place, on the same
     path as a listed child (``converge``); an object someone else made fails its Application
     (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
-    and is never applied over or pruned."""
+    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child."""
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
     if not wanted:
         return steps
@@ -148,5 +148,7 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
                "or rename the Application")
         failures[key] = f"{step.subject}: {why}"
         reasons[key] = conditions.ALREADY_EXISTS
+        if taken is not None:
+            taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)
     return steps

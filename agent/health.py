@@ -148,7 +148,13 @@ def worst(children: dict[str, Health]) -> Health:
     return Health(found.status, f"{name}: {found.message}")
 
 
-def application(deployment_obj: dict | None, service_obj: dict | None) -> Health:
+def application(deployment_obj: dict | None, service_obj: dict | None, taken: frozenset[str] = frozenset()) -> Health:
     """Health of an Application from its live Deployment and Service (None when absent): the
-    worst of ``deployment`` and ``service``."""
-    return worst({"Deployment": deployment(deployment_obj), "Service": service(service_obj)})
+    worst of ``deployment`` and ``service``. ``taken``: the kinds ("Deployment", "Service")
+    whose name another object holds, so the agent's child is Missing though an object of that
+    name exists (the ``AlreadyExists`` failure says whose)."""
+    children = {"Deployment": deployment(deployment_obj), "Service": service(service_obj)}
+    for kind in taken & children.keys():
+        children[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
+                                         "agent's is not created")
+    return worst(children)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import jsonschema
 
-from . import (apply, backoff, conditions, events, guards, manifests, parsecache, plan, render, scope, source,
-               statuswrite, suspend, writes)
+from . import (apply, backoff, conditions, events, guards, health, manifests, parsecache, plan, render, scope,
+               source, statuswrite, suspend, writes)
 from . import status as status_
 from .kube import ApiError, Kube
 from .report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
@@ -233,7 +233,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
     if prune:
         child_steps += plan.prunes(live_by_id, set())
-    child_steps = apply.claim(kube, report, child_steps, failures, reasons)
+    taken: dict[str, set[str]] = {}  # app key -> kinds of its children whose name another object holds
+    child_steps = apply.claim(kube, report, child_steps, failures, reasons, taken)
     deployments: dict[str, dict] = {}
     services: dict[str, dict] = {}
     for child in live_children:  # health reads what the pass saw, then what it applied
@@ -295,7 +296,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
         if key in failures:
             outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
-                                      failures[key], path if from_git else None)
+                                      failures[key], path if from_git else None,
+                                      health=health.application(deployments.get(key), services.get(key),
+                                                                frozenset(taken[key])) if key in taken else None)
         elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
             report.refused.setdefault(key, broken_files[path])

@@ -478,6 +478,10 @@ spec:
     conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}
     assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "AlreadyExists")
     assert conditions["Ready"]["status"] == "False"
+    # health names the clash, not a Service that "does not exist"
+    assert objects.app(namespace, "web")["status"]["health"] == {
+        "status": "Missing",
+        "message": "Service: another Service of this name exists and is not the agent's, so the agent's is not created"}
     # removing web from Git never prunes the user's Service
     repo.remove("web.yaml")
     repo.commit("web gone")

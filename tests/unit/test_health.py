@@ -255,3 +255,14 @@ def test_trim_cuts_a_deployments_conditions_to_what_health_reads():
                        for c in fixture("deployment-healthy")["status"]["conditions"]]
     service = fixture("service-loadbalancer-ready")
     assert health.trim(fixture("service-loadbalancer-ready")) == service
+
+
+def test_a_child_whose_name_another_object_holds_is_missing_and_says_so():
+    taken = health.application(None, None, frozenset({"Service"}))
+    assert (taken.status, taken.message) == (
+        health.MISSING, "Deployment: Deployment does not exist")  # the worst, first by name, on a tie
+    only = health.application(fixture("deployment-healthy"), None, frozenset({"Service"}))
+    assert (only.status, only.message) == (
+        health.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
+                        "is not created")
+    assert health.application(fixture("deployment-healthy"), fixture("service-clusterip"), frozenset({"ConfigMap"})).status == health.HEALTHY
