@@ -314,7 +314,6 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     else:
         runner.start_leading()
     done.wait()
-    logging.getLogger("agent.run").info("stopping: waiting up to %.0fs for a running pass", args.shutdown_grace)
     runner.shutdown(args.shutdown_grace)  # False when the pass was abandoned: ended all the same, below
     code = EXIT_FAILED if runner.lost_lease else EXIT_OK
     if election is not None and not runner.lost_lease:

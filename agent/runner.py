@@ -290,6 +290,11 @@ class Runner:
         gitproc.cancel()  # a fetch from a remote that never answers fails now, not at --fetch-timeout
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
+        if self._pass_lock.acquire(blocking=False):
+            log.info("stopping: no pass is running")
+            self._pass_lock.release()
+            return True
+        log.info("stopping: waiting up to %.0fs for the running pass", grace)
         if self._pass_lock.acquire(timeout=grace):
             self._pass_lock.release()
             return True

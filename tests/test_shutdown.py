@@ -45,6 +45,7 @@ def test_sigterm_when_idle(start_agent, repo, remote, namespace):  # noqa: F811
     agent = start_agent(remote.url, "--interval", "60", "--namespace", namespace, "--shutdown-grace", str(GRACE))
     wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60, what="a pass")
     assert_prompt_clean_exit(agent)
+    assert "stopping: no pass is running" in agent.output() and "waiting up to" not in agent.output()
 
 
 def test_sigterm_mid_pass(start_agent, repo, remote, namespace, objects):  # noqa: F811
@@ -55,6 +56,7 @@ def test_sigterm_mid_pass(start_agent, repo, remote, namespace, objects):  # noq
     wait_for(lambda: objects.deployment(namespace, "app0") is not None, timeout=60, interval=0.05,
              what="the pass to be under way")
     assert_prompt_clean_exit(agent)
+    assert f"stopping: waiting up to {GRACE:.0f}s for the running pass" in agent.output()
 
 
 def test_sigterm_while_the_git_remote_hangs(start_agent, repo, namespace, tmp_path):  # noqa: F811
