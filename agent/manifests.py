@@ -68,7 +68,8 @@ class Manifest:
     ``load``; ``body`` is the whole document as plain JSON-compatible dicts/lists
     (apiVersion, kind, metadata, spec) with ``metadata.namespace`` filled in; ``path``
     is the repo-relative posix path of the file; ``line`` is the 1-based line of the
-    document's first key.
+    document's first key; ``namespace_line`` that of ``metadata.namespace`` (None when the
+    namespace is the default: the document has none).
     """
 
     namespace: str
@@ -76,6 +77,7 @@ class Manifest:
     body: dict
     path: str
     line: int
+    namespace_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -407,5 +409,6 @@ def _application(path, node, data, lines, default_namespace, found, errors, dups
         manifest = None
         if len(errors) == n_errors:
             body = {**data, "metadata": {**meta, "namespace": identity[0]}}
-            manifest = Manifest(identity[0], identity[1], body, path, line)
+            manifest = Manifest(identity[0], identity[1], body, path, line,
+                                _line(lines, ("metadata", "namespace")) if "namespace" in meta else None)
         found.append((identity, path, line, manifest, _line(lines, ("metadata", "name"))))

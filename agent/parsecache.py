@@ -27,7 +27,7 @@ from pathlib import Path
 from .schema import API_VERSION, KIND
 
 log = logging.getLogger(__name__)
-FORMAT = "gitops-agent/parsed-manifests/v2"  # v2: the line of metadata.name
+FORMAT = "gitops-agent/parsed-manifests/v3"  # v2: the line of metadata.name; v3: of metadata.namespace
 _registry: dict[str, "ParseCache"] = {}
 _registry_lock = threading.Lock()
 
@@ -40,10 +40,10 @@ def key(blob: str, path: str, namespace: str, max_bytes: int, max_docs: int) -> 
 def entry(found: list, documents: list) -> list:
     """A clean file's parse (``manifests.load``'s ``found`` items and ``documents`` rows, see
     ``manifests._row``) as ``put`` stores it: [first line, last line, body or None, line of
-    ``metadata.name`` or None] per document (a List: per item). ``found`` holds one item per named
-    document, in order."""
-    named = iter([(manifest.body, name_line) for _, _, _, manifest, name_line in found])
-    return [[row[1], row[2], *(next(named) if row[3] else (None, None))] for row in documents]
+    ``metadata.name`` or None, line of ``metadata.namespace`` or None] per document (a List: per
+    item). ``found`` holds one item per named document, in order."""
+    named = iter([(manifest.body, name_line, manifest.namespace_line) for _, _, _, manifest, name_line in found])
+    return [[row[1], row[2], *(next(named) if row[3] else (None, None, None))] for row in documents]
 
 
 def restore(path: str, stored: list, documents: list) -> list:
@@ -52,13 +52,14 @@ def restore(path: str, stored: list, documents: list) -> list:
     from .manifests import Manifest
 
     found = []
-    for start, end, body, name_line in stored:
+    for start, end, body, name_line, namespace_line in stored:
         named = item = None
         if body is not None:
             meta = body["metadata"]
             identity = (meta["namespace"], meta["name"])
             named = "/".join(identity)
-            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start), name_line)
+            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start, namespace_line),
+                    name_line)
             found.append(item)
         documents.append((path, start, end, named, body is not None, [], item))
     return found
@@ -66,21 +67,24 @@ def restore(path: str, stored: list, documents: list) -> list:
 
 def _valid_entry(entry) -> bool:
     """True when ``entry`` is a list of [first line, last line, body or None, line of its
-    ``metadata.name`` (from the first to the last line) or None with no body] as ``put`` stores."""
+    ``metadata.name`` (from the first to the last line) or None with no body, line of its
+    ``metadata.namespace`` (the same) or None] as ``put`` stores."""
     from .manifests import is_dns1123_label
 
     if not isinstance(entry, list):
         return False
     for doc in entry:
-        if not (isinstance(doc, list) and len(doc) == 4 and all(type(n) is int and n >= 1 for n in doc[:2])
+        if not (isinstance(doc, list) and len(doc) == 5 and all(type(n) is int and n >= 1 for n in doc[:2])
                 and doc[0] <= doc[1]):
             return False
-        body, name_line = doc[2], doc[3]
+        body, name_line, namespace_line = doc[2], doc[3], doc[4]
         if body is None:
-            if name_line is not None:
+            if name_line is not None or namespace_line is not None:
                 return False
             continue
         if not (type(name_line) is int and doc[0] <= name_line <= doc[1]):
+            return False
+        if not (namespace_line is None or (type(namespace_line) is int and doc[0] <= namespace_line <= doc[1])):
             return False
         if not isinstance(body, dict) or body.get("apiVersion") != API_VERSION or body.get("kind") != KIND:
             return False

@@ -101,12 +101,13 @@ class ScopedKube:
 
 def split(found: list, patterns: tuple[str, ...] | None) -> tuple[list, list]:
     """(manifests inside ``patterns``, one ``manifests.ManifestError`` per manifest outside,
-    naming its file, line and namespace)."""
+    naming its file, the line of its ``metadata.namespace`` (of the document when the namespace
+    is the default) and the namespace)."""
     from .manifests import ManifestError
 
     if patterns is None:
         return list(found), []
     inside = [m for m in found if allowed(m.namespace, patterns)]
-    outside = [ManifestError(m.path, m.line, "metadata.namespace", f"Application {m.namespace}/{m.name}: "
+    outside = [ManifestError(m.path, m.namespace_line or m.line, "metadata.namespace", f"Application {m.namespace}/{m.name}: "
                              + refusal(m.namespace, patterns)) for m in found if not allowed(m.namespace, patterns)]
     return inside, outside

@@ -93,7 +93,7 @@ def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo,
     repo.commit()
     proc = agent.sync(repo.path, env={"GITOPS_AGENT_ALLOWED_NAMESPACES": allowed})
     assert proc.returncode == 2
-    assert f"error: c.yaml:1: metadata.namespace: Application {outside}/c: namespace '{outside}' is not allowed" \
+    assert f"error: c.yaml:5: metadata.namespace: Application {outside}/c: namespace '{outside}' is not allowed" \
         in proc.stderr
     assert objects.trio(outside, "c") == (None, None, None)
     assert all(objects.trio(outside, "b"))

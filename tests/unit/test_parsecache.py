@@ -121,10 +121,21 @@ def test_an_entry_holds_each_documents_lines_body_and_metadata_name_line(tmp_pat
     cache = parsecache.ParseCache(tmp_path / "c.json", "v")
     manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
     cache.save()
-    assert json.loads((tmp_path / "c.json").read_text())["format"] == "gitops-agent/parsed-manifests/v2"
+    assert json.loads((tmp_path / "c.json").read_text())["format"] == "gitops-agent/parsed-manifests/v3"
     entry = cache.get(parsecache.key(BLOBS["multi.yaml"], "multi.yaml", "prod", 1_048_576, 1000))
-    assert [(start, end, body and body["metadata"]["name"], line) for start, end, body, line in entry] == [
-        (1, 10, "b", 4), (12, 12, None, None), (13, 22, "c", 16)]
+    assert [(start, end, body and body["metadata"]["name"], line, ns_line)
+            for start, end, body, line, ns_line in entry] == [
+        (1, 10, "b", 4, None), (12, 12, None, None, None), (13, 22, "c", 16, None)]
+
+
+def test_the_line_of_metadata_namespace_is_kept_and_restored(tmp_path):
+    files = {"n.yaml": APP.format(name="n").replace("  labels:", "  namespace: team-a\n  labels:").encode()}
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    parsed = manifests.load(files, "prod", blobs={"n.yaml": "4" * 40}, cache=cache)
+    restored = manifests.load(files, "prod", blobs={"n.yaml": "4" * 40}, cache=cache)
+    assert [m.namespace_line for m in parsed.manifests] == [5]
+    assert restored == parsed
+    assert [m.namespace_line for m in manifests.load(FILES, "prod").manifests] == [None, None, None]
 
 
 def test_an_unwritable_cache_is_only_slower(tmp_path):

@@ -30,5 +30,17 @@ def test_split_names_file_line_and_namespace():
     inside, outside = scope.split(loaded.manifests, ("team-*",))
     assert [m.namespace for m in inside] == ["team-a"]
     assert [str(e) for e in outside] == [
-        "apps/web.yaml:1: metadata.namespace: Application kube-system/web: namespace 'kube-system' is not "
+        "apps/web.yaml:3: metadata.namespace: Application kube-system/web: namespace 'kube-system' is not "
         "allowed (--allowed-namespaces team-*); nothing was created, changed or pruned there"]
+
+
+@pytest.mark.parametrize("metadata, line", [
+    ("metadata:\n  name: web\n  namespace: kube-system\n", 6),  # its own line
+    ("metadata:\n  name: web\n", 2),  # the default namespace: the document's first key
+])
+def test_a_refused_namespace_is_cited_at_its_own_line(metadata, line):
+    text = f"# comment\napiVersion: heumsi.github.io/v1\nkind: Application\n{metadata}spec: {{image: nginx, replicas: 1, port: 80}}\n"
+    default = "kube-system"
+    loaded = manifests.load({"w.yaml": text.encode()}, default)
+    _, [refused] = scope.split(loaded.manifests, ("team-*",))
+    assert (refused.path, refused.line, refused.field) == ("w.yaml", line, "metadata.namespace")
