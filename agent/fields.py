@@ -145,9 +145,10 @@ def theirs(live: dict) -> dict:
 def without_theirs(live, trie: dict, desired):
     """``live`` (a node of an object as served) without the keyed list entries (``k:``) that
     ``trie`` (``theirs``) owns whole and ``desired`` (the same node as the agent renders it) has
-    no entry for: what the agent's apply leaves in place, so no drift. A copy; ``live`` is
-    not changed. An entry whose key fields ``desired`` leaves to defaults counts as not
-    desired only when every key field is given, so a doubt keeps the entry (and applies)."""
+    no entry for, at any depth (a port another controller declared in the agent's container):
+    what the agent's apply leaves in place, so no drift. A copy; ``live`` is not changed. An
+    entry whose key fields ``desired`` leaves to defaults counts as not desired only when every
+    key field is given, so a doubt keeps the entry (and applies)."""
     if not trie:
         return live
     if isinstance(live, dict):
@@ -159,25 +160,33 @@ def without_theirs(live, trie: dict, desired):
         return out
     if not isinstance(live, list):
         return live
-    keys = []
+    nodes = []  # (key fields, trie node) of every keyed entry the trie names
     for key, sub in trie.items():
-        if key.startswith("k:") and "." in sub:
+        if key.startswith("k:"):
             try:
                 fields_of = json.loads(key[2:])
             except ValueError:
                 continue
             if isinstance(fields_of, dict):
-                keys.append(fields_of)
+                nodes.append((fields_of, sub))
     wanted = desired if isinstance(desired, list) else []
 
     def is_entry(item, key_fields: dict) -> bool:
         return isinstance(item, dict) and all(item.get(f) == v for f, v in key_fields.items())
 
-    def named_by_desired(key_fields: dict) -> bool:  # by the fields desired sets: defaults unknown
-        return any(isinstance(d, dict) and all(d.get(f, v) == v for f, v in key_fields.items()) for d in wanted)
+    def desired_entry(key_fields: dict):  # by the fields desired sets: defaults unknown
+        return next((d for d in wanted if isinstance(d, dict) and all(d.get(f, v) == v for f, v in key_fields.items())),
+                    None)
 
-    return [item for item in live
-            if not any(is_entry(item, k) and not named_by_desired(k) for k in keys)]
+    out = []
+    for item in live:
+        matched = [(k, sub) for k, sub in nodes if is_entry(item, k)]
+        if any("." in sub and desired_entry(k) is None for k, sub in matched):
+            continue  # theirs whole, and Git has no such entry
+        for k, sub in matched:  # an entry Git has: set aside what they declared inside it
+            item = without_theirs(item, sub, desired_entry(k))
+        out.append(item)
+    return out
 
 
 def handover(live: dict, api_version: str, now: datetime.datetime | None = None) -> list[dict] | None:

@@ -172,6 +172,11 @@ def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, name
     sidecar.write_text(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": namespace},
                                    "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy:1"}]}}}}))
     cluster.kubectl("apply", "--server-side", "--field-manager=mesh-injector", "-f", str(sidecar))
+    port = tmp_path / "port.yaml"  # inside the agent's own container
+    port.write_text(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": namespace},
+                                "spec": {"template": {"spec": {"containers": [{"name": "web", "ports": [
+                                    {"containerPort": 15090, "protocol": "TCP", "name": "metrics"}]}]}}}}))
+    cluster.kubectl("apply", "--server-side", "--field-manager=mesh-metrics", "-f", str(port))
     for _ in range(2):
         before = api_writes(cluster)
         proc = agent.sync(repo.path, "--namespace", namespace, "--exit-code")
@@ -181,8 +186,9 @@ def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, name
         assert sent == {}, f"a pass that changes nothing applied {sent}"  # it used to apply both, every pass
     ports = {p["name"] for p in objects.service(namespace, "web")["spec"]["ports"]}
     assert ports == {"http", "sidecar"}
-    containers = [c["name"] for c in objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"]]
-    assert containers == ["web", "proxy"]
+    containers = objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["web", "proxy"]
+    assert 15090 in [p["containerPort"] for p in containers[0]["ports"]]
 
 
 def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent", drop_label=False):

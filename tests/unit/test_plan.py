@@ -469,3 +469,23 @@ def test_whatever_the_agents_apply_would_change_stays_drift(case):
         _, live = _service_with({**port, "name": "x"}, fields_v1={"f:spec": {"f:ports": {
             f'k:{{"port":{port["port"]},"protocol":"TCP"}}': {".": {}}}}})
     assert [s.action for s in plan.plan([service], [live])] == [plan.UPDATE], case
+
+
+def test_a_port_another_controller_declared_inside_the_agents_container_is_not_drift():
+    deployment, _ = _children()
+    spec = deployment["spec"]
+    [web] = spec["template"]["spec"]["containers"]
+    metrics = {"containerPort": 15090, "protocol": "TCP", "name": "metrics"}
+    container = {**web, "ports": [*web.get("ports", []), metrics]}
+    live_spec = {**spec, "template": {**spec["template"], "spec": {**spec["template"]["spec"], "containers": [container]}}}
+    declared = {"f:spec": {"f:template": {"f:spec": {"f:containers": {f'k:{{"name":"{web["name"]}"}}': {
+        ".": {}, "f:name": {}, "f:ports": {'k:{"containerPort":15090,"protocol":"TCP"}': {
+            ".": {}, "f:containerPort": {}, "f:name": {}}}}}}}}}
+    live = _declared({**deployment, "spec": live_spec}, "mesh-controller", declared)
+    assert [s.action for s in plan.plan([deployment], [live])] == [plan.UNCHANGED]
+    # the agent's own port changed under it is still drift
+    changed = [{**p, "containerPort": 81} for p in web.get("ports", [])] + [metrics]
+    live_spec["template"]["spec"]["containers"] = [{**web, "ports": changed}]
+    assert web.get("ports"), "the rendered container has a port"
+    assert [s.action for s in plan.plan([deployment], [_declared({**deployment, "spec": live_spec}, "mesh-controller",
+                                                                 declared)])] == [plan.UPDATE]
