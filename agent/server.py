@@ -134,7 +134,12 @@ def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> Threa
             else:
                 self._send(404, b"not found\n", "text/plain")
 
-        do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815 (405 from the webhook, else 404)
+        do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_TRACE = do_POST  # noqa: N815 (405, or 404)
+
+        def __getattr__(self, name):  # any other method (``FOO``): as POST, not http.server's 501
+            if name.startswith("do_"):
+                return self.do_POST
+            raise AttributeError(name)
 
         def _send(self, code: int, body: bytes, content_type: str, head: bool = False,
                   allow: str | None = None) -> None:

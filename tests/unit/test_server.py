@@ -49,7 +49,7 @@ def test_ready_after_a_pass_and_query_strings_are_ignored(address):
     assert ask(address, "HEAD", "/readyz")[0] == 200
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "FOO"])
 @pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
 def test_other_methods_on_an_endpoint_are_405_naming_get_and_head(address, method, path):
     status, headers, body = ask(address, method, path)
