@@ -204,7 +204,7 @@ def markdown(results: dict, samples: stats.Samples, old_text: str | None) -> str
         *table(samples, results["details"]), "",
         "![pass time against N](bench/pass-time.png)", "",
         "## Scale-out: two agents on disjoint paths against one", "", *scale_out(samples, results.get("scale_out")), "",
-        "## Profile: top 20 functions by own time", "", *(profiles or ["Not measured in this run."]),
+        "## Profile: top 20 functions by own time", "", *(profiles or ["Not measured in this run.", ""]),
         "## How it is measured", "",
         "- Workload: N Applications (replicas 0, port 8080, `nginx:1.25`) in 10 namespaces, one file each, "
         "in a real Git repository in a temporary directory; the agent syncs it with `sync --once` as a user "
