@@ -206,7 +206,7 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
 
 
 def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tuple[Step, str]]]:
-    """Check the create steps of children against ``found``: objects that exist under the same
+    """Check the create and update steps of children against ``found``: objects that exist under the same
     identity although the label-selected list did not show them (a namespaced list without a
     selector). Returns ``(steps, conflicts)``:
 
@@ -219,11 +219,17 @@ def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tu
       returned in ``conflicts`` with the reason (``not_ours``): the agent never applies over an
       object it did not make (a server-side apply would silently adopt it, and a later prune
       would delete it), so the caller fails that Application, naming the object and the reason;
+    - an update of a listed object that is someone else's (the agent's labels copied onto an
+      object it did not make, or its child now controlled by another owner) is a conflict too:
+      nothing is written to it;
     - every other step is returned unchanged, in its order.
     """
     by_id = {identity(obj): obj for obj in found}
     out, conflicts = [], []
     for step in steps:
+        if step.action == UPDATE and (why := not_ours(step.live)) is not None:
+            conflicts.append((step, why))  # listed by its copied labels, but someone else's
+            continue
         existing = by_id.get(step.identity) if step.action == CREATE else None
         if existing is None:
             out.append(step)

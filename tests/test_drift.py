@@ -240,8 +240,10 @@ def test_an_object_the_agent_did_not_make_is_never_recreated(agent, repo, namesp
     head = repo.commit("again")
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2
-    assert f"Deployment/{namespace}/web" in proc.stderr and "spec.selector is immutable" in proc.stderr
-    assert "not made by the agent" in proc.stderr and "so it is not deleted" in proc.stderr
+    # listed by the labels it carries, but another manager applied it: never applied over, so the
+    # immutable selector is never reached (nor the object deleted to recreate it)
+    assert (f"Deployment/{namespace}/web: exists and was not made by the agent" in proc.stderr
+            and "so it is left alone" in proc.stderr and "immutable" not in proc.stderr)
     assert objects.deployment(namespace, "web")["metadata"]["uid"] == uid
     assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] != head
 
@@ -396,13 +398,16 @@ def test_a_child_that_lost_its_label_or_owner_reference_is_restored_in_one_pass(
     assert_quiet_second_pass(agent, repo, namespace, objects, cluster)
 
 
-def test_a_look_alike_without_the_agents_apply_is_still_refused(agent, repo, namespace, objects, cluster, tmp_path):
+@pytest.mark.parametrize("labelled", [False, True], ids=["unlabelled", "with-the-agents-labels"])
+def test_a_look_alike_without_the_agents_apply_is_still_refused(labelled, agent, repo, namespace, objects, cluster,
+                                                                tmp_path):
     """An object at a child's name that the agent never applied (made with kubectl create or
     kubectl's own server-side apply, from a copy of the rendered child), or one another owner
-    controls, is never applied over: the message names what is missing."""
+    controls, is never applied over: the message names what is missing. With the managed-by
+    label copied too, the label-selected list shows them; they were applied over then."""
     first_sync(agent, repo, namespace)
     live = json.loads(cluster.kubectl("-n", namespace, "get", "service", "web", "-o", "json").stdout)
-    labels = {k: v for k, v in live["metadata"]["labels"].items() if k != MANAGED_BY}
+    labels = {k: v for k, v in live["metadata"]["labels"].items() if labelled or k != MANAGED_BY}
     copy = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": namespace, "labels": labels},
             "spec": {"selector": live["spec"]["selector"], "ports": live["spec"]["ports"]}}
     manifest = tmp_path / "copy.json"
@@ -411,7 +416,7 @@ def test_a_look_alike_without_the_agents_apply_is_still_refused(agent, repo, nam
     cluster.kubectl("-n", namespace, "create", "configmap", "keeper")
     keeper = json.loads(cluster.kubectl("-n", namespace, "get", "configmap", "keeper", "-o", "json").stdout)
     _patch(cluster, namespace, "deployment/web", [
-        {"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"},
+        *([] if labelled else [{"op": "remove", "path": "/metadata/labels/app.kubernetes.io~1managed-by"}]),
         {"op": "replace", "path": "/metadata/ownerReferences", "value": [
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": keeper["metadata"]["uid"],
              "controller": True}]}], kind="json")
@@ -429,7 +434,7 @@ def test_a_look_alike_without_the_agents_apply_is_still_refused(agent, repo, nam
                     f"ownerReference), not by Application {namespace}/web") in proc.stderr
             after = objects.service(namespace, "web")
             assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-            assert MANAGED_BY not in after["metadata"]["labels"] and not after["metadata"].get("ownerReferences")
+            assert (MANAGED_BY in after["metadata"]["labels"]) is labelled and not after["metadata"].get("ownerReferences")
             assert objects.deployment(namespace, "web")["metadata"]["resourceVersion"] == \
                 deployment["metadata"]["resourceVersion"]
     conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}

@@ -129,8 +129,8 @@ def test_a_rollout_past_its_progress_deadline_is_degraded_and_stalled(agent, rep
     assert wait_ready(cluster, namespace, "web", timeout="3s", condition="Stalled").returncode == 0
 
 
-def test_immutable_conflict_on_a_child_the_agent_may_not_delete_is_stalled(agent, repo, namespace, objects,
-                                                                           cluster):
+def test_a_hand_made_child_is_stalled_and_never_applied_over_even_with_the_agents_labels(
+        agent, repo, namespace, objects, cluster):
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27")  # selector app=web
     repo.write("web.yaml", app_yaml("web"))
     repo.commit()
@@ -141,13 +141,16 @@ def test_immutable_conflict_on_a_child_the_agent_may_not_delete_is_stalled(agent
     assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
         ("AlreadyExists", "False", "AlreadyExists")
     assert "exists and was not made by the agent" in found["Stalled"]["message"]
-    # with the agent's labels copied onto it, the apply reaches the immutable selector
+    # with the agent's labels copied onto it, it is listed as a child, and still never applied over
     cluster.kubectl("-n", namespace, "label", "deployment", "web", "app.kubernetes.io/managed-by=gitops-agent")
+    before = objects.deployment(namespace, "web")["metadata"]["resourceVersion"]
     sync(agent, repo, namespace, code=2)
     found = conditions(objects.app(namespace, "web"))
     assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
-        ("ImmutableConflict", "False", "ImmutableConflict")
-    assert "spec.selector" in found["Stalled"]["message"] and "Reconciling" not in found
+        ("AlreadyExists", "False", "AlreadyExists")
+    assert "exists and was not made by the agent" in found["Stalled"]["message"] and "Reconciling" not in found
+    assert objects.deployment(namespace, "web")["metadata"]["resourceVersion"] == before
+    assert "another Deployment of this name exists" in objects.app(namespace, "web")["status"]["health"]["message"]
     assert objects.deployment(namespace, "web")["spec"]["selector"] == {"matchLabels": {"app": "web"}}
     # the person deletes the foreign Deployment: the next pass creates the agent's, Stalled goes
     cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=true")

@@ -489,3 +489,21 @@ def test_a_port_another_controller_declared_inside_the_agents_container_is_not_d
     assert web.get("ports"), "the rendered container has a port"
     assert [s.action for s in plan.plan([deployment], [_declared({**deployment, "spec": live_spec}, "mesh-controller",
                                                                  declared)])] == [plan.UPDATE]
+
+
+def test_claim_refuses_an_update_of_a_listed_object_that_is_someone_elses():
+    """The label-selected list shows an object with the agent's labels copied onto it, or the
+    agent's child now controlled by another owner: neither is applied over (adopted)."""
+    deployment, service = _children()
+    copied = {**service, "spec": {**service["spec"], "ports": [{"port": 1}]}}  # labels copied, no Apply entry
+    keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
+    changed = {**deployment, "spec": {**deployment["spec"], "replicas": 3}}
+    kept = _with(applied(changed), ownerReferences=[keeper])
+    steps = plan.plan([deployment, service], [kept, copied])
+    assert [s.action for s in steps] == [plan.UPDATE, plan.UPDATE]
+    out, conflicts = plan.claim(steps, [])
+    assert out == []
+    assert [(s.subject, why) for s, why in conflicts] == [
+        ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
+                              "not by Application ns/web"),
+        ("Service/ns/web", NOT_APPLIED)]
