@@ -113,13 +113,19 @@ def foreign(live: dict) -> dict:
     authoritative subtrees of ``live`` (a dict as the API serves it, with managedFields);
     empty when there is nothing to take over. A non-empty result is drift that the agent's
     apply removes once the fields are handed over."""
+    return _owned_inside(live, eligible)
+
+
+def _owned_inside(live: dict, which) -> dict:
+    """The union of the FieldsV1 tries, cut to the authoritative subtrees of ``live``'s kind,
+    of the managedFields entries for which ``which(entry)`` is True."""
     domains = AUTHORITATIVE.get(live.get("kind", ""), ())
-    taken: dict = {}
+    owned: dict = {}
     for entry in live.get("metadata", {}).get("managedFields") or []:
-        if eligible(entry):
+        if which(entry):
             inside, _ = split(entry.get("fieldsV1") or {}, domains)
-            taken = merge(taken, inside)
-    return taken
+            owned = merge(owned, inside)
+    return owned
 
 
 def declared_by_others(entry: dict) -> bool:
@@ -133,13 +139,7 @@ def declared_by_others(entry: dict) -> bool:
 def theirs(live: dict) -> dict:
     """The FieldsV1 trie of fields that ``declared_by_others`` entries own inside the
     authoritative subtrees of ``live``; empty when there are none."""
-    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
-    owned: dict = {}
-    for entry in live.get("metadata", {}).get("managedFields") or []:
-        if declared_by_others(entry):
-            inside, _ = split(entry.get("fieldsV1") or {}, domains)
-            owned = merge(owned, inside)
-    return owned
+    return _owned_inside(live, declared_by_others)
 
 
 def without_theirs(live, trie: dict, desired):
