@@ -107,3 +107,27 @@ def test_retry_delay_flags_reach_the_runner_policy():
     assert (args.min_retry_delay, args.max_retry_delay) == (2.0, 30.0)
     args = cli.build_parser().parse_args(["run", "--repo", "x"])
     assert (args.min_retry_delay, args.max_retry_delay) == (5.0, 300.0)
+
+
+def test_a_pass_that_raises_is_a_counted_logged_failure_and_the_next_pass_runs(monkeypatch, caplog):
+    """A bug in a pass used to escape into APScheduler's log: no pass counted, /readyz never 200,
+    and nothing said so but a traceback there."""
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise TypeError("list_in() takes 4 positional arguments but 5 were given")
+
+    monkeypatch.setattr(sync, "run", broken)
+    r = Runner(None, None, interval=600, jitter=0, metrics=Metrics(), health=Health(max_age=60))
+    r.health.leading = True
+    caplog.set_level("INFO", logger="agent.run")
+    for _ in range(2):
+        report = r.run_pass(offline=False, trigger="interval")
+        assert not report.ok and report.errors == [
+            "internal error: TypeError: list_in() takes 4 positional arguments but 5 were given; the pass "
+            "stopped, nothing further was changed, pruned or recorded"]
+    assert len(calls) == 2 and r.last_commit is None
+    assert r.metrics.passes.labels(result="failure")._value.get() == 2
+    assert r.health.ready()[0]  # a finished pass, if a failed one: the metric and the log say so
+    assert any(rec.exc_info and "internal error" in rec.getMessage() for rec in caplog.records)
