@@ -133,9 +133,9 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
           reasons: dict[str, str], taken: dict[str, set[str]] | None = None) -> list[plan.Step]:
     """Children to create whose name may be taken: one list per kind and namespace that has a
     create (no label selector), then ``plan.claim``, which also refuses updates of listed
-    objects that are not the agent's (copied labels, another controller). A child the agent made that lost its
-    ``managed-by`` label (and perhaps its ownerReference) is updated in place, on the same
-    path as a listed child (``converge``); an object someone else made fails its Application
+    objects that are not the agent's (copied labels, another controller). A child the agent
+    made that lost its ``managed-by`` label (and perhaps its ownerReference) is updated in
+    place, on the same path as a listed child (``converge``); an object someone else made fails its Application
     (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
     and is never applied over or pruned; ``taken`` (app key -> kinds) records which child."""
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})

@@ -206,9 +206,10 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
 
 
 def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tuple[Step, str]]]:
-    """Check the create and update steps of children against ``found``: objects that exist under the same
-    identity although the label-selected list did not show them (a namespaced list without a
-    selector). Returns ``(steps, conflicts)``:
+    """Check the create and update steps of children: creates against ``found``, objects that
+    exist under the same identity although the label-selected list did not show them (a
+    namespaced list without a selector), and updates against ``not_ours``. Returns
+    ``(steps, conflicts)``:
 
     - a create whose object exists and is the agent's own (``not_ours`` finds no reason
       against it: the agent's child that lost its managed-by label, and perhaps its
