@@ -40,6 +40,12 @@ CREATED_BY_AGENT = "heumsi.github.io/created-by"
 """Label on namespaces the agent created (it never deletes a namespace)."""
 
 
+def namespace(name: str) -> dict:
+    """The Namespace the agent creates when an Application's namespace is missing: ``name``
+    labelled ``CREATED_BY_AGENT``, nothing else."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {CREATED_BY_AGENT: AGENT_NAME}}}
+
+
 def ownership_labels(app_name: str) -> dict[str, str]:
     """Labels every child carries: the Kubernetes recommended app labels plus the owner."""
     return {

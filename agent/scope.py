@@ -9,14 +9,18 @@ manifest check in ``refuse``.
 
 When every pattern is a plain name (no ``*``, ``?``, ``[``), lists are made per namespace, so
 the agent needs only namespaced Roles in those namespaces (``deploy/components/namespaced-rbac``)
-and never a cluster-wide list; the allowed namespaces are then taken to exist (it cannot list
-Namespaces, and does not create them).
+and never a cluster-wide list. It cannot list Namespaces then, so the allowed namespaces are
+taken to exist until a write answers 404 ``namespaces "NAME" not found``: the agent then creates
+that namespace (as it creates missing namespaces without the flag) and writes again once. When
+it may not create it (403 with namespaced RBAC), the write fails with a message that says the
+namespace is missing and how to make it.
 """
 
 from __future__ import annotations
 
 import fnmatch
 
+from . import render
 from .kube import ApiError, Kube
 
 _WILDCARDS = set("*?[")
@@ -33,6 +37,12 @@ def literal(patterns: tuple[str, ...] | None) -> list[str] | None:
     if patterns is None or any(_WILDCARDS & set(p) for p in patterns):
         return None
     return sorted(set(patterns))
+
+
+def missing_namespace(err: ApiError, namespace: str | None) -> bool:
+    """True when ``err`` is the API server's answer to a write into a namespace that does not
+    exist: 404 NotFound, message ``namespaces "NAME" not found``."""
+    return namespace is not None and err.status == 404 and f'namespaces "{namespace}" not found' in err.message
 
 
 def refusal(namespace: str, patterns: tuple[str, ...]) -> str:
@@ -80,11 +90,31 @@ class ScopedKube:
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         self._check(obj)
-        return self._kube.apply(obj, force)
+        return self._into_namespace(obj, lambda: self._kube.apply(obj, force))
 
     def create(self, obj: dict) -> dict:
         self._check(obj)
-        return self._kube.create(obj)
+        return self._into_namespace(obj, lambda: self._kube.create(obj))
+
+    def _into_namespace(self, obj: dict, write):
+        """``write()``; with plain names, when it answers 404 because ``obj``'s namespace is
+        missing, the namespace is created (409 AlreadyExists: another write made it) and
+        ``write()`` runs once more. Raises ``ApiError``: the write's, or the creation's with the
+        missing namespace named."""
+        try:
+            return write()
+        except ApiError as err:
+            namespace = obj.get("metadata", {}).get("namespace")
+            if self.names is None or not missing_namespace(err, namespace):
+                raise
+        try:
+            self._kube.create(render.namespace(namespace))
+        except ApiError as err:
+            if err.status != 409:
+                raise ApiError(err.status, err.reason, f"namespace {namespace!r} does not exist and the agent could "
+                               f"not create it ({err.message}); create it (kubectl create namespace {namespace}) "
+                               "or allow the agent to create namespaces", err.what) from None
+        return write()
 
     def delete(self, obj: dict, propagation: str = "Background") -> bool:
         self._check(obj)

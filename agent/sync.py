@@ -174,8 +174,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
         prune = False
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
-    made = writes.Namespaces(kube, namespaces, lambda name: {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": name, "labels": {render.CREATED_BY_AGENT: render.AGENT_NAME}}})
+    made = writes.Namespaces(kube, namespaces, render.namespace)
     failed_apps: dict[str, dict] = {}  # live Applications whose own apply failed: status only
     app_work = []
     for step in (s for s in app_steps if s.action != plan.PRUNE and _key(s.desired) not in waiting):

@@ -101,6 +101,58 @@ def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo,
     assert f"{outside}/c" in proc.stdout.splitlines()[-1]
 
 
+def test_plain_allowed_namespaces_create_a_missing_namespace_like_globs_do(agent, repo, cluster, objects):
+    """With plain names the agent cannot list Namespaces; a namespace in Git that does not
+    exist yet used to fail the pass with a raw 404 while a glob created it."""
+    import uuid
+
+    missing = f"new-{uuid.uuid4().hex[:8]}"
+    repo.write("a.yaml", app_yaml("a", namespace=missing, replicas=0))
+    repo.commit()
+    try:
+        proc = agent.sync(repo.path, "--allowed-namespaces", f"{missing},other")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert all(objects.trio(missing, "a"))
+        made = json.loads(cluster.kubectl("get", "namespace", missing, "-o", "json").stdout)
+        assert made["metadata"]["labels"]["heumsi.github.io/created-by"] == "gitops-agent"
+        again = agent.sync(repo.path, "--allowed-namespaces", f"{missing},other")
+        assert again.returncode == 0 and "0 created, 0 configured, 3 unchanged" in again.stdout
+    finally:
+        cluster.kubectl("delete", "namespace", missing, "--wait=false", "--ignore-not-found", check=False)
+
+
+def test_a_missing_namespace_the_agent_may_not_create_is_named_with_how_to_make_it(agent, repo, cluster, namespace,
+                                                                                   objects, tmp_path, request):
+    """A ClusterRole for the agent's resources without Namespaces, and one allowed namespace
+    missing."""
+    import uuid
+    from pathlib import Path
+
+    missing = f"new-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "serviceaccount", "agent", "-n", namespace)
+    cluster.kubectl("create", "clusterrole", f"agent-{namespace}", "--verb=*",
+                    "--resource=applications.heumsi.github.io,applications.heumsi.github.io/status,"
+                    "deployments.apps,services,events")
+    request.addfinalizer(lambda: cluster.kubectl("delete", "clusterrolebinding,clusterrole", f"agent-{namespace}",
+                                                 check=False))
+    cluster.kubectl("create", "clusterrolebinding", f"agent-{namespace}", f"--clusterrole=agent-{namespace}",
+                    f"--serviceaccount={namespace}:agent")
+    token = cluster.kubectl("create", "token", "agent", "-n", namespace).stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": token}
+    kubeconfig = tmp_path / "agent-kubeconfig"
+    kubeconfig.write_text(json.dumps(config))
+    repo.write("a.yaml", app_yaml("a", namespace=namespace, replicas=0))
+    repo.write("b.yaml", app_yaml("b", namespace=missing, replicas=0))
+    repo.commit()
+    proc = agent.sync(repo.path, "--allowed-namespaces", f"{namespace},{missing}", "--kubeconfig", str(kubeconfig))
+    assert proc.returncode == 2
+    assert f"namespace '{missing}' does not exist and the agent could not create it (" in proc.stdout
+    assert f"create it (kubectl create namespace {missing}) or allow the agent to create namespaces" in proc.stderr
+    assert all(objects.trio(namespace, "a"))  # the other namespace still syncs
+    assert cluster.kubectl("get", "namespace", missing, check=False).returncode != 0
+
+
 def test_sync_logs_each_api_retry_with_what_failed_and_when_the_next_try_is(agent, repo, cluster, tmp_path):
     import json
     import sys

@@ -44,3 +44,80 @@ def test_a_refused_namespace_is_cited_at_its_own_line(metadata, line):
     loaded = manifests.load({"w.yaml": text.encode()}, default)
     _, [refused] = scope.split(loaded.manifests, ("team-*",))
     assert (refused.path, refused.line, refused.field) == ("w.yaml", line, "metadata.namespace")
+
+
+class _Cluster:
+    """Answers like the API server: a write into a namespace not in ``namespaces`` is 404
+    ``namespaces "NAME" not found``; creating a Namespace answers ``create_answer`` if set."""
+
+    def __init__(self, namespaces=(), create_answer=None):
+        self.namespaces, self.create_answer, self.calls = set(namespaces), create_answer, []
+
+    def apply(self, obj, force=True):
+        self.calls.append(("apply", obj["metadata"]["namespace"]))
+        if obj["metadata"]["namespace"] not in self.namespaces:
+            raise scope.ApiError(404, "NotFound", f'namespaces "{obj["metadata"]["namespace"]}" not found', "PATCH x")
+        return obj
+
+    def create(self, obj):
+        self.calls.append(("create", obj["kind"], obj["metadata"]["name"]))
+        if obj["kind"] == "Namespace":
+            if self.create_answer:
+                if self.create_answer.status == 409:  # another write made it meanwhile
+                    self.namespaces.add(obj["metadata"]["name"])
+                raise self.create_answer
+            assert obj["metadata"]["labels"] == {"heumsi.github.io/created-by": "gitops-agent"}
+            self.namespaces.add(obj["metadata"]["name"])
+        return obj
+
+
+_APP = {"kind": "Application", "metadata": {"name": "web", "namespace": "team-new"}}
+
+
+def test_plain_names_create_a_missing_namespace_and_write_again_once():
+    cluster = _Cluster()
+    assert scope.ScopedKube(cluster, ("team-new",)).apply(_APP) is _APP
+    assert cluster.calls == [("apply", "team-new"), ("create", "Namespace", "team-new"), ("apply", "team-new")]
+
+
+def test_a_namespace_another_write_just_made_is_written_into():
+    cluster = _Cluster(create_answer=scope.ApiError(409, "AlreadyExists", 'namespaces "team-new" already exists'))
+    assert scope.ScopedKube(cluster, ("team-new",)).apply(_APP) is _APP
+    assert [c[0] for c in cluster.calls] == ["apply", "create", "apply"]
+
+
+def test_a_namespace_the_agent_may_not_create_is_named_with_how_to_make_it():
+    cluster = _Cluster(create_answer=scope.ApiError(403, "Forbidden", "namespaces is forbidden: User cannot create",
+                                                    "POST /api/v1/namespaces"))
+    with pytest.raises(scope.ApiError) as caught:
+        scope.ScopedKube(cluster, ("team-new",)).apply(_APP)
+    assert (caught.value.status, caught.value.reason) == (403, "Forbidden")
+    assert caught.value.message == ("namespace 'team-new' does not exist and the agent could not create it "
+                                    "(namespaces is forbidden: User cannot create); create it (kubectl create "
+                                    "namespace team-new) or allow the agent to create namespaces")
+    assert len(cluster.calls) == 2
+
+
+@pytest.mark.parametrize("patterns, err", [
+    (("team-*",), scope.ApiError(404, "NotFound", 'namespaces "team-new" not found')),  # globs: the pass made it
+    (("team-new",), scope.ApiError(404, "NotFound", 'applications "web" not found')),  # another 404
+    (("team-new",), scope.ApiError(403, "Forbidden", 'namespaces "team-new" not found')),
+])
+def test_other_failures_are_raised_as_they_are(patterns, err):
+    class Failing(_Cluster):
+        def apply(self, obj, force=True):
+            self.calls.append("apply")
+            raise err
+    cluster = Failing()
+    with pytest.raises(scope.ApiError) as caught:
+        scope.ScopedKube(cluster, patterns).apply(_APP)
+    assert caught.value is err and cluster.calls == ["apply"]
+
+
+def test_create_of_a_child_in_a_missing_namespace_makes_it_too():
+    cluster = _Cluster()
+    scoped = scope.ScopedKube(cluster, ("team-new",))
+    cluster.create = lambda obj, real=cluster.create: (real(obj) if obj["kind"] == "Namespace"
+                                                       else cluster.apply(obj))
+    scoped.create({"kind": "Event", "metadata": {"name": "e", "namespace": "team-new"}})
+    assert ("create", "Namespace", "team-new") in cluster.calls
