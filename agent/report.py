@@ -121,8 +121,9 @@ class Report:
             lines.append("invalid (not applied):")
             # a file error's reason already names its file; an Application keeps its name, and one
             # with no usable name its document's place (what the closing line names), said as such
-            # so two locations in a row do not read as one
-            lines += [f"  {reason}" if what not in self.refused and reason.startswith(f"{_file(what)}:")
+            # so two locations in a row do not read as one (unless they are the same: said once)
+            lines += [f"  {reason}" if reason.startswith(f"{what}:") or (what not in self.refused
+                                                                          and reason.startswith(f"{_file(what)}:"))
                       else f"  Application at {what}: {reason}" if ":" in what  # a namespace/name has no colon
                       else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()

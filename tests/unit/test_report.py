@@ -124,6 +124,10 @@ def test_a_documents_error_on_another_line_of_its_file_names_the_file_once():
     report.refused["n.yaml:1"] = "n.yaml:3: metadata.name: bad"
     assert "  Application at n.yaml:1: n.yaml:3: metadata.name: bad" in report.summary().splitlines()
     assert "; 2 Applications failed: n.yaml:1, ns/web;" in report.summary().splitlines()[-1]
+    # the same location twice is said once (a document of another kind: refused at its own line)
+    report.invalid.append(("k.yaml:1", "k.yaml:1: only Application documents are supported"))
+    report.refused["k.yaml:1"] = "k.yaml:1: only Application documents are supported"
+    assert "  k.yaml:1: only Application documents are supported" in report.summary().splitlines()
 
 
 @pytest.mark.parametrize("text, shown", [
