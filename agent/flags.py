@@ -214,25 +214,50 @@ def not_allowed(value: str, rule: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"{shown(value)} is not allowed: must be {rule}")
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(text: str) -> float | None:
+    """Seconds in a Go duration (``time.ParseDuration``, what Flux's and Argo CD's intervals
+    are written in): ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms``; None when ``text`` is
+    not one (a plain number has no unit and is not a duration)."""
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
 def number(minimum: float | None = None, maximum: float | None = None, *, above: bool = False,
            integer: bool = False, unit: str = "seconds"):
     """Type for a finite number (``integer``: a whole number) in ``[minimum, maximum]``
-    (``above``: strictly greater than ``minimum``). Returns float or int; the error names the
+    (``above``: strictly greater than ``minimum``), written in decimal digits (``1e3`` too, not
+    ``1_000``; blanks around are ignored); with ``unit`` seconds, also a Go duration (``5m``,
+    ``1h30m``: ``duration_seconds``; a whole number of seconds when ``integer``). Returns float or int; the error names the
     range and ``unit`` (none when empty, for a plain quantity such as a share), e.g. "must be a
     number of seconds > 0 and <= 3600"."""
+    durations = unit == "seconds"
     kind = ("a whole number" if integer else "a number") + (f" of {unit}" if unit else "")
+
     parts = []
     if minimum is not None:
         parts.append(f"{'>' if above else '>='} {minimum:g}")
     if maximum is not None:
         parts.append(f"<= {maximum:g}")
     rule = f"{kind} {' and '.join(parts)}".strip()
+    if durations:
+        rule += ", or a duration such as 90s, 5m or 1h30m"
 
     def convert(text: str):
-        try:
-            value = int(text.strip()) if integer else float(text.strip())
-        except (ValueError, AttributeError):
-            raise not_allowed(text, rule) from None
+        bare = text.strip()
+        if (_INTEGER if integer else _DECIMAL).fullmatch(bare):
+            value = int(bare) if integer else float(bare)
+        elif durations and duration_seconds(bare) is not None and (not integer or duration_seconds(bare).is_integer()):
+            value = int(duration_seconds(bare)) if integer else duration_seconds(bare)
+        else:
+            raise not_allowed(text, rule)
         if not math.isfinite(value):
             raise not_allowed(text, rule)
         if minimum is not None and (value <= minimum if above else value < minimum):

@@ -16,6 +16,10 @@ LEASE = flags.number(3, 3600, integer=True)
 
 @pytest.mark.parametrize("convert, text, value", [
     (SECONDS, "1", 1.0), (SECONDS, "60", 60.0), (SECONDS, " 2.5 ", 2.5), (SECONDS, "86400", 86400.0),
+    (SECONDS, "1e3", 1000.0), (SECONDS, ".5e1", 5.0), (SECONDS, "+7", 7.0), (SECONDS, "90s", 90.0),
+    (SECONDS, "5m", 300.0), (SECONDS, "1h30m", 5400.0), (SECONDS, "1.5h", 5400.0), (SECONDS, "1500ms", 1.5),
+    (SECONDS, "2s500ms", 2.5), (SECONDS, " 10m ", 600.0), (SECONDS, "24h", 86400.0), (SECONDS, "1m0.5s", 60.5),
+    (GRACE, "0s", 0.0), (LEASE, " 15 ", 15), (LEASE, "+15", 15), (LEASE, "1m", 60),
     (GRACE, "0", 0.0), (TIMEOUT, "0.5", 0.5), (LEASE, "15", 15), (LEASE, "3", 3),
     (flags.log_level, "info", "INFO"), (flags.log_level, "WARNING", "WARNING"),
     (flags.choice("text", "json"), "JSON", "json"),
@@ -32,7 +36,11 @@ def test_accepted(convert, text, value):
 @pytest.mark.parametrize("convert, text, rule", [
     (SECONDS, "-5", ">= 1 and <= 86400"), (SECONDS, "0", ">= 1"), (SECONDS, "86401", "<= 86400"),
     (SECONDS, "inf", "number of seconds"), (SECONDS, "nan", "number of seconds"), (SECONDS, "", "number"),
-    (SECONDS, "1m", "number of seconds"), (GRACE, "-1", ">= 0"), (TIMEOUT, "0", "> 0"),
+    (SECONDS, "1_0", "number of seconds"), (SECONDS, "1 0", "number of seconds"), (SECONDS, "0x10", "number"),
+    (SECONDS, "5 m", "or a duration such as 90s, 5m or 1h30m"), (SECONDS, "5M", "duration"), (SECONDS, "1d", "duration"),
+    (SECONDS, "m", "duration"), (SECONDS, "-5m", "duration"), (SECONDS, "25h", "<= 86400"), (SECONDS, "500ms", ">= 1"),
+    (LEASE, "1500ms", "whole number"), (LEASE, "1_5", "whole number"), (LEASE, "+", "whole number"),
+    (GRACE, "-1", ">= 0"), (TIMEOUT, "0", "> 0"),
     (TIMEOUT, "-1", "> 0"), (LEASE, "2", ">= 3"), (LEASE, "4.5", "whole number"),
     (flags.log_level, "verbose", "DEBUG, INFO, WARNING, ERROR"), (flags.choice("text", "json"), "xml", "text, json"),
     (nametypes.dns_label, "Team", "DNS-1123 label"), (nametypes.dns_label, "a" * 64, "DNS-1123 label"),
@@ -237,3 +245,17 @@ def test_a_cache_dir_through_a_symlink_to_nothing_is_refused(tmp_path):
     assert str(err.value).endswith(f"({str(tmp_path / 'link')!r} is a symlink to {str(tmp_path / 'gone')!r}, "
                                    "which does not exist)")
     assert not (tmp_path / "gone").exists()
+
+@pytest.mark.parametrize("text, seconds", [("1ns", 1e-9), ("3us", 3e-6), ("3µs", 3e-6), ("2h3m4s", 7384.0),
+                                           ("1.s", 1.0), (".5m", 30.0), ("1", None), ("", None), ("1h 2m", None),
+                                           ("s", None), ("1hh", None), ("1h-2m", None)])
+def test_duration_seconds(text, seconds):
+    assert flags.duration_seconds(text) == seconds
+
+
+def test_a_plain_quantity_or_another_unit_takes_no_duration():
+    with pytest.raises(argparse.ArgumentTypeError):
+        flags.number(0, 1, unit="")("5m")
+    with pytest.raises(argparse.ArgumentTypeError) as caught:
+        flags.number(1, 10, unit="requests")("5s")
+    assert "duration" not in str(caught.value)
