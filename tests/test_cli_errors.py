@@ -18,13 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # (command, flag, environment variable, bad values)
 BAD = [
-    ("run", "--interval", "INTERVAL", ["-5", "0", "0.5", "86401", "inf", "nan", "soon"]),
+    ("run", "--interval", "INTERVAL", ["-5", "0", "0.5", "86401", "inf", "nan", "soon", "500ms", "25h", "1d"]),
     ("run", "--jitter", "JITTER", ["-2", "3601", "x"]),
     ("sync", "--api-retry-seconds", "API_RETRY_SECONDS", ["-3", "601", "nan"]),
-    ("sync", "--fetch-timeout", "FETCH_TIMEOUT", ["-1", "0", "3601", "1m"]),
+    ("sync", "--fetch-timeout", "FETCH_TIMEOUT", ["-1", "0", "3601", "61m", "1_0", "5 m"]),
     ("sync", "--concurrency", "CONCURRENCY", ["0", "65", "2.5", "many"]),
     ("run", "--kube-api-qps", "KUBE_API_QPS", ["0", "0.05", "1e-9", "-1", "10001", "inf", "fast"]),
-    ("sync", "--kube-api-burst", "KUBE_API_BURST", ["0", "100001", "1.5", "x"]),
+    ("sync", "--kube-api-burst", "KUBE_API_BURST", ["0", "100001", "1.5", "x", "1_0", "5s"]),
     ("run", "--shutdown-grace", "SHUTDOWN_GRACE", ["-1", "3601", "x"]),
     ("run", "--lease-duration", "LEASE_DURATION", ["0", "2", "4.5", "3601", "x"]),
     ("run", "--http-addr", "HTTP_ADDR", ["8080", ":70000", "host:port", "", "bad_host:8080", "256.0.0.1:8080",

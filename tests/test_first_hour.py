@@ -257,7 +257,7 @@ def test_run_with_allowed_namespaces_syncs_and_its_passes_succeed(how, start_age
     repo.write("a.yaml", app_yaml("a", namespace=namespace, replicas=0))
     repo.commit()
     allowed = namespace if how == "names" else namespace[:6] + "*"
-    agent = start_agent(str(repo.path), "--allowed-namespaces", allowed, "--interval", "2")
+    agent = start_agent(str(repo.path), "--allowed-namespaces", allowed, "--interval", "2s")  # a Go duration
     wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 2, timeout=60,
              what="two successful passes")
     assert all(objects.trio(namespace, "a"))
