@@ -99,6 +99,20 @@ def desired_application(manifest_body: dict, commit: str, path: str, source: str
     }
 
 
+def overridden(manifest_body: dict, desired: dict) -> list[tuple[str, str, str]]:
+    """The labels and annotations Git sets that the agent sets to another value in ``desired``
+    (``desired_application``'s output), as ``(field, value in Git, value applied)`` with
+    ``field`` dotted, e.g. ``("metadata.labels.app.kubernetes.io/managed-by", "helm",
+    "gitops-agent")``; sorted by field. Empty when Git leaves the agent's keys alone."""
+    out = []
+    for part in ("labels", "annotations"):
+        ours = desired["metadata"][part]
+        for key, value in sorted((manifest_body["metadata"].get(part) or {}).items()):
+            if key in ours and ours[key] != value:
+                out.append((f"metadata.{part}.{key}", value, ours[key]))
+    return out
+
+
 def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
     """Desired Deployment and Service for the Application ``namespace/name`` with ``uid``.
 

@@ -145,6 +145,9 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         report.notes.append("pruning skipped: not every file could be read and validated")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
     desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository) for m in wanted]
+    report.notes += [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
+                     "applied" for m, desired in zip(wanted, desired_apps)
+                     for field, git, ours in render.overridden(m.body, desired)]
     owned_live = [a for a in live_apps if plan.owned(a, opts.source_id)]
     if prune and not desired_apps and owned_live and not opts.allow_empty:
         report.errors.append(

@@ -263,3 +263,13 @@ def test_run_with_allowed_namespaces_syncs_and_its_passes_succeed(how, start_age
     assert all(objects.trio(namespace, "a"))
     assert agent.get("/readyz")[0] == 200
     assert "Traceback" not in agent.output() and "internal error" not in agent.output()
+
+
+def test_a_label_the_agent_sets_is_not_taken_from_git_and_the_summary_says_so(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("web").replace("name: web", "name: web\n  labels: {app.kubernetes.io/managed-by: helm}"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stderr
+    assert ("note: a.yaml:1: metadata.labels.app.kubernetes.io/managed-by: set by the agent to 'gitops-agent'; "
+            "the value in Git ('helm') is not applied") in proc.stdout.splitlines()
+    assert objects.app(namespace, "web")["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"

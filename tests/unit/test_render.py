@@ -122,3 +122,17 @@ def test_the_content_hash_does_not_depend_on_key_order():
     hashes = [render.desired_application(b, "c", "p")["metadata"]["annotations"][render.CONTENT_HASH] for b in (one, two)]
     assert hashes[0] == hashes[1]
     assert render.desired_application(one, "c", "p")["metadata"]["labels"][render.SOURCE_LABEL] == "default"
+
+
+def test_overridden_names_each_key_git_sets_that_the_agent_sets_otherwise():
+    body = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": "a", "namespace": "n",
+                         "labels": {"tier": "web", render.MANAGED_BY: "helm", render.SOURCE_LABEL: "src-1"},
+                         "annotations": {render.SOURCE_COMMIT: "old", "note": "x"}},
+            "spec": {"image": "i", "replicas": 2, "port": 8080}}
+    desired = render.desired_application(body, "c" * 40, "apps/a.yaml", "src-1", "repo")
+    assert render.overridden(body, desired) == [
+        (f"metadata.labels.{render.MANAGED_BY}", "helm", render.AGENT_NAME),  # the same value (source) is no note
+        (f"metadata.annotations.{render.SOURCE_COMMIT}", "old", "c" * 40)]
+    plain = {"metadata": {"name": "a", "namespace": "n"}, "spec": body["spec"]}
+    assert render.overridden(plain, render.desired_application(plain, "c" * 40, "a.yaml")) == []
