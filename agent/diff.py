@@ -42,11 +42,21 @@ def strip(obj: dict) -> dict:
     return out
 
 
+class _Plain(yaml.SafeDumper):
+    """Writes every value out: a pass's live objects share equal parts (``share``), which YAML
+    would otherwise print once with an anchor (``&id001``) and then as aliases (``*id001``), a
+    change of lines where nothing changed. ``kubectl diff`` never prints aliases either."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def dump(obj: dict | None) -> list[str]:
-    """``strip(obj)`` as YAML lines with sorted keys (``[]`` for None), newline-terminated."""
+    """``strip(obj)`` as YAML lines with sorted keys and no anchors or aliases (``[]`` for
+    None), newline-terminated."""
     if obj is None:
         return []
-    return yaml.safe_dump(strip(obj), sort_keys=True, default_flow_style=False).splitlines(keepends=True)
+    return yaml.dump(strip(obj), Dumper=_Plain, sort_keys=True, default_flow_style=False).splitlines(keepends=True)
 
 
 def unified(subject: str, live: dict | None, desired: dict | None) -> str:

@@ -161,6 +161,23 @@ def test_unified_diff_shows_only_real_changes():
     assert "-kind: Deployment" in removed
 
 
+def test_a_diff_of_objects_with_shared_parts_writes_every_value_out():
+    """A pass's objects share equal parts (share.Memo): the Deployment's selector labels are
+    the same mapping as its pod template's. YAML would print an anchor and aliases."""
+    from agent import share
+
+    def shared(image):
+        labels = {"app": "web"}
+        return share.Memo().share({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web",
+                                   "namespace": "ns", "labels": labels}, "spec": {"selector": {"matchLabels": labels},
+                                   "template": {"metadata": {"labels": labels}, "spec": {"image": image}}}})
+    text = diff.unified("Deployment/ns/web", shared("nginx:1"), shared("nginx:2"))
+    assert "&id" not in text and "*id" not in text
+    assert [line for line in text.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-      image: nginx:1", "+      image: nginx:2"]
+    assert "".join(diff.dump(shared("nginx:1"))).count("app: web") == 3
+
+
 class FakeKube:
     def __init__(self, items):
         self.items = items
