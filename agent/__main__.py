@@ -1,11 +1,25 @@
 """``python -m agent``: see ``agent.cli``; ``validate`` goes straight to ``agent.commands`` so it
 never imports the cluster client (a pre-commit hook starts it on every commit)."""
 
+import os
+import signal
 import sys
+
+INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
+
+
+def _interrupted(signum, frame) -> None:
+    """SIGINT (Ctrl-C) outside ``run``: one line and exit 130 at once, as SIGTERM ends the
+    process at once, instead of a KeyboardInterrupt traceback from wherever the pass was
+    (``run`` installs its own handler: it stops cleanly, see ``agent.cli``)."""
+    os.write(2, b"interrupted (SIGINT): stopped at once; what was already written stays, nothing further "
+                b"was changed or pruned\n")
+    os._exit(INTERRUPTED)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m agent`` and the ``gitops-agent`` script; returns the exit code."""
+    signal.signal(signal.SIGINT, _interrupted)
     from . import streams
 
     out, err = streams.guard()  # a failed write (full disk, broken pipe, closed stdout) ends quietly, exit 2

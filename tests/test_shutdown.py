@@ -179,3 +179,31 @@ def test_sigterm_while_waiting_for_the_rate_limit_does_not_wait_for_the_grace(  
     assert code == 0, agent.output()
     assert seconds < PROMPT, f"took {seconds:.1f}s with --shutdown-grace {LONG_GRACE:g}"
     assert "Traceback" not in agent.output()
+
+
+@pytest.mark.parametrize("command", ["sync", "diff"])
+def test_ctrl_c_ends_a_one_shot_command_at_once_with_one_line_and_no_traceback(command, agent, repo, namespace,
+                                                                              tmp_path):
+    """SIGINT to ``sync`` or ``diff`` while the fetch hangs: exit 130 (a shell's code for Ctrl-C)
+    within PROMPT seconds, one line, no KeyboardInterrupt traceback."""
+    import subprocess
+    import sys
+
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    faults.bare_clone(repo.path, tmp_path / "srv" / "apps.git")
+    with faults.GitHttpServer(tmp_path / "srv", mode=faults.HANG) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")}
+        proc = subprocess.Popen([sys.executable, "-m", "agent", command, "--repo", server.url("apps.git"),
+                                 "--kubeconfig", str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir),
+                                 "--namespace", namespace, "--fetch-timeout", "300"],
+                                cwd=agent.cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: server.requests, timeout=30, what="the fetch to reach the hanging remote")
+        time.sleep(0.5)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert time.monotonic() - started < PROMPT
+    assert proc.returncode == 130, out + err
+    assert err.splitlines() == ["interrupted (SIGINT): stopped at once; what was already written stays, nothing "
+                                "further was changed or pruned"]
