@@ -21,7 +21,8 @@ SPEC_SCHEMA: dict = {
         "image": {
             "type": "string",
             "minLength": 1,
-            "description": "Container image reference, e.g. nginx:latest.",
+            "pattern": "^\\S+$",
+            "description": "Container image reference, e.g. nginx:latest; no whitespace anywhere.",
         },
         "replicas": {
             "type": "integer",

@@ -34,6 +34,8 @@ def problems(spec) -> list[tuple[tuple, str]]:
                     for k in e.instance if k not in _SPEC_FIELDS]
         elif not sub and e.validator == "type":
             out.append(((), f"must be a mapping, not {_type_name(spec)}"))
+        elif e.validator == "pattern" and sub == ("image",):
+            continue  # no whitespace: said below, in words
         elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:
             out.append((sub, f"must be {_rule(_SPEC_FIELDS[sub[0]])} (got {_show(e.instance)})"))
         else:

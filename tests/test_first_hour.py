@@ -273,3 +273,14 @@ def test_a_label_the_agent_sets_is_not_taken_from_git_and_the_summary_says_so(ag
     assert ("note: a.yaml:1: metadata.labels.app.kubernetes.io/managed-by: set by the agent to 'gitops-agent'; "
             "the value in Git ('helm') is not applied") in proc.stdout.splitlines()
     assert objects.app(namespace, "web")["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"
+
+
+@pytest.mark.parametrize("image", ["nginx latest", " nginx:1", "nginx:1\t"])
+def test_the_crd_refuses_by_hand_an_image_the_agent_refuses_from_git(cluster, namespace, image):
+    """crd.yaml's ``spec.image`` rule is the README's: no whitespace anywhere, so an
+    Application applied by hand cannot get a Deployment that Git could not."""
+    doc = json.dumps({"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+                      "metadata": {"name": "web", "namespace": namespace},
+                      "spec": {"image": image, "replicas": 0, "port": 80}})
+    proc = cluster.kubectl("apply", "-f", "-", input=doc, check=False)
+    assert proc.returncode != 0 and "spec.image" in proc.stderr and "should match" in proc.stderr, proc.stderr

@@ -457,7 +457,7 @@ def test_schema_constants():
 def test_spec_schema_is_a_valid_structural_schema():
     """Only keywords allowed in CRD structural schemas; no additionalProperties next to
     properties (the API server rejects that combination)."""
-    allowed = {"type", "minLength", "minimum", "maximum", "required", "properties", "description"}
+    allowed = {"type", "minLength", "minimum", "maximum", "required", "properties", "description", "pattern"}
     stack = [SPEC_SCHEMA]
     while stack:
         node = stack.pop()
