@@ -305,11 +305,14 @@ _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 def repo(text: str) -> str:
     """Type for ``--repo``: not blank, and a URL only with a scheme of ``REPO_SCHEMES`` (Git's
-    own transports; ``ftp://`` and the like are refused before Git is run)."""
-    scheme = _URL_SCHEME.match(non_empty(text))
-    if scheme and scheme.group(1).lower() not in REPO_SCHEMES:
+    own transports; ``ftp://`` and the like are refused before Git is run). Returns it without
+    the blanks around it (a variable from a Secret made from a file often ends in a newline);
+    a line break or tab inside is refused."""
+    bare = non_empty(text).strip()
+    scheme = _URL_SCHEME.match(bare)
+    if (scheme and scheme.group(1).lower() not in REPO_SCHEMES) or any(c in bare for c in "\r\n\t"):
         raise not_allowed(text, REPO_RULE)
-    return text
+    return bare
 
 
 

@@ -547,7 +547,7 @@ def test_a_kubeconfig_in_the_kubeconfig_variable_that_cannot_be_read_is_named(tm
 
 
 @pytest.mark.parametrize("command", ["sync", "diff", "run", "validate"])
-@pytest.mark.parametrize("repo", ["ftp://host/r.git", "HTTPX://host/r", "s3://bucket/r"])
+@pytest.mark.parametrize("repo", ["ftp://host/r.git", "HTTPX://host/r", "s3://bucket/r", "/srv/a\nb", "https://h/r\t.git"])
 def test_a_repo_url_git_cannot_read_is_refused_before_git_runs(main, command, repo):
     """Git's transports are local paths, file://, http(s)://, ssh:// (and its aliases), git://
     and scp-like user@host:path; any other scheme is one line naming them, as a flag or a variable."""

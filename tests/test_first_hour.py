@@ -284,3 +284,15 @@ def test_the_crd_refuses_by_hand_an_image_the_agent_refuses_from_git(cluster, na
                       "spec": {"image": image, "replicas": 0, "port": 80}})
     proc = cluster.kubectl("apply", "-f", "-", input=doc, check=False)
     assert proc.returncode != 0 and "spec.image" in proc.stderr and "should match" in proc.stderr, proc.stderr
+
+
+def test_a_repo_variable_ending_in_a_newline_is_read_without_it(agent, repo, namespace, objects):
+    """A Secret made with ``--from-file`` ends its value in a newline."""
+    import sys
+
+    repo.write("a.yaml", app_yaml("web", replicas=0))
+    repo.commit()
+    proc = agent.run([sys.executable, "-m", "agent", "sync", "--kubeconfig", str(agent.kubeconfig), "--cache-dir",
+                      str(agent.cache_dir), "--namespace", namespace], env={"GITOPS_AGENT_REPO": f"  {repo.path}\n"})
+    assert proc.returncode == 0, proc.stderr
+    assert all(objects.trio(namespace, "web"))
