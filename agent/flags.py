@@ -62,6 +62,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 (argparse API)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown flag after a command is that command's error
+        (``PROG diff: error: unrecognized arguments: --exit-code (see PROG diff --help)``):
+        argparse reports it as the top-level parser's, which does not say which command."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+            owner = commands.get(getattr(parsed, "command", None), self)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
 
 def usage_line(command: str | None, err: "UsageError") -> str:
     """The one line a ``UsageError`` ends the process with, worded as argparse words a bad

@@ -564,3 +564,21 @@ def test_a_repo_url_git_cannot_read_is_refused_before_git_runs(main, command, re
 def test_every_transport_git_reads_passes_the_repo_check(main, repo):
     proc = main(["validate", "--repo", repo, "--fetch-timeout", "5"])
     assert "argument --repo" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, prog", [
+    (["diff", "--repo", "/r", "--exit-code"], "diff"), (["sync", "--repo", "/r", "extra"], "sync"),
+    (["run", "--repo", "/r", "--once"], "run"), (["reconcile", "web", "--bogus"], "reconcile"),
+])
+def test_an_unknown_flag_after_a_command_is_that_commands_error(main, args, prog):
+    proc = main(args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    unknown = args[-1]
+    assert proc.stderr.splitlines() == [f"{flags_prog()} {prog}: error: unrecognized arguments: {unknown} "
+                                        f"(see {flags_prog()} {prog} --help)"]
+
+
+def flags_prog() -> str:
+    from agent import flags
+
+    return flags.prog_name()
