@@ -50,3 +50,15 @@ def setup(log_format: str, log_level: str | None, command: str) -> None:
         logging.getLogger("agent.retry").setLevel(logging.INFO)
     for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    scheduler = logging.getLogger("apscheduler.scheduler")
+    if not any(isinstance(f, _OverlapSkipped) for f in scheduler.filters):
+        scheduler.addFilter(_OverlapSkipped())
+
+
+class _OverlapSkipped(logging.Filter):
+    """Drops APScheduler's WARNING ``Execution of job ... skipped: maximum number of running
+    instances reached (1)``: a job that comes due while its pass still runs is skipped by
+    design (``max_instances=1``, see ``agent.runner``), not a fault to warn about."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in str(record.msg)
