@@ -16,6 +16,11 @@ from __future__ import annotations
 import re
 
 ALLOWED = ("name", "namespace", "labels", "annotations")
+SERVER_SET = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
+              "deletionTimestamp", "deletionGracePeriodSeconds")
+"""Keys the API server writes into every object (``ObjectMeta``), which ``kubectl get -o yaml``
+prints: refused with a message that says so, since copying such output into Git is how they
+arrive."""
 ANNOTATIONS_MAX_BYTES = 256 * 1024  # TotalAnnotationSizeLimitB in apimachinery
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -48,6 +53,8 @@ def problems(meta: dict) -> list[tuple[tuple, str]]:
         if key not in ALLOWED:
             close = next((field for field in ALLOWED if _close(key, field)), None)
             hint = f" (did you mean metadata.{close}?)" if close else ""
+            if key in SERVER_SET:
+                hint = ": the API server sets it (kubectl get -o yaml prints it); remove it from Git"
             out.append(((key,), f"unknown field{hint} (allowed: {', '.join(ALLOWED)})"))
     for field in ("labels", "annotations"):
         if field not in meta or meta[field] is None:

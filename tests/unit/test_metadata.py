@@ -67,11 +67,18 @@ ALLOWED_TEXT = "(allowed: name, namespace, labels, annotations)"
     ("nomespaze", False),    # two letters wrong
     ("namespacexx", False),  # two letters too many, even though it starts with namespace
     ("resource", False),     # the same length give or take one, but other letters
-    ("uid", False),
+    ("selfLinks", False),
 ])
 def test_unknown_metadata_key_message_and_typo_hint(key, hint):
     says = "unknown field (did you mean metadata.namespace?) " if hint else "unknown field "
     assert metadata.problems({"name": "web", key: "x"}) == [((key,), says + ALLOWED_TEXT)]
+
+
+@pytest.mark.parametrize("key", metadata.SERVER_SET)
+def test_a_key_the_api_server_sets_is_refused_saying_so(key):
+    assert metadata.problems({"name": "web", key: "x"}) == [
+        ((key,), "unknown field: the API server sets it (kubectl get -o yaml prints it); remove it from Git "
+                 + ALLOWED_TEXT)]
 
 
 @pytest.mark.parametrize("key, close", [("lables", "labels"), ("label", "labels"), ("annotation", "annotations"),
