@@ -264,6 +264,22 @@ def other_repository(live: dict | None, source: str, repository: str) -> str | N
     return other if other and other != repository else None
 
 
+def taken_over(steps: list[Step], source: str) -> list[tuple[Step, str]]:
+    """The steps that apply over an Application the agent synced for another source id of the
+    same repository (another ``--path`` or ``--source-id``; ``refuse`` has taken out other
+    repositories'), with that id: ``(step, other source id)``, in ``steps``' order. Applying
+    relabels it as this source's; if an agent with the other id still runs, the two take it
+    from each other on every pass."""
+    out = []
+    for step in steps:
+        if step.action == PRUNE or step.live is None or not owned(step.live) or owned(step.live, source):
+            continue
+        other = (step.live.get("metadata", {}).get("labels") or {}).get(SOURCE_LABEL)
+        if other:
+            out.append((step, other))
+    return out
+
+
 def refuse(steps: list[Step], source: str, repository: str,
            where: dict[str, str]) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Take out of ``steps`` the Applications another repository's source owns

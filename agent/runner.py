@@ -273,7 +273,7 @@ class Runner:
                 extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
                                   "failed_applications": report.failing(), "failed_files": report.file_errors(),
-                                  "errors": report.errors,
+                                  "errors": report.errors, "notes": report.notes,
                                   "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -169,6 +169,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     del where  # read only for refused Applications
     for step, why in refused:  # another repository's Application: failed here, nothing written to it
         report.add(_key(step.desired), step.subject, FAILED, why)
+    report.notes += _taken_over(plan.taken_over(app_steps, opts.source_id))
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
                                                                         or suspend.never_pruned(s.live))]
@@ -391,6 +392,19 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
             report.notes.append(f"{KIND}/{key}: {wait.message()}")
             report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
     return out
+
+
+def _taken_over(taken: list) -> list[str]:
+    """One note per other source id that Applications were taken over from (``plan.taken_over``'s
+    pairs), naming up to three of them: a changed ``--path`` takes every one over once, and
+    two agents on overlapping paths take them from each other on every pass."""
+    by_source: dict[str, list[str]] = {}
+    for step, other in taken:
+        by_source.setdefault(other, []).append(_key(step.desired))
+    return [f"{len(keys)} Application{'s' if len(keys) != 1 else ''} taken over from source {other!r} "
+            f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}): another --path or --source-id of this "
+            "repository synced them; if an agent of that source still runs, the two take them from each other on "
+            "every pass (give each agent paths no other agent reads)" for other, keys in sorted(by_source.items())]
 
 
 def _all_owned(n: int) -> str:

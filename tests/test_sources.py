@@ -100,13 +100,19 @@ def test_one_repository_under_a_new_url_form_or_path_takes_its_applications_over
     uids = children_uids(objects, namespace, "web")
     link = tmp_path / "link-to-repo"
     link.symlink_to(repo.path)
+    notes = []
     for url, path in ((f"file://{repo.path}", "apps"), (f"file://{repo.path}", "."), (str(link), "apps/")):
+        before = objects.app(namespace, "web")["metadata"]["labels"][SOURCE]
         proc = agent.sync(url, "--namespace", namespace, "--path", path)
         assert proc.returncode == 0, proc.stderr
         app = objects.app(namespace, "web")
         assert app["metadata"]["labels"][SOURCE] == source.source_id(url, path)  # a new one for a new path
+        taken = f"note: 1 Application taken over from source {before!r} ({namespace}/web): another --path"
+        assert (taken in proc.stdout) == (before != source.source_id(url, path)), proc.stdout
+        notes.append(taken in proc.stdout)
         assert app["metadata"]["annotations"][REPOSITORY] == os.path.realpath(repo.path)  # one repository
         assert app["status"]["lastSyncedCommit"] == repo.head()
+    assert notes == [False, True, True]  # the same path under another URL form is the same source
     assert children_uids(objects, namespace, "web") == uids  # taken over in place, never re-created
     # the source that holds it now prunes it when it leaves Git, as before
     repo.remove("apps/web.yaml")

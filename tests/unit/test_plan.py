@@ -507,3 +507,14 @@ def test_claim_refuses_an_update_of_a_listed_object_that_is_someone_elses():
         ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
                               "not by Application ns/web"),
         ("Service/ns/web", NOT_APPLIED)]
+
+
+def test_taken_over_names_the_other_source_of_each_application_applied_over():
+    def labelled(name, source, managed=None):
+        return app(name, labels={**OWNED, render.SOURCE_LABEL: source} if source else OWNED, managed=managed)
+    live = [labelled("from-a", "a"), labelled("mine", "b"), labelled("unlabelled", None), app("by-hand"),
+            labelled("copied", "a", managed=[{**APPLIED[0], "manager": "kubectl", "operation": "Update"}]),
+            labelled("gone", "a")]
+    desired = [app(n) for n in ("from-a", "mine", "unlabelled", "by-hand", "copied", "new")]
+    steps = plan.plan(desired, live, prune=True, source="b")
+    assert [(s.identity[3], other) for s, other in plan.taken_over(steps, "b")] == [("from-a", "a")]
