@@ -277,10 +277,16 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             staging = None
             repo = git.Repo(target)
     except (git.GitCommandError, gitproc.Failed) as err:
-        lines = (err.stderr or str(err)).replace("stderr: ", "").strip("'\n ").splitlines()
+        text = (err.stderr or str(err)).replace("stderr: ", "").strip()
+        if len(text) > 1 and text[0] == text[-1] == "'":  # GitPython quotes Git's stderr: 'fatal: ...'
+            text = text[1:-1]
+        lines = text.splitlines()
         detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
         if getattr(err, "cancelled", False):
             detail = "interrupted: the agent is shutting down"
+        elif "couldn't find remote ref HEAD" in detail:
+            detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
+                      f"its default branch was deleted); push a commit, or name a branch with --ref ({detail})")
         elif _refused(detail):
             detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:

@@ -296,3 +296,16 @@ def test_a_repo_variable_ending_in_a_newline_is_read_without_it(agent, repo, nam
                       str(agent.cache_dir), "--namespace", namespace], env={"GITOPS_AGENT_REPO": f"  {repo.path}\n"})
     assert proc.returncode == 0, proc.stderr
     assert all(objects.trio(namespace, "web"))
+
+
+def test_an_empty_repository_is_named_as_such(agent, tmp_path, namespace):
+    import subprocess
+
+    empty = tmp_path / "empty"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(empty)], check=True)
+    proc = agent.sync(empty, "--namespace", namespace)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: fetching {empty} failed: the repository's HEAD names no branch that exists (an empty repository "
+        "with no commit, or its default branch was deleted); push a commit, or name a branch with --ref (fatal: "
+        "couldn't find remote ref HEAD); nothing was changed or pruned")
