@@ -211,6 +211,11 @@ def _rejected(errors: list[ManifestError], documents: list[tuple]) -> list[Rejec
                    for p, doc, r in groups.values()), key=lambda r: (r.path, r.line or 0))
 
 
+_DOCUMENT_BOM = re.compile(r"(^(?:---|\.\.\.)[ \t]*\r?\n)\ufeff", re.MULTILINE)
+"""A byte order mark opening a document after ``---`` (or ``...``): files joined from files
+saved with a BOM have one there; kubectl reads each document as its own input and drops it."""
+
+
 def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int, documents: list):
     found: list = []
     errors: list[ManifestError] = []
@@ -222,6 +227,8 @@ def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs:
     except UnicodeDecodeError as e:
         return [], [ManifestError(path, data.count(b"\n", 0, e.start) + 1, None,
                                   f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})")]
+    if "\ufeff" in text:  # a BOM may open every document of a stream (YAML 1.2), as kubectl reads them
+        text = _DOCUMENT_BOM.sub(r"\1", text)
     if _FAST:
         fast = _load_fast(path, text, namespace, max_docs)
         if fast is not None:

@@ -64,6 +64,20 @@ def test_bom_and_crlf():
     assert result.manifests[0].body["spec"] == {"image": "nginx:latest", "replicas": 1, "port": 80}
 
 
+@pytest.mark.parametrize("joint", ["---\n\ufeff", "---\r\n\ufeff", "--- \n\ufeff", "...\n---\n\ufeff"])
+def test_a_bom_opening_a_later_document_is_dropped_as_kubectl_drops_it(joint):
+    """Files saved with a BOM and joined keep one after each ``---``; YAML 1.2 allows it there."""
+    data = ("\ufeff" + app("a") + joint + app("b")).encode()
+    result = run({"joined.yaml": data})
+    assert result.errors == [] and [m.name for m in result.manifests] == ["a", "b"]
+    assert result.manifests[1].line == app("a").count("\n") + joint.count("\n") + 1
+
+
+def test_a_bom_inside_a_document_is_not_dropped():
+    result = run({"x.yaml": app("a").replace("kind:", "\ufeffkind:").encode()})
+    assert result.manifests == [] and result.errors
+
+
 def test_crlf_line_numbers():
     data = EXAMPLE.replace("replicas: 1", "replicas: -1").replace("\n", "\r\n")
     assert only_error(run({"w.yaml": data})).line == 7
