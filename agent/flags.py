@@ -337,7 +337,8 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
     (``/etc/passwd``), a symlink to nothing (on the way), a directory that may not be written
     (its mode, a read-only file system) or searched. Checked only by a command about to fetch,
     before anything else runs, so a bad cache directory never fails ``validate --path`` and
-    never surfaces as a raw OS error from Git or the lock."""
+    never surfaces as a raw OS error from Git or the lock. A missing directory is created here
+    (the fetch would create it next)."""
     given = Path(value).absolute()
 
     def refuse(why: str) -> UsageError:
@@ -366,6 +367,11 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
         why = os.strerror(errno.EROFS if read_only else errno.EACCES)
         what = " or ".join(missing) + ("" if existing == given else " (to create the cache directory in it)")
         raise refuse(f"{name(existing)} cannot be {what} by this user: {why}")
+    if existing != given:  # made now, as the fetch would: a file system may refuse what access() allows (/proc)
+        try:
+            given.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise refuse(f"it cannot be created: {err.strerror or err}") from None
     return value
 
 

@@ -232,6 +232,14 @@ def test_cache_dir_must_be_a_directory_or_creatable_as_one(tmp_path):
 
 
 
+def test_a_cache_dir_is_made_by_the_check_and_one_the_file_system_refuses_says_why(tmp_path):
+    assert flags.cache_dir(str(tmp_path / "a" / "b")) and (tmp_path / "a" / "b").is_dir()
+    with pytest.raises(flags.UsageError) as err:  # /proc may be written to as root, never a directory made in it
+        flags.cache_dir("/proc/gitops-agent-cache")
+    assert str(err.value).endswith("(it cannot be created: No such file or directory)") \
+        or "cannot be written" in str(err.value)
+
+
 def test_a_cache_dir_through_a_symlink_to_nothing_is_refused(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "gone")
     (tmp_path / "good").symlink_to(tmp_path)
