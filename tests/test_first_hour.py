@@ -110,6 +110,9 @@ def test_plain_allowed_namespaces_create_a_missing_namespace_like_globs_do(agent
     repo.write("a.yaml", app_yaml("a", namespace=missing, replicas=0))
     repo.commit()
     try:
+        dry = agent.sync(repo.path, "--allowed-namespaces", f"{missing},other", "--dry-run")
+        assert dry.returncode == 1 and "3 create" in dry.stdout, dry.stdout + dry.stderr  # a plan, nothing made
+        assert cluster.kubectl("get", "namespace", missing, check=False).returncode != 0
         proc = agent.sync(repo.path, "--allowed-namespaces", f"{missing},other")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert all(objects.trio(missing, "a"))
