@@ -11,7 +11,13 @@ INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by C
 def _interrupted(signum, frame) -> None:
     """SIGINT (Ctrl-C) outside ``run``: one line and exit 130 at once, as SIGTERM ends the
     process at once, instead of a KeyboardInterrupt traceback from wherever the pass was
-    (``run`` installs its own handler: it stops cleanly, see ``agent.cli``)."""
+    (``run`` installs its own handler: it stops cleanly, see ``agent.cli``). Running Git
+    commands are ended first (their process groups: they never see the terminal's SIGINT), so
+    none writes into the cache after the lock is gone; a first fetch's staging directory left
+    behind is removed by the next fetch."""
+    gitproc = sys.modules.get("agent.gitproc")
+    if gitproc is not None:
+        gitproc.cancel()
     os.write(2, b"interrupted (SIGINT): stopped at once; what was already written stays, nothing further "
                 b"was changed or pruned\n")
     os._exit(INTERRUPTED)

@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 ENV_PREFIX = "GITOPS_AGENT_"
@@ -227,18 +228,22 @@ def not_allowed(value: str, rule: str) -> argparse.ArgumentTypeError:
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "\u00b5s": Fraction(1, 10**6),
+                   "\u03bcs": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": Fraction(1), "m": Fraction(60),
+                   "h": Fraction(3600)}
 
 
-def duration_seconds(text: str) -> float | None:
+def duration_seconds(text: str) -> Fraction | None:
     """Seconds in a Go duration (``time.ParseDuration``, what Flux's and Argo CD's intervals
-    are written in): ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms``; None when ``text`` is
-    not one (a plain number has no unit and is not a duration)."""
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+    are written in): ``90s``, ``5m``, ``1h30m``, ``1.5h``, ``500ms``, a sign in front (``+1s``,
+    ``-1s``), ``us`` or ``µs``; exact (``1.1h`` is 3960 seconds, no rounding), as a Fraction.
+    None when ``text`` is not one (a plain number has no unit and is not a duration)."""
+    sign, body = (-1 if text[:1] == "-" else 1), text[1:] if text[:1] in "+-" else text
+    parts = _DURATION_PART.findall(body) if body else []
+    if not parts or "".join(n + u for n, u in parts) != body:
         return None
-    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    return sign * sum(Fraction(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
 def number(minimum: float | None = None, maximum: float | None = None, *, above: bool = False,
@@ -265,8 +270,8 @@ def number(minimum: float | None = None, maximum: float | None = None, *, above:
         bare = text.strip()
         if (_INTEGER if integer else _DECIMAL).fullmatch(bare):
             value = int(bare) if integer else float(bare)
-        elif durations and duration_seconds(bare) is not None and (not integer or duration_seconds(bare).is_integer()):
-            value = int(duration_seconds(bare)) if integer else duration_seconds(bare)
+        elif durations and (exact := duration_seconds(bare)) is not None and (not integer or exact.denominator == 1):
+            value = int(exact) if integer else float(exact)
         else:
             raise not_allowed(text, rule)
         if not math.isfinite(value):
@@ -337,8 +342,9 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
     (``/etc/passwd``), a symlink to nothing (on the way), a directory that may not be written
     (its mode, a read-only file system) or searched. Checked only by a command about to fetch,
     before anything else runs, so a bad cache directory never fails ``validate --path`` and
-    never surfaces as a raw OS error from Git or the lock. A missing directory is created here
-    (the fetch would create it next)."""
+    never surfaces as a raw OS error from Git or the lock. A missing directory is created and
+    removed again here, so a file system that refuses it (``/proc``) is caught, and a command
+    refused for another reason leaves nothing behind."""
     given = Path(value).absolute()
 
     def refuse(why: str) -> UsageError:
@@ -367,11 +373,17 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
         why = os.strerror(errno.EROFS if read_only else errno.EACCES)
         what = " or ".join(missing) + ("" if existing == given else " (to create the cache directory in it)")
         raise refuse(f"{name(existing)} cannot be {what} by this user: {why}")
-    if existing != given:  # made now, as the fetch would: a file system may refuse what access() allows (/proc)
+    if existing != given:  # a file system may refuse what access() allows (/proc): try, and leave nothing
+        made = [p for p in [given, *given.parents] if p != existing and existing in p.parents]
         try:
-            given.mkdir(parents=True, exist_ok=True)
+            given.mkdir(parents=True)
         except OSError as err:
             raise refuse(f"it cannot be created: {err.strerror or err}") from None
+        for path in made:  # deepest first; the fetch makes them again, once the other checks passed
+            try:
+                path.rmdir()
+            except OSError:
+                break
     return value
 
 

@@ -342,9 +342,10 @@ class Kube:
         if self.dry_run:
             if meta.get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # as in apply: it exists only in the dry run
-            if obj["kind"] == "Namespace":
-                self._dry_namespaces.add(meta["name"])
-        return self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj, query=query)
+        made = self.request("POST", path(group, obj["kind"], meta.get("namespace")), body=obj, query=query)
+        if self.dry_run and obj["kind"] == "Namespace":  # only once the server said it could be made
+            self._dry_namespaces.add(meta["name"])
+        return made
 
     def delete(self, obj: dict, propagation: str = "Background") -> bool:
         """Delete ``obj`` with ``propagation`` (``Background``, ``Foreground`` or ``Orphan``; see

@@ -261,6 +261,8 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
                 return repo, False
         else:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
+            for stale in Path(cache_dir).glob(".new-*"):  # a first fetch cut short (the lock is held: none runs)
+                shutil.rmtree(stale, ignore_errors=True)
             staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
             repo = git.Repo.init(staging, bare=True)
             repo.create_remote("origin", url)
@@ -286,7 +288,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             detail = "interrupted: the agent is shutting down"
         elif "couldn't find remote ref HEAD" in detail:
             detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
-                      f"its default branch was deleted); push a commit, or name a branch with --ref ({detail})")
+                      f"its default branch was deleted); push a commit, or set its default branch ({detail})")
         elif _refused(detail):
             detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:

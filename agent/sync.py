@@ -169,7 +169,6 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     del where  # read only for refused Applications
     for step, why in refused:  # another repository's Application: failed here, nothing written to it
         report.add(_key(step.desired), step.subject, FAILED, why)
-    report.notes += _taken_over(plan.taken_over(app_steps, opts.source_id))
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
                                                                         or suspend.never_pruned(s.live))]
@@ -187,6 +186,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             in_scope[_key(step.desired)] = step.live
         else:
             app_work.append(step)
+    taking = {_key(step.desired): other for step, other in plan.taken_over(app_work, opts.source_id)}
     for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
             before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons,
@@ -198,6 +198,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             continue
         _record(report, kube, key, step.subject, done, done.live, outcomes)
         in_scope[key] = done.live
+    report.notes += _taken_over([(key, taking[key]) for key in sorted(taking) if key in in_scope])
 
     # Applications kept from the cluster: hand-applied ones, and owned ones Git did not prune this pass
     # (their file failed to validate, or pruning is off). Another source's are its agent's business.
@@ -394,17 +395,18 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
     return out
 
 
-def _taken_over(taken: list) -> list[str]:
-    """One note per other source id that Applications were taken over from (``plan.taken_over``'s
-    pairs), naming up to three of them: a changed ``--path`` takes every one over once, and
-    two agents on overlapping paths take them from each other on every pass."""
+def _taken_over(taken: list[tuple[str, str]]) -> list[str]:
+    """One note per other source id that Applications were taken over from, given as
+    ``(namespace/name, other source id)`` pairs of Applications this pass applied, naming up to
+    three of them: a changed ``--path`` takes every one over once, and two agents on
+    overlapping paths take them from each other on every pass."""
     by_source: dict[str, list[str]] = {}
-    for step, other in taken:
-        by_source.setdefault(other, []).append(_key(step.desired))
+    for key, other in taken:
+        by_source.setdefault(other, []).append(key)
     return [f"{len(keys)} Application{'s' if len(keys) != 1 else ''} taken over from source {other!r} "
-            f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}): another --path or --source-id of this "
-            "repository synced them; if an agent of that source still runs, the two take them from each other on "
-            "every pass (give each agent paths no other agent reads)" for other, keys in sorted(by_source.items())]
+            f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}): it synced them under another --path or "
+            "--source-id; if an agent of that source still runs, the two take them from each other on every pass "
+            "(give each agent paths no other agent reads)" for other, keys in sorted(by_source.items())]
 
 
 def _all_owned(n: int) -> str:

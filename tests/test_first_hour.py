@@ -147,9 +147,15 @@ def test_a_missing_namespace_the_agent_may_not_create_is_named_with_how_to_make_
     kubeconfig.write_text(json.dumps(config))
     repo.write("a.yaml", app_yaml("a", namespace=namespace, replicas=0))
     repo.write("b.yaml", app_yaml("b", namespace=missing, replicas=0))
+    repo.write("c.yaml", app_yaml("c", namespace=missing, replicas=0))
     repo.commit()
+    # a dry run fails both as the real run does (a namespace it could not make is not taken as made)
+    dry = agent.sync(repo.path, "--allowed-namespaces", f"{namespace},{missing}", "--kubeconfig", str(kubeconfig),
+                     "--dry-run")
+    assert dry.returncode == 2 and dry.stdout.count("does not exist and the agent could not create it") == 2, dry.stdout
     proc = agent.sync(repo.path, "--allowed-namespaces", f"{namespace},{missing}", "--kubeconfig", str(kubeconfig))
     assert proc.returncode == 2
+    assert proc.stdout.count("does not exist and the agent could not create it") == 2
     assert f"namespace '{missing}' does not exist and the agent could not create it (" in proc.stdout
     assert f"create it (kubectl create namespace {missing}) or allow the agent to create namespaces" in proc.stderr
     assert all(objects.trio(namespace, "a"))  # the other namespace still syncs
@@ -310,5 +316,5 @@ def test_an_empty_repository_is_named_as_such(agent, tmp_path, namespace):
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == (
         f"error: fetching {empty} failed: the repository's HEAD names no branch that exists (an empty repository "
-        "with no commit, or its default branch was deleted); push a commit, or name a branch with --ref (fatal: "
+        "with no commit, or its default branch was deleted); push a commit, or set its default branch (fatal: "
         "couldn't find remote ref HEAD); nothing was changed or pruned")

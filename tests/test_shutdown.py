@@ -204,6 +204,23 @@ def test_ctrl_c_ends_a_one_shot_command_at_once_with_one_line_and_no_traceback(c
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert time.monotonic() - started < PROMPT
+        # its Git fetch (in a session of its own: no terminal SIGINT reaches it) ended with it
+        wait_for(lambda: not _commands_naming(server.url("apps.git")), timeout=10, what="the agent's git fetch to end")
     assert proc.returncode == 130, out + err
     assert err.splitlines() == ["interrupted (SIGINT): stopped at once; what was already written stays, nothing "
                                 "further was changed or pruned"]
+
+
+def _commands_naming(text: str) -> list[str]:
+    """Command lines of this machine's processes that hold ``text`` (read from /proc)."""
+    from pathlib import Path
+
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if text in line:
+            found.append(line)
+    return found

@@ -107,7 +107,7 @@ def test_one_repository_under_a_new_url_form_or_path_takes_its_applications_over
         assert proc.returncode == 0, proc.stderr
         app = objects.app(namespace, "web")
         assert app["metadata"]["labels"][SOURCE] == source.source_id(url, path)  # a new one for a new path
-        taken = f"note: 1 Application taken over from source {before!r} ({namespace}/web): another --path"
+        taken = f"note: 1 Application taken over from source {before!r} ({namespace}/web): it synced them under another --path"
         assert (taken in proc.stdout) == (before != source.source_id(url, path)), proc.stdout
         notes.append(taken in proc.stdout)
         assert app["metadata"]["annotations"][REPOSITORY] == os.path.realpath(repo.path)  # one repository

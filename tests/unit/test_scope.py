@@ -113,11 +113,3 @@ def test_other_failures_are_raised_as_they_are(patterns, err):
         scope.ScopedKube(cluster, patterns).apply(_APP)
     assert caught.value is err and cluster.calls == ["apply"]
 
-
-def test_create_of_a_child_in_a_missing_namespace_makes_it_too():
-    cluster = _Cluster()
-    scoped = scope.ScopedKube(cluster, ("team-new",))
-    cluster.create = lambda obj, real=cluster.create: (real(obj) if obj["kind"] == "Namespace"
-                                                       else cluster.apply(obj))
-    scoped.create({"kind": "Event", "metadata": {"name": "e", "namespace": "team-new"}})
-    assert ("create", "Namespace", "team-new") in cluster.calls
