@@ -6,26 +6,30 @@ import signal
 import sys
 
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM
+_STOPPED = {signal.SIGINT: (b"interrupted (SIGINT)", INTERRUPTED), signal.SIGTERM: (b"terminated (SIGTERM)", TERMINATED)}
 
 
 def _interrupted(signum, frame) -> None:
-    """SIGINT (Ctrl-C) outside ``run``: one line and exit 130 at once, as SIGTERM ends the
-    process at once, instead of a KeyboardInterrupt traceback from wherever the pass was
-    (``run`` installs its own handler: it stops cleanly, see ``agent.cli``). Running Git
-    commands are ended first (their process groups: they never see the terminal's SIGINT), so
-    none writes into the cache after the lock is gone; a first fetch's staging directory left
-    behind is removed by the next fetch."""
+    """SIGINT (Ctrl-C) or SIGTERM outside ``run``: one line and exit 130 or 143 (128 + the
+    signal, as a shell reports it) at once, instead of a KeyboardInterrupt traceback from
+    wherever the pass was (``run`` installs its own handler: it stops cleanly, see
+    ``agent.cli``). Running Git commands are ended first: they lead process groups of their
+    own, so neither the terminal's SIGINT nor a SIGTERM sent to the agent (a CI job's timeout)
+    reaches them, and none must go on writing into the cache after the lock is gone; a first
+    fetch's staging directory left behind is removed by the next fetch."""
     gitproc = sys.modules.get("agent.gitproc")
     if gitproc is not None:
         gitproc.cancel()
-    os.write(2, b"interrupted (SIGINT): stopped at once; what was already written stays, nothing further "
-                b"was changed or pruned\n")
-    os._exit(INTERRUPTED)
+    what, code = _STOPPED.get(signum, _STOPPED[signal.SIGINT])
+    os.write(2, what + b": stopped at once; what was already written stays, nothing further was changed or pruned\n")
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m agent`` and the ``gitops-agent`` script; returns the exit code."""
-    signal.signal(signal.SIGINT, _interrupted)
+    for sig in _STOPPED:
+        signal.signal(sig, _interrupted)
     from . import streams
 
     out, err = streams.guard()  # a failed write (full disk, broken pipe, closed stdout) ends quietly, exit 2

@@ -181,11 +181,14 @@ def test_sigterm_while_waiting_for_the_rate_limit_does_not_wait_for_the_grace(  
     assert "Traceback" not in agent.output()
 
 
-@pytest.mark.parametrize("command", ["sync", "diff"])
-def test_ctrl_c_ends_a_one_shot_command_at_once_with_one_line_and_no_traceback(command, agent, repo, namespace,
-                                                                              tmp_path):
-    """SIGINT to ``sync`` or ``diff`` while the fetch hangs: exit 130 (a shell's code for Ctrl-C)
-    within PROMPT seconds, one line, no KeyboardInterrupt traceback."""
+@pytest.mark.parametrize("command, sig, code, name", [("sync", signal.SIGINT, 130, "interrupted (SIGINT)"),
+                                                     ("diff", signal.SIGINT, 130, "interrupted (SIGINT)"),
+                                                     ("sync", signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_a_signal_ends_a_one_shot_command_and_its_git_fetch_at_once_with_one_line(command, sig, code, name, agent,
+                                                                                 repo, namespace, tmp_path):
+    """SIGINT (Ctrl-C) or SIGTERM (a CI job's timeout) to ``sync`` or ``diff`` while the fetch
+    hangs: exit 128 + the signal within PROMPT seconds, one line, no KeyboardInterrupt
+    traceback, and no Git process of the fetch left running."""
     import subprocess
     import sys
 
@@ -201,13 +204,13 @@ def test_ctrl_c_ends_a_one_shot_command_at_once_with_one_line_and_no_traceback(c
         wait_for(lambda: server.requests, timeout=30, what="the fetch to reach the hanging remote")
         time.sleep(0.5)
         started = time.monotonic()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
         assert time.monotonic() - started < PROMPT
-        # its Git fetch (in a session of its own: no terminal SIGINT reaches it) ended with it
+        # its Git fetch (in a session of its own: no signal to the agent reaches it) ended with it
         wait_for(lambda: not _commands_naming(server.url("apps.git")), timeout=10, what="the agent's git fetch to end")
-    assert proc.returncode == 130, out + err
-    assert err.splitlines() == ["interrupted (SIGINT): stopped at once; what was already written stays, nothing "
+    assert proc.returncode == code, out + err
+    assert err.splitlines() == [f"{name}: stopped at once; what was already written stays, nothing "
                                 "further was changed or pruned"]
 
 
