@@ -115,7 +115,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     try:
         with kube.sharing():  # the pass's live objects share equal parts (share.py)
-            _reconcile(batch, opts, report, wanted, problems, retry)
+            _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside))
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
         return report
@@ -124,7 +124,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
 
 
 def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
-               retry: backoff.Policy = backoff.ONE_SHOT) -> None:
+               retry: backoff.Policy = backoff.ONE_SHOT, outside: int = 0) -> None:
     served = kube.served(GROUP, VERSION)
     if PLURAL not in served:
         report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
@@ -142,7 +142,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
 
     prune = opts.prune and not problems
     if problems and opts.prune:
-        report.notes.append("pruning skipped: not every file could be read and validated")
+        report.notes.append(f"pruning skipped: {_why_no_prune(len(problems), outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
     desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository) for m in wanted]
     report.notes += [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
@@ -407,6 +407,20 @@ def _taken_over(taken: list[tuple[str, str]]) -> list[str]:
             f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}): it synced them under another --path or "
             "--source-id; if an agent of that source still runs, the two take them from each other on every pass "
             "(give each agent paths no other agent reads)" for other, keys in sorted(by_source.items())]
+
+
+def _why_no_prune(problems: int, outside: int) -> str:
+    """Why a pass with ``problems`` (files or Applications refused), ``outside`` of them
+    Applications whose namespace ``--allowed-namespaces`` does not allow, prunes nothing: what it
+    was refused stays unknown, so nothing it might still want is deleted (fail closed)."""
+    reasons = []
+    if problems > outside:
+        reasons.append("not every file could be read and validated")
+    if outside:
+        reasons.append(f"{outside} Application{'s' if outside != 1 else ''} in Git target{'' if outside != 1 else 's'} "
+                       "a namespace --allowed-namespaces does not allow (refused above; move "
+                       f"{'them' if outside != 1 else 'it'} under a path no agent with this scope reads, or widen the flag)")
+    return " and ".join(reasons)
 
 
 def _all_owned(n: int) -> str:

@@ -99,6 +99,10 @@ def test_allowed_namespaces_refuses_and_prunes_nothing_outside(how, agent, repo,
     assert all(objects.trio(outside, "b"))
     assert objects.deployment(inside, "a")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
     assert f"{outside}/c" in proc.stdout.splitlines()[-1]
+    # nothing unreadable: the note names the refusal that held pruning back, not the files
+    assert "note: pruning skipped: 1 Application in Git targets a namespace --allowed-namespaces does not allow" \
+        in proc.stdout, proc.stdout
+    assert "could be read" not in proc.stdout
 
 
 def test_plain_allowed_namespaces_create_a_missing_namespace_like_globs_do(agent, repo, cluster, objects):
