@@ -254,8 +254,8 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         report.add(key, step.subject, SUSPENDED, why)
         if key not in holds:
             held_children.setdefault(key, {})[step.identity[1]] = step.subject
-    for step, done in writes.ordered(kube, child_work, lambda step, scratch: _converge(
-            kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step, reasons=scratch.reasons),
+    for step, done in writes.ordered(kube, child_work, lambda step, scratch: _health_only(_converge(
+            kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step, reasons=scratch.reasons)),
             report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
         key = plan.owner_key(step.desired or step.live)
         if done is None:
@@ -265,6 +265,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             deployments[key] = done.live
         else:
             services[key] = done.live
+    # Only the prunes of children are left to do: let the rendered children go (at 10,000
+    # Applications they are 20,000 objects; what was applied is in ``deployments``/``services``).
+    del child_work
+    child_steps = [s for s in child_steps if s.action == plan.PRUNE]
     for child in live_children:
         if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
             report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
@@ -350,6 +354,12 @@ def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, st
             reasons[key] = reason
         report.add(key, step.subject, FAILED, str(err))
         return None
+
+
+def _health_only(done: apply.Applied | None) -> apply.Applied | None:
+    """``done`` with its applied child cut to what health and status read (``health.view``):
+    a pass holds every child it applied until the statuses are written."""
+    return done if done is None or done.action == UNCHANGED else replace(done, live=health.view(done.live))
 
 
 def _record(report: Report, kube: events.Batch, key: str, subject: str, done: apply.Applied, app: dict | None,

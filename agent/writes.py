@@ -33,6 +33,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 DEFAULT_CONCURRENCY = 4  # see the README's Performance and limits: measured on the local control plane
 MAX_CONCURRENCY = 64
+WINDOW_PER_WORKER = 64  # tasks handed to the pool at once, per worker (see ``ordered``)
 
 
 class Scratch:
@@ -116,8 +117,13 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
             results[i] = run(items[i])
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="write") as pool:
-            for i, result in zip(pooled, pool.map(run, [items[i] for i in pooled])):
-                results[i] = result
+            # in windows: a Future per task at once would be 20,000 of them (a lock and a
+            # condition each) at 10,000 Applications; a window keeps the workers busy all the same
+            window = workers * WINDOW_PER_WORKER
+            for start in range(0, len(pooled), window):
+                part = pooled[start:start + window]
+                for i, result in zip(part, pool.map(run, [items[i] for i in part])):
+                    results[i] = result
     for item, (value, scratch, err) in zip(items, results):
         if value is _SKIPPED:  # skipped after a stopping error: raise that one (pool tasks start in order,
             raise next(e for _, _, e in results if e is not None and _stops(e))  # so it is normally raised first)

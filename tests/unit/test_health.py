@@ -266,3 +266,50 @@ def test_a_child_whose_name_another_object_holds_is_missing_and_says_so():
         health.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
                         "is not created")
     assert health.application(fixture("deployment-healthy"), fixture("service-clusterip"), frozenset({"ConfigMap"})).status == health.HEALTHY
+
+
+# -- view: what a pass keeps of each child it applied ----------------------------------------------
+
+FULL_DEPLOYMENT = {
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "ns", "generation": 3, "uid": "u-1", "resourceVersion": "9",
+                 "deletionTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"},
+                 "managedFields": [{"manager": "gitops-agent"}]},
+    "spec": {"replicas": 2, "paused": True, "selector": {"matchLabels": {"a": "b"}},
+             "template": {"spec": {"containers": [{"name": "app", "image": "nginx"}]}}},
+    "status": {"observedGeneration": 3, "replicas": 2, "conditions": [{"type": "Available", "status": "True"}]},
+}
+
+
+def test_view_keeps_exactly_what_health_and_status_read_and_leaves_the_object_alone():
+    before = yaml.safe_load(yaml.safe_dump(FULL_DEPLOYMENT))
+    assert health.view(FULL_DEPLOYMENT) == {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns", "generation": 3, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"replicas": 2, "paused": True},
+        "status": FULL_DEPLOYMENT["status"],
+    }
+    assert FULL_DEPLOYMENT == before
+
+
+def test_view_of_a_service_keeps_its_type_and_leaves_out_what_is_absent():
+    svc = {"kind": "Service", "metadata": {"name": "web", "uid": "u"}, "spec": {"type": "LoadBalancer", "ports": []}}
+    assert health.view(svc) == {"kind": "Service", "metadata": {"name": "web"}, "spec": {"type": "LoadBalancer"}}
+    assert health.view({}) == {"metadata": {}, "spec": {}}
+
+
+@pytest.mark.parametrize("change", [
+    {}, {"metadata": {"name": "web", "generation": 4}}, {"spec": {"replicas": 5}}, {"spec": {"paused": True}},
+    {"status": {"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 1}},
+    {"metadata": {"name": "web", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+    {"status": {"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                                "message": "too slow"}]}},
+])
+def test_health_of_a_view_is_the_health_of_the_whole_object(change):
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "generation": 1},
+           "spec": {"replicas": 1, "template": {}}, "status": {"observedGeneration": 1, "replicas": 1,
+                                                              "updatedReplicas": 1, "availableReplicas": 1}}
+    obj.update(change)
+    assert health.deployment(health.view(obj)) == health.deployment(obj)
+    svc = {"kind": "Service", "metadata": obj["metadata"], "spec": {"type": "LoadBalancer"}, "status": obj["status"]}
+    assert health.service(health.view(svc)) == health.service(svc)
