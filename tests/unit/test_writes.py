@@ -22,8 +22,10 @@ def test_defaults():
     assert (writes.DEFAULT_CONCURRENCY, writes.MAX_CONCURRENCY) == (4, 64)
 
 
-@pytest.mark.parametrize("concurrency", [1, 4, 16])
-def test_results_and_report_come_in_input_order_whatever_the_completion_order(concurrency):
+@pytest.mark.parametrize("concurrency, window", [(1, 64), (4, 64), (16, 64), (3, 2), (4, 1)])
+def test_results_and_report_come_in_input_order_whatever_the_completion_order(concurrency, window, monkeypatch):
+    """Also across the windows the pool is handed (``WINDOW_PER_WORKER`` tasks per worker)."""
+    monkeypatch.setattr(writes, "WINDOW_PER_WORKER", window)
     report, failures = Report(), {}
 
     def task(i, scratch):
