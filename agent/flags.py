@@ -66,13 +66,34 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown flag after a command is that command's error
         (``PROG diff: error: unrecognized arguments: --exit-code (see PROG diff --help)``):
-        argparse reports it as the top-level parser's, which does not say which command."""
+        argparse reports it as the top-level parser's, which does not say which command. An
+        unknown flag before the command is the top-level parser's error, reported before
+        anything the command would miss (``PROG --bogus sync`` names ``--bogus``, not
+        ``sync``'s missing ``--repo``)."""
+        commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+        self._refuse_unknown_before_command(sys.argv[1:] if args is None else list(args), commands)
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
             owner = commands.get(getattr(parsed, "command", None), self)
             owner.error(f"unrecognized arguments: {' '.join(extra)}")
         return parsed
+
+
+    def _refuse_unknown_before_command(self, args: list[str], commands: dict) -> None:
+        """``self.error`` for the first flag before the command (or before ``--``) that is
+        none of this parser's own (``--help``, ``--version`` and their abbreviations);
+        a known command's flag there says that it goes after the command."""
+        if not commands:
+            return
+        own = [s for a in self._actions for s in a.option_strings]
+        for token in args:
+            if token == "--" or token in commands or not token.startswith("-"):
+                return
+            name = token.split("=", 1)[0]
+            if not any(s.startswith(name) for s in own if name.startswith("--") or s == name):
+                after = next((c for c in commands if any(name in a.option_strings for a in commands[c]._actions)), None)
+                hint = f" (a command's flags go after it: {self.prog} {after} {name} ...)" if after else ""
+                self.exit(2, f"{self.prog}: error: unrecognized arguments: {token}{hint or f' (see {self.prog} --help)'}\n")
 
 
 def usage_line(command: str | None, err: "UsageError") -> str:

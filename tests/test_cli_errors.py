@@ -582,3 +582,23 @@ def flags_prog() -> str:
     from agent import flags
 
     return flags.prog_name()
+
+
+@pytest.mark.parametrize("args, shown, hint", [
+    (["--bogus", "sync"], "--bogus", None),  # sync's missing --repo is not the error
+    (["--bogus=1", "run", "--repo", "/r"], "--bogus=1", None),
+    (["-x", "diff"], "-x", None),
+    (["--repo", "/r", "sync"], "--repo", "sync --repo"),
+    (["--dry-run", "sync", "--repo", "/r"], "--dry-run", "sync --dry-run"),
+])
+def test_an_unknown_flag_before_the_command_is_named_before_anything_else(main, args, shown, hint):
+    proc = main(args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    tail = f"(a command's flags go after it: {flags_prog()} {hint} ...)" if hint else f"(see {flags_prog()} --help)"
+    assert proc.stderr.splitlines() == [f"{flags_prog()}: error: unrecognized arguments: {shown} {tail}"]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--vers"]])
+def test_the_top_level_flags_and_their_abbreviations_still_work(main, args):
+    proc = main(args)
+    assert proc.returncode == 0 and proc.stdout.startswith(flags_prog())
