@@ -211,9 +211,10 @@ def _rejected(errors: list[ManifestError], documents: list[tuple]) -> list[Rejec
                    for p, doc, r in groups.values()), key=lambda r: (r.path, r.line or 0))
 
 
-_DOCUMENT_BOM = re.compile(r"(^(?:---|\.\.\.)[ \t]*\r?\n)\ufeff", re.MULTILINE)
-"""A byte order mark opening a document after ``---`` (or ``...``): files joined from files
-saved with a BOM have one there; kubectl reads each document as its own input and drops it."""
+_DOCUMENT_BOM = re.compile(r"(^(?:---|\.\.\.)(?:[ \t]+#[^\r\n]*)?[ \t]*\r?\n)\ufeff", re.MULTILINE)
+"""A byte order mark opening a document after ``---`` (or ``...``), which a comment may follow
+on its line: files joined from files saved with a BOM have one there; kubectl reads each
+document as its own input and drops it."""
 
 
 def _load_file(path: str, data: bytes, namespace: str, max_bytes: int, max_docs: int, documents: list):

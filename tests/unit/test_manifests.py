@@ -64,13 +64,19 @@ def test_bom_and_crlf():
     assert result.manifests[0].body["spec"] == {"image": "nginx:latest", "replicas": 1, "port": 80}
 
 
-@pytest.mark.parametrize("joint", ["---\n\ufeff", "---\r\n\ufeff", "--- \n\ufeff", "...\n---\n\ufeff"])
+@pytest.mark.parametrize("joint", ["---\n\ufeff", "---\r\n\ufeff", "--- \n\ufeff", "...\n---\n\ufeff",
+                                   "--- # b.yaml\n\ufeff", "---\t# b\r\n\ufeff", "... # end\n---\n\ufeff"])
 def test_a_bom_opening_a_later_document_is_dropped_as_kubectl_drops_it(joint):
     """Files saved with a BOM and joined keep one after each ``---``; YAML 1.2 allows it there."""
     data = ("\ufeff" + app("a") + joint + app("b")).encode()
     result = run({"joined.yaml": data})
     assert result.errors == [] and [m.name for m in result.manifests] == ["a", "b"]
     assert result.manifests[1].line == app("a").count("\n") + joint.count("\n") + 1
+
+
+def test_a_bom_after_a_separator_with_other_text_is_not_dropped():
+    result = run({"x.yaml": (app("a") + "---#x\n\ufeff" + app("b")).encode()})
+    assert result.manifests == [] and [e.path for e in result.errors] == ["x.yaml"]  # ``---#x`` is no separator
 
 
 def test_a_bom_inside_a_document_is_not_dropped():
