@@ -272,7 +272,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     except (ApiError, OSError) as err:
         if args.command != "run":
             return ci.report_failure(args, str(err))
-        print(f"error: {redact(str(err))}", file=sys.stderr)
+        logs.problem(redact(str(err)))
         return EXIT_FAILED
     if args.command == "run":
         return run_forever(kube, opts, args, secret)
@@ -301,8 +301,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         given = getattr(args.http_addr, "variable", "--http-addr")  # the flag, or the variable it came from
-        print(f"error: cannot listen on {args.http_addr} ({given}): {listen_problem(args.http_addr, err)}",
-              file=sys.stderr)
+        logs.problem(f"cannot listen on {args.http_addr} ({given}): {listen_problem(args.http_addr, err)}")
         return EXIT_FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
                                         ", /hooks/git" if secret else "", *server.server_address[:2])

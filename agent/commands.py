@@ -166,7 +166,8 @@ def run_validate(args) -> int:
                    "problems": len(result.errors) + bool(result.fatal), "seconds": round(result.seconds, 3)}})
     doc = output.validate_document(result, exit_code=code, source=_source(args.repo, args.ref, args.path))
     for error in doc["errors"]:  # every problem on stderr, whatever the report's format
-        print(f"error: {source.redact(output.error_line(error), args.repo)}", file=sys.stderr)
+        logs.problem(source.redact(output.error_line(error), args.repo),
+                     {k: v for k, v in error.items() if k in ("file", "line", "field") and v is not None})
     sys.stderr.flush()  # the problems, then the verdict, also on one terminal
     _emit(source.redact(output.render(doc, args.output), args.repo))
     return code
@@ -188,7 +189,7 @@ def report_failure(args, message: str) -> int:
     pipeline reading stdout still gets a document. Returns 2."""
     repo = getattr(args, "repo", None)
     message = source.redact(message, repo)
-    print(f"error: {printable(message)}", file=sys.stderr)
+    logs.problem(printable(message))
     if getattr(args, "output", "text") != "text":
         from .report import Report
 
@@ -234,5 +235,5 @@ def run_pass(kube, opts, args) -> int:
     text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
     _emit(source.redact(text, opts.repo))
     for error in report.errors:  # one line each, whatever a file name holds
-        print(f"error: {printable(source.redact(error, opts.repo))}", file=sys.stderr)
+        logs.problem(printable(source.redact(error, opts.repo)))
     return code

@@ -12,6 +12,7 @@ import logging
 import sys
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_json = False  # set by ``setup``: whether stderr carries one JSON object per line
 
 
 class JsonFormatter(logging.Formatter):
@@ -42,8 +43,10 @@ class TextFormatter(logging.Formatter):
 def setup(log_format: str, log_level: str | None, command: str) -> None:
     """Log to stderr as ``log_format`` (``text`` or ``json``) at ``log_level`` (default: INFO
     for ``run``, WARNING otherwise); without a level, API retries are still logged at INFO."""
+    global _json
+    _json = log_format == "json"
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if _json else TextFormatter(TEXT_FORMAT))
     level = log_level or ("INFO" if command == "run" else "WARNING")
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
     if not log_level:  # each API retry says what failed and when the next try is
@@ -53,6 +56,20 @@ def setup(log_format: str, log_level: str | None, command: str) -> None:
     scheduler = logging.getLogger("apscheduler.scheduler")
     if not any(isinstance(f, _OverlapSkipped) for f in scheduler.filters):
         scheduler.addFilter(_OverlapSkipped())
+
+
+def problem(message: str, fields: dict | None = None) -> None:
+    """Print one problem a command ends with on stderr, whatever the log level: ``error:
+    MESSAGE`` (``message`` already one printable line), or with ``--log-format json`` one
+    JSON object as every log line is (``level`` error, ``logger`` agent, ``message``, and
+    ``fields`` such as file, line and field), so a log collector parses every line of
+    stderr. Errors of the flags themselves come before ``setup`` and stay plain text."""
+    if _json:
+        entry = {"time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                 "level": "error", "logger": "agent", "message": message, **(fields or {})}
+        print(json.dumps(entry, default=str), file=sys.stderr)
+    else:
+        print(f"error: {message}", file=sys.stderr)
 
 
 class _OverlapSkipped(logging.Filter):

@@ -406,6 +406,28 @@ def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
     assert " INFO agent.validate: validated sample-repo " in text and "files=3" in text
 
 
+@pytest.mark.parametrize("command", [["validate", "--path", "."], ["sync", "--repo", "/r", "--kubeconfig", "/nonexistent"]])
+def test_log_format_json_makes_every_error_line_a_json_object(tmp_path, command):
+    """With ``--log-format json`` a log collector parses every line of stderr: the problems a
+    command ends with are JSON objects too (level error), a file's with its file, line and field."""
+    (tmp_path / "web.yaml").write_text(app_yaml("web").replace("replicas: 1", "replica: 1"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "agent", *command, "--log-format", "json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    entries = [json.loads(line) for line in proc.stderr.splitlines()]  # every line parses
+    assert proc.returncode == 2 and entries and all(e["level"] == "error" and e["logger"] == "agent" for e in entries)
+    if command[0] == "validate":
+        assert [(e["file"], e["line"], e["field"]) for e in entries] == [("web.yaml", 5, "spec.replicas"),
+                                                                         ("web.yaml", 7, "spec.replica")]
+        assert entries[1]["message"].startswith("web.yaml:7: spec.replica: unknown field")
+    else:
+        assert len(entries) == 1 and "/nonexistent" in entries[0]["message"]
+    plain = subprocess.run([sys.executable, "-m", "agent", *command], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert [e["message"] for e in entries] == [line.removeprefix("error: ") for line in plain.stderr.splitlines()]
+
+
 def _shell(command: str, tmp_path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_AGENT_", "KUBE"))}
     env["HOME"] = str(tmp_path)
