@@ -19,9 +19,12 @@ namespace is missing and how to make it.
 from __future__ import annotations
 
 import fnmatch
+import logging
 
 from . import render
 from .kube import ApiError, Kube
+
+log = logging.getLogger(__name__)
 
 _WILDCARDS = set("*?[")
 
@@ -95,6 +98,16 @@ class ScopedKube:
     def create(self, obj: dict) -> dict:
         self._check(obj)
         return self._into_namespace(obj, lambda: self._kube.create(obj))
+
+    def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        """Like ``Kube.event`` (never raises): an Event is written into ``obj``'s namespace,
+        so outside the allowed namespaces none is written, and that is logged."""
+        namespace = obj["metadata"].get("namespace")
+        if namespace is not None and not allowed(namespace, self.patterns):
+            log.warning("could not record event %s on %s: %s", reason, obj["metadata"]["name"],
+                        refusal(namespace, self.patterns))
+            return
+        self._kube.event(obj, type_, reason, message)
 
     def _into_namespace(self, obj: dict, write):
         """``write()``; with plain names, when it answers 404 because ``obj``'s namespace is

@@ -113,3 +113,17 @@ def test_other_failures_are_raised_as_they_are(patterns, err):
         scope.ScopedKube(cluster, patterns).apply(_APP)
     assert caught.value is err and cluster.calls == ["apply"]
 
+
+
+def test_events_go_through_the_scope_and_none_is_written_outside(caplog):
+    class Recording(_Cluster):
+        def event(self, obj, type_, reason, message):
+            self.calls.append(("event", obj["metadata"]["namespace"], reason, message))
+    cluster = Recording()
+    scoped = scope.ScopedKube(cluster, ("team-*",))
+    inside = {"kind": "Application", "metadata": {"name": "web", "namespace": "team-a"}}
+    assert scoped.event(inside, "Normal", "Created", "made") is None
+    assert scoped.event(_APP | {"metadata": {"name": "db", "namespace": "other"}}, "Normal", "Created", "x") is None
+    assert cluster.calls == [("event", "team-a", "Created", "made")]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"could not record event Created on db: {scope.refusal('other', ('team-*',))}"]
