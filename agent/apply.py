@@ -130,16 +130,24 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
 
 
 def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
-          reasons: dict[str, str], taken: dict[str, set[str]] | None = None) -> list[plan.Step]:
+          reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
+          listed: dict | None = None) -> list[plan.Step]:
     """Children to create whose name may be taken: one list per kind and namespace that has a
     create (no label selector), then ``plan.claim``, which also refuses updates of listed
     objects that are not the agent's (copied labels, another controller). A child the agent
     made that lost its ``managed-by`` label (and perhaps its ownerReference) is updated in
     place, on the same path as a listed child (``converge``); an object someone else made fails its Application
     (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
-    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child."""
+    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child.
+    ``listed`` ((group, kind, namespace) -> objects), when given, keeps each list for the next
+    call: a pass that claims its children in batches lists each kind and namespace once, before
+    it created any of them, as one call for all would."""
+    listed = {} if listed is None else listed
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
-    found = [obj for group, kind, namespace in wanted for obj in kube.list_in(group, kind, namespace)]
+    for where in wanted:
+        if where not in listed:
+            listed[where] = kube.list_in(*where)
+    found = [obj for where in wanted for obj in listed[where]]
     steps, conflicts = plan.claim(steps, found)
     for step, reason in conflicts:
         key = plan.owner_key(step.desired)

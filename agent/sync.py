@@ -25,6 +25,10 @@ from .schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
 
 log = logging.getLogger(__name__)
 CRD_NAME = statuswrite.CRD_NAME
+CHILD_BATCH = 500
+"""Applications whose children a pass renders, plans and applies at once: enough to keep the
+write pool busy (``writes.ordered``), few enough that a pass over 10,000 Applications never
+holds all 20,000 rendered children (issue 11)."""
 
 
 @dataclass(frozen=True)
@@ -219,56 +223,58 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     app_steps = [s for s in app_steps if s.action == plan.PRUNE]
     held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
 
-    # Children: render for every Application in scope and plan each against live at once. An
-    # unchanged child's step keeps only its live object: a pass may hold 20,000 children.
-    # ``live_by_id`` loses each child a desired one pairs with: what is left is not desired.
+    # Children, CHILD_BATCH Applications at a time: render, plan against live, check names, apply;
+    # a batch's rendered children are let go once applied (at 10,000 Applications they would be
+    # 20,000 objects at once). An unchanged child's step keeps only its live object. ``live_by_id``
+    # loses each child a desired one pairs with: once every batch is done, what is left is not desired.
     live_by_id = {plan.identity(c): c for c in live_children}
-    child_steps: list[plan.Step] = []
     spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
-    for key, app in sorted(in_scope.items()):
-        spec = app.get("spec") or {}
-        if not spec_validator.is_valid(spec):
-            failures[key] = "its spec does not match the Application schema; children not rendered"
-            reasons[key] = conditions.INVALID_SPEC
-            report.add(key, f"{KIND}/{key}", FAILED, failures[key])
-            continue
-        for child in render.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"], spec):
-            step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
-            child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
-    if prune:
-        child_steps += plan.prunes(live_by_id, set())
     taken: dict[str, set[str]] = {}  # app key -> kinds of its children whose name another object holds
-    child_steps = apply.claim(kube, report, child_steps, failures, reasons, taken)
+    listed: dict = {}  # what ``apply.claim`` listed, by kind and namespace: once per pass
     deployments: dict[str, dict] = {}
     services: dict[str, dict] = {}
     for child in live_children:  # health reads what the pass saw, then what it applied
         if plan.owned(child):
             (deployments if child["kind"] == "Deployment" else services)[plan.owner_key(child)] = child
-    child_work = []
-    for step in (s for s in child_steps if s.action != plan.PRUNE):
-        key = plan.owner_key(step.desired or step.live)
-        why = suspend.child(holds.get(key), step.subject, step.live)
-        if not why:
-            child_work.append(step)
-            continue
-        report.add(key, step.subject, SUSPENDED, why)
-        if key not in holds:
-            held_children.setdefault(key, {})[step.identity[1]] = step.subject
-    for step, done in writes.ordered(kube, child_work, lambda step, scratch: _health_only(_converge(
-            kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step, reasons=scratch.reasons)),
-            report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
-        key = plan.owner_key(step.desired or step.live)
-        if done is None:
-            continue
-        _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
-        if step.identity[1] == "Deployment":
-            deployments[key] = done.live
-        else:
-            services[key] = done.live
-    # Only the prunes of children are left to do: let the rendered children go (at 10,000
-    # Applications they are 20,000 objects; what was applied is in ``deployments``/``services``).
-    del child_work
-    child_steps = [s for s in child_steps if s.action == plan.PRUNE]
+    scoped = sorted(in_scope.items())
+    for start in range(0, len(scoped), CHILD_BATCH):
+        child_steps: list[plan.Step] = []
+        for key, app in scoped[start:start + CHILD_BATCH]:
+            spec = app.get("spec") or {}
+            if not spec_validator.is_valid(spec):
+                failures[key] = "its spec does not match the Application schema; children not rendered"
+                reasons[key] = conditions.INVALID_SPEC
+                report.add(key, f"{KIND}/{key}", FAILED, failures[key])
+                continue
+            for child in render.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"],
+                                         spec):
+                step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
+                child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
+        child_work = []
+        for step in apply.claim(kube, report, child_steps, failures, reasons, taken, listed):
+            key = plan.owner_key(step.desired or step.live)
+            why = suspend.child(holds.get(key), step.subject, step.live)
+            if not why:
+                child_work.append(step)
+                continue
+            report.add(key, step.subject, SUSPENDED, why)
+            if key not in holds:
+                held_children.setdefault(key, {})[step.identity[1]] = step.subject
+        del child_steps
+        for step, done in writes.ordered(kube, child_work, lambda step, scratch: _health_only(_converge(
+                kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step,
+                reasons=scratch.reasons)), report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
+            key = plan.owner_key(step.desired or step.live)
+            if done is None:
+                continue
+            _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
+            if step.identity[1] == "Deployment":
+                deployments[key] = done.live
+            else:
+                services[key] = done.live
+        del child_work
+    del scoped, listed
+    child_steps = plan.prunes(live_by_id, set()) if prune else []
     for child in live_children:
         if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
             report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "

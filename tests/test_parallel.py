@@ -9,6 +9,7 @@ taken by a hand-made object with another selector)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -22,8 +23,15 @@ TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime", "nextRetryT
 
 
 def sync(agent, repo, namespace, concurrency):
-    proc = agent.sync(repo.path, "--namespace", namespace, "--source-id", f"par-{concurrency}",
-                      "--concurrency", str(concurrency), "-o", "json", timeout=300)
+    """One ``sync --once`` pass; the serial one also renders and applies children one
+    Application at a time (``sync.CHILD_BATCH`` 1: a batch boundary between every two), the
+    parallel one in the default batches, so the comparison covers batching too."""
+    args = ["sync", "--once", "--repo", str(repo.path), "--kubeconfig", str(agent.kubeconfig), "--cache-dir",
+            str(agent.cache_dir), "--namespace", namespace, "--source-id", f"par-{concurrency}",
+            "--concurrency", str(concurrency), "-o", "json"]
+    batch = "import agent.sync; agent.sync.CHILD_BATCH = 1; " if concurrency == SERIAL else ""
+    proc = agent.run([sys.executable, "-c", f"import sys; {batch}from agent import cli; sys.exit(cli.main({args!r}))"],
+                     timeout=300)
     return proc.returncode, json.loads(proc.stdout)
 
 
