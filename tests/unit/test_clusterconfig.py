@@ -307,3 +307,20 @@ def test_an_http_proxy_gets_the_user_and_password_of_its_url(tmp_path):
     assert configuration.proxy_headers == {"proxy-authorization": "Basic " + base64.b64encode(b"bob:s@cret").decode()}
     assert loaded(tmp_path, kubeconfig(cluster="{server: 'https://127.0.0.1:9', proxy-url: 'http://proxy.example:3128'}")
                   ).proxy_headers is None
+
+
+@pytest.mark.parametrize("proxy", [None, "http://proxy.example:3128"])
+def test_the_proxy_is_read_from_the_environment_once_not_per_request(tmp_path, monkeypatch, proxy):
+    """The loader's hook re-sets the server before each request; the client would then read the
+    proxy from the whole environment again (``getproxies``), 0.7 ms of CPU per request."""
+    if proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy)
+    configuration = loaded(tmp_path, kubeconfig())
+    assert configuration.refresh_api_key_hook is not None  # the client's own, for a token user
+
+    def looked_up():
+        raise AssertionError("the proxy was looked up again")
+    monkeypatch.setattr("kubernetes.client.configuration.getproxies", looked_up)
+    for _ in range(2):
+        assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer t"
+    assert configuration.proxy == proxy and configuration.host == "https://127.0.0.1:9"
