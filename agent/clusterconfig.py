@@ -34,7 +34,7 @@ import yaml
 from kubernetes import config
 from kubernetes.config import kube_config
 
-from . import flags, tokenfile
+from . import flags, proxyenv, tokenfile
 from .kubecreds import ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent, \
     check_tls, check_user, exec_errors, url_problem
 
@@ -63,8 +63,7 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
         except config.ConfigException:
             pass
         else:
-            check_proxy(configuration, None, {})
-            _settle_proxy(configuration)
+            check_proxy(configuration, None, {}, _choose_proxy(configuration, {}))
             return
     if kubeconfig:
         try:
@@ -110,21 +109,29 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
                           "the agent does not connect without the credentials it should send")
     check_sent(configuration, chosen)
     check_tls(configuration, chosen)
-    check_proxy(configuration, chosen.cluster_name, chosen.cluster)
+    check_proxy(configuration, chosen.cluster_name, chosen.cluster, _choose_proxy(configuration, chosen.cluster))
     tokenfile.install(configuration, chosen)
-    _settle_proxy(configuration)
 
 
-def _settle_proxy(configuration) -> None:
-    """Keep the proxy ``configuration`` holds now (the cluster's ``proxy-url``, else the one the
-    environment gives for its server, or none), so it is not looked up again per request.
+def _choose_proxy(configuration, cluster: dict) -> str | None:
+    """Set the proxy of ``configuration`` as kubectl chooses it, once, and return the environment
+    variable it came from (None: the cluster's ``proxy-url``, or no proxy). ``cluster``: the
+    kubeconfig's cluster settings (``{}`` in the cluster).
 
-    The client's loaders install a hook (``refresh_api_key_hook``) that re-sets the server's URL
-    before every request, and the client then re-reads the proxy from the whole environment
-    (``urllib.request.getproxies``): about 0.7 ms of CPU per request, a tenth of a cold pass's
-    CPU at 1,000 Applications (issue 11). The environment and the server do not change while the
-    process runs, so the answer is the same each time; setting the proxy explicitly keeps it."""
-    configuration.proxy = configuration.proxy
+    kubectl uses a cluster's ``proxy-url`` for every request, ``NO_PROXY`` or not; without one,
+    the environment as Go reads it (``agent/proxyenv.py``: never for a loopback server,
+    ``HTTPS_PROXY`` before ``https_proxy``, no ``ALL_PROXY``). Setting the proxy explicitly also
+    keeps the client from reading the whole environment again before every request: its
+    loaders' token hook re-sets the server's URL each time, and the URL's setter re-reads the
+    proxy (``urllib.request.getproxies``), about 64 us of CPU per request (issue 11)."""
+    variable = None
+    if not cluster.get("proxy-url"):
+        proxy, variable = proxyenv.chosen(configuration.host, os.environ)
+        configuration.proxy = proxy
+    else:
+        configuration.proxy = configuration.proxy
+    configuration.no_proxy = None  # decided here: the REST client must not apply NO_PROXY again
+    return variable
 
 
 # -- the files --------------------------------------------------------------------------------

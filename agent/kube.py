@@ -35,6 +35,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from . import clusterconfig, fields, health, listread, share
+from .kubecreds import without_password
 from .ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 from .render import AGENT_NAME
 from .schema import GROUP, PLURAL, VERSION
@@ -79,19 +80,29 @@ def _text(body: bytes) -> str:
     return " ".join(body[:200].decode("utf-8", "replace").split())
 
 
-def _unreachable(host: str, err: BaseException) -> str:
+def _unreachable(host: str, err: BaseException, proxy: str | None = None) -> str:
     """Why ``host`` (the server URL) could not be reached, in words: the operating system's
     reason found in ``err``'s chain of causes (``cannot connect to https://127.0.0.1:6443:
     Connection refused``), else ``err`` as urllib3 words it (a timeout, a TLS fault). urllib3
     wraps the socket's error as ``HTTPSConnection(host=..., port=...): Failed to establish a new
-    connection: [Errno 111] Connection refused``, which says the same less plainly."""
-    cause, seen = err, set()
+    connection: [Errno 111] Connection refused``, which says the same less plainly. When the
+    request went through ``proxy`` and the proxy is what failed (urllib3's ``ProxyError``), the
+    proxy is named (``... through the proxy http://proxy:3128: Connection refused``; its password
+    shown as ``***``)."""
+    causes, seen, cause = [], set(), err
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
+        causes.append(cause)
+        cause = cause.__cause__ or cause.__context__ or getattr(cause, "reason", None)
+        cause = cause if isinstance(cause, BaseException) else None
+    failed = next((c for c in causes if isinstance(c, urllib3.exceptions.ProxyError)), None)
+    via = f" through the proxy {without_password(str(proxy))}" if proxy and failed is not None else ""
+    for cause in causes:
         if isinstance(cause, OSError) and not isinstance(cause, urllib3.exceptions.HTTPError) \
                 and isinstance(cause.strerror, str) and cause.strerror:
-            return f"cannot connect to {host}: {cause.strerror}"
-        cause = cause.__cause__ or cause.__context__
+            return f"cannot connect to {host}{via}: {cause.strerror}"
+    if via:
+        return f"cannot connect to {host}{via}: {' '.join(str(failed.original_error).split())}"
     return " ".join(str(err).split())
 
 
@@ -257,7 +268,8 @@ class Kube:
                 raise ApiError(0, "Unreachable", detail, what) from err
             raise ApiError(err.status, "Error", detail, what) from err
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise ApiError(0, "Unreachable", _unreachable(self.api.configuration.host, err), what) from err
+            raise ApiError(0, "Unreachable", _unreachable(self.api.configuration.host, err,
+                                                                 self.api.configuration.proxy), what) from err
         if resp.status == 404 and method in ("GET", "DELETE"):
             return None
         try:

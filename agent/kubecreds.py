@@ -15,8 +15,8 @@ refused too). The files a cluster or user names (``tokenFile``, ``certificate-au
 kubeconfig holding them, as kubectl reads them; a token file's final line break is dropped
 (``flags.one_line_token``, the rule of every token).
 
-Proxies: ``proxy-url`` (or ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, which the client reads
-too, with ``NO_PROXY``) may be an ``http://`` or ``https://`` proxy, its user and password in the
+Proxies: ``proxy-url`` (or ``HTTPS_PROXY``/``HTTP_PROXY`` with ``NO_PROXY``, read as kubectl
+reads them: ``agent/proxyenv.py``) may be an ``http://`` or ``https://`` proxy, its user and password in the
 URL sent as Proxy-Authorization (kubectl sends them; the client would not). A SOCKS proxy is
 refused: urllib3 needs PySocks for it, which is not a dependency (no release since 2019).
 """
@@ -34,7 +34,6 @@ import ssl
 import urllib.parse
 
 import urllib3
-from kubernetes.client import rest
 
 from . import flags
 
@@ -294,30 +293,31 @@ def _ssl_reason(err: Exception) -> str:
     return str(reason).replace("_", " ").lower() if reason else "a damaged PEM block"
 
 
-def check_proxy(configuration, cluster: str | None, settings: dict) -> None:
+def check_proxy(configuration, cluster: str | None, settings: dict, variable: str | None = None) -> None:
     """Refuse a proxy the client cannot use: not an ``http://`` or ``https://`` URL with a host
-    (a SOCKS proxy needs PySocks, not a dependency). The proxy comes from the cluster's
-    ``proxy-url`` or the environment (``HTTPS_PROXY`` ...), unless ``NO_PROXY`` bypasses it for
-    the server. Its user and password are sent as Proxy-Authorization, as kubectl sends them."""
+    (a SOCKS proxy needs PySocks, not a dependency). The proxy is the cluster's ``proxy-url``,
+    else the one ``variable`` (``HTTPS_PROXY`` ...) gave for the server (``clusterconfig``
+    chooses it as kubectl does). Its user and password are sent as Proxy-Authorization, as
+    kubectl sends them."""
     proxy = configuration.proxy
-    bypass = getattr(rest, "should_bypass_proxies", None)
-    if not proxy or (bypass is not None and bypass(configuration.host, configuration.no_proxy or "")):
+    if proxy is None or proxy == "":
         return
-    proxy = str(proxy)
-    shown = _without_password(proxy)
     if settings.get("proxy-url") and cluster is not None:
-        given = f"cluster {cluster!r} has proxy-url {shown!r}"
+        if not isinstance(proxy, str):
+            raise ConfigError(f"cluster {cluster!r} has a proxy-url that is not a string: must be an http:// or "
+                              "https:// URL, e.g. 'http://proxy.example:3128'")
+        given = f"cluster {cluster!r} has proxy-url {without_password(proxy)!r}"
     else:
-        names = [n for n in os.environ if n.lower() in ("https_proxy", "http_proxy", "all_proxy")
-                 and os.environ[n] == proxy]
-        given = f"the proxy {shown!r} from ${names[0] if names else 'HTTPS_PROXY'}"
+        given = f"the proxy {without_password(str(proxy))!r} from ${variable or 'HTTPS_PROXY'}"
+    proxy = str(proxy)
     scheme = proxy.split("://", 1)[0].lower() if "://" in proxy else ""
     if scheme in SOCKS_SCHEMES:
         raise ConfigError(f"{given}, a SOCKS proxy, which the agent does not support (urllib3 needs PySocks for it, "
                           "which is not installed): use an http:// or https:// proxy, e.g. 'http://proxy.example:3128'")
     why = url_problem(proxy, PROXY_SCHEMES)
-    if why:
-        raise ConfigError(f"{given}, {why}: must be an http:// or https:// URL, e.g. 'http://proxy.example:3128'")
+    if why:  # a port's problem says what it must be already
+        raise ConfigError(f"{given}, {why}" if "must be" in why else
+                          f"{given}, {why}: must be an http:// or https:// URL, e.g. 'http://proxy.example:3128'")
     parts = urllib.parse.urlsplit(proxy)
     if parts.username is not None or parts.password is not None:
         credentials = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
@@ -325,7 +325,7 @@ def check_proxy(configuration, cluster: str | None, settings: dict) -> None:
                                        **urllib3.util.make_headers(proxy_basic_auth=credentials)}
 
 
-def _without_password(url: str) -> str:
+def without_password(url: str) -> str:
     """``url`` with the password of its user-info shown as ``***``."""
     head, sep, tail = url.partition("://")
     userinfo, at, host = tail.rpartition("@")

@@ -292,11 +292,40 @@ def test_a_proxy_the_client_cannot_use_is_refused(tmp_path, proxy, message):
 
 
 def test_a_proxy_from_the_environment_is_checked_unless_no_proxy_bypasses_it(tmp_path, monkeypatch):
+    remote = kubeconfig(cluster="{server: 'https://10.0.0.1:6443'}")
     monkeypatch.setenv("HTTPS_PROXY", "socks5h://proxy.example:1080")
-    assert refused(tmp_path, kubeconfig()).startswith("the proxy 'socks5h://proxy.example:1080' from $HTTPS_PROXY, a "
-                                                      "SOCKS proxy, which the agent does not support")
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    assert loaded(tmp_path, kubeconfig()).host == "https://127.0.0.1:9"
+    assert refused(tmp_path, remote).startswith("the proxy 'socks5h://proxy.example:1080' from $HTTPS_PROXY, a "
+                                                "SOCKS proxy, which the agent does not support")
+    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8")
+    assert loaded(tmp_path, remote).proxy is None
+
+
+def test_the_environment_proxy_is_chosen_as_kubectl_chooses_it(tmp_path, monkeypatch):
+    """Go's ``http.ProxyFromEnvironment``: loopback servers go direct, the upper-case variable
+    wins, ``ALL_PROXY`` is not read, a value without a scheme is http; ``proxy-url`` is used
+    whatever ``NO_PROXY`` says."""
+    remote = kubeconfig(cluster="{server: 'https://10.0.0.1:6443'}")
+    monkeypatch.setenv("HTTPS_PROXY", "http://upper.example:3128")
+    monkeypatch.setenv("https_proxy", "http://lower.example:3128")
+    assert loaded(tmp_path, kubeconfig()).proxy is None  # https://127.0.0.1:9
+    assert loaded(tmp_path, remote).proxy == "http://upper.example:3128"
+    monkeypatch.setenv("HTTPS_PROXY", "")  # empty counts as unset
+    assert loaded(tmp_path, remote).proxy == "http://lower.example:3128"
+    monkeypatch.delenv("https_proxy")
+    monkeypatch.setenv("ALL_PROXY", "socks5://proxy.example:1080")
+    assert loaded(tmp_path, remote).proxy is None
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.example:3128")
+    assert loaded(tmp_path, remote).proxy == "http://proxy.example:3128"
+    monkeypatch.setenv("NO_PROXY", "*")
+    configuration = loaded(tmp_path, kubeconfig(cluster="{server: 'https://127.0.0.1:9', proxy-url: "
+                                                        "'http://kc.example:3128'}"))
+    assert configuration.proxy == "http://kc.example:3128" and configuration.no_proxy is None
+
+
+def test_a_proxy_url_that_is_not_a_string_is_refused_in_words(tmp_path):
+    assert refused(tmp_path, kubeconfig(cluster="{server: 'https://127.0.0.1:9', proxy-url: {host: x}}")) == (
+        "cluster 'c' has a proxy-url that is not a string: must be an http:// or https:// URL, e.g. "
+        "'http://proxy.example:3128'")
 
 
 def test_an_http_proxy_gets_the_user_and_password_of_its_url(tmp_path):
@@ -315,7 +344,7 @@ def test_the_proxy_is_read_from_the_environment_once_not_per_request(tmp_path, m
     proxy from the whole environment again (``getproxies``), 0.7 ms of CPU per request."""
     if proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy)
-    configuration = loaded(tmp_path, kubeconfig())
+    configuration = loaded(tmp_path, kubeconfig(cluster="{server: 'https://10.0.0.1:6443'}"))
     assert configuration.refresh_api_key_hook is not None  # the client's own, for a token user
 
     def looked_up():
@@ -323,4 +352,4 @@ def test_the_proxy_is_read_from_the_environment_once_not_per_request(tmp_path, m
     monkeypatch.setattr("kubernetes.client.configuration.getproxies", looked_up)
     for _ in range(2):
         assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer t"
-    assert configuration.proxy == proxy and configuration.host == "https://127.0.0.1:9"
+    assert configuration.proxy == proxy and configuration.host == "https://10.0.0.1:6443"

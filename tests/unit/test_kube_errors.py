@@ -35,3 +35,26 @@ def test_without_an_operating_system_reason_urllib3s_words_are_kept_on_one_line(
     err = urllib3.exceptions.ReadTimeoutError(None, "/api", "Read timed out.\n(read timeout=30)")
     assert _unreachable("https://h:6443", err) == "None: Read timed out. (read timeout=30)"
     assert _unreachable("https://h", OSError("no strerror")) == "no strerror"
+
+
+def test_a_proxy_that_refuses_is_named_not_only_the_server(tmp_path):
+    """A refusal by the proxy (``proxy-url`` here; ``HTTPS_PROXY`` alike) reads as the proxy's,
+    its password hidden: the server behind it was never asked."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG.replace('server: "https://127.0.0.1:1"',
+                                       'server: "https://127.0.0.1:1", proxy-url: "http://bob:s3cret@127.0.0.1:9"'))
+    kube = Kube(str(path), retry_seconds=0)
+    assert kube.api.configuration.proxy == "http://bob:s3cret@127.0.0.1:9"
+    with pytest.raises(ApiError) as caught:
+        kube.request("GET", "/api/v1/namespaces")
+    assert "cannot connect to https://127.0.0.1:1 through the proxy http://bob:***@127.0.0.1:9: Connection refused" \
+        in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+def test_a_proxy_fault_without_an_operating_system_reason_keeps_urllib3s_words():
+    inner = urllib3.exceptions.ReadTimeoutError(None, "/api", "Read timed out. (read timeout=5)")
+    err = urllib3.exceptions.MaxRetryError(None, "/api", urllib3.exceptions.ProxyError("Unable to connect to proxy", inner))
+    assert _unreachable("https://h:6443", err, "https://p:3128") == (
+        "cannot connect to https://h:6443 through the proxy https://p:3128: None: Read timed out. (read timeout=5)")
+    assert _unreachable("https://h:6443", err) == " ".join(str(err).split())  # no proxy configured: as before
