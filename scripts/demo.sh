@@ -36,8 +36,9 @@ sync() {
   "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache"
 }
 sync
-sleep 3  # let the fake node report the pods Ready
-sync
+step "a few seconds later the fake node reports the pods ready: this pass records it in each Application's status"
+sleep 3
+"$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
 
 step "commit: frontend scaled to 3 replicas, redis removed"
@@ -56,8 +57,10 @@ NS=$(kubectl get svc -A -l app.kubernetes.io/managed-by=gitops-agent -o jsonpath
 NAME=$(kubectl get svc -A -l app.kubernetes.io/managed-by=gitops-agent -o jsonpath='{.items[0].metadata.name}')
 kubectl -n "$NS" patch service "$NAME" -p '{"spec":{"ports":[{"name":"debug","port":9999,"targetPort":9999}]}}'
 kubectl -n "$NS" patch deployment "$NAME" -p '{"spec":{"template":{"spec":{"containers":[{"name":"debug","image":"busybox"}]}}}}'
+printf 'Service %s/%s ports after the hand edit: ' "$NS" "$NAME"
 kubectl -n "$NS" get service "$NAME" -o jsonpath='{range .spec.ports[*]}{.name}:{.port} {end}{"\n"}'
 sync
+printf 'Service %s/%s ports after the pass: ' "$NS" "$NAME"
 kubectl -n "$NS" get service "$NAME" -o jsonpath='{range .spec.ports[*]}{.name}:{.port} {end}{"\n"}'
 step "the pass after that has nothing to do (--exit-code: 0 means in sync)"
 "$PY" -m agent sync --once --exit-code --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
