@@ -353,3 +353,8 @@ def test_the_proxy_is_read_from_the_environment_once_not_per_request(tmp_path, m
     for _ in range(2):
         assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer t"
     assert configuration.proxy == proxy and configuration.host == "https://10.0.0.1:6443"
+
+
+def test_a_proxy_ports_problem_says_what_it_must_be_once(tmp_path):
+    assert refused(tmp_path, kubeconfig(cluster="{server: 'https://127.0.0.1:9', proxy-url: 'http://p.example:99999'}")
+                   ) == "cluster 'c' has proxy-url 'http://p.example:99999', whose port 99999 is out of range: must be from 1 to 65535"
