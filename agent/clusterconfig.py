@@ -236,6 +236,8 @@ def _loader(merged, context: str | None, current: str | None):
     if not isinstance(cluster, dict):
         raise ConfigError(f"cluster {cluster_name!r} has no settings: must be a mapping with a server")
     server = _check_server(cluster_name, cluster.get("server"))
+    if "proxy-url" in cluster and cluster["proxy-url"] in (None, ""):  # as kubectl: no proxy-url at all (the loader
+        del cluster["proxy-url"]  # would put the empty one back before every request, over the environment's)
     user_name, user, user_node = settings.get("user") or None, None, None
     if user_name is not None:
         user_node = _named(root, "users", user_name)

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import ssl
 import urllib.parse
@@ -314,6 +315,9 @@ def check_proxy(configuration, cluster: str | None, settings: dict, variable: st
     if scheme in SOCKS_SCHEMES:
         raise ConfigError(f"{given}, a SOCKS proxy, which the agent does not support (urllib3 needs PySocks for it, "
                           "which is not installed): use an http:// or https:// proxy, e.g. 'http://proxy.example:3128'")
+    if "@" in proxy.partition("://")[2] and "@" not in urllib.parse.urlsplit(proxy).netloc:
+        raise ConfigError(f"{given}, whose user or password is not URL-encoded: write '/', '?', '#' and '@' in "
+                          "them as %2F, %3F, %23 and %40, e.g. 'http://user:pa%2Fss@proxy.example:3128'")
     why = url_problem(proxy, PROXY_SCHEMES)
     if why:  # a port's problem says what it must be already
         raise ConfigError(f"{given}, {why}" if "must be" in why else
@@ -326,12 +330,16 @@ def check_proxy(configuration, cluster: str | None, settings: dict, variable: st
 
 
 def without_password(url: str) -> str:
-    """``url`` with the password of its user-info shown as ``***``."""
+    """``url`` with the password of its user-info shown as ``***``. The user-info ends at the
+    last ``@`` of the authority (before the first ``/``, ``?`` or ``#``); when the authority has
+    none, a password with an unencoded ``/``, ``?`` or ``#`` is assumed and the last ``@`` of
+    the whole URL ends it, so nothing of the password is shown either way."""
     head, sep, tail = url.partition("://")
-    userinfo, at, host = tail.rpartition("@")
+    authority = re.split(r"[/?#]", tail, maxsplit=1)[0]
+    userinfo, at, _ = (authority if "@" in authority else tail).rpartition("@")
     if not sep or not at or ":" not in userinfo:
         return url
-    return f"{head}://{userinfo.split(':', 1)[0]}:***@{host}"
+    return f"{head}://{userinfo.split(':', 1)[0]}:***@{tail[len(userinfo) + 1:]}"
 
 
 class _Collect(logging.Filter):
