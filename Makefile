@@ -38,7 +38,7 @@ demo: cluster
 # mutation - mutmut on the pure core ([tool.mutmut] in pyproject.toml) against tests/unit alone,
 # from a fresh mutants/ copy, then the score per module (fails below 90 % on the core five).
 # MUTATION_CHILDREN: parallel mutants (default 1: the machine is shared); MUTANTS: a name glob
-# such as 'agent.render.*' to run one module while iterating (keeps earlier results).
+# such as 'agent.kinds.render.*' to run one module while iterating (keeps earlier results).
 MUTATION_CHILDREN ?= 1
 MUTANTS ?=
 mutation: $(VENV)/.installed

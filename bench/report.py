@@ -214,7 +214,7 @@ def markdown(results: dict, samples: stats.Samples, old_text: str | None) -> str
         "changing one Application's image; a pass after `kubectl-edit` set one Deployment's replicas to 1. "
         "Each step is checked (object counts, the new image, the edit undone).",
         "- kubectl: `kubectl apply --server-side` of the namespaces and Applications as the agent renders them, "
-        "one LIST for their uids, then their Deployments and Services (from `agent/render.py`); re-apply = "
+        "one LIST for their uids, then their Deployments and Services (from `agent/kinds/render.py`); re-apply = "
         "both files again.",
         "- loop: the same objects as raw `application/apply-patch+yaml` PATCH requests from 8 threads with "
         "kept-alive connections: the API server's ceiling on this machine.",

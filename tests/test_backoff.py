@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from agent import backoff
+from agent.engine import backoff
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_reconcile_request import reconcile, token_of
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)

@@ -61,9 +61,9 @@ def run_agent(args: list[str], env: dict | None = None) -> subprocess.CompletedP
 
 @pytest.fixture
 def main(monkeypatch, capfd):
-    """``agent.cli.main`` in this process, for the long tables (same parser, same checks, no
+    """``agent.cli.main.main`` in this process, for the long tables (same parser, same checks, no
     import cost per case); returns a CompletedProcess-like result with stdout and stderr."""
-    from agent import cli
+    from agent.cli import main as cli
 
     def call(args: list[str], env: dict | None = None):
         for name in [k for k in os.environ if k.startswith("GITOPS_AGENT_")]:
@@ -249,7 +249,7 @@ def test_an_http_addr_that_cannot_be_bound_is_one_line_without_the_os_error(main
 def test_a_port_below_1024_that_may_not_be_bound_says_it_needs_privileges():
     import errno
 
-    from agent.server import listen_problem
+    from agent.server.endpoints import listen_problem
 
     assert listen_problem(":80", PermissionError(errno.EACCES, "Permission denied")) == (
         "this user may not listen on port 80: ports below 1024 need root or the CAP_NET_BIND_SERVICE capability")
@@ -579,7 +579,7 @@ def test_an_unknown_flag_after_a_command_is_that_commands_error(main, args, prog
 
 
 def flags_prog() -> str:
-    from agent import flags
+    from agent.cli import flags
 
     return flags.prog_name()
 

@@ -1,6 +1,6 @@
-"""``Kube.list`` against the real API server: a list read item by item (``agent/listread.py``),
+"""``Kube.list`` against the real API server: a list read item by item (``agent/kube/listread.py``),
 across many chunk boundaries, is the list ``kubectl`` gets, and its objects share equal parts
-that refuse to change (``agent/share.py``)."""
+that refuse to change (``agent/kube/share.py``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 import pytest
 import yaml
 
-from agent import listread
-from agent.kube import Kube
+from agent.kube import listread
+from agent.kube.client import Kube
 
 
 def services(namespace: str, n: int) -> str:

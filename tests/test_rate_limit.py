@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agent.kube import Kube
+from agent.kube.client import Kube
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_run import start_agent  # noqa: F401 (fixture)
 

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from agent import source
+from agent.source import mirror as source
 from tests import faults
 from tests.support import GitRepo, app_yaml
 from tests.test_failsafe import error_lines

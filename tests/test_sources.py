@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from agent import source
+from agent.source import mirror as source
 from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_run import start_agent  # noqa: F401  (the fixture)
 from tests.test_sync import container, sync_ok

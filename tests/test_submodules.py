@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from agent import source
+from agent.source import mirror as source
 from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_failsafe import Untouched, error_lines, image, synced_commit
 from tests.test_run import start_agent  # noqa: F401 (a fixture)

@@ -231,7 +231,7 @@ def test_full_ref_names_name_exactly_that_branch_or_tag(validate, tmp_path):
     """``refs/heads/NAME`` and ``refs/tags/NAME`` (as Git, Flux's spec.ref.name and push
     webhooks write them) resolve to that branch or tag, also where a branch and a tag share a
     name; the no-change check of ``run`` (git ls-remote) reads them the same way."""
-    from agent import source
+    from agent.source import mirror as source
 
     repo = GitRepo.create(tmp_path / "repo")
     repo.write("web.yaml", app_yaml("web"))

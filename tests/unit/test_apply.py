@@ -2,8 +2,8 @@
 
 import pytest
 
-from agent.apply import immutable_field
-from agent.kube import ApiError
+from agent.engine.apply import immutable_field
+from agent.kube.client import ApiError
 
 SELECTOR_REFUSED = ('Deployment.apps "web" is invalid: spec.selector: Invalid value: '
                     'v1.LabelSelector{MatchLabels:map[string]string{"app":"web"}}: field is immutable')

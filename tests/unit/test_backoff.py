@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from agent import backoff
+from agent.engine import backoff
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)

@@ -5,10 +5,10 @@ import datetime
 
 import pytest
 
-from agent import backoff, sync
-from agent.report import Report
-from agent.runner import Runner
-from agent.server import Health, Metrics
+from agent.engine import backoff, sync
+from agent.engine.report import Report
+from agent.server.runner import Runner
+from agent.server.endpoints import Health, Metrics
 
 UTC = datetime.timezone.utc
 COMMIT = "a" * 40
@@ -93,7 +93,7 @@ def test_the_runner_schedules_a_retry_before_the_interval_pass(runner):
      "--max-retry-delay 5 (the first retry cannot wait longer than the longest) (see "),  # the program's name varies
 ])
 def test_retry_delay_flags_are_checked_with_one_line(capsys, args, says):
-    from agent import cli
+    from agent.cli import main as cli
 
     assert cli.main(["run", "--repo", "/nowhere", "--kubeconfig", "/nonexistent", *args]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
@@ -101,7 +101,7 @@ def test_retry_delay_flags_are_checked_with_one_line(capsys, args, says):
 
 
 def test_retry_delay_flags_reach_the_runner_policy():
-    from agent import cli
+    from agent.cli import main as cli
 
     args = cli.build_parser().parse_args(["run", "--repo", "x", "--min-retry-delay", "2", "--max-retry-delay", "30"])
     assert (args.min_retry_delay, args.max_retry_delay) == (2.0, 30.0)

@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from agent import cachedir, source
+from agent.source import cachedir, mirror as source
 
 URL = "https://git.example.com/org/apps.git"
 SSH = "ssh://git@git.example.com/org/apps.git"
@@ -100,7 +100,7 @@ def test_only_what_the_transport_sends_counts(tmp_path):
 def test_submodule_credentials_key_their_mirror():
     """A submodule on another host gets no credentials (submodules.credentials_for), so the
     anonymous mirror; one on the main repository's host the main repository's."""
-    from agent import submodules
+    from agent.source import submodules
 
     creds = source.Credentials(token=TOKEN)
     same, other = "https://git.example.com/org/b.git", "https://elsewhere.example.com/b.git"

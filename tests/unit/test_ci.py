@@ -6,10 +6,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent import crd, diff, metadata, output, progress, validate
-from agent.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
-from agent.manifests import ManifestError
-from agent.schema import SPEC_SCHEMA
+from agent.api import crd
+from agent.engine import diff
+from agent.manifests import metadata
+from agent.cli import output, progress, validate
+from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
+from agent.manifests.loader import ManifestError
+from agent.api.schema import SPEC_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
@@ -166,7 +169,7 @@ def test_unified_diff_shows_only_real_changes():
 def test_a_diff_of_objects_with_shared_parts_writes_every_value_out():
     """A pass's objects share equal parts (share.Memo): the Deployment's selector labels are
     the same mapping as its pod template's. YAML would print an anchor and aliases."""
-    from agent import share
+    from agent.kube import share
 
     def shared(image):
         labels = {"app": "web"}
@@ -327,7 +330,7 @@ def test_a_guarded_stream_never_raises_and_remembers_what_it_lost(tmp_path):
     import errno
     import os
 
-    from agent import streams
+    from agent.common import streams
 
     class Full:
         def write(self, text):

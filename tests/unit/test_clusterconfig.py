@@ -1,4 +1,4 @@
-"""The kubeconfig as ``agent/clusterconfig.py`` loads it: every way it can be wrong is one reason
+"""The kubeconfig as ``agent/kube/clusterconfig.py`` loads it: every way it can be wrong is one reason
 in the agent's words, naming the file, context, cluster or user; credentials are all sent or the
 load is refused (never an anonymous request). Nothing here connects anywhere."""
 
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from kubernetes import client
 
-from agent import clusterconfig
+from agent.kube import clusterconfig
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -385,5 +385,5 @@ def test_a_proxy_password_that_is_not_url_encoded_is_refused_without_showing_it(
     ("http://bob@proxy.example:3128", "http://bob@proxy.example:3128"), ("proxy.example:3128", "proxy.example:3128"),
 ])
 def test_a_proxy_is_shown_without_its_password(url, shown):
-    from agent.kubecreds import without_password
+    from agent.kube.kubecreds import without_password
     assert without_password(url) == shown

@@ -2,9 +2,9 @@
 
 import pytest
 
-from agent import conditions
-from agent.conditions import Condition
-from agent.health import Health
+from agent.engine import conditions
+from agent.engine.conditions import Condition
+from agent.kinds.health import Health
 
 HEALTHY, PROGRESSING = Health("Healthy", "all children healthy"), Health("Progressing", "Deployment: rolling")
 DEGRADED, MISSING = Health("Degraded", "Deployment: deadline"), Health("Missing", "Service: gone")

@@ -1,10 +1,10 @@
-"""One Event per Application per pass (agent/events.py)."""
+"""One Event per Application per pass (agent/engine/events.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent import events
+from agent.engine import events
 
 
 def app(name="web", namespace="ns"):

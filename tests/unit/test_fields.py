@@ -5,7 +5,7 @@ import datetime
 
 import pytest
 
-from agent import fields
+from agent.kinds import fields
 
 PORT_81 = 'k:{"containerPort":81,"protocol":"TCP"}'
 CONTAINER = 'k:{"name":"web"}'

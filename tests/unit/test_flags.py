@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from agent import flags, nametypes
+from agent.cli import flags, nametypes
 
 SECONDS = flags.number(1, 86400)
 GRACE = flags.number(0, 3600)
@@ -188,7 +188,7 @@ def test_one_line_token_is_the_rule_of_every_token(text, token, why):
 
 
 def test_the_token_variable_is_read_by_the_token_files_rule(monkeypatch):
-    from agent import commands
+    from agent.cli import commands
 
     args = argparse.Namespace(git_token_file=None, git_username=None, repo="https://git.example/apps.git",
                               ssh_key_file=None, known_hosts_file=None)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent import guards
+from agent.engine import guards
 
 
 @pytest.mark.parametrize("annotations, disabled", [

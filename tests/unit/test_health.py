@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent import health
-from agent.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
+from agent.kinds import health
+from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"
 
@@ -233,7 +233,7 @@ def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs
 def test_trim_keeps_every_answer_of_health_and_everything_but_conditions(path):
     import copy
 
-    from agent import triggers
+    from agent.server import triggers
 
     obj = yaml.safe_load(path.read_text())
     trimmed = health.trim(copy.deepcopy(obj))

@@ -1,4 +1,4 @@
-"""Mapping keys as Kubernetes reads them (agent/keys.py), and as ``manifests.load`` refuses them.
+"""Mapping keys as Kubernetes reads them (agent/manifests/keys.py), and as ``manifests.load`` refuses them.
 
 The expected strings are kubectl's: ``sigs.k8s.io/yaml`` YAMLToJSON over its go-yaml v2 fork
 (``resolve`` for plain scalars, ``convertToJSONableObject`` for keys, Go's
@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from agent import keys, manifests
+from agent.manifests import keys, loader as manifests
 
 INF = math.inf
 
@@ -247,7 +247,7 @@ def test_a_bad_key_outside_the_items_refuses_the_whole_list(monkeypatch):
 
 def test_json_only_still_leaves_out_a_key_that_is_no_string():
     """The loader leaves such keys out itself; ``nodes.json_only`` keeps refusing them for any other caller."""
-    from agent.nodes import json_only
+    from agent.manifests.nodes import json_only
 
     data, problems = json_only({"a": {1: "x", "b": "y"}})
     assert data == {"a": {"b": "y"}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import urllib3
 
-from agent.kube import ApiError, Kube, _unreachable
+from agent.kube.client import ApiError, Kube, _unreachable
 from tests.unit.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
 
 

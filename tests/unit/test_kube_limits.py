@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agent.kube import ApiError, Kube
+from agent.kube.client import ApiError, Kube
 
 KUBECONFIG = """\
 apiVersion: v1

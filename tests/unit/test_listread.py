@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agent import listread
+from agent.kube import listread
 
 
 def reader(text: str, sizes=None):

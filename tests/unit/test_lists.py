@@ -1,11 +1,12 @@
-"""``kind: List`` files (agent/lists.py, agent/manifests.py): each item is a document of its file,
+"""``kind: List`` files (agent/manifests/lists.py, agent/manifests/loader.py): each item is a document of its file,
 read the same by the C parser, the pure-Python loader and the parse cache."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent import lists, manifests, parsecache, validate
+from agent.manifests import lists, loader as manifests, parsecache
+from agent.cli import validate
 
 ITEM = """\
 - apiVersion: heumsi.github.io/v1

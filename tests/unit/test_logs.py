@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from agent import logs
+from agent.common import logs
 
 
 def test_a_job_skipped_while_its_pass_runs_is_not_a_warning(capfd):

@@ -1,12 +1,12 @@
-"""Unit tests for agent.manifests.load and agent.schema."""
+"""Unit tests for agent.manifests.loader.load and agent.schema."""
 
 import time
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from agent.manifests import LoadResult, Manifest, ManifestError, Rejected, load
-from agent.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
+from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
+from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
@@ -147,7 +147,7 @@ YES_RULE = ('key yes is a boolean, not a string (YAML 1.1 reads unquoted yes/no,
         (10, "spec.image", "duplicate key 'image' (first defined on line 6)")]),
 ])
 def test_every_problem_of_a_document_is_reported_at_once(text, expected, monkeypatch):
-    from agent import manifests
+    from agent.manifests import loader as manifests
 
     result = run({"a.yaml": text})
     assert [(e.path, e.line, e.field, e.message) for e in result.errors] == [("a.yaml", *x) for x in expected]
@@ -315,7 +315,7 @@ def test_unknown_top_level_field(key, hint):
 
 
 def test_did_you_mean():
-    from agent.schema import did_you_mean
+    from agent.api.schema import did_you_mean
 
     assert did_you_mean("replica", ("image", "replicas"), "spec.") == " (did you mean spec.replicas?)"
     assert did_you_mean("zzz", ("image", "replicas")) == "" and did_you_mean(True, ("true",)) == ""
@@ -582,7 +582,7 @@ LIST_OF_TWO = ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: heumsi.github.
      [("a.yaml", 4), ("b.yaml", 5)]),
 ])
 def test_a_duplicate_identity_is_reported_at_each_metadata_name(files, expected, monkeypatch):
-    from agent import manifests
+    from agent.manifests import loader as manifests
 
     result = run(files)
     twice = [e for e in result.errors if "more than once" in e.message]
@@ -596,7 +596,7 @@ def test_a_duplicate_identity_is_reported_at_each_metadata_name(files, expected,
 
 
 def test_a_cached_file_names_the_same_metadata_name_lines(tmp_path):
-    from agent import parsecache
+    from agent.manifests import parsecache
 
     two = LIST_OF_TWO.replace("name: nginx\n", "name: web\n").replace("name: nginx}", "name: b}")
     files = {"a.yaml": ("# x\n" + EXAMPLE).encode(), "l.yaml": two.encode()}
@@ -730,7 +730,7 @@ def test_mixed_block_and_flow_nesting_counts_every_open_level(lists, sibling, ex
 def test_many_refused_documents_are_attributed_in_linear_time():
     """Rejected entries come from the errors each document recorded, not from searching every
     document for each error's line (quadratic: 16 files of 1000 invalid items took 45 s)."""
-    from agent.manifests import _rejected
+    from agent.manifests.loader import _rejected
 
     errors = [ManifestError("f.yaml", i + 1, "spec.replicas", "bad") for i in range(20000)]
     rows = [("f.yaml", i + 1, i + 1, f"default/a{i}", True, [e], None) for i, e in enumerate(errors)]
@@ -755,7 +755,7 @@ def test_many_refused_documents_are_attributed_in_linear_time():
     ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: a, name: b}\nspec: {}\n", None),
 ])
 def test_an_application_that_cannot_be_constructed_is_still_an_application(text, application, monkeypatch):
-    from agent import manifests
+    from agent.manifests import loader as manifests
 
     result = run({"a.yaml": text})
     monkeypatch.setattr(manifests, "_FAST", False)
@@ -788,7 +788,7 @@ def test_an_unconstructed_application_shares_its_identity_with_a_valid_one():
 def test_key_line_and_scalar_read_a_key_from_the_nodes(text, path, line, value):
     import yaml
 
-    from agent.nodes import key_line, scalar
+    from agent.manifests.nodes import key_line, scalar
 
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     assert (key_line(node, path), scalar(node, path, "absent")) == (line, value)
@@ -798,7 +798,7 @@ def test_key_line_and_scalar_read_a_key_from_the_nodes(text, path, line, value):
 def test_a_plain_equals_sign_is_the_string_kubectl_reads(fast, monkeypatch):
     """PyYAML resolves a plain ``=`` to its "value" tag, which no constructor knows; go-yaml
     (kubectl) reads the string "="."""
-    from agent import manifests
+    from agent.manifests import loader as manifests
 
     monkeypatch.setattr(manifests, "_FAST", fast)
     text = EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    note: =\n")
@@ -810,7 +810,7 @@ def test_a_plain_equals_sign_is_the_string_kubectl_reads(fast, monkeypatch):
 def test_an_integer_too_long_for_python_is_a_string_the_schema_names_in_one_short_line(fast, monkeypatch):
     """More digits than Python converts (4300): go-yaml reads such a number as a string, so it is
     the field's own error at its own line, with the value cut short."""
-    from agent import manifests
+    from agent.manifests import loader as manifests
 
     monkeypatch.setattr(manifests, "_FAST", fast)
     err = only_error(run({"big.yaml": app(spec="  image: nginx:1\n  replicas: " + "9" * 5000 + "\n  port: 80\n")}))
@@ -825,6 +825,6 @@ def test_an_integer_too_long_for_python_is_a_string_the_schema_names_in_one_shor
     (12, "12"), (None, "null"), ({1, 2} and b"b", "b'b'"),
 ])
 def test_a_value_in_a_message_is_cut_after_80_characters(value, shown):
-    from agent.nodes import show
+    from agent.manifests.nodes import show
 
     assert show(value) == shown

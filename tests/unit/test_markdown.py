@@ -1,4 +1,4 @@
-"""``-o markdown`` (agent/output.py) as CommonMark and GitHub (GFM) read it: code spans whose
+"""``-o markdown`` (agent/cli/output.py) as CommonMark and GitHub (GFM) read it: code spans whose
 fence outlasts every backtick inside, ``|`` escaped only in table cells, backslashes and other
 markup characters escaped in plain text. The expected outputs were checked by rendering them with
 GitHub's own cmark-gfm (the cmarkgfm bindings): every name and message reads back as it is."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent import output
-from agent.manifests import Manifest, ManifestError
-from agent.validate import Result
+from agent.cli import output
+from agent.manifests.loader import Manifest, ManifestError
+from agent.cli.validate import Result
 
 
 @pytest.mark.parametrize("value, span", [

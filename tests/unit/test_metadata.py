@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent import manifests, metadata
+from agent.manifests import loader as manifests, metadata
 
 EXAMPLE = "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: web\n{extra}spec:\n" \
           "  image: nginx:1\n  replicas: 1\n  port: 80\n"

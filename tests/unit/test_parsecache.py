@@ -1,5 +1,5 @@
-"""Parsing only what changed: the blob-id cache and the C parser's fast path (agent/parsecache.py,
-agent/manifests.py)."""
+"""Parsing only what changed: the blob-id cache and the C parser's fast path (agent/manifests/parsecache.py,
+agent/manifests/loader.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agent import manifests, parsecache
+from agent.manifests import loader as manifests, parsecache
 
 APP = """\
 apiVersion: heumsi.github.io/v1

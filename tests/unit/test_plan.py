@@ -2,7 +2,8 @@
 
 import pytest
 
-from agent import plan, render
+from agent.engine import plan
+from agent.kinds import render
 
 
 APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",

@@ -1,10 +1,10 @@
-"""The environment's proxy as kubectl reads it (Go's ``httpproxy`` rules), ``agent/proxyenv.py``."""
+"""The environment's proxy as kubectl reads it (Go's ``httpproxy`` rules), ``agent/kube/proxyenv.py``."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent.proxyenv import bypassed, chosen
+from agent.kube.proxyenv import bypassed, chosen
 
 PROXY = "http://proxy.example:3128"
 

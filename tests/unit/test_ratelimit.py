@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agent.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
+from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 
 
 class Clock:

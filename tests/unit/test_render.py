@@ -4,7 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from agent import render, schema
+from agent.kinds import render
+from agent.api import schema
 
 
 def test_children_follow_the_original_templates():

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from agent import repository, source
+from agent.source import repository, mirror as source
 
 
 @pytest.mark.parametrize("url", [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import manifests, scope
+from agent.manifests import loader as manifests
+from agent.engine import scope
 
 
 @pytest.mark.parametrize("namespace, patterns, ok", [

@@ -7,7 +7,7 @@ import http.client
 
 import pytest
 
-from agent import server
+from agent.server import endpoints as server
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from agent import share
+from agent.kube import share
 
 
 def deployment(name: str, uid: str) -> dict:

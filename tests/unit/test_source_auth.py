@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent import source
+from agent.source import mirror as source
 
 TOKEN = source.Credentials(token="secret-token-0054", username="deploy")
 

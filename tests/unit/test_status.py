@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent import status
+from agent.engine import status
 
 SHA1, SHA2 = "1" * 40, "2" * 40
 

@@ -3,7 +3,7 @@ the token header appended to (never overwriting) the user's GIT_CONFIG_* entries
 
 import pytest
 
-from agent import source, submodules
+from agent.source import mirror as source, submodules
 
 
 # Cases from Git's own t/t0060-path-utils.sh (test_submodule_relative_url, without up_path).

@@ -1,10 +1,11 @@
-"""The suspend decisions (agent/suspend.py): which objects a pass leaves alone, why, and the status."""
+"""The suspend decisions (agent/engine/suspend.py): which objects a pass leaves alone, why, and the status."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent import conditions, fields, health, status, suspend
+from agent.engine import conditions, status, suspend
+from agent.kinds import fields, health
 
 ANNOTATION = "heumsi.github.io/reconcile"
 SHA = "a" * 40
@@ -224,7 +225,7 @@ def test_status_without_suspension_has_no_suspended_field():
 
 def test_field_take_over_never_hands_annotations_over():
     """The reconcile annotation (and every other annotation) kubectl owns stays kubectl's: the
-    agent's apply can then never remove it (agent/fields.py takes only AUTHORITATIVE subtrees)."""
+    agent's apply can then never remove it (agent/kinds/fields.py takes only AUTHORITATIVE subtrees)."""
     assert all(path[0] != "f:metadata" for paths in fields.AUTHORITATIVE.values() for path in paths)
     annotate = {"manager": "kubectl-annotate", "operation": "Update", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
                 "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{ANNOTATION}": {}}}}}

@@ -3,9 +3,12 @@ watch rule; the reconcile command's result line; the annotation is never taken o
 
 import pytest
 
-from agent import backoff, crd, fields, reconcile_cmd, sync_now
-from agent.runner import Runner
-from agent.server import Health, Metrics
+from agent.engine import backoff, sync_now
+from agent.api import crd
+from agent.kinds import fields
+from agent.cli import reconcile_cmd
+from agent.server.runner import Runner
+from agent.server.endpoints import Health, Metrics
 
 A = "heumsi.github.io/reconcile-requested-at"
 

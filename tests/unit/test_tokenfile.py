@@ -1,4 +1,4 @@
-"""A kubeconfig user's ``tokenFile`` read again while the agent runs (``agent/tokenfile.py``), as
+"""A kubeconfig user's ``tokenFile`` read again while the agent runs (``agent/kube/tokenfile.py``), as
 client-go reads it: at most once a minute, by the one-line rule, the previous token kept (and one
 warning naming the file, never the token) when a read fails. Real files; the clock is the test's.
 Nothing here connects anywhere."""
@@ -11,7 +11,7 @@ import logging
 import pytest
 from kubernetes import client
 
-from agent import clusterconfig, tokenfile
+from agent.kube import clusterconfig, tokenfile
 
 KUBECONFIG = ("apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:9'}}}}]\n"
               "users: [{{name: u, user: {user}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n"

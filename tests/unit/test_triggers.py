@@ -1,4 +1,4 @@
-"""The rule that keeps ``run`` from passing on its own writes (``agent/triggers.py``)."""
+"""The rule that keeps ``run`` from passing on its own writes (``agent/server/triggers.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from agent import triggers
+from agent.server import triggers
 
 LABELS = {"app.kubernetes.io/managed-by": "gitops-agent"}
 
@@ -104,7 +104,7 @@ def test_recording_records_what_the_pass_reads_and_writes():
     assert kube.served("g", "v") == {"applications"}  # everything else passes through
 
 
-@pytest.mark.parametrize("wrapper", ["agent.triggers:Recording", "agent.diff:Recording", "agent.scope:ScopedKube"])
+@pytest.mark.parametrize("wrapper", ["agent.server.triggers:Recording", "agent.engine.diff:Recording", "agent.engine.scope:ScopedKube"])
 def test_every_wrapper_of_kube_takes_every_argument_kube_takes(wrapper):
     """The wrappers stand in for ``Kube`` in a pass; ``run``'s Recording once took three of
     ``list_in``'s four arguments, and every pass of ``run --allowed-namespaces a,b`` ended in a
@@ -112,7 +112,7 @@ def test_every_wrapper_of_kube_takes_every_argument_kube_takes(wrapper):
     import importlib
     import inspect
 
-    from agent.kube import Kube
+    from agent.kube.client import Kube
 
     module, name = wrapper.split(":")
     cls = getattr(importlib.import_module(module), name)

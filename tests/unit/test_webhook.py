@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from agent import webhook
+from agent.server import webhook
 
 SECRET = b"It's a Secret to Everybody"
 BODY = b'{"ref": "refs/heads/main"}'

@@ -1,4 +1,4 @@
-"""Bounded parallel writes that keep the serial pass's results and order (agent/writes.py)."""
+"""Bounded parallel writes that keep the serial pass's results and order (agent/engine/writes.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from agent import writes
-from agent.kube import ApiError
-from agent.report import Report
+from agent.engine import writes
+from agent.kube.client import ApiError
+from agent.engine.report import Report
 
 
 class Pool:

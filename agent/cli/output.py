@@ -1,0 +1,222 @@
+"""Reports as documents: one JSON-able dict per command run, rendered as json, markdown or text.
+
+The document's keys are pinned by ``agent/report.schema.json`` and documented in the README.
+Renderers only read the document, so the three formats never disagree. Pure: callers print.
+What text and markdown show of a string is ``report.printable`` (a file name's control
+characters escaped); json keeps every string as it is (JSON escapes them itself).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report, printable
+
+SCHEMA_VERSION = 1
+ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
+           FAILED: "failed", RECREATED: "recreate", KEPT: "kept", SUSPENDED: "suspended"}
+"""Report action word -> the plan word used in json and markdown (and by dry runs)."""
+CHANGING = ("create", "update", "prune", "recreate")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept", "suspended")
+FORMATS = ("text", "json", "markdown")
+
+
+def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int, source: dict,
+                  diffs: dict[str, str] | None = None, seconds: float = 0.0) -> dict:
+    """The document for ``sync`` or ``diff``: ``report`` of the pass, ``diffs`` (subject ->
+    unified diff, from ``diff.Recording.diffs``), ``source`` ({repo (redacted), ref, path}),
+    ``seconds`` the whole command's wall time. Objects are ``report.outcomes()``, so ``counts``
+    equal the text summary's; file errors are only in ``errors``."""
+    diffs = diffs or {}
+    apps: dict[str, list[dict]] = {}
+    for change in report.outcomes():  # a refused Application is one failed Application object
+        kind, _, rest = change.subject.partition("/")
+        namespace, _, name = rest.rpartition("/")
+        action = ACTIONS.get(change.action, change.action)
+        apps.setdefault(change.application, []).append({
+            "subject": change.subject, "kind": kind, "namespace": namespace, "name": name,
+            "action": action, "message": change.message or None,
+            "diff": diffs.get(change.subject) if action in CHANGING else None})
+    counts = dict.fromkeys(COUNTED, 0)
+    for objects in apps.values():
+        for obj in objects:
+            counts[obj["action"]] = counts.get(obj["action"], 0) + 1
+    changes = any(counts[a] for a in CHANGING)
+    return {
+        "schemaVersion": SCHEMA_VERSION, "command": command, "dryRun": dry_run,
+        "ok": report.ok, "changes": changes, "exitCode": exit_code,
+        "commit": report.commit, "source": source,
+        "applications": [{"name": name, "objects": objs} for name, objs in sorted(apps.items())],
+        "errors": _errors(report), "notes": list(report.notes), "counts": counts,
+        "timings": {"totalSeconds": round(seconds, 3),
+                    "fetchSeconds": None if report.fetch_seconds is None else round(report.fetch_seconds, 3)},
+    }
+
+
+def validate_document(result, *, exit_code: int, source: dict) -> dict:
+    """The document for ``validate`` from a ``validate.Result``: the valid Applications with
+    their file and line, every error with file, line and field, counts of files, Applications
+    and errors."""
+    errors = [{"message": e.message, "file": e.path, "line": e.line, "field": e.field, "subject": None}
+              for e in result.errors]
+    if result.fatal:
+        errors.insert(0, {"message": result.fatal, "file": None, "line": None, "field": None, "subject": None})
+    return {
+        "schemaVersion": SCHEMA_VERSION, "command": "validate", "dryRun": False,
+        "ok": result.ok, "changes": False, "exitCode": exit_code, "commit": result.commit, "source": source,
+        "applications": [{"name": f"{m.namespace}/{m.name}", "file": m.path, "line": m.line, "objects": []}
+                         for m in result.manifests],
+        "errors": errors, "notes": [],
+        "counts": {"files": result.files, "applications": len(result.manifests), "errors": len(errors)},
+        "timings": {"totalSeconds": round(result.seconds, 3),
+                    "fetchSeconds": None if result.fetch_seconds is None else round(result.fetch_seconds, 3)},
+    }
+
+
+def _errors(report: Report) -> list[dict]:
+    out, seen = [], set()
+    for p in report.problems:
+        out.append({"message": p.message, "file": p.path, "line": p.line, "field": p.field, "subject": None})
+        seen.add(str(p))
+    failed = {f"{c.subject}: {c.message}": c for c in report.changes if c.action == FAILED}
+    for error in report.errors:
+        if error in seen:
+            continue
+        change = failed.get(error)
+        out.append({"message": change.message if change else error, "file": None, "line": None,
+                    "field": None, "subject": change.subject if change else None})
+    return out
+
+
+def render(doc: dict, fmt: str) -> str:
+    """``doc`` as ``json`` (indented, one document), ``markdown`` or ``text``."""
+    if fmt == "json":
+        return json.dumps(doc, indent=2, sort_keys=False)
+    if fmt == "markdown":
+        return markdown(doc)
+    return text(doc)
+
+
+def _verdict(doc: dict) -> str:
+    counts = doc["counts"]
+    if doc["command"] == "validate":
+        files = f"{counts['files']} file{'s' if counts['files'] != 1 else ''}"
+        if doc["ok"]:
+            apps = f"{counts['applications']} Application{'s' if counts['applications'] != 1 else ''}"
+            return f"valid: {files}, {apps} ({doc['timings']['totalSeconds']:.2f}s)"
+        if not counts["files"] and doc["errors"] and doc["errors"][0]["file"] is None:
+            return "not validated: the files could not be read"
+        bad = len({e["file"] for e in doc["errors"] if e.get("file")})
+        where = f"{bad} of {files}" if bad and bad != counts["files"] else files
+        return f"invalid: {counts['errors']} problem{'s' if counts['errors'] != 1 else ''} in {where}"
+    tally = ", ".join(f"{counts[a]} {a}" for a in COUNTED if counts[a] or a in ("create", "update", "prune", "failed"))
+    head = "dry run, nothing written" if doc["dryRun"] else "sync"
+    if not doc["ok"]:
+        return f"{head}: failed ({tally})"
+    if doc["dryRun"]:
+        return f"{head}: {'changes pending' if doc['changes'] else 'no changes'} ({tally})"
+    return f"{head}: {'changed' if doc['changes'] else 'in sync'} ({tally})"
+
+
+def _where(error: dict) -> str:
+    if error["file"]:
+        where = error["file"] if error["line"] is None else f"{error['file']}:{error['line']}"
+        return ": ".join(p for p in (where, error["field"]) if p)
+    return error["subject"] or ""
+
+
+def error_line(error: dict) -> str:
+    """One entry of ``doc["errors"]`` as the line printed on stderr: ``file:line: field:
+    message``, ``subject: message`` or just the message, ``printable`` (one line, whatever the
+    file name holds)."""
+    return printable(": ".join(p for p in (_where(error), error["message"]) if p))
+
+
+def text(doc: dict) -> str:
+    """Plain text: for ``validate`` the verdict (its errors are printed on stderr, each as
+    ``error_line``); for ``diff`` the diffs then the plan; for a dry-run ``sync`` the plan (per
+    Application its objects and actions)."""
+    lines: list[str] = []
+    if doc["command"] == "validate":
+        return _verdict(doc)
+    if doc["command"] == "diff":
+        for app in doc["applications"]:
+            lines += [obj["diff"].rstrip("\n") for obj in app["objects"] if obj["diff"]]
+    lines.append(f"commit {doc['commit']}" if doc["commit"] else "commit: none (source not fetched)")
+    for app in doc["applications"]:
+        lines.append(f"{app['name']}:")
+        for obj in app["objects"]:
+            lines.append(printable(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else "")))
+    lines += [printable(f"note: {n}") for n in doc["notes"]]
+    lines.append(_verdict(doc))
+    return "\n".join(lines)
+
+
+def code(value: str) -> str:
+    """``value`` (``printable``) as a CommonMark code span (spec 0.31, 6.1 "Code spans"): between
+    backtick strings one longer than its longest run of backticks (a span ends only at a run of
+    its own length), with one space inside each end when it starts or ends with a backtick or
+    both starts and ends with a space (a span strips one space from each end then): a`b is fenced
+    by two backticks, `x by two backticks and a space. Backslashes are literal in a span."""
+    text = printable(value)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or (text[:1] == text[-1:] == " " and text.strip(" ")) \
+        or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def plain(value: str) -> str:
+    """``value`` (``printable``) as CommonMark inline text that reads as it is: a backslash-escape
+    (spec 2.4, any ASCII punctuation may be escaped) before each backslash and each character that
+    could start markup inside a line (a code span, emphasis, strikethrough, a link, HTML, an
+    entity), and before a first character that could start a block (a heading, a quote, a list);
+    ``|`` is left as it is (it is markup only in a table: ``cell``)."""
+    text = re.sub(r"([\\`*_~\[\]<>&])", r"\\\1", printable(value))
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", re.sub(r"^([#+=-])", r"\\\1", text))
+
+
+def cell(markdown_text: str) -> str:
+    """Inline Markdown (``code``, ``plain`` or markup) as a GFM table cell: every ``|`` escaped
+    (GFM spec 0.29, 4.10 "Tables": a cell's pipes are escaped, inside code spans too, and the
+    table removes one backslash before each pipe before reading the cell's inline content)."""
+    return markdown_text.replace("|", "\\|")
+
+
+def markdown(doc: dict) -> str:
+    """A compact plan for a pull-request comment: a heading with the verdict, the commit, a
+    table of Applications and their objects' actions, errors as a list, and each diff folded
+    in ``<details>``. Names, files and fields are ``code`` spans, messages and notes ``plain``
+    text, and table cells ``cell``s, so any file name or message reads as it is."""
+    title = {"validate": "validate", "diff": "diff", "sync": "sync"}[doc["command"]]
+    out = [f"### gitops-agent {title}: {_verdict(doc).split(': ', 1)[1]}", ""]
+    if doc["commit"]:
+        out += [f"Commit {code(doc['commit'][:12])}", ""]
+    if doc["command"] == "validate":
+        if doc["applications"]:
+            out += ["| Application | File |", "|---|---|"]
+            out += [f"| {cell(code(a['name']))} | {cell(code(a['file'] + ':' + str(a['line'])))} |"
+                    for a in doc["applications"]]
+            out.append("")
+    elif doc["applications"]:
+        out += ["| Application | Changes | Unchanged |", "|---|---|---|"]
+        for app in doc["applications"]:
+            changed = [f"{plain(o['kind'])} **{plain(o['action'])}**" for o in app["objects"] if o["action"] != "unchanged"]
+            same = sum(o["action"] == "unchanged" for o in app["objects"])
+            out.append(f"| {cell(code(app['name']))} | {cell(', '.join(changed)) or '-'} | {same} |")
+        out.append("")
+    if doc["errors"]:
+        out += ["**Errors**", ""]
+        out += [f"- {code(_where(e)) + ': ' if _where(e) else ''}{plain(e['message'])}" for e in doc["errors"]]
+        out.append("")
+    for note in doc["notes"]:  # one quote each: lines of one quote would run into one paragraph
+        out += [f"> {plain(note)}", ""]
+    for app in doc["applications"]:
+        for obj in app["objects"]:
+            if obj.get("diff"):
+                diff = obj["diff"].rstrip("\n")
+                fence = "`" * max(3, max(map(len, re.findall("`+", diff)), default=0) + 1)  # longer than any inside
+                summary = html.escape(printable(f"{obj['subject']} ({obj['action']})"), quote=False)
+                out += [f"<details><summary>{summary}</summary>", "", f"{fence}diff", diff, fence, "", "</details>", ""]
+    return "\n".join(out).rstrip("\n") + "\n"

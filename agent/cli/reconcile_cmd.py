@@ -1,0 +1,124 @@
+"""``python -m agent reconcile NAME``: ask the running agent to sync one Application now.
+
+The command does what ``flux reconcile`` does for Flux objects: it sets the annotation
+``heumsi.github.io/reconcile-requested-at`` to the current time (RFC 3339 with nanoseconds) with
+a JSON merge patch under its own field manager (``sync_now.FIELD_MANAGER``, never the agent's,
+so the agent's server-side apply never owns or removes it). The agent's ``run`` watches
+Applications, sees a token it has not handled and runs a pass that asks Git; that pass copies
+the token to ``status.lastHandledReconcileAt``. With ``--wait`` the command polls until the two
+match and prints the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from agent.cli import flags, nametypes
+from agent.engine import suspend, sync_now
+from agent.kube.client import ApiError, Kube, path
+from agent.api.schema import GROUP, KIND
+
+EXIT_OK, EXIT_FAILED = 0, 2
+POLL_SECONDS = 0.5
+EPILOG = """exit codes:
+  0  the request was set (without --wait); with --wait: the agent handled it and the
+     Application's Synced condition is True
+  2  the Application does not exist, a flag was wrong, the request could not be set; with
+     --wait: it was not handled within --timeout (no agent run seems to be handling requests),
+     or the agent handled it and the sync failed
+"""
+
+
+def add_parser(commands, env) -> argparse.ArgumentParser:
+    """The ``reconcile`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>``
+    (``flags.env``)."""
+    parser = commands.add_parser(
+        "reconcile", help="ask the running agent to sync one Application now", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"Set the annotation {sync_now.ANNOTATION} on the Application to the current time, "
+                    "so that the running agent (run) syncs it now, asking Git for the newest commit. "
+                    "With --wait, wait until the agent handled the request and print the result.")
+    parser.add_argument("name", metavar="NAME", type=nametypes.dns_subdomain, help="the Application's name")
+    parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=nametypes.dns_label,
+                        help="the Application's namespace (default: default) [env GITOPS_AGENT_NAMESPACE]")
+    flags.switch(parser, "--wait", variable="RECONCILE_WAIT", default=False, negatable=False,
+                 help="wait until the agent handled the request and print the result "
+                      "[env GITOPS_AGENT_RECONCILE_WAIT]")
+    parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=env("RECONCILE_TIMEOUT", "300"),
+                        help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
+                             "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
+    flags.add_kubeconfig_flags(parser)
+    return parser
+
+
+def describe(app: dict) -> tuple[bool, str]:
+    """(synced, one line) for an Application whose request was handled: True when its
+    ``Synced`` condition is True; the line names the ``Ready`` condition's status, reason and
+    message and ``status.lastSyncedCommit`` (``none`` when nothing was synced yet). Pure."""
+    status = app.get("status") or {}
+    found = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    ready, synced = found.get("Ready") or {}, found.get("Synced") or {}
+    ok = synced.get("status") == "True"
+    line = (f"Ready={ready.get('status', 'Unknown')} ({ready.get('reason', 'NoStatus')}: "
+            f"{ready.get('message', 'no Ready condition')}); lastSyncedCommit {status.get('lastSyncedCommit') or 'none'}")
+    if not ok:
+        line = f"sync failed: {synced.get('message') or 'no Synced condition'}; {line}"
+    return ok, line
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``reconcile`` (see EPILOG for the exit codes). Errors are one line on stderr."""
+    subject = f"{KIND}/{args.namespace}/{args.name}"
+    try:
+        kube = Kube(args.kubeconfig, args.context)
+    except ApiError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    token = sync_now.new_token()
+    url = path(GROUP, KIND, args.namespace, args.name)
+    try:
+        live = kube.request("GET", url)
+        hold = suspend.application(None, live) if live else None
+        if hold is not None:  # as `flux reconcile` refuses a suspended object at once
+            print(f"error: {subject} is suspended ({hold.mechanism}), so no pass would sync it; resume it "
+                  "first (see Suspend and hot-fix in the README)", file=sys.stderr)
+            return EXIT_FAILED
+        kube.request("PATCH", url, body={"metadata": {"annotations": {sync_now.ANNOTATION: token}}},
+                     query={"fieldManager": sync_now.FIELD_MANAGER}, content_type="application/merge-patch+json")
+    except ApiError as err:
+        if err.status == 404:
+            print(f"error: {subject} not found (no such Application in namespace {args.namespace}, "
+                  "or the Application CRD is not installed)", file=sys.stderr)
+        else:
+            print(f"error: {subject}: could not request a sync: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{subject}: sync requested ({sync_now.ANNOTATION}={token})", flush=True)
+    if not args.wait:
+        return EXIT_OK
+    deadline = time.monotonic() + args.timeout
+    while True:
+        try:
+            app = kube.request("GET", url)
+        except ApiError as err:
+            print(f"error: {subject}: reading it failed while waiting: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        if app is None:
+            print(f"error: {subject} was deleted while waiting for the request to be handled", file=sys.stderr)
+            return EXIT_FAILED
+        if sync_now.handled(app) == token:
+            ok, line = describe(app)
+            if ok:
+                print(f"{subject}: handled: {line}")
+                return EXIT_OK
+            print(f"error: {subject}: handled, {line}", file=sys.stderr)
+            return EXIT_FAILED
+        if time.monotonic() >= deadline:
+            print(f"error: {subject}: the request was not handled within {args.timeout:g}s: no agent run seems "
+                  f"to be handling requests (is it running, leading and allowed to see namespace "
+                  f"{args.namespace}? A pass that fails before writing status handles none; see its log)",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        time.sleep(POLL_SECONDS)
+

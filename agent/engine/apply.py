@@ -1,0 +1,162 @@
+"""Make one planned object live: take kubectl's fields over, server-side apply, and recreate a
+child whose immutable field differs from Git; before children are created, check that their
+names are not someone else's objects (``claim``).
+
+Why a module of its own: these are the writes of a pass that change objects, and each needs a
+rule that plain server-side apply does not give. Fields other managers own where the agent
+renders in full are handed to the agent first (``fields.handover``), so the apply removes
+what Git does not have. A field the API server refuses to change in place (a Deployment's
+``spec.selector``) is fixed by deleting and recreating the object, and only when it is the
+agent's own (``plan.not_ours``, the rule that also decides which objects are applied over);
+someone else's object is never deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from agent.engine import conditions, diff, plan
+from agent.kinds import fields
+from agent.kube.client import ApiError, Kube
+from agent.engine.report import CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
+from agent.api.schema import KIND
+
+log = logging.getLogger("agent.apply")
+RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again
+TAKE_OVER_ATTEMPTS = 3
+_IMMUTABLE = re.compile(r"([\w.\[\]-]+): (?:Invalid value|Forbidden)\b.*?(?:field is immutable|"
+                        r"may not change once set|is immutable)", re.S)
+
+
+class ImmutableConflict(ApiError):
+    """A child's immutable field differs from Git and the child is not the agent's, so it is
+    not deleted: retrying cannot help (the Application's ``Stalled`` condition)."""
+
+
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
+class Applied:
+    """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
+    created, configured, unchanged, recreated; ``message`` says why it was recreated."""
+
+    live: dict
+    action: str
+    message: str = ""
+
+
+def immutable_field(err: ApiError) -> str | None:
+    """The field path (``spec.selector``) an API error refused as immutable, or None. The API
+    server answers 422 Invalid with ``<field>: Invalid value: ...: field is immutable``."""
+    if err.status != 422:
+        return None
+    match = _IMMUTABLE.search(err.message or "")
+    return match.group(1) if match else None
+
+
+def converge(kube: Kube, step: plan.Step) -> Applied:
+    """Carry out a create, update or unchanged ``step`` (see ``plan.plan``).
+
+    Update: when the live object is the agent's and other managers own fields the agent
+    renders in full, hand those to the agent (a managedFields patch), then apply. The action
+    is ``configured`` only when the object or its field ownership changed (a no-op apply, such
+    as one whose value the server alters back, is ``unchanged``). A child refused for an
+    immutable field is deleted (UID precondition), awaited and created again: ``recreated``.
+    Raises ApiError (prefixed with the object's subject) when a call fails, when the refused
+    object is not the agent's, or when the old object does not go within RECREATE_WAIT s.
+    """
+    if step.action == plan.UNCHANGED:
+        return Applied(step.live, UNCHANGED)
+    took = step.live is not None and plan.drifted_ownership(step.live) and _take_over(kube, step)
+    try:
+        live = kube.apply(step.desired)
+    except ApiError as err:
+        field = immutable_field(err) if step.identity[1] != KIND else None
+        if field is None:
+            raise
+        return _recreate(kube, step, field, err)
+    if step.live is None:
+        return Applied(live, CREATED)
+    return Applied(live, CONFIGURED if took or _moved(kube, step.live, live) else UNCHANGED)
+
+
+def _moved(kube: Kube, before: dict, after: dict) -> bool:
+    """True when an apply changed the object: its resourceVersion moved. A dry run stores
+    nothing and keeps the resourceVersion, so there the objects are compared without the
+    server-managed fields (``diff.strip``)."""
+    if kube.dry_run:
+        return diff.strip(before) != diff.strip(after)
+    return before["metadata"].get("resourceVersion") != after["metadata"].get("resourceVersion")
+
+
+def _take_over(kube: Kube, step: plan.Step) -> bool:
+    """Hand other managers' fields in the authoritative subtrees to the agent; True when the
+    managedFields were rewritten. Reads the object in full first (listed objects carry
+    compacted managedFields, ``fields.compact``, and the patch replaces the whole list) and
+    again when another write raced it."""
+    current = kube.get(step.live)
+    for _ in range(TAKE_OVER_ATTEMPTS):
+        if current is None:
+            return False
+        entries = fields.handover(current, step.desired["apiVersion"])
+        if entries is None:
+            return False
+        try:
+            kube.patch_managed_fields(current, entries)
+            return True
+        except ApiError as err:
+            if err.status not in (409, 422, 500):
+                raise
+        current = kube.get(current)
+    raise ApiError(409, "Conflict", f"other writers kept changing it; field ownership not taken over "
+                                    f"after {TAKE_OVER_ATTEMPTS} attempts", step.subject)
+
+
+def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
+    why_not = ("appeared after this pass listed its kind, so it is not known to be the agent's"
+               if step.live is None else plan.not_ours(step.live))
+    if why_not is not None:
+        raise ImmutableConflict(refused.status, refused.reason,
+                                f"{field} is immutable and differs from Git, and this object {why_not}, so it "
+                                "is not deleted; delete or rename it to let the agent create its own",
+                                step.subject)
+    why = f"{field} is immutable and differs from Git"
+    log.info("recreating %s: %s", step.subject, why,
+             extra={"fields": {"event": "recreate", "object": step.subject, "field": field}})
+    kube.delete(step.live)
+    if not kube.wait_gone(step.live, RECREATE_WAIT):
+        raise ApiError(408, "Timeout", f"deleted to recreate it ({why}), but it was still there after "
+                                       f"{RECREATE_WAIT:g}s (a finalizer?)", step.subject)
+    return Applied(kube.apply(step.desired), RECREATED, why)
+
+
+def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
+          reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
+          listed: dict | None = None) -> list[plan.Step]:
+    """Children to create whose name may be taken: one list per kind and namespace that has a
+    create (no label selector), then ``plan.claim``, which also refuses updates of listed
+    objects that are not the agent's (copied labels, another controller). A child the agent
+    made that lost its ``managed-by`` label (and perhaps its ownerReference) is updated in
+    place, on the same path as a listed child (``converge``); an object someone else made fails its Application
+    (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
+    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child.
+    ``listed`` ((group, kind, namespace) -> objects), when given, keeps each list for the next
+    call: a pass that claims its children in batches lists each kind and namespace once, before
+    it created any of them, as one call for all would."""
+    listed = {} if listed is None else listed
+    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
+    for where in wanted:
+        if where not in listed:
+            listed[where] = kube.list_in(*where)
+    found = [obj for where in wanted for obj in listed[where]]
+    steps, conflicts = plan.claim(steps, found)
+    for step, reason in conflicts:
+        key = plan.owner_key(step.desired)
+        why = (f"exists and {reason}, so it is left alone; delete or rename it to let the agent create its own, "
+               "or rename the Application")
+        failures[key] = f"{step.subject}: {why}"
+        reasons[key] = conditions.ALREADY_EXISTS
+        if taken is not None:
+            taken.setdefault(key, set()).add(step.identity[1])
+        report.add(key, step.subject, FAILED, why)
+    return steps

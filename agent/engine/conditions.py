@@ -1,0 +1,99 @@
+"""Which conditions an Application carries after a pass, following kstatus. Pure.
+
+kstatus (``sigs.k8s.io/cli-utils/pkg/kstatus``, the conventions Flux's objects follow) lets
+generic tools (``kubectl wait``, Flux's health checks, kstatus-based deployers) read any
+custom resource from three conditions:
+
+- ``Ready``, normal-true: True only when the object is fully reconciled and working.
+- ``Reconciling``, abnormal-true: True while the controller is still making the object real.
+- ``Stalled``, abnormal-true: True when the controller cannot make progress on its own.
+
+kstatus asks that abnormal-true conditions be removed (or set False) when they do not apply;
+this agent removes them, as Flux does, so a healthy Application carries only ``Ready`` and
+``Synced``. ``Synced`` is this agent's own (kept from before): did the last pass apply the
+Application and its children.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.kinds import health as health_
+
+READY, RECONCILING, STALLED, SYNCED = "Ready", "Reconciling", "Stalled", "Synced"
+
+INVALID_MANIFEST = "InvalidManifest"
+"""The Application's file in Git failed to parse or validate (sync.py)."""
+INVALID_SPEC = "InvalidSpec"
+"""The live Application's spec does not match the schema, so no children are rendered (sync.py)."""
+IMMUTABLE_CONFLICT = "ImmutableConflict"
+"""A child's immutable field differs from Git and the child is not the agent's to delete (apply.py)."""
+INVALID = "Invalid"
+"""The API server refused an object as invalid (HTTP 422): the same input is refused again."""
+
+ALREADY_EXISTS = "AlreadyExists"
+"""A child's name is taken by an object the agent did not make, which it never applies over
+(``plan.claim``): only a person (rename or delete it) can fix that."""
+
+STALLED_REASONS = frozenset({INVALID_MANIFEST, INVALID_SPEC, IMMUTABLE_CONFLICT, INVALID, ALREADY_EXISTS})
+"""Failure reasons retrying cannot fix: only a new commit, or a person, can. Every other failure
+(``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt, and
+``PruneSkipped`` is a state a person chose (``--no-prune``) or a blocked prune that the next
+clean pass resolves."""
+
+
+def failure_reason(http_status: int, immutable_conflict: bool) -> str:
+    """The ``Synced``/``Ready`` reason for an object the API server refused: ``ImmutableConflict``
+    when the refusal was an immutable field on an object the agent may not delete
+    (``apply.ImmutableConflict``), ``Invalid`` for any other HTTP 422, ``SyncFailed`` otherwise."""
+    if immutable_conflict:
+        return IMMUTABLE_CONFLICT
+    return INVALID if http_status == 422 else "SyncFailed"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition before times are attached: ``type``, ``status`` (bool), ``reason``
+    (CamelCase), ``message``."""
+
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list[Condition]:
+    """The conditions for one Application after a pass, in the order they are written.
+
+    Input: the pass's outcome for it (``ok``, and the failure or success ``reason`` and
+    ``message`` of the ``Synced`` condition) and its health (``health.application``).
+    Output, always ``Ready`` first and ``Synced`` last:
+
+    - ``Ready`` True (reason ``Healthy``, the health message) when the pass synced it and its
+      health is Healthy; False with the failure's reason and message when the pass failed;
+      otherwise False with the health status as reason (``Progressing``, ``Degraded``,
+      ``Missing``, ``Suspended``) and the health message.
+    - ``Reconciling`` True, reason ``Progressing``, only when the pass synced it and the health
+      is Progressing (a rollout under way, or a Deployment whose controller has not yet observed
+      its generation); absent otherwise.
+    - ``Stalled`` True only when retrying cannot help: the pass failed with a reason in
+      ``STALLED_REASONS`` (that reason), or it synced and the health is Degraded (reason
+      ``Degraded``: kstatus reports a Deployment past its progress deadline as stalled); absent
+      otherwise.
+    - ``Synced``: ``ok`` with the outcome's reason and message.
+    """
+    out = []
+    if not ok:
+        out.append(Condition(READY, False, reason, message))
+    elif health.status == health_.HEALTHY:
+        out.append(Condition(READY, True, health_.HEALTHY, health.message))
+    else:
+        out.append(Condition(READY, False, health.status, health.message))
+    if ok and health.status == health_.PROGRESSING:
+        out.append(Condition(RECONCILING, True, health_.PROGRESSING, health.message))
+    if not ok and reason in STALLED_REASONS:
+        out.append(Condition(STALLED, True, reason, message))
+    elif ok and health.status == health_.DEGRADED:
+        out.append(Condition(STALLED, True, health_.DEGRADED, health.message))
+    out.append(Condition(SYNCED, ok, reason, message))
+    return out

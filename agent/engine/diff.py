@@ -1,0 +1,118 @@
+"""Unified diffs of live objects against what a pass would make of them.
+
+``diff`` and ``sync --dry-run`` run the ordinary pass (``sync.run``) against a ``Kube`` in dry-run
+mode wrapped in a ``Recording``: it remembers every live object the pass listed and every object
+the server answered a dry-run apply with, and every object the pass would delete. The diff of an
+object is then live against the server's own dry-run result, so defaults the server fills in
+appear on both sides and never as changes. New objects are additions, pruned ones deletions.
+
+Noise is stripped from both sides first: ``status``, the server-managed metadata
+(``managedFields``, ``resourceVersion``, ``generation``, ``uid``, ``creationTimestamp``) and the
+agent's ``heumsi.github.io/source-commit`` annotation, which moves with every commit.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+
+import yaml
+
+from agent.engine import plan
+from agent.kinds.render import SOURCE_COMMIT
+
+NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
+NOISY_ANNOTATIONS = (SOURCE_COMMIT,)
+
+
+def strip(obj: dict) -> dict:
+    """A deep copy of ``obj`` without status, server-managed metadata and the source-commit
+    annotation (an annotations mapping left empty is removed too)."""
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in NOISY_METADATA:
+        meta.pop(key, None)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        for key in NOISY_ANNOTATIONS:
+            annotations.pop(key, None)
+        if not annotations:
+            meta.pop("annotations")
+    return out
+
+
+class _Plain(yaml.SafeDumper):
+    """Writes every value out: a pass's live objects share equal parts (``share``), which YAML
+    would otherwise print once with an anchor (``&id001``) and then as aliases (``*id001``), a
+    change of lines where nothing changed. ``kubectl diff`` never prints aliases either."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def dump(obj: dict | None) -> list[str]:
+    """``strip(obj)`` as YAML lines with sorted keys and no anchors or aliases (``[]`` for
+    None), newline-terminated."""
+    if obj is None:
+        return []
+    return yaml.dump(strip(obj), Dumper=_Plain, sort_keys=True, default_flow_style=False).splitlines(keepends=True)
+
+
+def unified(subject: str, live: dict | None, desired: dict | None) -> str:
+    """Unified diff (3 lines of context) from ``live`` to ``desired`` (either may be None: an
+    addition or a deletion), headed ``--- live/<subject>`` and ``+++ desired/<subject>``
+    (``/dev/null`` for the missing side, as Git does);
+    ``""`` when they are equal after ``strip``."""
+    lines = difflib.unified_diff(dump(live), dump(desired),
+                                 fromfile="/dev/null" if live is None else f"live/{subject}",
+                                 tofile="/dev/null" if desired is None else f"desired/{subject}")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+class Recording:
+    """A ``Kube`` (normally with ``dry_run=True``) that remembers what a pass saw and would do.
+
+    ``live``: subject -> object as listed; ``applied``: subject -> the server's answer to the
+    (dry-run) apply; ``deleted``: subject -> the object a (dry-run) delete named. Subjects are
+    ``Kind/namespace/name``. Every other attribute is the wrapped Kube's.
+    """
+
+    def __init__(self, kube):
+        self._kube = kube
+        self.live: dict[str, dict] = {}
+        self.applied: dict[str, dict] = {}
+        self.deleted: dict[str, dict] = {}
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+        items = self._kube.list(group, kind, label_selector)
+        for item in items:
+            self.live.setdefault(plan.subject(plan.identity(item)), item)
+        return items
+
+    def apply(self, obj: dict, *args, **kwargs) -> dict:
+        result = self._kube.apply(obj, *args, **kwargs)
+        self.applied[plan.subject(plan.identity(obj))] = result
+        return result
+
+    def delete(self, obj: dict, *args, **kwargs):
+        result = self._kube.delete(obj, *args, **kwargs)
+        self.deleted[plan.subject(plan.identity(obj))] = obj
+        return result
+
+    def diffs(self) -> dict[str, str]:
+        """subject -> unified diff, for every object whose content would change: applied
+        objects against their live version (an addition when there was none), deleted and
+        not re-applied objects as deletions. Objects that would not change are left out."""
+        out: dict[str, str] = {}
+        for subject, result in self.applied.items():
+            text = unified(subject, self.live.get(subject), result)
+            if text:
+                out[subject] = text
+        for subject, obj in self.deleted.items():
+            if subject not in self.applied:
+                out[subject] = unified(subject, self.live.get(subject, obj), None)
+        return dict(sorted(out.items()))

@@ -1,0 +1,306 @@
+"""Pair desired objects with live ones and decide, per object, what a pass does. Pure.
+
+Objects are plain dicts as the API serves them. Identity is (group, kind, namespace, name),
+never the file a manifest came from, so moving a file changes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Iterable
+
+from agent.kinds import fields
+from agent.kinds.render import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
+from agent.api.schema import GROUP, KIND
+
+CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
+
+Identity = tuple[str, str, str, str]
+"""(group, kind, namespace, name); the core group is ""."""
+
+PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
+"""Annotations that record where content came from; a change in them alone is not a change."""
+
+
+def identity(obj: dict) -> Identity:
+    """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
+    group = sys.intern(obj["apiVersion"].rpartition("/")[0])  # one "apps" for 20,000 identities
+    meta = obj["metadata"]
+    return (group, obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def subject(ident: Identity) -> str:
+    """``Kind/namespace/name``, the way summaries, events and errors name an object."""
+    _, kind, namespace, name = ident
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def owned(obj: dict, source: str | None = None) -> bool:
+    """True when the agent owns ``obj`` and may prune it (which objects it applies over, takes
+    fields over on or recreates where Git wants them is ``not_ours``'s rule, which does not ask
+    for the label or the ownerReference a hand edit removes).
+
+    Every owned object was applied by the agent's field manager (see
+    ``fields.applied_by_agent``) and carries ``app.kubernetes.io/managed-by: gitops-agent``.
+    An Application must also carry ``heumsi.github.io/source`` equal to ``source`` when one is
+    given (another repository's or path's Applications are not ours). A child must be exactly
+    a child the agent renders: a controller ownerReference to an Application with the child's
+    own name (children are named like their Application). Copied labels, a copied
+    ownerReference or a copy-pasted manifest under another name never make an object ours.
+    """
+    meta = obj.get("metadata", {})
+    labels = meta.get("labels") or {}
+    if labels.get(MANAGED_BY) != AGENT_NAME or not fields.applied_by_agent(obj):
+        return False
+    if identity(obj)[:2] == (GROUP, KIND):
+        return source is None or labels.get(SOURCE_LABEL) == source
+    return owner_name(obj) == meta.get("name")
+
+
+def owner_name(obj: dict) -> str | None:
+    """Name of the Application named by ``obj``'s controller ownerReference, or None."""
+    return next((ref.get("name") for ref in obj.get("metadata", {}).get("ownerReferences") or []
+                 if ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
+                 and ref.get("controller")), None)
+
+
+def controller(obj: dict) -> dict | None:
+    """``obj``'s controller ownerReference, whatever its owner's kind, or None (the API server
+    allows one per object)."""
+    return next((ref for ref in obj.get("metadata", {}).get("ownerReferences") or [] if ref.get("controller")),
+                None)
+
+
+def not_ours(live: dict) -> str | None:
+    """Why the agent must leave ``live`` alone although it stands where a desired object goes
+    (the same identity), as a phrase after "exists and"; None when it is the agent's own.
+
+    The rule: the agent's own is what its field manager applied (an Apply entry of
+    ``gitops-agent`` in managedFields, ``fields.applied_by_agent``: no copy, ``kubectl
+    create`` or another manager's apply makes one) and what no other owner controls (no
+    controller ownerReference, or one to the Application of its name). Labels and
+    ownerReferences are ordinary metadata that a hand edit removes: a child of an Application
+    in Git that lost them is still the agent's, and its next apply puts them back
+    (re-adoption, as a Kubernetes controller adopts an orphan that matches it but never an
+    object another controller controls; the API server also refuses a second controller).
+    Pruning stays stricter (``owned``): it needs the label and the ownerReference too.
+    """
+    if not fields.applied_by_agent(live):
+        return (f"was not made by the agent: its metadata.managedFields has no Apply entry of the field "
+                f"manager {AGENT_NAME}")
+    meta = live["metadata"]
+    ref = controller(live)
+    if ref is not None and owner_name(live) != meta["name"]:
+        return (f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller ownerReference), "
+                f"not by Application {meta['namespace']}/{meta['name']}")
+    return None
+
+
+def owner_key(obj: dict) -> str:
+    """``namespace/name`` of the Application an object belongs to: itself for an Application,
+    its controller ownerReference's Application for a child (the child's name when it has
+    none, as a desired child's reference always names it)."""
+    meta = obj["metadata"]
+    if obj["kind"] == KIND:
+        return sys.intern(f"{meta['namespace']}/{meta['name']}")
+    # one string per Application however many children and report entries name it
+    return sys.intern(f"{meta['namespace']}/{owner_name(obj) or meta['name']}")
+
+
+def drifted_ownership(live: dict) -> bool:
+    """True when ``live``, standing where a desired object goes, is the agent's own
+    (``not_ours`` finds no reason against it) and other managers (kubectl and Update writers)
+    own fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that
+    the agent's apply removes once those fields are handed over, even when every value the
+    agent sets is still in place (an added port, an extra selector key). A child that lost its
+    managed-by label or its ownerReference is handed over like any other of the agent's own."""
+    return not_ours(live) is None and bool(fields.foreign(live))
+
+
+def contains(live, desired) -> bool:
+    """True when every field set in ``desired`` has the same value in ``live``.
+
+    Mappings compare key by key (extra live keys, such as defaults the API server filled in,
+    are ignored); lists must have the same length and match element by element.
+    """
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(live, list) and len(live) == len(desired)
+                and all(contains(lv, dv) for lv, dv in zip(live, desired)))
+    return live == desired
+
+
+def _without_provenance(obj: dict) -> dict:
+    annotations = obj.get("metadata", {}).get("annotations")
+    if not annotations:
+        return obj
+    meta = dict(obj["metadata"])
+    meta["annotations"] = {k: v for k, v in annotations.items() if k not in PROVENANCE}
+    return {**obj, "metadata": meta}
+
+
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
+class Step:
+    """One decision: ``action`` is create, update, unchanged or prune; ``desired`` is None for
+    prune (and for an unchanged child once ``sync`` has let its desired object go: the live one
+    then stands for both), ``live`` is None for create."""
+
+    action: str
+    identity: Identity
+    desired: dict | None
+    live: dict | None
+
+    @property
+    def subject(self) -> str:
+        return subject(self.identity)
+
+
+def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
+         source: str | None = None) -> list[Step]:
+    """Decide create/update/unchanged for each desired object and prune for each live object
+    the agent owns (see ``owned``) that is no longer desired.
+
+    A desired object is unchanged when every field it sets has the same value live and no
+    other manager owns fields where the agent renders in full (``drifted_ownership``); both
+    are differences the agent's apply removes, so a pass after a successful one is quiet.
+
+    ``prune=False`` (a pass that could not see the whole truth) yields no prune steps;
+    ``source`` limits pruned Applications to those of one source (see ``owned``).
+    Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
+    """
+    live_by_id = {identity(obj): obj for obj in live}
+    steps = [decide(obj, live_by_id.get(identity(obj))) for obj in desired]
+    if prune:
+        steps += prunes(live_by_id, {step.identity for step in steps}, source)
+    return steps
+
+
+def decide(obj: dict, current: dict | None) -> Step:
+    """The step for one desired object ``obj``, given ``current``, the live object with its
+    identity (None when there is none): create, unchanged or update, as ``plan`` decides."""
+    ident = identity(obj)
+    if current is None:
+        return Step(CREATE, ident, obj, None)
+    wanted = _without_provenance(obj)
+    if (contains(current, wanted) or _only_theirs_differ(current, wanted)) and not drifted_ownership(current):
+        return Step(UNCHANGED, ident, obj, current)
+    return Step(UPDATE, ident, obj, current)
+
+
+def _only_theirs_differ(live: dict, desired: dict) -> bool:
+    """True when ``live`` contains ``desired`` once the list entries another controller
+    declared with its own server-side apply are set aside (``fields.without_theirs``): the
+    agent's apply leaves those in place, so applying would change nothing, pass after pass."""
+    trie = fields.theirs(live)
+    return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
+
+
+def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[Step]:
+    """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
+    object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
+    ``source``, only that source's Applications)."""
+    return [Step(PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
+            if owned(live_by_id[ident], source)]
+
+
+def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tuple[Step, str]]]:
+    """Check the create and update steps of children: creates against ``found``, objects that
+    exist under the same identity although the label-selected list did not show them (a
+    namespaced list without a selector), and updates against ``not_ours``. Returns
+    ``(steps, conflicts)``:
+
+    - a create whose object exists and is the agent's own (``not_ours`` finds no reason
+      against it: the agent's child that lost its managed-by label, and perhaps its
+      ownerReference too) is decided again against that object (``decide``), exactly as a
+      child found in the label-selected list: an update whose apply hands kubectl's fields over
+      first and puts the label and ownerReference back;
+    - a create whose object exists and is someone else's is taken out of ``steps`` and
+      returned in ``conflicts`` with the reason (``not_ours``): the agent never applies over an
+      object it did not make (a server-side apply would silently adopt it, and a later prune
+      would delete it), so the caller fails that Application, naming the object and the reason;
+    - an update of a listed object that is someone else's (the agent's labels copied onto an
+      object it did not make, or its child now controlled by another owner) is a conflict too:
+      nothing is written to it;
+    - every other step is returned unchanged, in its order.
+    """
+    by_id = {identity(obj): obj for obj in found}
+    out, conflicts = [], []
+    for step in steps:
+        if step.action == UPDATE and (why := not_ours(step.live)) is not None:
+            conflicts.append((step, why))  # listed by its copied labels, but someone else's
+            continue
+        existing = by_id.get(step.identity) if step.action == CREATE else None
+        if existing is None:
+            out.append(step)
+        elif (why := not_ours(existing)) is None:
+            out.append(decide(step.desired, existing))
+        else:
+            conflicts.append((step, why))
+    return out, conflicts
+
+
+def other_repository(live: dict | None, source: str, repository: str) -> str | None:
+    """The repository identity recorded on ``live`` when this source (``source`` id, from the
+    repository whose identity is ``repository``) must leave that Application alone, else None.
+
+    The rule (README "Several sources"): an Application another source owns (``owned`` by the
+    agent, its ``heumsi.github.io/source`` label naming another source id) and annotated
+    ``heumsi.github.io/repository`` with a different identity came from another repository.
+    Applying it would relabel it as this source's (a silent takeover), and a later removal from
+    this repository would prune it while the other one still has it; so it is not taken over.
+    Taken over, as before, are: the same repository identity (another URL form of one
+    repository, a changed ``--path``, two sources on paths of one repository); no repository
+    annotation (applied by an agent before it recorded one, or by hand); no source label, or
+    no agent ownership at all (hand-applied: ``owned``). A shared ``--source-id`` is one source.
+    """
+    if live is None or identity(live)[:2] != (GROUP, KIND) or not owned(live) or owned(live, source):
+        return None
+    meta = live.get("metadata", {})
+    if not (meta.get("labels") or {}).get(SOURCE_LABEL):
+        return None
+    other = (meta.get("annotations") or {}).get(REPOSITORY)
+    return other if other and other != repository else None
+
+
+def taken_over(steps: list[Step], source: str) -> list[tuple[Step, str]]:
+    """The steps that apply over an Application the agent synced for another source id of the
+    same repository (another ``--path`` or ``--source-id``; ``refuse`` has taken out other
+    repositories'), with that id: ``(step, other source id)``, in ``steps``' order. Applying
+    relabels it as this source's; if an agent with the other id still runs, the two take it
+    from each other on every pass."""
+    out = []
+    for step in steps:
+        if step.action == PRUNE or step.live is None or not owned(step.live) or owned(step.live, source):
+            continue
+        other = (step.live.get("metadata", {}).get("labels") or {}).get(SOURCE_LABEL)
+        if other:
+            out.append((step, other))
+    return out
+
+
+def refuse(steps: list[Step], source: str, repository: str,
+           where: dict[str, str]) -> tuple[list[Step], list[tuple[Step, str]]]:
+    """Take out of ``steps`` the Applications another repository's source owns
+    (``other_repository``). ``where``: ``namespace/name`` -> ``file:line`` of the document in
+    Git. Returns ``(steps, refused)``: the other steps in their order, and per refused step a
+    one-line message (without the ``Application/ns/name: `` prefix the report adds) naming
+    the file, the other repository and how to proceed. The caller counts each as a failed
+    Application, applies and writes nothing to it (no status, no Event) and never prunes it or
+    its children (another source's; ``owned``)."""
+    out, refused = [], []
+    for step in steps:
+        other = other_repository(step.live, source, repository) if step.action != PRUNE else None
+        if other is None:
+            out.append(step)
+            continue
+        _, _, namespace, name = step.identity
+        label = step.live["metadata"]["labels"][SOURCE_LABEL]
+        refused.append((step, (
+            f"{where.get(f'{namespace}/{name}', '?')}: not applied: already synced from another repository, "
+            f"{other[:200]!r} ({SOURCE_LABEL}={label}); this source leaves it, its status and its children as "
+            f"they are and never prunes it. Remove it from one of the two repositories, or hand it over to this "
+            f"one: kubectl -n {namespace} annotate application {name} {REPOSITORY}- (taken at this source's "
+            f"next pass, unless the other source applies it again first)")))
+    return out, refused

@@ -1,0 +1,156 @@
+"""``--allowed-namespaces``: the namespaces a source may touch, enforced at the cluster door.
+
+Why a wrapper around ``Kube`` rather than checks in each step: every read and write of a pass
+goes through it, so an Application that targets another namespace cannot get a child there,
+cannot be pruned there and cannot have its status written there, whichever step asks. Reads
+are filtered (objects outside are invisible: never planned, never pruned); writes outside raise
+``ApiError`` (403, reason ``OutsideAllowedNamespaces``) as a second line of defence behind the
+manifest check in ``refuse``.
+
+When every pattern is a plain name (no ``*``, ``?``, ``[``), lists are made per namespace, so
+the agent needs only namespaced Roles in those namespaces (``deploy/components/namespaced-rbac``)
+and never a cluster-wide list. It cannot list Namespaces then, so the allowed namespaces are
+taken to exist until a write answers 404 ``namespaces "NAME" not found``: the agent then creates
+that namespace (as it creates missing namespaces without the flag) and writes again once. When
+it may not create it (403 with namespaced RBAC), the write fails with a message that says the
+namespace is missing and how to make it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+
+from agent.kinds import render
+from agent.kube.client import ApiError, Kube
+
+log = logging.getLogger("agent.scope")
+
+_WILDCARDS = set("*?[")
+
+
+def allowed(namespace: str, patterns: tuple[str, ...] | None) -> bool:
+    """True when ``patterns`` is None (no restriction) or ``namespace`` matches one of them
+    (shell-style globs, case-sensitive: ``team-*`` matches ``team-web``)."""
+    return patterns is None or any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
+
+
+def literal(patterns: tuple[str, ...] | None) -> list[str] | None:
+    """The namespace names when every pattern is a plain name, else None."""
+    if patterns is None or any(_WILDCARDS & set(p) for p in patterns):
+        return None
+    return sorted(set(patterns))
+
+
+def missing_namespace(err: ApiError, namespace: str | None) -> bool:
+    """True when ``err`` is the API server's answer to a write into a namespace that does not
+    exist: 404 NotFound, message ``namespaces "NAME" not found``."""
+    return namespace is not None and err.status == 404 and f'namespaces "{namespace}" not found' in err.message
+
+
+def refusal(namespace: str, patterns: tuple[str, ...]) -> str:
+    """The message for an Application whose namespace is outside ``patterns``."""
+    return (f"namespace {namespace!r} is not allowed (--allowed-namespaces {','.join(patterns)}); "
+            "nothing was created, changed or pruned there")
+
+
+class ScopedKube:
+    """``Kube`` restricted to namespaces matching ``patterns``; every other attribute is the
+    wrapped Kube's."""
+
+    def __init__(self, kube: Kube, patterns: tuple[str, ...]):
+        self._kube, self.patterns = kube, patterns
+        self.names = literal(patterns)
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def _check(self, obj: dict) -> None:
+        namespace = obj.get("metadata", {}).get("namespace")
+        if obj.get("kind") == "Namespace":
+            namespace = obj["metadata"]["name"]
+        if namespace is not None and not allowed(namespace, self.patterns):
+            raise ApiError(403, "OutsideAllowedNamespaces", refusal(namespace, self.patterns),
+                           f"{obj.get('kind')}/{namespace}/{obj['metadata'].get('name')}")
+
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+        """Like ``Kube.list``, keeping only objects in allowed namespaces; per namespace when
+        the patterns are plain names (Namespaces: the allowed names themselves)."""
+        if self.names is None:
+            items = self._kube.list(group, kind, label_selector)
+            if kind == "Namespace":
+                return [n for n in items if allowed(n["metadata"]["name"], self.patterns)]
+            return [o for o in items if allowed(o["metadata"].get("namespace", ""), self.patterns)]
+        if kind == "Namespace":
+            return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in self.names]
+        return [obj for namespace in self.names for obj in self._kube.list_in(group, kind, namespace, label_selector)]
+
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+        """Like ``Kube.list_in``; nothing is listed outside the allowed namespaces."""
+        if not allowed(namespace, self.patterns):
+            return []
+        return self._kube.list_in(group, kind, namespace, label_selector)
+
+    def apply(self, obj: dict, force: bool = True) -> dict:
+        self._check(obj)
+        return self._into_namespace(obj, lambda: self._kube.apply(obj, force))
+
+    def create(self, obj: dict) -> dict:
+        self._check(obj)
+        return self._into_namespace(obj, lambda: self._kube.create(obj))
+
+    def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        """Like ``Kube.event`` (never raises): an Event is written into ``obj``'s namespace,
+        so outside the allowed namespaces none is written, and that is logged."""
+        namespace = obj["metadata"].get("namespace")
+        if namespace is not None and not allowed(namespace, self.patterns):
+            log.warning("could not record event %s on %s: %s", reason, obj["metadata"]["name"],
+                        refusal(namespace, self.patterns))
+            return
+        self._kube.event(obj, type_, reason, message)
+
+    def _into_namespace(self, obj: dict, write):
+        """``write()``; with plain names, when it answers 404 because ``obj``'s namespace is
+        missing, the namespace is created (409 AlreadyExists: another write made it) and
+        ``write()`` runs once more. Raises ``ApiError``: the write's, or the creation's with the
+        missing namespace named."""
+        try:
+            return write()
+        except ApiError as err:
+            namespace = obj.get("metadata", {}).get("namespace")
+            if self.names is None or not missing_namespace(err, namespace):
+                raise
+        try:
+            self._kube.create(render.namespace(namespace))
+        except ApiError as err:
+            if err.status != 409:
+                raise ApiError(err.status, err.reason, f"namespace {namespace!r} does not exist and the agent could "
+                               f"not create it ({err.message}); create it (kubectl create namespace {namespace}) "
+                               "or allow the agent to create namespaces", err.what) from None
+        return write()
+
+    def delete(self, obj: dict, propagation: str = "Background") -> bool:
+        self._check(obj)
+        return self._kube.delete(obj, propagation)
+
+    def patch_status(self, obj: dict, status: dict) -> dict:
+        self._check(obj)
+        return self._kube.patch_status(obj, status)
+
+    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
+        self._check(obj)
+        return self._kube.patch_managed_fields(obj, entries)
+
+
+def split(found: list, patterns: tuple[str, ...] | None) -> tuple[list, list]:
+    """(manifests inside ``patterns``, one ``manifests.ManifestError`` per manifest outside,
+    naming its file, the line of its ``metadata.namespace`` (of the document when the namespace
+    is the default) and the namespace)."""
+    from agent.manifests.loader import ManifestError
+
+    if patterns is None:
+        return list(found), []
+    inside = [m for m in found if allowed(m.namespace, patterns)]
+    outside = [ManifestError(m.path, m.namespace_line or m.line, "metadata.namespace", f"Application {m.namespace}/{m.name}: "
+                             + refusal(m.namespace, patterns)) for m in found if not allowed(m.namespace, patterns)]
+    return inside, outside

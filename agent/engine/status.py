@@ -1,0 +1,95 @@
+"""Compute an Application's status from what one pass observed. Pure.
+
+Follows the Kubernetes API conventions: ``observedGeneration``; ``conditions`` as a list of
+{type, status, reason, message, lastTransitionTime, observedGeneration} where
+``lastTransitionTime`` only moves when a condition's status flips; ``Ready`` is the summary.
+Which conditions there are follows kstatus (``conditions.kstatus``); ``health`` follows
+gitops-engine (``health.application``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.engine import conditions as conditions_
+from agent.kinds import health as health_
+
+READY, SYNCED = conditions_.READY, conditions_.SYNCED
+
+
+@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
+class Outcome:
+    """What the pass did for one Application.
+
+    ``ok``: every step for it succeeded. ``changed``: something was created or updated.
+    ``commit``: the full SHA the pass worked from (None for a hand-applied Application).
+    ``reason``/``message``: a CamelCase reason and a sentence for the Synced condition.
+    ``source_path``: the file it came from in Git, if any.
+    ``health``: the health to record instead of the children's (a suspended Application, see
+    ``suspend.outcome``); ``suspended``: write ``status.suspended: true`` (absent otherwise).
+    """
+
+    ok: bool
+    changed: bool
+    commit: str | None
+    reason: str
+    message: str
+    source_path: str | None = None
+    health: health_.Health | None = None
+    suspended: bool = False
+
+
+def _condition(old: list[dict], type_: str, status: bool, reason: str, message: str,
+               generation: int, now: str) -> dict:
+    value = "True" if status else "False"
+    previous = next((c for c in old if c.get("type") == type_), None)
+    since = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
+    return {"type": type_, "status": value, "reason": reason, "message": message,
+            "lastTransitionTime": since, "observedGeneration": generation}
+
+
+def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, service: dict | None) -> dict:
+    """The new ``status`` for ``app`` (the live Application dict).
+
+    ``deployment``, ``service``: the live children, or None where absent (replicas are read
+    from the Deployment's status; ``health`` is ``{status, message}`` from both).
+    ``conditions``: ``Ready``, then ``Reconciling`` and ``Stalled`` when they apply, then
+    ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
+    ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
+    ``lastSyncedCommit`` only advances when ``outcome.ok``; ``lastSyncTime`` moves when a
+    change was applied or the synced commit advanced, and is otherwise kept.
+    """
+    old = app.get("status") or {}
+    meta = app["metadata"]
+    generation = meta.get("generation", 0)
+    status: dict = {"observedGeneration": generation, "deployment": meta["name"], "service": meta["name"]}
+    synced_commit = old.get("lastSyncedCommit")
+    if outcome.commit:
+        status["lastAttemptedCommit"] = outcome.commit
+        if outcome.ok:
+            synced_commit = outcome.commit
+        if synced_commit:
+            status["lastSyncedCommit"] = synced_commit
+            status["lastSyncedCommitShort"] = synced_commit[:7]
+    if outcome.source_path:
+        status["sourcePath"] = outcome.source_path
+    advanced = outcome.ok and (outcome.changed or synced_commit != old.get("lastSyncedCommit"))
+    last_sync = now if advanced or (outcome.ok and not old.get("lastSyncTime")) else old.get("lastSyncTime")
+    if last_sync:
+        status["lastSyncTime"] = last_sync
+    dstatus = (deployment or {}).get("status") or {}
+    status["replicas"] = dstatus.get("replicas", 0)
+    status["readyReplicas"] = dstatus.get("readyReplicas", 0)
+    health = health_.pending_deletion(app, "Application") or outcome.health or health_.application(deployment, service)
+    status["health"] = health.as_status()
+    if outcome.suspended:
+        status["suspended"] = True
+    old_conditions = old.get("conditions") or []
+    status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
+                            for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]
+    return status
+
+
+def differs(old: dict | None, new: dict) -> bool:
+    """True when writing ``new`` would change the stored status ``old``."""
+    return (old or {}) != new

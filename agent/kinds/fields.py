@@ -1,0 +1,253 @@
+"""Field ownership: which fields of a live object other managers hold that the agent takes over
+before it applies, so that its apply removes what Git does not have. Pure.
+
+Why: server-side apply (SSA) keeps list entries and map keys that another field manager set,
+even with ``force``. A port added with ``kubectl patch``, a port changed with ``kubectl edit`` or
+a list rewritten by a client-side ``kubectl apply`` would survive every pass (or make every pass
+fail: two Service ports named ``http``). As Flux's ``fluxcd/pkg/ssa`` does, the agent first hands
+the fields those managers own *inside the parts of an object the agent renders in full* to its
+own manager (a JSON patch of ``metadata.managedFields``); its next apply then drops them.
+
+The record is ``metadata.managedFields``: a list of entries {manager, operation (Apply or
+Update), apiVersion, time, fieldsType: FieldsV1, fieldsV1, subresource?}. ``fieldsV1`` is a trie
+whose keys are ``f:<field>``, ``k:<json of the key fields>`` (an entry of a keyed list),
+``v:<json value>`` (an entry of a set), ``i:<index>`` and ``.`` (the node itself); an empty
+mapping is a leaf (Kubernetes' structured-merge-diff FieldsV1 format).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Iterable
+
+from agent.kinds.render import AGENT_NAME
+from agent.api.schema import KIND
+
+Path = tuple[str, ...]
+"""A path of FieldsV1 keys, e.g. ``("f:spec", "f:ports")``."""
+
+
+def _path(dotted: str) -> Path:
+    return tuple(f"f:{part}" for part in dotted.split("."))
+
+
+AUTHORITATIVE: dict[str, tuple[Path, ...]] = {
+    "Deployment": tuple(map(_path, ("spec.replicas", "spec.selector", "spec.template.metadata.labels",
+                                    "spec.template.spec.containers"))),
+    "Service": tuple(map(_path, ("spec.selector", "spec.ports"))),
+    KIND: (_path("spec"),),
+}
+"""Per kind, the subtrees the agent renders in full: everything in them that Git does not have
+is removed (every container, every port and every field of them, every selector and pod
+template label). Outside them only the fields the agent sets are corrected; labels,
+annotations and other fields that people or controllers add are left alone."""
+
+KUBECTL_MANAGERS = frozenset({"kubectl", "kubectl-client-side-apply", "kubectl-edit", "kubectl-patch",
+                              "kubectl-scale", "kubectl-set", "kubectl-label", "kubectl-annotate",
+                              "kubectl-replace", "kubectl-create", "kubectl-rollout", "before-first-apply"})
+"""Field managers kubectl uses (its server-side apply among them, operation Apply)."""
+
+HANDED_OVER_SUBRESOURCES = frozenset({"", "scale"})
+"""Subresources whose writes are hand edits of the object's spec (``kubectl scale``); writes
+to ``status`` belong to controllers and are never taken."""
+
+
+def eligible(entry: dict) -> bool:
+    """True when the agent takes fields over from this managedFields entry: any manager but
+    the agent that wrote with an Update operation (kubectl edit/patch/scale, client-side
+    apply, scripts) or one of kubectl's managers (``kubectl apply --server-side``), on the
+    object itself or its scale subresource. Other controllers' server-side applies are left
+    alone: they declare their intent as the agent does."""
+    if entry.get("manager") == AGENT_NAME or entry.get("fieldsType", "FieldsV1") != "FieldsV1":
+        return False
+    if entry.get("subresource", "") not in HANDED_OVER_SUBRESOURCES:
+        return False
+    return entry.get("operation") == "Update" or entry.get("manager") in KUBECTL_MANAGERS
+
+
+def _covered(path: Path, domains: Iterable[Path]) -> bool:
+    return any(path[:len(d)] == d for d in domains)
+
+
+def _leads_to(path: Path, domains: Iterable[Path]) -> bool:
+    return any(len(d) > len(path) and d[:len(path)] == path for d in domains)
+
+
+def split(trie: dict, domains: tuple[Path, ...], at: Path = ()) -> tuple[dict, dict]:
+    """Split a FieldsV1 trie into (inside, outside) the ``domains`` subtrees. A node emptied by
+    the split is dropped rather than kept as a leaf (an empty mapping would claim the node)."""
+    inside: dict = {}
+    outside: dict = {}
+    for key, sub in trie.items():
+        here = at + (key,)
+        if _covered(here, domains):
+            inside[key] = sub
+        elif sub and _leads_to(here, domains):
+            sub_in, sub_out = split(sub, domains, here)
+            if sub_in:
+                inside[key] = sub_in
+            if sub_out:
+                outside[key] = sub_out
+        else:
+            outside[key] = sub
+    return inside, outside
+
+
+def merge(a: dict, b: dict) -> dict:
+    """Union of two FieldsV1 tries. A leaf merged with a subtree becomes the subtree plus
+    ``.`` (the node itself stays owned)."""
+    out = dict(a)
+    for key, sub in b.items():
+        if key not in out:
+            out[key] = sub
+        elif out[key] and sub:
+            out[key] = merge(out[key], sub)
+        elif out[key] or sub:
+            out[key] = {".": {}, **(out[key] or sub)}
+    return out
+
+
+def foreign(live: dict) -> dict:
+    """The FieldsV1 trie of fields that eligible managers (see ``eligible``) own inside the
+    authoritative subtrees of ``live`` (a dict as the API serves it, with managedFields);
+    empty when there is nothing to take over. A non-empty result is drift that the agent's
+    apply removes once the fields are handed over."""
+    return _owned_inside(live, eligible)
+
+
+def _owned_inside(live: dict, which) -> dict:
+    """The union of the FieldsV1 tries, cut to the authoritative subtrees of ``live``'s kind,
+    of the managedFields entries for which ``which(entry)`` is True."""
+    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
+    owned: dict = {}
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        if which(entry):
+            inside, _ = split(entry.get("fieldsV1") or {}, domains)
+            owned = merge(owned, inside)
+    return owned
+
+
+def declared_by_others(entry: dict) -> bool:
+    """True for a managedFields entry of another manager's server-side apply on the object
+    itself: a controller declaring its intent (a mesh's sidecar, a metrics port), which the
+    agent leaves alone and its apply cannot remove (``eligible`` is False for it)."""
+    return (entry.get("manager") != AGENT_NAME and entry.get("operation") == "Apply"
+            and not entry.get("subresource") and not eligible(entry))
+
+
+def theirs(live: dict) -> dict:
+    """The FieldsV1 trie of fields that ``declared_by_others`` entries own inside the
+    authoritative subtrees of ``live``; empty when there are none."""
+    return _owned_inside(live, declared_by_others)
+
+
+def without_theirs(live, trie: dict, desired):
+    """``live`` (a node of an object as served) without the keyed list entries (``k:``) that
+    ``trie`` (``theirs``) owns whole and ``desired`` (the same node as the agent renders it) has
+    no entry for, at any depth (a port another controller declared in the agent's container):
+    what the agent's apply leaves in place, so no drift. A copy; ``live`` is not changed. An
+    entry whose key fields ``desired`` leaves to defaults counts as not desired only when every
+    key field is given, so a doubt keeps the entry (and applies)."""
+    if not trie:
+        return live
+    if isinstance(live, dict):
+        out = dict(live)
+        for key, sub in trie.items():
+            name = key[2:]
+            if key.startswith("f:") and sub and name in out:
+                out[name] = without_theirs(out[name], sub, desired.get(name) if isinstance(desired, dict) else None)
+        return out
+    if not isinstance(live, list):
+        return live
+    nodes = []  # (key fields, trie node) of every keyed entry the trie names
+    for key, sub in trie.items():
+        if key.startswith("k:"):
+            try:
+                fields_of = json.loads(key[2:])
+            except ValueError:
+                continue
+            if isinstance(fields_of, dict):
+                nodes.append((fields_of, sub))
+    wanted = desired if isinstance(desired, list) else []
+
+    def is_entry(item, key_fields: dict) -> bool:
+        return isinstance(item, dict) and all(item.get(f) == v for f, v in key_fields.items())
+
+    def desired_entry(key_fields: dict):  # by the fields desired sets: defaults unknown
+        return next((d for d in wanted if isinstance(d, dict) and all(d.get(f, v) == v for f, v in key_fields.items())),
+                    None)
+
+    out = []
+    for item in live:
+        matched = [(k, sub) for k, sub in nodes if is_entry(item, k)]
+        if any("." in sub and desired_entry(k) is None for k, sub in matched):
+            continue  # theirs whole, and Git has no such entry
+        for k, sub in matched:  # an entry Git has: set aside what they declared inside it
+            item = without_theirs(item, sub, desired_entry(k))
+        out.append(item)
+    return out
+
+
+def handover(live: dict, api_version: str, now: datetime.datetime | None = None) -> list[dict] | None:
+    """The managedFields list for ``live`` after the fields that eligible managers own in the
+    authoritative subtrees are handed to the agent's Apply entry (created when missing, with
+    ``api_version``); entries left with no fields are removed. None when nothing is to be
+    taken. Send it as a JSON patch that replaces ``/metadata/managedFields``: the API server
+    stores managedFields given explicitly in a request as they are."""
+    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
+    entries = live.get("metadata", {}).get("managedFields") or []
+    taken: dict = {}
+    kept: list[dict] = []
+    for entry in entries:
+        if eligible(entry):
+            inside, outside = split(entry.get("fieldsV1") or {}, domains)
+            if inside:
+                taken = merge(taken, inside)
+                if outside:
+                    kept.append({**entry, "fieldsV1": outside})
+                continue
+        kept.append(entry)
+    if not taken:
+        return None
+    ours = next((i for i, e in enumerate(kept) if e.get("manager") == AGENT_NAME
+                 and e.get("operation") == "Apply" and not e.get("subresource")), None)
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if ours is None:
+        kept.append({"manager": AGENT_NAME, "operation": "Apply", "apiVersion": api_version, "time": stamp,
+                     "fieldsType": "FieldsV1", "fieldsV1": taken})
+    else:
+        kept[ours] = {**kept[ours], "time": stamp, "fieldsV1": merge(kept[ours].get("fieldsV1") or {}, taken)}
+    return kept
+
+
+def applied_by_agent(obj: dict) -> bool:
+    """True when the agent's field manager has applied ``obj`` (an Apply entry of
+    ``gitops-agent`` in managedFields): the record that labels copied from a rendered
+    manifest, or a copy-pasted YAML, do not carry."""
+    return any(e.get("manager") == AGENT_NAME and e.get("operation") == "Apply"
+               for e in obj.get("metadata", {}).get("managedFields") or [])
+
+
+KEPT_FOR_READERS: tuple[Path, ...] = (_path("metadata.annotations"),)
+"""Subtrees of every entry that ``compact`` keeps besides the authoritative ones: who owns
+each annotation (``suspend.set_by_hand`` reads the owner of ``heumsi.github.io/reconcile``)."""
+
+
+def compact(obj: dict) -> dict:
+    """``obj`` (a dict as the API serves it) with each ``metadata.managedFields`` entry's
+    ``fieldsV1`` cut down to what the pass reads: ``KEPT_FOR_READERS``, and for an entry the
+    agent takes fields over from (``eligible``) or another controller declared
+    (``declared_by_others``) the authoritative subtrees of its kind (``foreign``, ``theirs``);
+    every entry stays, with its manager, operation and subresource
+    (``applied_by_agent``, ``eligible``). Modifies and returns ``obj``.
+
+    About half of a listed object's memory is managedFields, and a pass holds every listed
+    object; ``handover``, which rewrites the whole list, must be given the full object (a GET)."""
+    domains = AUTHORITATIVE.get(obj.get("kind", ""), ()) + KEPT_FOR_READERS
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        trie = entry.get("fieldsV1")
+        if isinstance(trie, dict):
+            keep = eligible(entry) or declared_by_others(entry)
+            entry["fieldsV1"], _ = split(trie, domains if keep else KEPT_FOR_READERS)
+    return obj

@@ -1,0 +1,155 @@
+"""Render an Application into its desired children (Deployment, Service) as plain dicts. Pure.
+
+The children follow the original operator's templates: one container named like the
+Application, ``replicas`` and a ``containerPort``; a ClusterIP Service ``port -> targetPort``
+selecting the pods. Both carry an ownerReference to the Application (controller: true,
+blockOwnerDeletion: true), so Kubernetes' garbage collector also removes them when the
+Application goes, and the agent's ownership labels (see ``ownership_labels``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from agent.api.schema import API_VERSION, KIND
+
+AGENT_NAME = "gitops-agent"
+"""Value of ``app.kubernetes.io/managed-by`` and the server-side apply field manager."""
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+NAME_LABEL = "app.kubernetes.io/name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+SOURCE_LABEL = "heumsi.github.io/source"
+"""Label on Git-applied Applications naming the source (repository and path) that owns them:
+an agent prunes only Applications of its own source."""
+APPLICATION_LABEL = "heumsi.github.io/application"
+"""Label on children naming the owning Application (same namespace)."""
+SOURCE_COMMIT = "heumsi.github.io/source-commit"
+SOURCE_PATH = "heumsi.github.io/source-path"
+"""Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
+REPOSITORY = "heumsi.github.io/repository"
+"""Annotation on Git-applied Applications: the identity of the repository they were applied from
+(``repository.identity``: one value for every URL form of one repository). Another repository's
+source never takes them over (``plan.other_repository``)."""
+CONTENT_HASH = "heumsi.github.io/content-hash"
+"""Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
+so that removing a label or annotation in Git is a change too (a subset comparison of desired
+and live cannot see a removal)."""
+CREATED_BY_AGENT = "heumsi.github.io/created-by"
+"""Label on namespaces the agent created (it never deletes a namespace)."""
+
+
+def namespace(name: str) -> dict:
+    """The Namespace the agent creates when an Application's namespace is missing: ``name``
+    labelled ``CREATED_BY_AGENT``, nothing else."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {CREATED_BY_AGENT: AGENT_NAME}}}
+
+
+def ownership_labels(app_name: str) -> dict[str, str]:
+    """Labels every child carries: the Kubernetes recommended app labels plus the owner."""
+    return {
+        NAME_LABEL: app_name,
+        INSTANCE_LABEL: app_name,
+        MANAGED_BY: AGENT_NAME,
+        APPLICATION_LABEL: app_name,
+    }
+
+
+def selector_labels(app_name: str) -> dict[str, str]:
+    """Pod labels the Deployment selector and the Service select on (immutable once created)."""
+    return {INSTANCE_LABEL: app_name, APPLICATION_LABEL: app_name}
+
+
+def owner_reference(app_name: str, app_uid: str) -> dict:
+    """ownerReference to an Application; controller and blockOwnerDeletion per the
+    Kubernetes garbage-collection convention for objects a controller creates."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": app_name, "uid": app_uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def desired_application(manifest_body: dict, commit: str, path: str, source: str = "default",
+                        repository: str | None = None) -> dict:
+    """The Application as the agent applies it from Git.
+
+    Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec);
+    ``repository``: the repository's identity (``repository.identity``; None: not recorded).
+    Output: apiVersion, kind, metadata (name, namespace, the user's labels and annotations plus
+    ``managed-by`` and the ``source`` label, the content hash, source commit and path annotations,
+    and the ``repository`` annotation) and spec. Status is never applied.
+    """
+    meta = manifest_body["metadata"]
+    labels = dict(meta.get("labels") or {})
+    annotations = dict(meta.get("annotations") or {})
+    content = json.dumps({"labels": labels, "annotations": annotations, "spec": manifest_body["spec"]},
+                         sort_keys=True)
+    labels[MANAGED_BY] = AGENT_NAME
+    labels[SOURCE_LABEL] = source
+    annotations[CONTENT_HASH] = hashlib.sha256(content.encode()).hexdigest()[:16]
+    annotations[SOURCE_COMMIT] = commit
+    annotations[SOURCE_PATH] = path
+    if repository is not None:
+        annotations[REPOSITORY] = repository
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": labels, "annotations": annotations},
+        "spec": dict(manifest_body["spec"]),
+    }
+
+
+def overridden(manifest_body: dict, desired: dict) -> list[tuple[str, str, str]]:
+    """The labels and annotations Git sets that the agent sets to another value in ``desired``
+    (``desired_application``'s output), as ``(field, value in Git, value applied)`` with
+    ``field`` dotted, e.g. ``("metadata.labels.app.kubernetes.io/managed-by", "helm",
+    "gitops-agent")``; sorted by field. Empty when Git leaves the agent's keys alone."""
+    out = []
+    for part in ("labels", "annotations"):
+        ours = desired["metadata"][part]
+        for key, value in sorted((manifest_body["metadata"].get(part) or {}).items()):
+            if key in ours and ours[key] != value:
+                out.append((f"metadata.{part}.{key}", value, ours[key]))
+    return out
+
+
+def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
+    """Desired Deployment and Service for the Application ``namespace/name`` with ``uid``.
+
+    ``spec`` holds ``image`` (str), ``replicas`` (int >= 0) and ``port`` (int, 1-65535).
+    Returns ``[deployment, service]`` as apply-ready dicts.
+    """
+    labels = ownership_labels(name)
+
+    def meta() -> dict:
+        return {"name": name, "namespace": namespace, "labels": dict(labels),
+                "ownerReferences": [owner_reference(name, uid)]}
+
+    port = spec["port"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(),
+        "spec": {
+            "replicas": spec["replicas"],
+            "selector": {"matchLabels": selector_labels(name)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {"containers": [{
+                    "name": name,
+                    "image": spec["image"],
+                    "ports": [{"containerPort": port, "protocol": "TCP"}],
+                }]},
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(),
+        "spec": {
+            "selector": selector_labels(name),
+            "ports": [{"name": "http", "protocol": "TCP", "port": port, "targetPort": port}],
+        },
+    }
+    return [deployment, service]

@@ -1,0 +1,183 @@
+"""Parsed manifest files by Git blob id, so a pass parses only files that changed.
+
+Why: a pass reads every file of the commit, and parsing is most of a no-change pass's time
+(issue 11). A Git blob id is the hash of the file's bytes, so a file whose blob id, path,
+default namespace and limits are those of an earlier parse parses to the same result. Only
+files that parsed with no error at all are kept (an error is recomputed every pass, so its
+wording is always the parser's).
+
+Where: in memory for the life of the process (``run`` keeps it between passes), and on disk
+in one JSON file per source beside the Git mirror (``<mirror>.<source id>.parsed.json``) for ``sync``, which starts a
+new process each time. The file is never trusted: anything that is not exactly the shape this
+module writes (bad JSON, another format or agent version, an entry of the wrong shape, a body
+that is not an Application with valid names) is ignored and parsed again, and a file that cannot
+be read or written only costs the time saved. Entries not used by the latest pass are dropped
+when it is saved, so the file holds one commit's worth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from agent.api.schema import API_VERSION, KIND
+
+log = logging.getLogger("agent.parsecache")
+FORMAT = "gitops-agent/parsed-manifests/v3"  # v2: the line of metadata.name; v3: of metadata.namespace
+_registry: dict[str, "ParseCache"] = {}
+_registry_lock = threading.Lock()
+
+
+def key(blob: str, path: str, namespace: str, max_bytes: int, max_docs: int) -> str:
+    """The cache key of one file: everything its parse result depends on."""
+    return f"{blob}\0{path}\0{namespace}\0{max_bytes}\0{max_docs}"
+
+
+def entry(found: list, documents: list) -> list:
+    """A clean file's parse (``manifests.load``'s ``found`` items and ``documents`` rows, see
+    ``manifests._row``) as ``put`` stores it: [first line, last line, body or None, line of
+    ``metadata.name`` or None, line of ``metadata.namespace`` or None] per document (a List: per
+    item). ``found`` holds one item per named document, in order."""
+    named = iter([(manifest.body, name_line, manifest.namespace_line) for _, _, _, manifest, name_line in found])
+    return [[row[1], row[2], *(next(named) if row[3] else (None, None, None))] for row in documents]
+
+
+def restore(path: str, stored: list, documents: list) -> list:
+    """The ``found`` items of a cached clean file, from its ``entry``, and its ``documents`` rows
+    appended (no errors)."""
+    from agent.manifests.loader import Manifest
+
+    found = []
+    for start, end, body, name_line, namespace_line in stored:
+        named = item = None
+        if body is not None:
+            meta = body["metadata"]
+            identity = (meta["namespace"], meta["name"])
+            named = "/".join(identity)
+            item = (identity, path, start, Manifest(identity[0], identity[1], body, path, start, namespace_line),
+                    name_line)
+            found.append(item)
+        documents.append((path, start, end, named, body is not None, [], item))
+    return found
+
+
+def _valid_entry(entry) -> bool:
+    """True when ``entry`` is a list of [first line, last line, body or None, line of its
+    ``metadata.name`` (from the first to the last line) or None with no body, line of its
+    ``metadata.namespace`` (the same) or None] as ``put`` stores."""
+    from agent.manifests.loader import is_dns1123_label
+
+    if not isinstance(entry, list):
+        return False
+    for doc in entry:
+        if not (isinstance(doc, list) and len(doc) == 5 and all(type(n) is int and n >= 1 for n in doc[:2])
+                and doc[0] <= doc[1]):
+            return False
+        body, name_line, namespace_line = doc[2], doc[3], doc[4]
+        if body is None:
+            if name_line is not None or namespace_line is not None:
+                return False
+            continue
+        if not (type(name_line) is int and doc[0] <= name_line <= doc[1]):
+            return False
+        if not (namespace_line is None or (type(namespace_line) is int and doc[0] <= namespace_line <= doc[1])):
+            return False
+        if not isinstance(body, dict) or body.get("apiVersion") != API_VERSION or body.get("kind") != KIND:
+            return False
+        meta = body.get("metadata")
+        if not isinstance(meta, dict) or not is_dns1123_label(meta.get("name")) \
+                or not is_dns1123_label(meta.get("namespace")) or not isinstance(body.get("spec"), dict):
+            return False
+        if set(body) - {"apiVersion", "kind", "metadata", "spec", "status"}:
+            return False
+    return True
+
+
+class ParseCache:
+    """Clean parse results keyed by ``key()``; ``file``: the JSON file (None: memory only).
+    Values are lists of ``[first line, last line, body or None, line of metadata.name or None]``,
+    one per YAML document (None for an empty document). Thread-safe."""
+
+    def __init__(self, file: str | os.PathLike | None = None, version: str = ""):
+        self.file = Path(file) if file else None
+        self.version = version
+        self._entries: dict[str, list] = {}
+        self._used: set[str] = set()
+        self._dirty = False
+        self._lock = threading.Lock()
+        if self.file is not None:
+            self._entries = self._read()
+
+    def _read(self) -> dict[str, list]:
+        texts: dict[str, str] = {}
+
+        def shared(pairs: list) -> dict:  # one copy of each equal string value (apiVersion, kind, image...)
+            return {k: texts.setdefault(v, v) if type(v) is str else v for k, v in pairs}
+
+        try:
+            # the bodies are the pass's manifests too: 10,000 files repeat the same few strings
+            data = json.loads(self.file.read_text(encoding="utf-8"), object_pairs_hook=shared)
+        except (OSError, ValueError, UnicodeDecodeError):
+            return {}
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != self.version \
+                or not isinstance(data.get("entries"), dict):
+            return {}
+        return {k: v for k, v in data["entries"].items() if isinstance(k, str)}
+
+    def get(self, cache_key: str) -> list | None:
+        """The entry for ``cache_key``, or None (also for one of the wrong shape, then dropped)."""
+        with self._lock:
+            entry = self._entries.get(cache_key)
+            if entry is None:
+                return None
+            if not _valid_entry(entry):
+                del self._entries[cache_key]
+                self._dirty = True
+                return None
+            self._used.add(cache_key)
+            return entry
+
+    def put(self, cache_key: str, entry: list) -> None:
+        with self._lock:
+            self._entries[cache_key] = entry
+            self._used.add(cache_key)
+            self._dirty = True
+
+    def save(self) -> None:
+        """Keep only the entries this pass used and write the file (atomically) when anything
+        changed; errors are logged, never raised."""
+        with self._lock:
+            unused = set(self._entries) - self._used
+            for k in unused:
+                del self._entries[k]
+            dirty, self._dirty = self._dirty or bool(unused), False
+            self._used = set()
+            if self.file is None or not dirty:
+                return
+            text = json.dumps({"format": FORMAT, "version": self.version, "entries": self._entries},
+                              separators=(",", ":"))
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".parsed-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, self.file)
+        except OSError as err:
+            log.info("could not save the parse cache %s: %s", self.file, err)
+
+
+def beside(mirror: str | os.PathLike, source: str = "default") -> ParseCache:
+    """The process-wide cache of the source ``source`` (its source id: agents on other paths of
+    the same repository keep their own file), stored beside the Git mirror directory ``mirror``
+    as ``<mirror>.<source>.parsed.json``."""
+    from agent.cli.flags import version
+
+    file = f"{str(mirror).rstrip('/')}.{source}.parsed.json"
+    with _registry_lock:
+        if file not in _registry:
+            _registry[file] = ParseCache(file, version())
+        return _registry[file]

@@ -1,0 +1,307 @@
+"""``python -m agent run``: passes on a schedule, between them on cluster changes, one at a time.
+
+APScheduler drives the interval pass (``max_instances=1`` and ``coalesce``: a pass that overruns
+delays the next instead of stacking). Watches on Applications and the agent's children trigger
+an extra pass within about a second when something changes, using the last fetched commit
+(no Git traffic); they are never the only trigger. A sync-now request (the annotation
+``heumsi.github.io/reconcile-requested-at`` changed to a token not yet handled, see
+``sync_now``) asks for a pass that does ask Git, coalesced like a webhook's. When an Application
+is backing off (``backoff``) and its retry comes before the next interval pass, a one-off date
+job runs a pass then. With leader election, only the replica holding the Lease runs passes; a
+replica that loses the lease stops.
+
+A watch event starts a pass only when it is news (``triggers``): the agent's own applies, status
+writes and prunes, and the watches' first lists (read before the first pass starts), never do,
+so after start-up one pass runs until something changes. A sync-now token asks for one pass.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+
+from apscheduler.jobstores.base import JobLookupError
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from agent.engine import backoff, sync, sync_now
+from agent.source import gitproc
+from agent.server import triggers
+from agent.kube import watch as watches
+from agent.kube.client import Kube
+from agent.common.logs import JsonFormatter, TextFormatter  # noqa: F401  (their old home)
+from agent.kinds.render import AGENT_NAME, MANAGED_BY
+from agent.engine.report import Report
+from agent.api.schema import GROUP
+from agent.server.endpoints import Health, Metrics
+
+log = logging.getLogger("agent.run")
+TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
+FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists
+
+
+class Runner:
+    """Runs sync passes for ``opts`` against ``kube``.
+
+    ``interval``/``jitter``: seconds between scheduled passes and the random spread added to
+    each. ``metrics``/``health``: updated after every pass. Thread-safe: passes never overlap.
+    """
+
+    def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
+                 metrics: Metrics, health: Health, watch: bool = True,
+                 retry: backoff.Policy = backoff.Policy(skip=True)):
+        self.kube, self.opts, self.retry = kube, opts, retry
+        self.interval, self.jitter = interval, jitter
+        self.metrics, self.health = metrics, health
+        self.watch_enabled = watch
+        self.stopping = threading.Event()
+        self.lost_lease = False
+        self.last_commit: str | None = None
+        self._pass_lock = threading.Lock()
+        self._trigger = threading.Event()
+        self._request_lock = threading.Lock()
+        self._online_requested_at: float | None = None  # monotonic time of the newest webhook request
+        self._online_trigger = "webhook"  # what asked for it, for the pass's log line
+        self._last_online_start: float | None = None
+        self._events: list[tuple[str, dict | None]] = []  # watch events not judged yet (see triggers)
+        self._requested: dict[str, str] = {}  # Application key -> the sync-now token already asked for
+        self.known = triggers.Known()  # what the passes read and wrote
+        self._first_pass_started = False
+        self._first_lists: list[threading.Event] = []
+        self._scheduler = BackgroundScheduler(timezone=datetime.timezone.utc)
+
+    # -- leading -------------------------------------------------------------------------------
+
+    def start_leading(self) -> None:
+        """Begin syncing: the interval job (first pass now), the watches and their trigger loop."""
+        log.info("leading: starting passes every %.0fs", self.interval)
+        self.health.leading = True
+        self.metrics.leader.set(1)
+        if self.watch_enabled:
+            selector = f"{MANAGED_BY}={AGENT_NAME}"
+            lists = []
+            for group, kind, labels in ((GROUP, "Application", None), ("apps", "Deployment", selector),
+                                        ("", "Service", selector)):
+                listed = threading.Event()
+                lists.append(listed)
+                threading.Thread(target=watches.run, args=(self.kube, group, kind, labels, self._on_event,
+                                                           self.stopping, self._listed(listed)),
+                                 name=f"watch-{kind}", daemon=True).start()
+            self._first_lists = lists  # the first pass waits for them (_await_first_lists)
+        self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
+                                max_instances=1, coalesce=True, misfire_grace_time=None,
+                                next_run_time=datetime.datetime.now(datetime.timezone.utc))
+        self._scheduler.start()
+        threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
+
+    def stop_leading(self) -> None:
+        """The lease was lost: stop at once (another replica now syncs). Ignored once shutting
+        down (the lease was released on purpose)."""
+        if self.stopping.is_set():
+            return
+        log.error("lost the leader lease; stopping so that only the new leader syncs")
+        self.health.leading = False
+        self.metrics.leader.set(0)
+        self.lost_lease = True
+        self.stopping.set()
+
+    def _listed(self, done: threading.Event):
+        """``on_list`` for a watch: its first list, read before the first pass started, is not news
+        (that pass reads after it); a later re-list is judged like events (``Known.relisted``)."""
+        def on_list(kind: str, items: list[dict], first: bool) -> None:
+            for item in items:
+                if item.get("kind") == "Application" and sync_now.pending(item):
+                    self._on_event("ADDED", item)  # a token set while no agent ran
+            if not (first and not self._first_pass_started):
+                with self._request_lock:
+                    self._events.append(("RELISTED", {"kind": kind, "items": items}))
+                    self._trigger.set()
+            done.set()
+        return on_list
+
+    def _on_event(self, event_type: str, obj: dict | None) -> None:
+        if obj and obj.get("kind") == "Application" and event_type in ("ADDED", "MODIFIED") \
+                and sync_now.pending(obj):
+            key, token = f"{obj['metadata'].get('namespace')}/{obj['metadata'].get('name')}", sync_now.token(obj)
+            if self._requested.get(key) != token:  # each token asks once; the pass's own writes
+                self._requested[key] = token  # carry it too until its status write records it
+                self.request_pass(trigger="reconcile-request")  # sync now: ask Git, too
+                return
+        with self._request_lock:
+            self._events.append((event_type, obj))
+            self._trigger.set()
+
+    @property
+    def _watch_pending(self) -> bool:
+        """True while watch events wait to be judged."""
+        return bool(self._events)
+
+    def _news(self, events: list[tuple[str, dict | None]]) -> bool:
+        """True when any of ``events`` is news (``triggers.Known``); called with the pass lock
+        held, so the running pass has recorded its writes."""
+        for event_type, obj in events:
+            if event_type == "RELISTED":
+                if self.known.relisted(obj["kind"], obj["items"]):
+                    return True
+            elif self.known.news(event_type, obj):
+                log.debug("watch: %s %s is news", event_type, triggers.identity(obj or {}))
+                return True
+        return False
+
+    def request_pass(self, trigger: str = "webhook") -> bool:
+        """Ask for an online pass (one that asks Git) soon, e.g. for a webhook; returns at once.
+        Requests coalesce with each other and with watch triggers (one pass serves them all) and
+        with the schedule (a pass that started after the request serves it). False when this
+        replica does not sync (a standby, or stopping). ``trigger`` names the asker in the
+        pass's log line (``webhook``, ``reconcile-request``)."""
+        if not self.health.leading or self.stopping.is_set():
+            return False
+        with self._request_lock:
+            self._online_requested_at = time.monotonic()
+            self._online_trigger = trigger
+            self._trigger.set()
+        return True
+
+    def _trigger_loop(self) -> None:
+        while not self.stopping.is_set():
+            if self._trigger.wait(timeout=1.0):
+                self.stopping.wait(TRIGGER_DEBOUNCE)
+                with self._request_lock:
+                    self._trigger.clear()
+                    requested, self._online_requested_at = self._online_requested_at, None
+                    asked_by = self._online_trigger
+                    events, self._events = self._events, []
+                if self.stopping.is_set():
+                    continue
+                if requested is not None and self.run_pass(offline=False, trigger=asked_by,
+                                                           requested_at=requested) is not None:
+                    continue  # an online pass covers what the watches saw, too
+                if events:
+                    self.run_pass(offline=True, trigger="watch", only_if=lambda: self._news(events))
+
+    # -- passes --------------------------------------------------------------------------------
+
+    def scheduled_pass(self) -> None:
+        self.run_pass(offline=False, trigger="interval")
+
+    def retry_pass(self) -> None:
+        """The pass at an Application's ``nextRetryTime`` (asks Git: a newer commit resets)."""
+        self.run_pass(offline=False, trigger="retry")
+
+    def _schedule_retry(self, report: Report) -> None:
+        """Run a pass at ``report.retry_at`` when that comes before the next interval pass
+        (``backoff.retry_sooner``): one date job, replaced by each pass's newest answer. A pass
+        that could not read Git saw no Application and leaves the plan as it was."""
+        retry_at = report.retry_at
+        if not self._scheduler.running or self.stopping.is_set() or report.fetch_failed:
+            return
+        job = self._scheduler.get_job("interval")
+        if backoff.retry_sooner(retry_at, job.next_run_time if job else None):
+            self._scheduler.add_job(self.retry_pass, "date", id="retry", run_date=retry_at, replace_existing=True,
+                                    misfire_grace_time=None, coalesce=True, max_instances=1)
+            log.info("next retry pass at %s", retry_at.strftime("%H:%M:%S"))
+        else:
+            try:
+                self._scheduler.remove_job("retry")  # the interval pass comes first, or nothing waits
+            except JobLookupError:
+                pass
+
+    def run_pass(self, offline: bool, trigger: str, requested_at: float | None = None,
+                 only_if=None) -> Report | None:
+        """One pass, unless stopping or another pass is running (then it waits its turn).
+        ``requested_at``: monotonic time of the request; None is returned without a pass when an
+        online pass started after it (that pass already saw what the request was about).
+        ``only_if()``: asked once the pass's turn has come; False: no pass, None is returned."""
+        self._await_first_lists()
+        with self._pass_lock:
+            if self.stopping.is_set():
+                return None
+            if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
+                return None
+            if only_if is not None and not only_if():
+                return None
+            self._first_pass_started = True
+            started = time.monotonic()
+            if not offline:
+                self._last_online_start = started
+            try:
+                report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
+                                  offline=offline and self.last_commit is not None, retry=self.retry)
+            except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
+                log.exception("the pass stopped on an internal error")
+                report = Report()
+                report.errors.append(f"internal error: {type(err).__name__}: {err}; the pass stopped, nothing "
+                                     "further was changed, pruned or recorded")
+            duration = time.monotonic() - started
+            self._schedule_retry(report)
+            if report.commit and not report.fetch_failed:
+                self.last_commit = report.commit
+            self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
+        return report
+
+    def _await_first_lists(self) -> None:
+        """Before the first pass: wait up to ``FIRST_LIST_WAIT`` seconds for the watches' first
+        lists, so that the pass reads after them and their items are not news; ends at once
+        when stopping."""
+        deadline = time.monotonic() + FIRST_LIST_WAIT
+        for listed in self._first_lists:
+            while not listed.is_set() and not self.stopping.is_set() and time.monotonic() < deadline:
+                listed.wait(0.1)
+        self._first_lists = []
+
+    def _observe(self, report: Report, duration: float, trigger: str) -> None:
+        """Metrics, health and the pass's log line. A pass that skipped Applications still
+        backing off is a failure, as one that attempted them and failed: they are still failing
+        (Flux keeps Ready=False while it retries; Argo CD shows the retrying sync as failed), and
+        a success would hide a standing failure from ``gitops_agent_passes_total{result}`` and
+        advance the last-synced timestamp. ``/readyz`` counts it like any finished pass."""
+        m = self.metrics
+        ok = report.ok and not report.backing_off
+        m.pass_duration.observe(duration)
+        m.passes.labels(result="success" if ok else "failure").inc()
+        for change in report.changes:
+            if change.action not in ("unchanged", "suspended"):  # left alone: not acted on
+                m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
+        if report.fetch_seconds is not None:
+            m.fetch_duration.observe(report.fetch_seconds)
+        if report.fetch_failed:
+            m.fetch_failures.inc()
+        if ok:
+            m.last_synced.set(time.time())
+        self.health.pass_finished()
+        counts = report.counts()
+        log.log(logging.INFO if ok else logging.WARNING, "pass %s", "succeeded" if ok else "failed",
+                extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if ok else "failure",
+                                  "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
+                                  "failed_applications": report.failing(), "failed_files": report.file_errors(),
+                                  "errors": report.errors, "notes": report.notes,
+                                  "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def shutdown(self, grace: float) -> bool:
+        """Stop scheduling and end API retries, waits and running Git commands at once (a pass
+        whose fetch is ended fails closed: nothing changed or pruned); wait up to ``grace`` seconds
+        for a running pass to finish (a pass cut short leaves each Application's status whole:
+        it is written in one request). Returns False when a pass was still running (the caller
+        then exits without waiting for it)."""
+        self.stopping.set()
+        self._trigger.set()
+        self.kube.interrupt.set()
+        gitproc.cancel()  # a fetch from a remote that never answers fails now, not at --fetch-timeout
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+        if self._pass_lock.acquire(blocking=False):
+            log.info("stopping: no pass is running")
+            self._pass_lock.release()
+            return True
+        log.info("stopping: waiting up to %.0fs for the running pass", grace)
+        if self._pass_lock.acquire(timeout=grace):
+            self._pass_lock.release()
+            return True
+        log.warning("a pass was still running after %.0fs; abandoning it", grace)
+        return False
+
+
+# the formatters live in agent/common/logs.py (imported by validate, which must not import this module)

@@ -1,0 +1,156 @@
+"""Which watch events are news to the agent: the rule that keeps ``run`` from passing on its own writes.
+
+Why: a watch tells of every write, the agent's own included. Before this rule, the Applications,
+Deployments and Services a pass created or updated came back as watch events and started another
+pass right after it, and so did the watches' initial list (every object replayed as ADDED) at
+start-up: ``run`` made two or three passes where one was due. Comparing the field manager is
+not enough (the API server names the manager per field, not per write), and generation alone
+misses metadata edits and the controllers' status changes that the Application's status reports.
+
+The rule: every object a pass reads or writes is recorded (``Recording`` wraps the pass's
+``Kube``) as its fingerprint, the part of the object a pass acts on or reports (``fingerprint``).
+A watch event is news when its object's fingerprint differs from the recorded one: a hand edit,
+a deleted child, a hand-applied Application, a Deployment whose rollout moved on (its replicas
+and health feed the Application's status). The agent's own applies and status writes carry the
+fingerprint just recorded, and its own deletions are recorded as gone, so they are never news.
+Events are judged when the next pass could start, after the running pass recorded its writes,
+so an event that overtook the response to the write that caused it is judged correctly too.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from agent.kinds import health
+from agent.kinds.render import AGENT_NAME, MANAGED_BY
+
+GONE = "gone"
+
+
+def identity(obj: dict) -> tuple[str, str, str]:
+    """(kind, namespace, name) of a live object."""
+    meta = obj.get("metadata") or {}
+    return obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", "")
+
+
+def fingerprint(obj: dict) -> str:
+    """What of ``obj`` (a live Application, Deployment or Service) a pass acts on or reports:
+    uid, generation (the spec), labels, annotations, ownerReferences and deletionTimestamp; for
+    a Service its spec (Services have no generation); for a Deployment the status it feeds into
+    the Application's (replicas, ready replicas, health). Never resourceVersion, managedFields
+    or an Application's status, which every status write changes. Pure."""
+    meta = obj.get("metadata") or {}
+    kind = obj.get("kind")
+    parts = {k: meta.get(k) for k in ("uid", "generation", "labels", "annotations", "ownerReferences",
+                                       "deletionTimestamp")}
+    if kind == "Deployment":
+        status = obj.get("status") or {}
+        parts["status"] = (status.get("replicas", 0), status.get("readyReplicas", 0),
+                           health.deployment(obj).as_status())
+    elif kind == "Service":
+        parts["spec"] = obj.get("spec")
+        parts["health"] = health.service(obj).as_status()
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def watched(obj: dict) -> bool:
+    """True when ``run``'s watches see ``obj``: every Application, children with the agent's label."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj.get("kind") == "Application" or labels.get(MANAGED_BY) == AGENT_NAME
+
+
+class Known:
+    """The newest fingerprint of every object the agent's passes read or wrote (``GONE`` for
+    what they deleted). Thread-safe: the pass's write pool records while watches ask."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._known: dict[tuple[str, str, str], str] = {}
+
+    def seen(self, obj: dict | None) -> None:
+        """Record ``obj`` as read or written by a pass (None and objects without a name: ignored)."""
+        if obj and (obj.get("metadata") or {}).get("name") and obj.get("kind"):
+            with self._lock:
+                self._known[identity(obj)] = fingerprint(obj)
+
+    def gone(self, obj: dict) -> None:
+        """Record that a pass deleted ``obj``."""
+        with self._lock:
+            self._known[identity(obj)] = GONE
+
+    def news(self, event_type: str, obj: dict | None) -> bool:
+        """True when the watch event ``event_type`` (ADDED, MODIFIED, DELETED) of ``obj`` tells
+        of a state no pass has seen: a DELETED of an object a pass saw live, any other event whose
+        object's fingerprint differs from the recorded one (or was never recorded)."""
+        if not obj or not obj.get("kind"):
+            return event_type != "BOOKMARK"
+        with self._lock:
+            known = self._known.get(identity(obj))
+        if event_type == "DELETED":
+            return known is not None and known != GONE
+        return known != fingerprint(obj)
+
+    def relisted(self, kind: str, items: list[dict]) -> bool:
+        """True when a watch's re-list (after ``410 Gone`` or a dropped connection) of ``kind``
+        shows news: an item that is news as ADDED, or a watched object a pass saw live that the
+        list no longer has (deleted while the watch was away)."""
+        if any(self.news("ADDED", item) for item in items):
+            return True
+        listed = {identity(item) for item in items}
+        with self._lock:
+            live = [key for key, value in self._known.items() if key[0] == kind and value != GONE]
+        return any(key not in listed for key in live if self._watched_key(key))
+
+    def _watched_key(self, key: tuple[str, str, str]) -> bool:
+        with self._lock:
+            value = self._known.get(key)
+        if value is None or value == GONE:
+            return False
+        return watched({"kind": key[0], "metadata": {"labels": (json.loads(value).get("labels") or {})}})
+
+
+class Recording:
+    """Wraps the ``Kube`` of ``run``'s passes: every object listed, read or written is recorded
+    in ``known`` (deletions as gone). Every other attribute is the wrapped Kube's."""
+
+    def __init__(self, kube, known: Known):
+        self._kube, self.known = kube, known
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def _seen(self, obj):
+        self.known.seen(obj)
+        return obj
+
+    def list(self, group, kind, *args, **kwargs):
+        items = self._kube.list(group, kind, *args, **kwargs)
+        for item in items:
+            self.known.seen(item)
+        return items
+
+    def list_in(self, group, kind, namespace, *args, **kwargs):
+        items = self._kube.list_in(group, kind, namespace, *args, **kwargs)
+        for item in items:
+            self.known.seen(item)
+        return items
+
+    def get(self, obj):
+        return self._seen(self._kube.get(obj))
+
+    def apply(self, obj, *args, **kwargs):
+        return self._seen(self._kube.apply(obj, *args, **kwargs))
+
+    def create(self, obj):
+        return self._seen(self._kube.create(obj))
+
+    def patch_status(self, obj, status):
+        return self._seen(self._kube.patch_status(obj, status))
+
+    def patch_managed_fields(self, obj, entries):
+        return self._seen(self._kube.patch_managed_fields(obj, entries))
+
+    def delete(self, obj, *args, **kwargs):
+        self.known.gone(obj)  # before the request: its DELETED event may come before the answer
+        return self._kube.delete(obj, *args, **kwargs)

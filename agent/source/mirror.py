@@ -1,0 +1,473 @@
+"""Fetch the Git source and expose the files of one commit. With ``agent/source/submodules.py`` (gitlinks
+under ``--path``), the only module that imports ``git``.
+
+The remote is mirrored into a bare repository in the cache directory (one per URL and
+credentials, see ``agent/source/cachedir.py``), fetched with forced refspecs so history rewritten
+upstream (force-push) and deleted branches just work.
+Files are read from the commit's tree objects, never from a work tree: nothing outside the
+repository can be read, and symlinks are resolved inside the tree or refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from agent.source import cachedir, gitproc
+from agent.manifests.loader import MAX_FILE_BYTES  # pure: the limit load() applies too
+from agent.source.repository import identity as repository_identity  # pure; see repository.py
+
+MANIFEST_SUFFIXES = (".yaml", ".yml")
+MAX_FILES = 20_000
+"""Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of
+one file each, twice over; beyond it the whole commit is refused (a path pointed at the wrong
+tree, a generator gone wrong) rather than read for minutes."""
+FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
+                  "+HEAD:refs/remotes/origin/HEAD")
+SYMLINK_MODE = 0o120000
+_SHA = re.compile(r"^[0-9a-f]{4,40}$")
+FULL_REF_PREFIXES = ("refs/heads/", "refs/tags/")
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+class SourceError(Exception):
+    """The source could not be fetched or read (remote unreachable, unknown ref, bad --path).
+    The message never contains credentials."""
+
+
+class PathMissing(SourceError):
+    """``--path`` does not exist in the commit (Git keeps no empty directories, so removing
+    the last file under it removes the directory too)."""
+
+
+def redact(text: str, url: str | None = None) -> str:
+    """``text`` with the user-info of any URL replaced by ``***@`` and any password or
+    token from ``url`` removed wherever else it appears."""
+    text = _USERINFO.sub("***@", text)
+    if url:
+        match = re.match(r"^[a-z+]+://([^/@]*)@", url)
+        if match:
+            for secret in match.group(1).split(":"):
+                if len(secret) >= 4:
+                    text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The manifest files of one commit.
+
+    ``commit``: full 40-hex SHA. ``files``: repo-relative posix path -> raw bytes, every
+    ``*.yaml``/``*.yml`` under the configured path (a ``Files`` mapping: a file ``read`` was
+    told is unneeded is read from Git only when asked for). ``problems``: (path, message) for
+    files that were refused (symlink leaving the repository, over the size limit, too many
+    files). ``blobs``: path -> the Git blob id (40 hex) of the bytes in ``files`` (the parse
+    cache's key).
+    """
+
+    commit: str
+    files: "Files" = field(default_factory=lambda: Files())
+    blobs: dict[str, str] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Files(Mapping):
+    """Path -> bytes of a snapshot's files. ``put`` stores bytes read; ``defer`` stores a Git
+    blob whose bytes are read (again) each time they are asked for, and not kept."""
+
+    def __init__(self, read: dict[str, bytes] | None = None):
+        self._read = dict(read or {})
+        self._deferred: dict[str, object] = {}
+
+    def put(self, path: str, data: bytes) -> None:
+        self._read[path] = data
+        self._deferred.pop(path, None)
+
+    def defer(self, path: str, blob) -> None:
+        self._deferred[path] = blob
+        self._read.pop(path, None)
+
+    def __getitem__(self, path: str) -> bytes:
+        if path in self._read:
+            return self._read[path]
+        return self._deferred[path].data_stream.read()
+
+    def __iter__(self):
+        yield from self._read
+        yield from self._deferred
+
+    def __len__(self) -> int:
+        return len(self._read) + len(self._deferred)
+
+
+def split_credentials(url: str) -> tuple[str, Credentials | None]:
+    """``url`` without user-info, and the user/password it carried as Credentials (None when
+    it had none). Keeps tokens out of the mirror's config, logs and the cache key."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc or parts.scheme not in ("http", "https"):
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=host))
+    return clean, Credentials(token=urllib.parse.unquote(password) or None,
+                              username=urllib.parse.unquote(user) or "git")
+
+
+def _normalise(url: str) -> str:
+    if "://" not in url and not url.startswith("git@") and os.path.exists(url):
+        return os.path.abspath(url)
+    return split_credentials(url)[0]
+
+
+def source_id(url: str, path: str = ".") -> str:
+    """A short stable name for a source: ``src-`` and the first 12 hex digits of sha256 over
+    the repository's identity (``repository.identity``: one for every URL form of a repository,
+    ``https://``, ``ssh://``, scp-like, with or without ``.git``, credentials or a trailing
+    ``/``; a local path or ``file://`` URL is its absolute real path) and the normalised
+    ``path`` (``apps/`` and ``./apps`` are ``apps``). It labels the Applications a source owns
+    (and so prunes), so a new spelling of ``--repo`` must not make a new source: the ones it
+    removed from Git in the same commit would be left behind. A label value, so at most 63
+    characters (Kubernetes rule)."""
+    key = f"{repository_identity(url)}#{posixpath.normpath(path or '.')}"
+    return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def cache_path(cache_dir: str | os.PathLike, url: str, credentials: Credentials | None = None) -> Path:
+    """Directory of the bare mirror of ``url`` fetched with ``credentials`` (combined as
+    ``effective`` does: credentials in the URL count when ``credentials`` has no token or key):
+    ``cache_dir/<url key>-<credential key>.git``, see ``agent/source/cachedir.py``. A source reads only
+    the mirror of its own credentials; no secret appears in the path. Never raises."""
+    clean, credentials = effective(url, credentials)
+    return cachedir.mirror_path(cache_dir, _normalise(clean), credentials)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How to authenticate to a private remote. ``token``: an HTTPS token or password, sent as
+    HTTP basic auth for ``username`` through the environment (never on a command line or in a
+    URL). ``ssh_key_file``/``known_hosts_file``: a private key and the host keys to trust
+    (strict host key checking)."""
+
+    token: str | None = None
+    username: str = "git"
+    ssh_key_file: str | None = None
+    known_hosts_file: str | None = None
+
+
+def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str, str]:
+    """Environment for one Git command: no prompts, SSH options, the low-speed abort and the
+    token as an ``http.extraHeader`` given through ``GIT_CONFIG_COUNT``/``KEY``/``VALUE``,
+    appended to any such entries the user's environment already has (never overwriting them)."""
+    creds = credentials or Credentials()
+    ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout))}"]
+    if creds.ssh_key_file:
+        ssh += ["-i", creds.ssh_key_file, "-o", "IdentitiesOnly=yes"]
+    if creds.known_hosts_file:
+        ssh += ["-o", f"UserKnownHostsFile={creds.known_hosts_file}", "-o", "StrictHostKeyChecking=yes"]
+    env = {
+        "GIT_TERMINAL_PROMPT": "0",  # never wait for a password on a terminal
+        "GIT_SSH_COMMAND": " ".join(ssh),
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",  # bytes/s; below it for ...
+        "GIT_HTTP_LOW_SPEED_TIME": str(max(1, int(timeout))),  # ... this many seconds: abort
+    }
+    if creds.token:
+        basic = base64.b64encode(f"{creds.username}:{creds.token}".encode()).decode()
+        try:
+            count = max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0))
+        except ValueError:
+            count = 0
+        env.update({"GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": "http.extraHeader",
+                    f"GIT_CONFIG_VALUE_{count}": f"Authorization: Basic {basic}"})
+    return env
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Result of ``fetch``: ``commit`` (full SHA) and whether objects were fetched (False when
+    the remote ref still pointed at the known commit)."""
+
+    commit: str
+    fetched: bool
+
+
+def effective(url: str, credentials: Credentials | None = None) -> tuple[str, Credentials | None]:
+    """The URL Git is given (local paths made absolute, user-info removed) and the credentials
+    used for it: ``credentials`` when they hold a token or key, else those embedded in ``url``."""
+    url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
+    if credentials and (credentials.token or credentials.ssh_key_file):
+        return url, credentials
+    return url, embedded or credentials
+
+
+def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: float = 60.0, *,
+          credentials: Credentials | None = None, known_commit: str | None = None) -> Fetched:
+    """Fetch ``url`` into its cache mirror and resolve ``ref`` to a full commit SHA.
+
+    ``url``: a local path, ``file://``, ``https://`` or ``ssh://`` URL. ``ref``: a branch, a
+    tag or a (possibly abbreviated) commit SHA; None means the remote's HEAD. ``timeout``:
+    seconds a Git command may take before it is killed. ``known_commit``: the SHA synced last;
+    when ``git ls-remote`` shows the ref still points at it and the mirror has it, the fetch
+    is skipped (a cheap no-change check). Raises SourceError.
+    """
+    shown = redact(url)
+    url, credentials = effective(url, credentials)
+    unchanged = (lambda repo, env: _unchanged(repo, ref, known_commit, timeout, env)) if known_commit else None
+    repo, fetched = mirror(url, cache_dir, timeout, credentials=credentials, what=f"fetching {shown}",
+                           unchanged=unchanged)
+    return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
+
+
+def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
+           what: str, unchanged=None, want: str | None = None,
+           env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
+    """Bring the bare mirror of ``url`` (already clean, see ``effective``) for ``credentials``
+    (``cache_path``: no other credentials' mirror is ever used) up to date; returns (the
+    mirror, whether a fetch ran). Holds the cache directory's lock (``cachedir.locked``). A first fetch goes to a staging directory moved into
+    place only when everything worked, so a failure leaves the cache as it was.
+
+    ``unchanged(repo, env)``: called before any fetch (``env``: the Git environment); True skips it. ``want``: a full commit SHA
+    that must end up in the mirror; when it is already there nothing is fetched, and when the
+    ref fetch did not bring it, the SHA itself is fetched (kept under ``refs/pinned/``).
+    ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
+    Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
+    SourceError; the message is redacted.
+    """
+    target = cache_path(cache_dir, url, credentials)
+    try:
+        with cachedir.locked(Path(cache_dir), timeout):
+            return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
+                           unchanged=unchanged, want=want, env=env)
+    except OSError as err:  # the lock was kept too long, or the cache cannot be made (read-only, full disk)
+        raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
+
+
+def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchanged, want, env) -> tuple[git.Repo, bool]:
+    staging = None
+    try:
+        if target.exists():
+            repo = git.Repo(target)
+            if want and _has(repo, want):
+                return repo, False
+        else:
+            Path(cache_dir).mkdir(parents=True, exist_ok=True)
+            for stale in Path(cache_dir).glob(".new-*"):  # a first fetch cut short (the lock is held: none runs)
+                shutil.rmtree(stale, ignore_errors=True)
+            staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
+            repo = git.Repo.init(staging, bare=True)
+            repo.create_remote("origin", url)
+        git_env = {**_git_env(timeout, credentials), **(env or {})}
+        if unchanged and unchanged(repo, git_env):
+            return repo, False
+        gitproc.run(["fetch", "--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS], cwd=repo.git_dir,
+                    env=git_env, timeout=timeout)
+        if want and not _has(repo, want):
+            gitproc.run(["fetch", "--no-tags", "origin", f"+{want}:refs/pinned/{want}"], cwd=repo.git_dir,
+                        env=git_env, timeout=timeout)
+        if staging is not None:
+            os.replace(staging, target)
+            staging = None
+            repo = git.Repo(target)
+    except (git.GitCommandError, gitproc.Failed) as err:
+        text = (err.stderr or str(err)).replace("stderr: ", "").strip()
+        if len(text) > 1 and text[0] == text[-1] == "'":  # GitPython quotes Git's stderr: 'fatal: ...'
+            text = text[1:-1]
+        lines = text.splitlines()
+        detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
+        if getattr(err, "cancelled", False):
+            detail = "interrupted: the agent is shutting down"
+        elif "couldn't find remote ref HEAD" in detail:
+            detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
+                      f"its default branch was deleted); push a commit, or set its default branch ({detail})")
+        elif _refused(detail):
+            detail = _refused(detail, credentials)
+        elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
+            detail = f"no answer within {timeout:g}s"
+        raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):  # a file, an empty or broken directory
+        raise SourceError(f"{what} failed: the cached mirror {str(target)!r} is not a Git repository; delete it "
+                          "and the next pass fetches again") from None
+    except (git.GitError, OSError, ValueError) as err:
+        raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return repo, True
+
+
+_AUTH_FAILED = re.compile(r"could not read (Username|Password) for|Authentication failed for|"
+                          r"The requested URL returned error: (401|403)")
+
+
+def _refused(detail: str, credentials: Credentials | None = None) -> str | None:
+    """What Git's words for an HTTP 401 or 403 mean, or None when ``detail`` is not one: the
+    server refused the credentials sent, or asked for some and none were sent. Git says "could
+    not read Username" for a 401 (it would prompt, and prompts are off) whether or not a token
+    went with the request. Never holds a secret: neither the token nor the user (a token can be
+    written as the URL's user)."""
+    found = _AUTH_FAILED.search(detail)
+    if not found:
+        return None
+    status = found.group(2) or "401"
+    if credentials and credentials.token:
+        return (f"the server refused the credentials (HTTP {status}): check the token (--git-token-file, "
+                "GITOPS_AGENT_GIT_TOKEN or the password in the URL), its access to this repository and "
+                "the user (--git-username, default git)")
+    return (f"the server asks for credentials (HTTP {status}) and none were sent: give a token with "
+            "--git-token-file or GITOPS_AGENT_GIT_TOKEN (it is sent only to --repo's own scheme, host and port)")
+
+
+def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credentials | None = None) -> str | None:
+    """The branch the remote's HEAD points at (``main`` for ``ref: refs/heads/main``), from
+    ``git ls-remote --symref URL HEAD``; ``url`` and ``credentials`` as for ``fetch``, ``timeout``
+    in seconds. None when the remote does not say (a detached HEAD, a transport without symrefs)
+    or cannot be reached; never raises for Git faults."""
+    url, credentials = effective(url, credentials)
+    try:
+        listed = gitproc.run(["ls-remote", "--symref", url, "HEAD"], cwd=None, env=_git_env(timeout, credentials),
+                             timeout=timeout)
+    except (gitproc.Failed, OSError, ValueError):
+        return None
+    for line in listed.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            return target[len("ref: refs/heads/"):]
+    return None
+
+
+def _scrub(text: str, credentials: Credentials | None) -> str:
+    if credentials and credentials.token and len(credentials.token) >= 4:
+        text = text.replace(credentials.token, "***")
+    return text
+
+
+def _has(repo: git.Repo, sha: str) -> bool:
+    try:
+        repo.git.cat_file("-e", f"{sha}^{{commit}}")
+        return True
+    except git.GitCommandError:
+        return False
+
+
+def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float, env: dict[str, str]) -> bool:
+    """True when the remote's ``ref`` still points at ``known`` and the mirror holds it."""
+    if not _has(repo, known):
+        return False
+    if ref and _SHA.match(ref) and known.startswith(ref):
+        return True
+    names = ["HEAD"] if not ref else [f"{ref}^{{}}", ref] if ref.startswith(FULL_REF_PREFIXES) else [
+        f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"]
+    listed = gitproc.run(["ls-remote", "origin", *([ref] if ref else ["HEAD"])], cwd=repo.git_dir, env=env,
+                         timeout=timeout)
+    remote = dict(reversed(line.split("\t", 1)) for line in listed.splitlines() if "\t" in line)
+    return next((remote[n] for n in names if n in remote), None) == known
+
+
+def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
+    """Full SHA of the commit ``ref`` names in a fetched mirror: branch, then tag, then SHA; a
+    full ref name (``refs/heads/main``, ``refs/tags/v1``, as Git, Flux's ``spec.ref.name`` and
+    push webhooks write them) names exactly that branch or tag."""
+    if ref and ref.startswith("refs/heads/"):
+        candidates = [f"refs/remotes/origin/{ref.removeprefix('refs/heads/')}"]
+    elif ref and ref.startswith("refs/tags/"):
+        candidates = [ref]
+    else:
+        candidates = ["refs/remotes/origin/HEAD"] if not ref else [
+            f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", *([ref] if _SHA.match(ref) else [])]
+    for candidate in candidates:
+        try:
+            return repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+        except git.GitCommandError:
+            continue
+    raise SourceError(f"ref {ref or 'HEAD'!r} is not a branch, tag or commit of {redact(url)}")
+
+
+def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
+         max_file_bytes: int = MAX_FILE_BYTES, max_files: int = MAX_FILES, submodules: bool = True,
+         credentials: Credentials | None = None, timeout: float = 60.0,
+         unneeded: Callable[[str, str], bool] | None = None) -> Snapshot:
+    """The manifest files under ``path`` in ``commit`` of the mirror of ``url`` fetched with
+    ``credentials`` (by ``fetch``, in this or another process); files and directories whose
+    names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
+
+    ``path`` is relative to the repository root and must stay inside it and exist in the
+    commit (a mistyped path must not look like "no Applications"); it may lead into a
+    submodule. Files larger than ``max_file_bytes`` bytes are refused unread; beyond
+    ``max_files`` files (counted over all submodules) the snapshot is refused whole.
+
+    Submodules (gitlinks) under ``path`` are followed (``agent/source/submodules.py``): fetched with
+    ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
+    command, unless their mirror already holds the commit; their files appear under the
+    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused. A
+    mirror is read only when fetched with the same credentials (``cache_path``), so a submodule
+    naming another source's private URL must be fetched. Raises SourceError (no mirror for
+    these credentials; naming the submodule and its URL when one cannot be read) or
+    PathMissing; a gitlink is never read as an empty directory.
+
+    ``unneeded(path, blob id) -> bool``: True for a file whose bytes the caller will not read
+    (``manifests.parsed_before``: the parse cache holds it). Such a file is neither sized nor
+    read here, which saves two Git round trips a file on a pass whose files did not change; its
+    bytes are read if asked for after all. A blob id names its bytes, so a blob that was under
+    the size limit once is under it always.
+    """
+    from agent.source import submodules as gitlinks  # imports this module
+
+    root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
+    if root.startswith("/") or root == ".." or root.startswith("../"):
+        raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
+    clean, credentials = effective(url, credentials)
+    try:
+        repo = git.Repo(cache_path(cache_dir, clean, credentials))
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        raise SourceError(f"{redact(clean)} has no mirror in the cache {cache_dir} fetched with these "
+                          "credentials; fetch it first") from None
+    walker = gitlinks.Walker(repo, commit, clean, cache_dir, follow=submodules, credentials=credentials,
+                             timeout=timeout)
+    layer, tree = walker.locate(root, path)
+    blobs = walker.manifests(layer, tree)
+    if len(blobs) > max_files:
+        raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
+    snapshot = Snapshot(commit=commit)
+    for shown, layer, blob in blobs:
+        target = blob
+        if blob.mode == SYMLINK_MODE:
+            target, problem = _follow(layer.tree, blob)
+            if problem:
+                snapshot.problems.append((shown, problem))
+                continue
+        if unneeded is not None and unneeded(shown, target.hexsha):
+            snapshot.files.defer(shown, target)
+        elif target.size > max_file_bytes:
+            snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
+            continue
+        else:
+            snapshot.files.put(shown, target.data_stream.read())
+        snapshot.blobs[shown] = target.hexsha
+    return snapshot
+
+
+def _follow(tree, link) -> tuple[object | None, str | None]:
+    """Resolve a symlink blob inside ``tree``; (blob, None) or (None, why it is refused)."""
+    target = link.data_stream.read().decode("utf-8", "replace")
+    if target.startswith("/"):
+        return None, f"symlink to absolute path {target!r} is refused (it leaves the repository)"
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link.path), target))
+    if resolved == ".." or resolved.startswith("../"):
+        return None, f"symlink to {target!r} is refused (it leaves the repository)"
+    try:
+        item = tree / resolved
+    except KeyError:
+        return None, f"symlink to {target!r} points to nothing in this commit"
+    if item.type != "blob" or item.mode == SYMLINK_MODE:
+        return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
+    return item, None
