@@ -5,9 +5,9 @@ import os
 import signal
 import sys
 
-INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
-TERMINATED = 143  # 128 + SIGTERM
-_STOPPED = {signal.SIGINT: (b"interrupted (SIGINT)", INTERRUPTED), signal.SIGTERM: (b"terminated (SIGTERM)", TERMINATED)}
+from agent.common import exitcodes
+
+_STOPPED = {signal.SIGINT: (b"interrupted (SIGINT)", exitcodes.INTERRUPTED), signal.SIGTERM: (b"terminated (SIGTERM)", exitcodes.TERMINATED)}
 
 
 def _interrupted(signum, frame) -> None:

@@ -15,6 +15,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from agent.common import exitcodes
 from agent.cli import flags, nametypes, output
 from agent.common import logs
 from agent.source import mirror as source
@@ -24,7 +25,6 @@ from agent.engine.report import printable
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
 # cluster: ``validate`` starts in a fraction of the time, which a pre-commit hook notices.
 
-EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 
 DIFF_EPILOG = """exit codes:
   0  nothing would change: the cluster matches the commit
@@ -59,13 +59,13 @@ def validate_main(argv: list[str]) -> int:
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
-        return EXIT_OK if stop.code in (0, None) else EXIT_FAILED
+        return exitcodes.OK if stop.code in (0, None) else exitcodes.FAILED
     logs.setup(args.log_format, args.log_level, "validate")  # as sync sets it up
     try:
         return run_validate(args)
     except flags.UsageError as err:
         print(flags.usage_line("validate", err), file=sys.stderr)
-        return EXIT_FAILED
+        return exitcodes.FAILED
 
 
 def add_output_flags(parser: argparse.ArgumentParser, env) -> None:
@@ -162,7 +162,7 @@ def run_validate(args) -> int:
     result = validate_.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                            cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=creds,
                            submodules=args.submodules)
-    code = EXIT_OK if result.ok else EXIT_FAILED
+    code = exitcodes.OK if result.ok else exitcodes.FAILED
     logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
         "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),
                    "problems": len(result.errors) + bool(result.fatal), "seconds": round(result.seconds, 3)}})
@@ -196,10 +196,10 @@ def report_failure(args, message: str) -> int:
         from agent.engine.report import Report
 
         report = Report(errors=[message])
-        doc = output.pass_document(report, command=args.command, dry_run=is_dry_run(args), exit_code=EXIT_FAILED,
+        doc = output.pass_document(report, command=args.command, dry_run=is_dry_run(args), exit_code=exitcodes.FAILED,
                                    source=_source(repo, args.ref, args.path))
         _emit(output.render(doc, args.output))
-    return EXIT_FAILED
+    return exitcodes.FAILED
 
 
 def is_dry_run(args) -> bool:
@@ -225,15 +225,15 @@ def run_pass(kube, opts, args) -> int:
     finally:
         wrapped.close()
     diffs = recording.diffs() if recording else {}
-    doc = output.pass_document(report, command=args.command, dry_run=dry, exit_code=EXIT_FAILED,
+    doc = output.pass_document(report, command=args.command, dry_run=dry, exit_code=exitcodes.FAILED,
                                source=_source(opts.repo, opts.ref, opts.path), diffs=diffs,
                                seconds=time.monotonic() - started)
     if not report.ok:
-        code = EXIT_FAILED
+        code = exitcodes.FAILED
     elif dry:
-        code = EXIT_CHANGED if doc["changes"] else EXIT_OK
+        code = exitcodes.CHANGED if doc["changes"] else exitcodes.OK
     else:
-        code = EXIT_CHANGED if args.exit_code and doc["changes"] else EXIT_OK
+        code = exitcodes.CHANGED if args.exit_code and doc["changes"] else exitcodes.OK
     doc["exitCode"] = code
     text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
     _emit(source.redact(text, opts.repo))

@@ -15,16 +15,16 @@ import sys
 import threading
 from pathlib import Path
 
+from agent.common import exitcodes
 from agent.cli import commands as ci
 from agent.engine import backoff, guards, sync, writes
 from agent.cli import flags, nametypes, reconcile_cmd
 from agent.common import logs
 from agent.kube import ratelimit
 from agent.kube.client import ApiError, Kube
-from agent.kinds.render import AGENT_NAME
+from agent.api.labels import AGENT_NAME
 from agent.source.mirror import redact, source_id
 
-EXIT_OK, EXIT_CHANGED, EXIT_FAILED = 0, 1, 2
 EPILOG = """exit codes:
   0  success: the cluster matches the commit
   1  success, and the pass changed something (only with --exit-code); with --dry-run:
@@ -217,15 +217,15 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except flags.UsageError as err:  # found after parsing: worded as argparse words a bad value
         print(flags.usage_line(getattr(err, "command", None), err), file=sys.stderr)
-        return EXIT_FAILED
+        return exitcodes.FAILED
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
-            return EXIT_FAILED
-        return EXIT_FAILED if stop.code not in (0, None) else EXIT_OK
+            return exitcodes.FAILED
+        return exitcodes.FAILED if stop.code not in (0, None) else exitcodes.OK
     except Exception:  # a bug: say so loudly, but keep the documented exit code
         logging.getLogger("agent").exception("unexpected error")
-        return EXIT_FAILED
+        return exitcodes.FAILED
 
 
 def _main(argv: list[str] | None) -> int:
@@ -276,7 +276,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         if args.command != "run":
             return ci.report_failure(args, str(err))
         logs.problem(redact(str(err)))
-        return EXIT_FAILED
+        return exitcodes.FAILED
     if args.command == "run":
         return run_forever(kube, opts, args, secret)
     return ci.run_pass(kube, opts, args)
@@ -305,7 +305,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
             signal.signal(sig, handler)
         given = getattr(args.http_addr, "variable", "--http-addr")  # the flag, or the variable it came from
         logs.problem(f"cannot listen on {args.http_addr} ({given}): {listen_problem(args.http_addr, err)}")
-        return EXIT_FAILED
+        return exitcodes.FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
                                         ", /hooks/git" if secret else "", *server.server_address[:2])
     election = None
@@ -317,7 +317,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         runner.start_leading()
     done.wait()
     runner.shutdown(args.shutdown_grace)  # False when the pass was abandoned: ended all the same, below
-    code = EXIT_FAILED if runner.lost_lease else EXIT_OK
+    code = exitcodes.FAILED if runner.lost_lease else exitcodes.OK
     if election is not None and not runner.lost_lease:
         election.release()  # the next replica takes over at once instead of after the lease expires
     logging.getLogger("agent.run").info("stopped")

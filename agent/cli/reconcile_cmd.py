@@ -15,12 +15,13 @@ import argparse
 import sys
 import time
 
+from agent.common import exitcodes
 from agent.cli import flags, nametypes
 from agent.engine import suspend, sync_now
 from agent.kube.client import ApiError, Kube, path
 from agent.api.schema import GROUP, KIND
+from agent.api import labels
 
-EXIT_OK, EXIT_FAILED = 0, 2
 POLL_SECONDS = 0.5
 EPILOG = """exit codes:
   0  the request was set (without --wait); with --wait: the agent handled it and the
@@ -37,7 +38,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "reconcile", help="ask the running agent to sync one Application now", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"Set the annotation {sync_now.ANNOTATION} on the Application to the current time, "
+        description=f"Set the annotation {labels.RECONCILE_REQUESTED_AT} on the Application to the current time, "
                     "so that the running agent (run) syncs it now, asking Git for the newest commit. "
                     "With --wait, wait until the agent handled the request and print the result.")
     parser.add_argument("name", metavar="NAME", type=nametypes.dns_subdomain, help="the Application's name")
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         kube = Kube(args.kubeconfig, args.context)
     except ApiError as err:
         print(f"error: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return exitcodes.FAILED
     token = sync_now.new_token()
     url = path(GROUP, KIND, args.namespace, args.name)
     try:
@@ -84,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if hold is not None:  # as `flux reconcile` refuses a suspended object at once
             print(f"error: {subject} is suspended ({hold.mechanism}), so no pass would sync it; resume it "
                   "first (see Suspend and hot-fix in the README)", file=sys.stderr)
-            return EXIT_FAILED
-        kube.request("PATCH", url, body={"metadata": {"annotations": {sync_now.ANNOTATION: token}}},
+            return exitcodes.FAILED
+        kube.request("PATCH", url, body={"metadata": {"annotations": {labels.RECONCILE_REQUESTED_AT: token}}},
                      query={"fieldManager": sync_now.FIELD_MANAGER}, content_type="application/merge-patch+json")
     except ApiError as err:
         if err.status == 404:
@@ -93,32 +94,32 @@ def run(args: argparse.Namespace) -> int:
                   "or the Application CRD is not installed)", file=sys.stderr)
         else:
             print(f"error: {subject}: could not request a sync: {err}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"{subject}: sync requested ({sync_now.ANNOTATION}={token})", flush=True)
+        return exitcodes.FAILED
+    print(f"{subject}: sync requested ({labels.RECONCILE_REQUESTED_AT}={token})", flush=True)
     if not args.wait:
-        return EXIT_OK
+        return exitcodes.OK
     deadline = time.monotonic() + args.timeout
     while True:
         try:
             app = kube.request("GET", url)
         except ApiError as err:
             print(f"error: {subject}: reading it failed while waiting: {err}", file=sys.stderr)
-            return EXIT_FAILED
+            return exitcodes.FAILED
         if app is None:
             print(f"error: {subject} was deleted while waiting for the request to be handled", file=sys.stderr)
-            return EXIT_FAILED
+            return exitcodes.FAILED
         if sync_now.handled(app) == token:
             ok, line = describe(app)
             if ok:
                 print(f"{subject}: handled: {line}")
-                return EXIT_OK
+                return exitcodes.OK
             print(f"error: {subject}: handled, {line}", file=sys.stderr)
-            return EXIT_FAILED
+            return exitcodes.FAILED
         if time.monotonic() >= deadline:
             print(f"error: {subject}: the request was not handled within {args.timeout:g}s: no agent run seems "
                   f"to be handling requests (is it running, leading and allowed to see namespace "
                   f"{args.namespace}? A pass that fails before writing status handles none; see its log)",
                   file=sys.stderr)
-            return EXIT_FAILED
+            return exitcodes.FAILED
         time.sleep(POLL_SECONDS)
 

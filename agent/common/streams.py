@@ -18,7 +18,8 @@ import io
 import os
 import sys
 
-EXIT_FAILED = 2
+from agent.common import exitcodes
+
 
 
 class Guarded(io.TextIOBase):
@@ -114,4 +115,4 @@ def exit_code(code: int, out: Guarded, err: Guarded) -> int:
     if out.lost and not err.lost and out.error is not None and out.error.errno != errno.EPIPE:
         err.write(f"error: writing to stdout failed: {out.error.strerror or out.error}\n")
         err.flush()
-    return EXIT_FAILED
+    return exitcodes.FAILED

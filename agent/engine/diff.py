@@ -19,7 +19,7 @@ import difflib
 import yaml
 
 from agent.engine import plan
-from agent.kinds.render import SOURCE_COMMIT
+from agent.api.labels import SOURCE_COMMIT
 
 NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 NOISY_ANNOTATIONS = (SOURCE_COMMIT,)

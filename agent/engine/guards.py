@@ -15,7 +15,8 @@ Beyond the empty-set guard in ``sync.py`` (a commit with no Applications prunes 
 
 from __future__ import annotations
 
-PRUNE_ANNOTATION = "heumsi.github.io/prune"
+from agent.api.labels import PRUNE_ANNOTATION
+
 PRUNE_DISABLED = "disabled"
 MIN_PRUNES_GUARDED = 10
 """The share guard only fires when more than this many Applications would be pruned, so a

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from agent.kinds import fields
-from agent.kinds.render import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
+from agent.api.labels import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from agent.api.schema import GROUP, KIND
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 
 from agent.kinds import health as health_
 from agent.engine import status as status_
-from agent.kinds.render import AGENT_NAME
+from agent.api.labels import AGENT_NAME, RECONCILE_ANNOTATION
 
-RECONCILE_ANNOTATION = "heumsi.github.io/reconcile"
 RECONCILE_DISABLED = "disabled"
 SUSPENDED = "Suspended"
 """The ``Ready``/``Synced`` condition reason and the health status of a suspended Application."""

@@ -24,6 +24,7 @@ from agent.engine import status as status_
 from agent.kube.client import ApiError, Kube
 from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
 from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
+from agent.api import labels
 
 log = logging.getLogger("agent.sync")
 CRD_NAME = statuswrite.CRD_NAME
@@ -142,7 +143,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                              "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
         return
     live_apps = kube.list(GROUP, KIND)
-    selector = f"{render.MANAGED_BY}={render.AGENT_NAME}"
+    selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
     live_children = kube.list("apps", "Deployment", selector) + kube.list("", "Service", selector)
     namespaces = {ns["metadata"]["name"] for ns in kube.list("", "Namespace")}
 
@@ -292,7 +293,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             if owner in failures or owner in foreign or owner in waiting:  # not synced this pass, another source's, or backing off
                 continue
             if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
-                by = guards.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else suspend.RECONCILE_ANNOTATION
+                by = labels.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else labels.RECONCILE_ANNOTATION
                 report.add(owner, step.subject, KEPT, f"not in Git; {by}: {step.live['metadata']['annotations'][by]}")
                 keeps_children.add(owner)
                 continue
@@ -309,7 +310,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     for key, app in sorted({**failed_apps, **in_scope}.items()):
         annotations = app["metadata"].get("annotations") or {}
         from_git = key in git_paths or plan.owned(app, opts.source_id)
-        path = git_paths.get(key) or annotations.get(render.SOURCE_PATH)
+        path = git_paths.get(key) or annotations.get(labels.SOURCE_PATH)
         if key in failures:
             outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
                                       failures[key], path if from_git else None,
@@ -321,7 +322,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         elif key not in git_paths and plan.owned(app, opts.source_id):
             why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
             if guards.prune_disabled(app):
-                why = f"it has the annotation {guards.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+                why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
             if key in holds:
                 why = suspend.kept_because(holds[key])
             report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import datetime
 import time
 
-ANNOTATION = "heumsi.github.io/reconcile-requested-at"
-"""Annotation on an Application asking for a pass now; its value is an opaque token."""
+from agent.api.labels import RECONCILE_REQUESTED_AT
+
 STATUS_FIELD = "lastHandledReconcileAt"
 """Status field holding the token of the newest request a pass handled."""
 FIELD_MANAGER = "gitops-agent-reconcile"
@@ -31,7 +31,7 @@ so the agent's server-side apply never owns the annotation). Flux's CLI uses its
 def token(app: dict) -> str | None:
     """The request token on ``app`` (a live Application dict): the annotation's value when it
     is a non-empty string, else None."""
-    value = ((app.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    value = ((app.get("metadata") or {}).get("annotations") or {}).get(RECONCILE_REQUESTED_AT)
     return value if isinstance(value, str) and value else None
 
 

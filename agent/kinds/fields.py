@@ -21,7 +21,7 @@ import datetime
 import json
 from typing import Iterable
 
-from agent.kinds.render import AGENT_NAME
+from agent.api.labels import AGENT_NAME
 from agent.api.schema import KIND
 
 Path = tuple[str, ...]

@@ -13,31 +13,9 @@ import hashlib
 import json
 
 from agent.api.schema import API_VERSION, KIND
+from agent.api.labels import (AGENT_NAME, APPLICATION_LABEL, CONTENT_HASH, CREATED_BY_AGENT, INSTANCE_LABEL, MANAGED_BY,
+                               NAME_LABEL, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH)
 
-AGENT_NAME = "gitops-agent"
-"""Value of ``app.kubernetes.io/managed-by`` and the server-side apply field manager."""
-
-MANAGED_BY = "app.kubernetes.io/managed-by"
-NAME_LABEL = "app.kubernetes.io/name"
-INSTANCE_LABEL = "app.kubernetes.io/instance"
-SOURCE_LABEL = "heumsi.github.io/source"
-"""Label on Git-applied Applications naming the source (repository and path) that owns them:
-an agent prunes only Applications of its own source."""
-APPLICATION_LABEL = "heumsi.github.io/application"
-"""Label on children naming the owning Application (same namespace)."""
-SOURCE_COMMIT = "heumsi.github.io/source-commit"
-SOURCE_PATH = "heumsi.github.io/source-path"
-"""Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
-REPOSITORY = "heumsi.github.io/repository"
-"""Annotation on Git-applied Applications: the identity of the repository they were applied from
-(``repository.identity``: one value for every URL form of one repository). Another repository's
-source never takes them over (``plan.other_repository``)."""
-CONTENT_HASH = "heumsi.github.io/content-hash"
-"""Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
-so that removing a label or annotation in Git is a change too (a subset comparison of desired
-and live cannot see a removal)."""
-CREATED_BY_AGENT = "heumsi.github.io/created-by"
-"""Label on namespaces the agent created (it never deletes a namespace)."""
 
 
 def namespace(name: str) -> dict:

@@ -38,7 +38,7 @@ from agent.kube import clusterconfig, listread, share
 from agent.kinds import fields, health
 from agent.kube.kubecreds import without_password
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
-from agent.kinds.render import AGENT_NAME
+from agent.api.labels import AGENT_NAME
 from agent.api.schema import GROUP, PLURAL, VERSION
 
 log = logging.getLogger("agent.kube")

@@ -31,7 +31,7 @@ from agent.server import triggers
 from agent.kube import watch as watches
 from agent.kube.client import Kube
 from agent.common.logs import JsonFormatter, TextFormatter  # noqa: F401  (their old home)
-from agent.kinds.render import AGENT_NAME, MANAGED_BY
+from agent.api.labels import AGENT_NAME, MANAGED_BY
 from agent.engine.report import Report
 from agent.api.schema import GROUP
 from agent.server.endpoints import Health, Metrics

@@ -23,7 +23,7 @@ import json
 import threading
 
 from agent.kinds import health
-from agent.kinds.render import AGENT_NAME, MANAGED_BY
+from agent.api.labels import AGENT_NAME, MANAGED_BY
 
 GONE = "gone"
 

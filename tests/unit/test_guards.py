@@ -3,6 +3,7 @@
 import pytest
 
 from agent.engine import guards
+from agent.api import labels
 
 
 @pytest.mark.parametrize("annotations, disabled", [
@@ -82,4 +83,4 @@ def test_propagation(kind, keeps, policy):
 
 def test_defaults():
     assert (guards.DEFAULT_MAX_PRUNE_SHARE, guards.MIN_PRUNES_GUARDED) == (0.5, 10)
-    assert (guards.PRUNE_ANNOTATION, guards.PRUNE_DISABLED) == ("heumsi.github.io/prune", "disabled")
+    assert (labels.PRUNE_ANNOTATION, guards.PRUNE_DISABLED) == ("heumsi.github.io/prune", "disabled")

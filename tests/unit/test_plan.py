@@ -4,6 +4,8 @@ import pytest
 
 from agent.engine import plan
 from agent.kinds import render
+from agent.api import labels as keys
+from agent.api.labels import MANAGED_BY, SOURCE_LABEL
 
 
 APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
@@ -12,7 +14,7 @@ APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1",
 
 
 def app(name, ns="default", image="nginx:latest", labels=None, annotations=None, managed=None):
-    managed = APPLIED if managed is None and (labels or {}).get(render.MANAGED_BY) else managed
+    managed = APPLIED if managed is None and (labels or {}).get(MANAGED_BY) else managed
     meta = {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}}
     return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
             "metadata": {**meta, "managedFields": managed} if managed else meta,
@@ -24,7 +26,7 @@ def applied(obj):
     return {**obj, "metadata": {**obj["metadata"], "managedFields": APPLIED}}
 
 
-OWNED = {render.MANAGED_BY: render.AGENT_NAME}
+OWNED = {MANAGED_BY: keys.AGENT_NAME}
 
 
 def test_identity_uses_group_kind_namespace_name():
@@ -38,8 +40,8 @@ def test_identity_uses_group_kind_namespace_name():
     ([app("a", labels=OWNED)], [app("a")], plan.UNCHANGED),
     ([app("a", image="old")], [app("a", image="new")], plan.UPDATE),
     # provenance annotations alone (a moved file, a new commit) are not a change
-    ([app("a", annotations={render.SOURCE_PATH: "x.yaml"})],
-     [app("a", annotations={render.SOURCE_PATH: "moved/x.yaml", render.SOURCE_COMMIT: "abc"})], plan.UNCHANGED),
+    ([app("a", annotations={keys.SOURCE_PATH: "x.yaml"})],
+     [app("a", annotations={keys.SOURCE_PATH: "moved/x.yaml", keys.SOURCE_COMMIT: "abc"})], plan.UNCHANGED),
     # a label the user added in Git is a change
     ([app("a")], [app("a", labels={"tier": "web"})], plan.UPDATE),
 ])
@@ -127,8 +129,8 @@ def test_contains(live, desired, expected):
 
 
 def test_applications_of_another_source_are_never_pruned():
-    mine = app("mine", labels={**OWNED, render.SOURCE_LABEL: "src-a"})
-    theirs = app("theirs", labels={**OWNED, render.SOURCE_LABEL: "src-b"})
+    mine = app("mine", labels={**OWNED, SOURCE_LABEL: "src-a"})
+    theirs = app("theirs", labels={**OWNED, SOURCE_LABEL: "src-b"})
     steps = plan.plan([], [mine, theirs], source="src-a")
     assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Application/default/mine"]
 
@@ -294,8 +296,8 @@ REPO_A, REPO_B = "github.com/org/a", "github.com/org/b"
 
 def theirs(labels=None, annotations=None, **kw):
     """An Application source "a" of REPO_A applied (unless ``labels``/``annotations`` say otherwise)."""
-    return app("web", labels={**OWNED, render.SOURCE_LABEL: "a"} if labels is None else labels,
-               annotations={render.REPOSITORY: REPO_A} if annotations is None else annotations, **kw)
+    return app("web", labels={**OWNED, SOURCE_LABEL: "a"} if labels is None else labels,
+               annotations={keys.REPOSITORY: REPO_A} if annotations is None else annotations, **kw)
 
 
 @pytest.mark.parametrize("live, source, repository, other", [
@@ -308,13 +310,13 @@ def theirs(labels=None, annotations=None, **kw):
     (theirs(), "a", REPO_B, None),
     # no repository annotation (an older agent, or applied by hand): taken over
     (theirs(annotations={}), "b", REPO_B, None),
-    (theirs(annotations={render.REPOSITORY: ""}), "b", REPO_B, None),
+    (theirs(annotations={keys.REPOSITORY: ""}), "b", REPO_B, None),
     # no source label: hand-applied or an agent before source labels; taken over
     (theirs(labels=OWNED), "b", REPO_B, None),
-    (theirs(labels={**OWNED, render.SOURCE_LABEL: ""}), "b", REPO_B, None),
+    (theirs(labels={**OWNED, SOURCE_LABEL: ""}), "b", REPO_B, None),
     # no agent ownership (copied labels and annotation, no gitops-agent apply): not another source's
     (theirs(managed=[{"manager": "kubectl-client-side-apply", "operation": "Update"}]), "b", REPO_B, None),
-    (theirs(labels={render.SOURCE_LABEL: "a"}), "b", REPO_B, None),
+    (theirs(labels={SOURCE_LABEL: "a"}), "b", REPO_B, None),
     (None, "b", REPO_B, None),  # nothing live: a create
 ])
 def test_other_repository_refuses_only_another_sources_application_from_another_repository(
@@ -326,15 +328,15 @@ def test_other_repository_is_only_about_applications():
     child = {"apiVersion": "apps/v1", "kind": "Deployment",
              "metadata": {"name": "web", "namespace": "default", "managedFields": APPLIED,
                           "ownerReferences": [render.owner_reference("web", "u1")],
-                          "labels": {**OWNED, render.SOURCE_LABEL: "a"}, "annotations": {render.REPOSITORY: REPO_A}}}
+                          "labels": {**OWNED, SOURCE_LABEL: "a"}, "annotations": {keys.REPOSITORY: REPO_A}}}
     assert plan.owned(child)  # the agent's child, but children have no source: never refused
     assert plan.other_repository(child, "b", REPO_B) is None
 
 
 def test_refuse_takes_out_another_repositorys_application_with_a_one_line_message():
-    live = [theirs(), app("mine", labels={**OWNED, render.SOURCE_LABEL: "b"}),
-            app("gone", labels={**OWNED, render.SOURCE_LABEL: "b"}),
-            app("old", labels={**OWNED, render.SOURCE_LABEL: "a"}, annotations={render.REPOSITORY: REPO_A})]
+    live = [theirs(), app("mine", labels={**OWNED, SOURCE_LABEL: "b"}),
+            app("gone", labels={**OWNED, SOURCE_LABEL: "b"}),
+            app("old", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={keys.REPOSITORY: REPO_A})]
     desired = [app("new"), app("web", image="evil"), app("mine")]
     steps = plan.plan(desired, live, source="b")
     out, refused = plan.refuse(steps, "b", REPO_B, {"default/web": "apps/web.yaml:3"})
@@ -344,9 +346,9 @@ def test_refuse_takes_out_another_repositorys_application_with_a_one_line_messag
     assert step.identity == ("heumsi.github.io", "Application", "default", "web") and step.action == plan.UPDATE
     assert "\n" not in why
     assert why.startswith("apps/web.yaml:3: not applied: already synced from another repository, "
-                          f"'{REPO_A}' ({render.SOURCE_LABEL}=a); ")
+                          f"'{REPO_A}' ({SOURCE_LABEL}=a); ")
     assert "never prunes it" in why and "Remove it from one of the two repositories" in why
-    assert f"kubectl -n default annotate application web {render.REPOSITORY}-" in why
+    assert f"kubectl -n default annotate application web {keys.REPOSITORY}-" in why
     # "old" (another source's, not in this Git) is neither refused nor pruned: plan never prunes it
     assert all(s.identity[3] != "old" for s in out)
 
@@ -360,16 +362,16 @@ def test_refuse_keeps_steps_it_has_no_reason_to_refuse():
 
 
 def test_refuse_quotes_a_hand_edited_repository_annotation_on_one_line():
-    steps = plan.plan([app("web")], [theirs(annotations={render.REPOSITORY: "x\ny" + "z" * 500})], source="b")
+    steps = plan.plan([app("web")], [theirs(annotations={keys.REPOSITORY: "x\ny" + "z" * 500})], source="b")
     _, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})
     assert "\n" not in why and "'x\\ny" in why and "z" * 300 not in why
 
 
 def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
     # an Application an older agent applied (no annotation) is updated once to get it
-    desired = [app("web", annotations={render.REPOSITORY: REPO_A})]
+    desired = [app("web", annotations={keys.REPOSITORY: REPO_A})]
     assert plan.plan(desired, [app("web", labels=OWNED)])[0].action == plan.UPDATE
-    assert plan.plan(desired, [app("web", labels=OWNED, annotations={render.REPOSITORY: REPO_A})])[0].action \
+    assert plan.plan(desired, [app("web", labels=OWNED, annotations={keys.REPOSITORY: REPO_A})])[0].action \
         == plan.UNCHANGED
 
 
@@ -512,7 +514,7 @@ def test_claim_refuses_an_update_of_a_listed_object_that_is_someone_elses():
 
 def test_taken_over_names_the_other_source_of_each_application_applied_over():
     def labelled(name, source, managed=None):
-        return app(name, labels={**OWNED, render.SOURCE_LABEL: source} if source else OWNED, managed=managed)
+        return app(name, labels={**OWNED, SOURCE_LABEL: source} if source else OWNED, managed=managed)
     live = [labelled("from-a", "a"), labelled("mine", "b"), labelled("unlabelled", None), app("by-hand"),
             labelled("copied", "a", managed=[{**APPLIED[0], "manager": "kubectl", "operation": "Update"}]),
             labelled("gone", "a")]

@@ -6,6 +6,7 @@ import yaml
 
 from agent.kinds import render
 from agent.api import schema
+from agent.api import labels as keys
 
 
 def test_children_follow_the_original_templates():
@@ -23,8 +24,8 @@ def test_children_follow_the_original_templates():
         assert ref == {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "nginx",
                        "uid": "uid-1", "controller": True, "blockOwnerDeletion": True}
         labels = child["metadata"]["labels"]
-        assert labels[render.MANAGED_BY] == render.AGENT_NAME
-        assert labels[render.NAME_LABEL] == labels[render.INSTANCE_LABEL] == "nginx"
+        assert labels[keys.MANAGED_BY] == keys.AGENT_NAME
+        assert labels[keys.NAME_LABEL] == labels[keys.INSTANCE_LABEL] == "nginx"
 
 
 def test_desired_application_marks_ownership_and_provenance():
@@ -32,28 +33,28 @@ def test_desired_application_marks_ownership_and_provenance():
             "metadata": {"name": "a", "namespace": "n", "labels": {"tier": "web"}},
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
     out = render.desired_application(body, "c" * 40, "apps/a.yaml", "src-1")
-    assert out["metadata"]["labels"] == {"tier": "web", render.MANAGED_BY: render.AGENT_NAME,
-                                         render.SOURCE_LABEL: "src-1"}
+    assert out["metadata"]["labels"] == {"tier": "web", keys.MANAGED_BY: keys.AGENT_NAME,
+                                         keys.SOURCE_LABEL: "src-1"}
     annotations = out["metadata"]["annotations"]
-    assert (annotations[render.SOURCE_COMMIT], annotations[render.SOURCE_PATH]) == ("c" * 40, "apps/a.yaml")
-    assert len(annotations[render.CONTENT_HASH]) == 16
-    assert render.REPOSITORY not in annotations  # none given: none recorded
+    assert (annotations[keys.SOURCE_COMMIT], annotations[keys.SOURCE_PATH]) == ("c" * 40, "apps/a.yaml")
+    assert len(annotations[keys.CONTENT_HASH]) == 16
+    assert keys.REPOSITORY not in annotations  # none given: none recorded
     assert "status" not in out
 
 
 def test_desired_application_records_the_repository_identity():
-    body = {"metadata": {"name": "a", "namespace": "n", "annotations": {render.REPOSITORY: "set in git"}},
+    body = {"metadata": {"name": "a", "namespace": "n", "annotations": {keys.REPOSITORY: "set in git"}},
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
     out = render.desired_application(body, "c" * 40, "a.yaml", "src-1", "github.com/Org/repo")
-    assert out["metadata"]["annotations"][render.REPOSITORY] == "github.com/Org/repo"  # the agent's, not Git's
-    assert out["metadata"]["labels"][render.SOURCE_LABEL] == "src-1"
+    assert out["metadata"]["annotations"][keys.REPOSITORY] == "github.com/Org/repo"  # the agent's, not Git's
+    assert out["metadata"]["labels"][keys.SOURCE_LABEL] == "src-1"
 
 
 def test_removing_a_label_in_git_changes_the_content_hash():
     body = {"metadata": {"name": "a", "namespace": "n", "labels": {"tier": "web"}},
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
     without = {**body, "metadata": {"name": "a", "namespace": "n"}}
-    hashes = {render.desired_application(b, "c" * 40, "a.yaml")["metadata"]["annotations"][render.CONTENT_HASH]
+    hashes = {render.desired_application(b, "c" * 40, "a.yaml")["metadata"]["annotations"][keys.CONTENT_HASH]
               for b in (body, without)}
     assert len(hashes) == 2
 
@@ -108,8 +109,8 @@ def test_desired_application_is_exactly_this_object():
         "metadata": {"name": "a", "namespace": "n",
                      "labels": {"tier": "web", "app.kubernetes.io/managed-by": "gitops-agent",
                                 "heumsi.github.io/source": "src-1"},
-                     "annotations": {"note": "x", render.CONTENT_HASH: digest, render.SOURCE_COMMIT: "c" * 40,
-                                     render.SOURCE_PATH: "apps/a.yaml"}},
+                     "annotations": {"note": "x", keys.CONTENT_HASH: digest, keys.SOURCE_COMMIT: "c" * 40,
+                                     keys.SOURCE_PATH: "apps/a.yaml"}},
         "spec": {"image": "i", "replicas": 2, "port": 8080}}
     assert out["spec"] is not body["spec"] and "labels" not in body["metadata"].get("annotations", {})
     assert body["metadata"]["labels"] == {"tier": "web"}  # the parsed document is not changed
@@ -120,20 +121,20 @@ def test_the_content_hash_does_not_depend_on_key_order():
            "spec": {"image": "i", "replicas": 1, "port": 80}}
     two = {"metadata": {"name": "a", "namespace": "n", "labels": {"b": "2", "a": "1"}},
            "spec": {"port": 80, "replicas": 1, "image": "i"}}
-    hashes = [render.desired_application(b, "c", "p")["metadata"]["annotations"][render.CONTENT_HASH] for b in (one, two)]
+    hashes = [render.desired_application(b, "c", "p")["metadata"]["annotations"][keys.CONTENT_HASH] for b in (one, two)]
     assert hashes[0] == hashes[1]
-    assert render.desired_application(one, "c", "p")["metadata"]["labels"][render.SOURCE_LABEL] == "default"
+    assert render.desired_application(one, "c", "p")["metadata"]["labels"][keys.SOURCE_LABEL] == "default"
 
 
 def test_overridden_names_each_key_git_sets_that_the_agent_sets_otherwise():
     body = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
             "metadata": {"name": "a", "namespace": "n",
-                         "labels": {"tier": "web", render.MANAGED_BY: "helm", render.SOURCE_LABEL: "src-1"},
-                         "annotations": {render.SOURCE_COMMIT: "old", "note": "x"}},
+                         "labels": {"tier": "web", keys.MANAGED_BY: "helm", keys.SOURCE_LABEL: "src-1"},
+                         "annotations": {keys.SOURCE_COMMIT: "old", "note": "x"}},
             "spec": {"image": "i", "replicas": 2, "port": 8080}}
     desired = render.desired_application(body, "c" * 40, "apps/a.yaml", "src-1", "repo")
     assert render.overridden(body, desired) == [
-        (f"metadata.labels.{render.MANAGED_BY}", "helm", render.AGENT_NAME),  # the same value (source) is no note
-        (f"metadata.annotations.{render.SOURCE_COMMIT}", "old", "c" * 40)]
+        (f"metadata.labels.{keys.MANAGED_BY}", "helm", keys.AGENT_NAME),  # the same value (source) is no note
+        (f"metadata.annotations.{keys.SOURCE_COMMIT}", "old", "c" * 40)]
     plain = {"metadata": {"name": "a", "namespace": "n"}, "spec": body["spec"]}
     assert render.overridden(plain, render.desired_application(plain, "c" * 40, "a.yaml")) == []

@@ -9,6 +9,7 @@ from agent.kinds import fields
 from agent.cli import reconcile_cmd
 from agent.server.runner import Runner
 from agent.server.endpoints import Health, Metrics
+from agent.api import labels
 
 A = "heumsi.github.io/reconcile-requested-at"
 
@@ -21,7 +22,7 @@ def app(token=None, handled=None, generation=2, observed=2, annotations=None):
 
 
 def test_names():
-    assert sync_now.ANNOTATION == A
+    assert labels.RECONCILE_REQUESTED_AT == A
     assert sync_now.STATUS_FIELD == "lastHandledReconcileAt"
     assert sync_now.FIELD_MANAGER == "gitops-agent-reconcile"
 

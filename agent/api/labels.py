@@ -1,0 +1,56 @@
+"""Label and annotation keys the agent reads and writes: its whole vocabulary on objects.
+
+Labels follow Kubernetes' recommended labels (``app.kubernetes.io/*``); the agent's own keys live
+under the CRD's group ``heumsi.github.io``. Every other module names a key through this one, so
+``docs/reference`` can list them all (``KEYS``).
+"""
+
+from __future__ import annotations
+
+AGENT_NAME = "gitops-agent"
+"""Value of ``app.kubernetes.io/managed-by`` and the server-side apply field manager."""
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+NAME_LABEL = "app.kubernetes.io/name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+SOURCE_LABEL = "heumsi.github.io/source"
+"""Label on Git-applied Applications naming the source (repository and path) that owns them:
+an agent prunes only Applications of its own source."""
+APPLICATION_LABEL = "heumsi.github.io/application"
+"""Label on children naming the owning Application (same namespace)."""
+SOURCE_COMMIT = "heumsi.github.io/source-commit"
+SOURCE_PATH = "heumsi.github.io/source-path"
+"""Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
+REPOSITORY = "heumsi.github.io/repository"
+"""Annotation on Git-applied Applications: the identity of the repository they were applied from
+(``repository.identity``: one value for every URL form of one repository). Another repository's
+source never takes them over (``plan.other_repository``)."""
+CONTENT_HASH = "heumsi.github.io/content-hash"
+"""Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
+so that removing a label or annotation in Git is a change too (a subset comparison of desired
+and live cannot see a removal)."""
+CREATED_BY_AGENT = "heumsi.github.io/created-by"
+"""Label on namespaces the agent created (it never deletes a namespace)."""
+PRUNE_ANNOTATION = "heumsi.github.io/prune"
+"""``disabled`` on an Application or child: never pruned (see ``engine.guards``)."""
+RECONCILE_ANNOTATION = "heumsi.github.io/reconcile"
+"""``disabled`` on an Application or child: left exactly as it is (see ``engine.suspend``)."""
+RECONCILE_REQUESTED_AT = "heumsi.github.io/reconcile-requested-at"
+"""Annotation on an Application asking for a pass now; its value is an opaque token."""
+
+KEYS: tuple[tuple[str, str, str], ...] = (
+    (MANAGED_BY, "label", f"`{AGENT_NAME}` on every object the agent applies"),
+    (NAME_LABEL, "label", "the Application's name, on its children"),
+    (INSTANCE_LABEL, "label", "the Application's name, on children and pods; selected on"),
+    (APPLICATION_LABEL, "label", "the owning Application's name, on children and pods; selected on"),
+    (SOURCE_LABEL, "label", "the source id that owns a Git-applied Application"),
+    (CREATED_BY_AGENT, "label", "on namespaces the agent created"),
+    (SOURCE_COMMIT, "annotation", "commit an Application was applied from"),
+    (SOURCE_PATH, "annotation", "file an Application was applied from"),
+    (REPOSITORY, "annotation", "identity of the repository an Application came from"),
+    (CONTENT_HASH, "annotation", "digest of an Application's labels, annotations and spec"),
+    (PRUNE_ANNOTATION, "annotation", "`disabled`: never pruned"),
+    (RECONCILE_ANNOTATION, "annotation", "`disabled`: left exactly as it is (suspend, hot-fix)"),
+    (RECONCILE_REQUESTED_AT, "annotation", "a token asking for a pass now (`reconcile`)"),
+)
+"""(key, label or annotation, what it means) for every key: the reference table's rows."""
