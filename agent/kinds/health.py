@@ -4,7 +4,7 @@ The shape and the rules follow Argo CD's gitops-engine ``pkg/health`` (``health_
 ``health_service.go``, ``health.go``): each function takes the live object as the API server
 returns it (a dict, or None when it does not exist) and answers a :class:`Health` with one of
 five statuses. Only the fields named in each docstring are read, so a fixture captured with
-``kubectl get -o yaml`` is a complete test input (see ``tests/unit/fixtures/health``).
+``kubectl get -o yaml`` is a complete test input (see ``tests/unit/kinds/fixtures/health``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ payloads, a token compared with ``!=``). So here:
   name, used only to ignore pushes to branches this agent does not sync.
 
 Pure parts (``authenticate``, ``parse_payload``, ``event_kind``, ``ref_wanted``) are unit-tested
-in ``tests/unit/test_webhook.py``; ``Webhook.handle`` is the transport around them.
+in ``tests/unit/server/test_webhook.py``; ``Webhook.handle`` is the transport around them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, 
 from agent.manifests.loader import ManifestError
 from agent.api.schema import SPEC_SCHEMA
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 SHA = "5f0c2e3d9a1b4c6d8e7f00112233445566778899"
 

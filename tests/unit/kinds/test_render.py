@@ -60,7 +60,7 @@ def test_removing_a_label_in_git_changes_the_content_hash():
 
 
 def test_crd_spec_schema_is_the_one_the_agent_validates_with():
-    crd = yaml.safe_load((Path(__file__).resolve().parents[2] / "crd.yaml").read_text())
+    crd = yaml.safe_load((Path(__file__).resolve().parents[3] / "crd.yaml").read_text())
     version = crd["spec"]["versions"][0]
     assert version["schema"]["openAPIV3Schema"]["properties"]["spec"] == schema.SPEC_SCHEMA
     assert (crd["spec"]["group"], crd["spec"]["names"]["kind"], crd["spec"]["names"]["plural"]) \

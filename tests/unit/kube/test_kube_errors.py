@@ -6,7 +6,7 @@ import pytest
 import urllib3
 
 from agent.kube.client import ApiError, Kube, _unreachable
-from tests.unit.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
+from tests.unit.kube.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
 
 
 def test_a_refused_connection_is_named_in_words_with_the_server(tmp_path):

@@ -1,5 +1,5 @@
 """health: one function per child kind, table-tested with objects as the API server returns them
-(tests/unit/fixtures/health, each file says how it was captured), plus edge tables."""
+(tests/unit/kinds/fixtures/health, each file says how it was captured), plus edge tables."""
 
 from pathlib import Path
 
