@@ -747,7 +747,7 @@ def test_deeply_nested_documents_are_refused_and_the_others_sync(agent, repo, na
 
 
 def test_too_many_files_end_in_bounded_time_with_a_clear_limit(agent, repo, namespace, objects):
-    """20,001 manifest files is above the agent's max-files limit (``source.MAX_FILES``: 20,000,
+    """20,001 manifest files is above the agent's max-files limit (``snapshot.MAX_FILES``: 20,000,
     room for 10,000 Applications of one file each): the whole snapshot is refused by design, so
     nothing changes at all (not even the valid update in the same commit) and nothing is pruned."""
     first, before = _start(agent, repo, namespace, objects)

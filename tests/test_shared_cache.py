@@ -20,6 +20,7 @@ import subprocess
 import pytest
 
 from agent.source import mirror as source
+from agent.source import snapshot as snapshots
 from tests import faults
 from tests.support import GitRepo, app_yaml
 from tests.test_failsafe import error_lines
@@ -56,7 +57,7 @@ def fetch_and_read(url: str, cache, credentials=None, path: str = "."):
     for attempt in range(3):  # the test's HTTP server may drop a request on a loaded machine
         try:
             commit = source.fetch(url, None, cache, 60, credentials=credentials).commit
-            return source.read(url, commit, cache, path, credentials=credentials, timeout=60)
+            return snapshots.read(url, commit, cache, path, credentials=credentials, timeout=60)
         except source.SourceError:
             if attempt == 2:
                 raise
@@ -66,7 +67,7 @@ def refused(url: str, cache, credentials=None) -> str:
     """The error of B's source reading its repository; fails the test when it reads it."""
     commit = source.fetch(url, None, cache, 60, credentials=credentials).commit
     with pytest.raises(source.SourceError) as caught:
-        snapshot = source.read(url, commit, cache, "apps", credentials=credentials, timeout=60)
+        snapshot = snapshots.read(url, commit, cache, "apps", credentials=credentials, timeout=60)
         pytest.fail(f"B's source read A's private repository from the cache: {sorted(snapshot.files)}")
     return str(caught.value)
 
@@ -106,7 +107,7 @@ def test_a_submodule_naming_another_sources_private_https_repository_must_be_fet
         commit = secret.head()
         assert source.fetch(secret_url, None, cache, 60, credentials=creds_a, known_commit=commit).fetched is False
         server.set_mode(faults.REFUSED)
-        assert sorted(source.read(secret_url, commit, cache, ".", credentials=creds_a).files) == [
+        assert sorted(snapshots.read(secret_url, commit, cache, ".", credentials=creds_a).files) == [
             "apps/secret-app.yaml"]
     for token in (TOKEN_A, TOKEN_B, "not-a-token"):
         assert not [p for p in cache.rglob("*") if token in p.name], token

@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 from agent.source import mirror as source
+from agent.source import snapshot as snapshots
 from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_failsafe import Untouched, error_lines, image, synced_commit
 from tests.test_run import start_agent  # noqa: F401 (a fixture)
@@ -54,7 +55,7 @@ def allow_file(monkeypatch):
 
 def read(repo, cache, path="apps", **kwargs):
     commit = source.fetch(str(repo.path), None, cache).commit
-    return source.read(str(repo.path), commit, cache, path, **kwargs)
+    return snapshots.read(str(repo.path), commit, cache, path, **kwargs)
 
 
 def test_nested_submodules_are_followed_and_hidden_ones_skipped(repo, tmp_path, allow_file):
@@ -136,7 +137,7 @@ def test_the_token_goes_to_same_host_submodules_only(repo, tmp_path):
         for attempt in range(3):  # the test's one-thread HTTP server may drop a request on a loaded machine
             try:
                 commit = source.fetch(url, None, cache, 60, credentials=creds).commit
-                snapshot = source.read(url, commit, cache, "apps", credentials=creds, timeout=60)
+                snapshot = snapshots.read(url, commit, cache, "apps", credentials=creds, timeout=60)
                 break
             except source.SourceError:
                 if attempt == 2:

@@ -28,32 +28,11 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+from agent.common.values import EnvValue, TOKEN_RULE, UsageError, one_line_token, shown, version
+
 ENV_PREFIX = "GITOPS_AGENT_"
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-class UsageError(ValueError):
-    """A user error found after parsing but before anything ran (exit 2). ``str()`` is the
-    message, ``flag`` the flag it concerns (None: none in particular); ``cli.main`` prints it
-    as argparse prints a bad value: ``PROG CMD: error: argument FLAG: MESSAGE (see PROG CMD
-    --help)``."""
-
-    def __init__(self, message: str, flag: str | None = None):
-        super().__init__(message)
-        self.flag = flag
-
-
-class EnvValue(str):
-    """The raw text of an environment variable, used as a flag's default; ``.variable`` is the
-    variable's full name, so that a type can say where a bad value came from."""
-
-    variable: str
-
-    def __new__(cls, value: str, variable: str) -> "EnvValue":
-        obj = super().__new__(cls, value)
-        obj.variable = variable
-        return obj
 
 
 class Parser(argparse.ArgumentParser):
@@ -103,24 +82,6 @@ def usage_line(command: str | None, err: "UsageError") -> str:
     prog = f"{prog_name()} {command}" if command else prog_name()
     where = f"argument {err.flag}: " if err.flag else ""
     return f"{prog}: error: {where}{err} (see {prog} --help)"
-
-
-TOKEN_RULE = "one token on one line"
-
-
-def one_line_token(text: str) -> tuple[str, str | None]:
-    """(``text`` without the blanks and line breaks around it, why that is not a token or None).
-    The one rule for every token the agent is given, in a file (``--git-token-file``, a
-    kubeconfig user's ``tokenFile``) or a variable (``GITOPS_AGENT_GIT_TOKEN``): the line break
-    a file, or a Secret made from one, ends with is not part of it; nothing left (the request
-    would silently go out anonymous) or a line break inside (a broken header) is refused; blanks
-    inside are kept (a password may hold them)."""
-    token = text.strip()
-    if not token:
-        return token, "it is empty"
-    if "\n" in token or "\r" in token:
-        return token, "it holds more than one line"
-    return token, None
 
 
 def read_token_file(value: str, flag: str = "--git-token-file") -> str:
@@ -234,12 +195,6 @@ def boolean(text: str) -> bool:
     if word in FALSE_WORDS:
         return False
     raise not_allowed(text, "a boolean (true/false, yes/no, 1/0 or on/off)")
-
-
-def shown(value) -> str:
-    """How a refused value is named: ``GITOPS_AGENT_X='text'`` for an ``EnvValue``, else
-    ``'text'``."""
-    return f"{value.variable}={str(value)!r}" if isinstance(value, EnvValue) else repr(str(value))
 
 
 def not_allowed(value: str, rule: str) -> argparse.ArgumentTypeError:
@@ -419,14 +374,3 @@ def readable_file(text: str) -> str:
     if Path(text).is_dir():
         raise not_allowed(text, "a readable file (it is a directory)")
     return text
-
-
-def version() -> str:
-    """The installed distribution's version (``gitops-agent``), or ``unknown`` when the package
-    runs from a source tree that was never installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("gitops-agent")
-    except metadata.PackageNotFoundError:
-        return "unknown"

@@ -24,10 +24,11 @@ from yaml.nodes import MappingNode, SequenceNode
 from agent.api import crd
 from agent.manifests import loader as manifests
 from agent.source import mirror as source
+from agent.source import snapshot as snapshots
 from agent.manifests.loader import Manifest, ManifestError
 
 MAX_FILE_BYTES = manifests.MAX_FILE_BYTES
-MAX_FILES = source.MAX_FILES
+MAX_FILES = snapshots.MAX_FILES
 
 
 
@@ -58,7 +59,7 @@ def read_directory(directory: str, *, max_file_bytes: int = MAX_FILE_BYTES, max_
     """The ``*.yaml``/``*.yml`` files under ``directory`` on disk, skipping names that start
     with '.', as ``{path: bytes}`` with paths as the user would open them (``directory``
     joined with the file's relative path, posix separators). Symlinks follow the rules of a
-    commit (``source._follow``; the repository is the Git work tree holding ``directory``,
+    commit (``snapshots._follow``; the repository is the Git work tree holding ``directory``,
     else ``directory`` itself, ``work_tree``): a symlink to a regular file inside the
     repository is read; one to an absolute path or leaving the repository, to nothing, to a directory or to another symlink is refused (one ManifestError
     each, as is a symlink to a directory named ``*.yaml``). Anything else that is not a
@@ -225,7 +226,7 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
             fetched = source.fetch(repo, ref, cache_dir, fetch_timeout, credentials=credentials)
             commit = fetched.commit
             fetch_seconds = time.monotonic() - started if fetched.fetched else None
-            snapshot = source.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout,
+            snapshot = snapshots.read(repo, commit, cache_dir, path, credentials=credentials, timeout=fetch_timeout,
                                    submodules=submodules)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]

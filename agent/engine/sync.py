@@ -20,6 +20,7 @@ from agent.engine import apply, backoff, conditions, events, guards, plan, scope
 from agent.kinds import health, render
 from agent.manifests import loader as manifests, parsecache
 from agent.source import mirror as source
+from agent.source import snapshot as snapshots
 from agent.engine import status as status_
 from agent.kube.client import ApiError, Kube
 from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
@@ -90,7 +91,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
                 report.fetch_seconds = time.monotonic() - started
         cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
         try:
-            snapshot = source.read(opts.repo, report.commit, opts.cache_dir, opts.path,
+            snapshot = snapshots.read(opts.repo, report.commit, opts.cache_dir, opts.path,
                                    submodules=opts.submodules, credentials=opts.credentials,
                                    timeout=opts.fetch_timeout, unneeded=lambda path, blob: manifests.parsed_before(
                                        cache, path, blob, opts.namespace))
@@ -99,7 +100,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
                 raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
                                          "Applications)") from None
             report.notes.append(f"{err}; --allow-empty: treated as no Applications")
-            snapshot = source.Snapshot(commit=report.commit)
+            snapshot = snapshots.Snapshot(commit=report.commit)
     except source.SourceError as err:
         report.fetch_failed = True
         report.errors.append(f"{err}; nothing was changed or pruned")

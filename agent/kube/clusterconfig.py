@@ -34,7 +34,7 @@ import yaml
 from kubernetes import config
 from kubernetes.config import kube_config
 
-from agent.cli import flags
+from agent.common import values
 from agent.kube import proxyenv, tokenfile
 from agent.kube.kubecreds import ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent, check_tls, check_user, exec_errors, url_problem
 
@@ -216,7 +216,7 @@ def _loader(merged, context: str | None, current: str | None):
     names = [_value(c).get("name") for c in root.safe_get("contexts") or []]
     known = ", ".join(str(n) for n in names) or "it has none"
     if context is not None and context not in names:
-        given = flags.shown(context) if isinstance(context, flags.EnvValue) else f"--context {context!r}"
+        given = values.shown(context) if isinstance(context, values.EnvValue) else f"--context {context!r}"
         raise ConfigError(f"{given} is not one of its contexts ({known})")
     if context is None and not current:
         raise ConfigError(f"it names no current-context: give --context NAME (its contexts: {known})")

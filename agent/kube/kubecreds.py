@@ -4,7 +4,7 @@ a kubeconfig configures can be read and will be sent, refused with one reason ot
 Why a module of its own: ``agent/kube/clusterconfig.py`` reads the kubeconfig files and chooses the
 context, cluster and user; this module judges what was chosen, as plain mappings (a user's or a
 cluster's settings) and the loaded ``kubernetes.client.Configuration``, never the loader's
-``ConfigNode`` wrappers. It imports nothing of the agent but ``flags``.
+``ConfigNode`` wrappers. It imports nothing of the agent but ``agent.common.values``.
 
 Credentials are all or nothing. A user written as ``{}`` (or a context naming no user) sends
 none, on purpose, as kubectl allows for a cluster behind ``kubectl proxy`` or another
@@ -13,7 +13,7 @@ with fewer than the kubeconfig configures (impersonation, which the client canno
 refused too). The files a cluster or user names (``tokenFile``, ``certificate-authority``,
 ``client-certificate``, ``client-key``) are read before anything is sent, relative to the
 kubeconfig holding them, as kubectl reads them; a token file's final line break is dropped
-(``flags.one_line_token``, the rule of every token).
+(``values.one_line_token``, the rule of every token).
 
 Proxies: ``proxy-url`` (or ``HTTPS_PROXY``/``HTTP_PROXY`` with ``NO_PROXY``, read as kubectl
 reads them: ``agent/kube/proxyenv.py``) may be an ``http://`` or ``https://`` proxy, its user and password in the
@@ -36,7 +36,7 @@ import urllib.parse
 
 import urllib3
 
-from agent.cli import flags
+from agent.common import values
 
 PROXY_SCHEMES = ("http", "https")
 SOCKS_SCHEMES = ("socks4", "socks4a", "socks5", "socks5h")
@@ -181,9 +181,9 @@ def check_user(name: str, user: dict, base: str, cluster: str, server: str) -> d
         raise ConfigError(f"{who}: its auth-provider {named!r} is not supported: the client has "
                           f"{' and '.join(AUTH_PROVIDERS)}; use an exec credential plugin (kubectl has dropped the others too)")
     if "token" in user:  # the loader prefers it to tokenFile
-        token, why = flags.one_line_token(str(user["token"]))
+        token, why = values.one_line_token(str(user["token"]))
         if why:
-            raise ConfigError(f"{who}: its token is not {flags.TOKEN_RULE} ({why}; not shown)")
+            raise ConfigError(f"{who}: its token is not {values.TOKEN_RULE} ({why}; not shown)")
         return {**user, "token": token} if token != user["token"] else None
     if "tokenFile" in user:
         token = read_token_file(who, user["tokenFile"], base)
@@ -193,7 +193,7 @@ def check_user(name: str, user: dict, base: str, cluster: str, server: str) -> d
 
 def read_token_file(owner: str, value, base: str) -> str:
     """The token in the file ``value`` (relative to ``base``) that ``owner``'s tokenFile names,
-    by ``flags.one_line_token``. Raises ConfigError naming ``owner`` and the file (never the
+    by ``values.one_line_token``. Raises ConfigError naming ``owner`` and the file (never the
     token) when it cannot be read, is not UTF-8 text or does not hold one token on one line.
     Read at load and again by ``agent/kube/tokenfile.py`` while the agent runs."""
     content = _read(owner, "tokenFile", str(value), base)
@@ -201,10 +201,10 @@ def read_token_file(owner: str, value, base: str) -> str:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{owner}: its tokenFile {value!r} is not UTF-8 text: must hold "
-                          f"{flags.TOKEN_RULE}") from None
-    token, why = flags.one_line_token(text)
+                          f"{values.TOKEN_RULE}") from None
+    token, why = values.one_line_token(text)
     if why:
-        raise ConfigError(f"{owner}: its tokenFile {value!r} does not hold {flags.TOKEN_RULE} ({why})")
+        raise ConfigError(f"{owner}: its tokenFile {value!r} does not hold {values.TOKEN_RULE} ({why})")
     return token
 
 

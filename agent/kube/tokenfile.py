@@ -14,7 +14,7 @@ line before anything is sent, as before. After that, ``TokenFile`` is the config
 ``refresh_api_key_hook``, which the client calls from ``get_api_key_with_prefix`` before each
 request (the client's in-cluster loader refreshes its own token file the same way,
 ``kubernetes/config/incluster_config.py``). It reads the file again at most once every
-``PERIOD`` seconds, by the same rule (``flags.one_line_token``); a read that fails (the file
+``PERIOD`` seconds, by the same rule (``values.one_line_token``); a read that fails (the file
 missing, unreadable, empty, more than one line) never stops the agent: the previous token is
 kept and one warning line names the file and the reason, never the token, and the file is tried
 again a period later (client-go tries again at every request, logging each failure).

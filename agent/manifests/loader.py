@@ -37,6 +37,7 @@ from dataclasses import dataclass, field as dataclass_field
 import yaml
 
 from agent.manifests import lists, parsecache, specrules
+from agent.manifests.manifest import _LABEL_RULE, Manifest, is_dns1123_label
 from agent.manifests import metadata as metadata_rules
 from agent.manifests.nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
 from agent.manifests.nodes import json_only as _json_only, key_line as _key_line, kind_unknown as _kind_unknown, scalar as _scalar
@@ -49,35 +50,12 @@ if _FAST:
 from agent.api.schema import API_VERSION, KIND, did_you_mean
 
 
-MAX_FILE_BYTES = 1_048_576  # a file over this is refused whole (``load``, ``source.read``)
+MAX_FILE_BYTES = 1_048_576  # a file over this is refused whole (``load``, ``snapshot.read``)
 MAX_DOCUMENTS = 1000  # YAML documents of one file, List items included
 
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_LABEL_RULE = ("is not a valid DNS-1123 label (lowercase letters, digits and '-', "
-               "starting and ending with a letter or digit, at most 63 characters)")
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")  # status: ignored, never applied
 _TOO_MANY = "more than {} YAML documents (each item of a List counts as one)"
 _ALSO_LISTS = f", alone or as the items of a {lists.KIND} (apiVersion {lists.API_VERSION}, kind {lists.KIND})"
-
-
-@dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
-class Manifest:
-    """One valid Application document.
-
-    ``namespace`` is ``metadata.namespace`` or else the default namespace passed to
-    ``load``; ``body`` is the whole document as plain JSON-compatible dicts/lists
-    (apiVersion, kind, metadata, spec) with ``metadata.namespace`` filled in; ``path``
-    is the repo-relative posix path of the file; ``line`` is the 1-based line of the
-    document's first key; ``namespace_line`` that of ``metadata.namespace`` (None when the
-    namespace is the default: the document has none).
-    """
-
-    namespace: str
-    name: str
-    body: dict
-    path: str
-    line: int
-    namespace_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,12 +97,6 @@ class LoadResult:
     manifests: list[Manifest]
     errors: list[ManifestError]
     rejected: list[Rejected] = dataclass_field(default_factory=list)
-
-
-def is_dns1123_label(value) -> bool:
-    """Kubernetes DNS-1123 label (RFC 1123): lowercase alphanumerics and '-', starting
-    and ending with an alphanumeric, 1-63 characters. Used for names and namespaces."""
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL.fullmatch(value))
 
 
 def parsed_before(cache, path: str, blob: str, default_namespace: str, *, max_file_bytes: int = MAX_FILE_BYTES,

@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from agent.api.schema import API_VERSION, KIND
+from agent.manifests.manifest import Manifest, is_dns1123_label
 
 log = logging.getLogger("agent.parsecache")
 FORMAT = "gitops-agent/parsed-manifests/v3"  # v2: the line of metadata.name; v3: of metadata.namespace
@@ -49,8 +50,6 @@ def entry(found: list, documents: list) -> list:
 def restore(path: str, stored: list, documents: list) -> list:
     """The ``found`` items of a cached clean file, from its ``entry``, and its ``documents`` rows
     appended (no errors)."""
-    from agent.manifests.loader import Manifest
-
     found = []
     for start, end, body, name_line, namespace_line in stored:
         named = item = None
@@ -69,8 +68,6 @@ def _valid_entry(entry) -> bool:
     """True when ``entry`` is a list of [first line, last line, body or None, line of its
     ``metadata.name`` (from the first to the last line) or None with no body, line of its
     ``metadata.namespace`` (the same) or None] as ``put`` stores."""
-    from agent.manifests.loader import is_dns1123_label
-
     if not isinstance(entry, list):
         return False
     for doc in entry:
@@ -174,7 +171,7 @@ def beside(mirror: str | os.PathLike, source: str = "default") -> ParseCache:
     """The process-wide cache of the source ``source`` (its source id: agents on other paths of
     the same repository keep their own file), stored beside the Git mirror directory ``mirror``
     as ``<mirror>.<source>.parsed.json``."""
-    from agent.cli.flags import version
+    from agent.common.values import version
 
     file = f"{str(mirror).rstrip('/')}.{source}.parsed.json"
     with _registry_lock:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from agent.cli import flags
+from agent.common import values
 
 log = logging.getLogger("agent.webhook")
 
@@ -55,10 +55,10 @@ class Malformed(ValueError):
 def load_secret(secret_file: str | None, env_secret: str | None) -> bytes | None:
     """The webhook secret as bytes, or None when the webhook is off.
 
-    ``secret_file``: the ``--webhook-secret-file`` path (wins; a ``flags.EnvValue`` when it came
+    ``secret_file``: the ``--webhook-secret-file`` path (wins; a ``values.EnvValue`` when it came
     from ``GITOPS_AGENT_WEBHOOK_SECRET_FILE``); its content with surrounding whitespace (a
     trailing newline) stripped. ``env_secret``: the value of ``GITOPS_AGENT_WEBHOOK_SECRET``.
-    Raises ``flags.UsageError`` (a ValueError; ``flag`` is ``--webhook-secret-file``) naming the
+    Raises ``values.UsageError`` (a ValueError; ``flag`` is ``--webhook-secret-file``) naming the
     path or variable when the file cannot be read or either is empty (an empty HMAC key would
     let anyone sign). A secret itself is never shown.
     """
@@ -66,15 +66,15 @@ def load_secret(secret_file: str | None, env_secret: str | None) -> bytes | None
         try:
             secret = Path(secret_file).read_bytes().strip()
         except OSError as err:
-            raise flags.UsageError(f"{flags.shown(secret_file)} is not allowed: must be a readable file "
+            raise values.UsageError(f"{values.shown(secret_file)} is not allowed: must be a readable file "
                                    f"({err.strerror or err})", flag=FLAG) from None
         if not secret:
-            raise flags.UsageError(f"{flags.shown(secret_file)} is not allowed: must be a file holding a "
+            raise values.UsageError(f"{values.shown(secret_file)} is not allowed: must be a file holding a "
                                    "non-empty secret (it is empty)", flag=FLAG)
         return secret
     if env_secret is not None:
         if not env_secret.strip():  # blank, so showing it shows no secret
-            raise flags.UsageError(f"GITOPS_AGENT_WEBHOOK_SECRET={env_secret!r} is not allowed: must be a "
+            raise values.UsageError(f"GITOPS_AGENT_WEBHOOK_SECRET={env_secret!r} is not allowed: must be a "
                                    "non-empty secret (or unset, for no webhook)", flag=FLAG)
         return env_secret.strip().encode()
     return None

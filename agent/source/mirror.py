@@ -1,11 +1,10 @@
-"""Fetch the Git source and expose the files of one commit. With ``agent/source/submodules.py`` (gitlinks
-under ``--path``), the only module that imports ``git``.
+"""Fetch the Git source into a bare mirror and resolve refs to commits. With ``snapshot.py`` and ``submodules.py``
+the only modules that import ``git``.
 
 The remote is mirrored into a bare repository in the cache directory (one per URL and
 credentials, see ``agent/source/cachedir.py``), fetched with forced refspecs so history rewritten
 upstream (force-push) and deleted branches just work.
-Files are read from the commit's tree objects, never from a work tree: nothing outside the
-repository can be read, and symlinks are resolved inside the tree or refused.
+The files of one commit are read by ``agent/source/snapshot.py``.
 """
 
 from __future__ import annotations
@@ -18,24 +17,17 @@ import re
 import shutil
 import tempfile
 import urllib.parse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from agent.source import cachedir, gitproc
-from agent.manifests.loader import MAX_FILE_BYTES  # pure: the limit load() applies too
 from agent.source.repository import identity as repository_identity  # pure; see repository.py
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
-MAX_FILES = 20_000
-"""Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of
-one file each, twice over; beyond it the whole commit is refused (a path pointed at the wrong
-tree, a generator gone wrong) rather than read for minutes."""
 FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*",
                   "+HEAD:refs/remotes/origin/HEAD")
-SYMLINK_MODE = 0o120000
 _SHA = re.compile(r"^[0-9a-f]{4,40}$")
 FULL_REF_PREFIXES = ("refs/heads/", "refs/tags/")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
@@ -62,53 +54,6 @@ def redact(text: str, url: str | None = None) -> str:
                 if len(secret) >= 4:
                     text = text.replace(secret, "***")
     return text
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The manifest files of one commit.
-
-    ``commit``: full 40-hex SHA. ``files``: repo-relative posix path -> raw bytes, every
-    ``*.yaml``/``*.yml`` under the configured path (a ``Files`` mapping: a file ``read`` was
-    told is unneeded is read from Git only when asked for). ``problems``: (path, message) for
-    files that were refused (symlink leaving the repository, over the size limit, too many
-    files). ``blobs``: path -> the Git blob id (40 hex) of the bytes in ``files`` (the parse
-    cache's key).
-    """
-
-    commit: str
-    files: "Files" = field(default_factory=lambda: Files())
-    blobs: dict[str, str] = field(default_factory=dict)
-    problems: list[tuple[str, str]] = field(default_factory=list)
-
-
-class Files(Mapping):
-    """Path -> bytes of a snapshot's files. ``put`` stores bytes read; ``defer`` stores a Git
-    blob whose bytes are read (again) each time they are asked for, and not kept."""
-
-    def __init__(self, read: dict[str, bytes] | None = None):
-        self._read = dict(read or {})
-        self._deferred: dict[str, object] = {}
-
-    def put(self, path: str, data: bytes) -> None:
-        self._read[path] = data
-        self._deferred.pop(path, None)
-
-    def defer(self, path: str, blob) -> None:
-        self._deferred[path] = blob
-        self._read.pop(path, None)
-
-    def __getitem__(self, path: str) -> bytes:
-        if path in self._read:
-            return self._read[path]
-        return self._deferred[path].data_stream.read()
-
-    def __iter__(self):
-        yield from self._read
-        yield from self._deferred
-
-    def __len__(self) -> int:
-        return len(self._read) + len(self._deferred)
 
 
 def split_credentials(url: str) -> tuple[str, Credentials | None]:
@@ -390,84 +335,3 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
         except git.GitCommandError:
             continue
     raise SourceError(f"ref {ref or 'HEAD'!r} is not a branch, tag or commit of {redact(url)}")
-
-
-def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *,
-         max_file_bytes: int = MAX_FILE_BYTES, max_files: int = MAX_FILES, submodules: bool = True,
-         credentials: Credentials | None = None, timeout: float = 60.0,
-         unneeded: Callable[[str, str], bool] | None = None) -> Snapshot:
-    """The manifest files under ``path`` in ``commit`` of the mirror of ``url`` fetched with
-    ``credentials`` (by ``fetch``, in this or another process); files and directories whose
-    names start with '.' (``.github/``, ``.gitlab-ci.yml``) are skipped.
-
-    ``path`` is relative to the repository root and must stay inside it and exist in the
-    commit (a mistyped path must not look like "no Applications"); it may lead into a
-    submodule. Files larger than ``max_file_bytes`` bytes are refused unread; beyond
-    ``max_files`` files (counted over all submodules) the snapshot is refused whole.
-
-    Submodules (gitlinks) under ``path`` are followed (``agent/source/submodules.py``): fetched with
-    ``credentials`` only when on the main repository's host, within ``timeout`` seconds per Git
-    command, unless their mirror already holds the commit; their files appear under the
-    submodule's path. With ``submodules=False`` any gitlink under ``path`` is refused. A
-    mirror is read only when fetched with the same credentials (``cache_path``), so a submodule
-    naming another source's private URL must be fetched. Raises SourceError (no mirror for
-    these credentials; naming the submodule and its URL when one cannot be read) or
-    PathMissing; a gitlink is never read as an empty directory.
-
-    ``unneeded(path, blob id) -> bool``: True for a file whose bytes the caller will not read
-    (``manifests.parsed_before``: the parse cache holds it). Such a file is neither sized nor
-    read here, which saves two Git round trips a file on a pass whose files did not change; its
-    bytes are read if asked for after all. A blob id names its bytes, so a blob that was under
-    the size limit once is under it always.
-    """
-    from agent.source import submodules as gitlinks  # imports this module
-
-    root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
-    if root.startswith("/") or root == ".." or root.startswith("../"):
-        raise SourceError(f"--path {path!r} leaves the repository; give a path inside it")
-    clean, credentials = effective(url, credentials)
-    try:
-        repo = git.Repo(cache_path(cache_dir, clean, credentials))
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        raise SourceError(f"{redact(clean)} has no mirror in the cache {cache_dir} fetched with these "
-                          "credentials; fetch it first") from None
-    walker = gitlinks.Walker(repo, commit, clean, cache_dir, follow=submodules, credentials=credentials,
-                             timeout=timeout)
-    layer, tree = walker.locate(root, path)
-    blobs = walker.manifests(layer, tree)
-    if len(blobs) > max_files:
-        raise SourceError(f"{len(blobs)} manifest files under {path!r}; the limit is {max_files}")
-    snapshot = Snapshot(commit=commit)
-    for shown, layer, blob in blobs:
-        target = blob
-        if blob.mode == SYMLINK_MODE:
-            target, problem = _follow(layer.tree, blob)
-            if problem:
-                snapshot.problems.append((shown, problem))
-                continue
-        if unneeded is not None and unneeded(shown, target.hexsha):
-            snapshot.files.defer(shown, target)
-        elif target.size > max_file_bytes:
-            snapshot.problems.append((shown, f"file is {target.size} bytes; the limit is {max_file_bytes} bytes"))
-            continue
-        else:
-            snapshot.files.put(shown, target.data_stream.read())
-        snapshot.blobs[shown] = target.hexsha
-    return snapshot
-
-
-def _follow(tree, link) -> tuple[object | None, str | None]:
-    """Resolve a symlink blob inside ``tree``; (blob, None) or (None, why it is refused)."""
-    target = link.data_stream.read().decode("utf-8", "replace")
-    if target.startswith("/"):
-        return None, f"symlink to absolute path {target!r} is refused (it leaves the repository)"
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link.path), target))
-    if resolved == ".." or resolved.startswith("../"):
-        return None, f"symlink to {target!r} is refused (it leaves the repository)"
-    try:
-        item = tree / resolved
-    except KeyError:
-        return None, f"symlink to {target!r} points to nothing in this commit"
-    if item.type != "blob" or item.mode == SYMLINK_MODE:
-        return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
-    return item, None

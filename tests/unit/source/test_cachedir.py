@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from agent.source import cachedir, mirror as source
+from agent.source import cachedir, mirror as source, snapshot as snapshots
 
 URL = "https://git.example.com/org/apps.git"
 SSH = "ssh://git@git.example.com/org/apps.git"
@@ -112,5 +112,5 @@ def test_reading_without_a_mirror_for_these_credentials_is_a_source_error(tmp_pa
     """An offline pass whose credentials changed (a rotated key) finds no mirror: a SourceError
     naming the URL without its secret, never a traceback."""
     with pytest.raises(source.SourceError, match="has no mirror in the cache") as caught:
-        source.read(f"https://git:{TOKEN}@git.example.com/org/apps.git", "a" * 40, tmp_path)
+        snapshots.read(f"https://git:{TOKEN}@git.example.com/org/apps.git", "a" * 40, tmp_path)
     assert TOKEN not in str(caught.value) and "git.example.com/org/apps.git" in str(caught.value)
