@@ -1,11 +1,13 @@
-"""The Application CRD as shipped with the package, and validation against its schema. Pure.
+"""The Application CRD, built from the one schema in ``agent.api.schema``, and the API server's
+validation of a whole Application document against it. Pure.
 
-``agent/crd.yaml`` is package data, a byte-for-byte copy of the repository's ``crd.yaml`` (a
-unit test keeps them equal), so ``validate`` applies the API server's own rules even when the
+The repository's ``crd.yaml`` is generated from ``definition()`` by ``make docs``
+(``python -m agent.api.crd > crd.yaml``); a unit test fails when the two differ. The package
+holds no copy of the file, so ``validate`` applies the API server's own rules even when the
 agent is installed from a wheel with no checkout around it.
 
 The API server validates a custom resource against the version's ``openAPIV3Schema``; this
-module does the same with ``jsonschema`` (Kubernetes extensions such as
+module does the same with ``schema.validator`` (Kubernetes extensions such as
 ``x-kubernetes-list-type`` are ignored: they constrain merges, not single documents). Integers
 are Kubernetes integers: ``true`` and ``3.0`` are not integers.
 """
@@ -13,41 +15,222 @@ are Kubernetes integers: ``true`` and ``3.0`` are not integers.
 from __future__ import annotations
 
 import functools
-from importlib import resources
+import sys
 
 import yaml
-from jsonschema import Draft202012Validator, validators
 
-from agent.api.schema import GROUP, KIND, VERSION
+from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION, validator
 
-CRD_RESOURCE = "crd.yaml"
+NAME = f"{PLURAL}.{GROUP}"
+HEADER = (
+    "# The Application custom resource (applications.heumsi.github.io), compatible with the original",
+    "# design's CRD: an Application YAML written for that CRD applies and syncs unchanged.",
+    "# Generated from agent/api/ by make docs; do not edit. Install: kubectl apply -f crd.yaml",
+)
+"""The comment lines at the top of the generated ``crd.yaml``."""
 
-_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+STATUS_SCHEMA: dict = {
+    "type": "object",
+    "description": "Observed state, written by the agent through the status subresource.",
+    "properties": {
+        "observedGeneration": {
+            "type": "integer",
+            "description": "metadata.generation this status was computed for."
+        },
+        "lastSyncedCommit": {
+            "type": "string",
+            "description": "Full SHA of the last commit whose sync of this Application fully succeeded."
+        },
+        "lastSyncedCommitShort": {
+            "type": "string",
+            "description": "The first 7 characters of lastSyncedCommit, for kubectl get."
+        },
+        "lastAttemptedCommit": {
+            "type": "string",
+            "description": "Full SHA of the commit the last pass worked from."
+        },
+        "lastSyncTime": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When a change was last applied or the synced commit last advanced."
+        },
+        "sourcePath": {
+            "type": "string",
+            "description": "Repository path of the file this Application came from."
+        },
+        "lastHandledReconcileAt": {
+            "type": "string",
+            "description": "The token of the newest sync-now request (annotation heumsi.github.io/reconcile-requested-at) a pass handled, as given."
+        },
+        "failures": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Consecutive passes whose apply of this Application or a child failed; absent after a success."
+        },
+        "nextRetryTime": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When run retries this failing Application (exponential backoff); a new commit, a spec change or a sync-now request retries at once. Absent after a success."
+        },
+        "deployment": {
+            "type": "string",
+            "description": "Name of the child Deployment."
+        },
+        "service": {
+            "type": "string",
+            "description": "Name of the child Service."
+        },
+        "replicas": {
+            "type": "integer",
+            "description": "Replicas of the child Deployment, as observed."
+        },
+        "readyReplicas": {
+            "type": "integer",
+            "description": "Ready replicas of the child Deployment, as observed."
+        },
+        "suspended": {
+            "type": "boolean",
+            "description": "Present and true while the Application is suspended (spec.suspend, or the annotation heumsi.github.io/reconcile: disabled on it): its children are not applied. Absent otherwise."
+        },
+        "health": {
+            "type": "object",
+            "description": "Worst health of the children (gitops-engine's statuses): Healthy, Suspended, Progressing, Missing or Degraded, and why.",
+            "properties": {
+                "status": {
+                    "type": "string",
+                    "enum": [
+                        "Healthy",
+                        "Progressing",
+                        "Degraded",
+                        "Missing",
+                        "Suspended"
+                    ]
+                },
+                "message": {
+                    "type": "string"
+                }
+            }
+        },
+        "conditions": {
+            "description": "kstatus conditions: Ready (synced at the current commit and healthy), Reconciling and Stalled (present only while True), and Synced.",
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": [
+                "type"
+            ],
+            "items": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "status"
+                ],
+                "properties": {
+                    "type": {
+                        "type": "string"
+                    },
+                    "status": {
+                        "type": "string",
+                        "enum": [
+                            "True",
+                            "False",
+                            "Unknown"
+                        ]
+                    },
+                    "reason": {
+                        "type": "string"
+                    },
+                    "message": {
+                        "type": "string"
+                    },
+                    "lastTransitionTime": {
+                        "type": "string",
+                        "format": "date-time"
+                    },
+                    "observedGeneration": {
+                        "type": "integer"
+                    }
+                }
+            }
+        }
+    }
+}
+"""OpenAPI v3 schema of ``status``: what the agent writes through the status subresource."""
+
+PRINTER_COLUMNS: list = [
+    {
+        "name": "Image",
+        "type": "string",
+        "jsonPath": ".spec.image"
+    },
+    {
+        "name": "Replicas",
+        "type": "integer",
+        "jsonPath": ".spec.replicas"
+    },
+    {
+        "name": "Ready",
+        "type": "integer",
+        "jsonPath": ".status.readyReplicas"
+    },
+    {
+        "name": "Commit",
+        "type": "string",
+        "jsonPath": ".status.lastSyncedCommitShort"
+    },
+    {
+        "name": "Health",
+        "type": "string",
+        "jsonPath": ".status.health.status"
+    },
+    {
+        "name": "Status",
+        "type": "string",
+        "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"
+    },
+    {
+        "name": "Age",
+        "type": "date",
+        "jsonPath": ".metadata.creationTimestamp"
+    }
+]
+"""``kubectl get applications`` columns."""
 
 
-def crd_text() -> str:
-    """The packaged ``crd.yaml`` as text (UTF-8)."""
-    return resources.files("agent").joinpath(CRD_RESOURCE).read_text(encoding="utf-8")
-
-
-@functools.lru_cache(maxsize=1)
 def openapi_schema() -> dict:
-    """The ``openAPIV3Schema`` of the served version ``v1`` of the Application CRD, as a dict.
-    Raises ``LookupError`` when the packaged CRD has no such version (a packaging bug)."""
-    crd = yaml.load(crd_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # our own file: C speed
-    spec = crd["spec"]
-    if (spec["group"], spec["names"]["kind"]) != (GROUP, KIND):
-        raise LookupError(f"packaged crd.yaml defines {spec['names']['kind']}.{spec['group']}, not {KIND}.{GROUP}")
-    for version in spec["versions"]:
-        if version["name"] == VERSION and version.get("served"):
-            return version["schema"]["openAPIV3Schema"]
-    raise LookupError(f"packaged crd.yaml serves no version {VERSION}")
+    """The ``openAPIV3Schema`` of version ``v1``: ``spec`` (required) and ``status``."""
+    return {"type": "object", "required": ["spec"],
+            "properties": {"spec": SPEC_SCHEMA, "status": STATUS_SCHEMA}}
+
+
+def definition() -> dict:
+    """The whole CustomResourceDefinition as a dict (apiextensions.k8s.io/v1)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": NAME},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": PLURAL, "singular": KIND.lower(), "kind": KIND, "shortNames": ["app"]},
+            "versions": [{
+                "name": VERSION, "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": PRINTER_COLUMNS,
+                "schema": {"openAPIV3Schema": openapi_schema()},
+            }],
+        },
+    }
+
+
+def text() -> str:
+    """``crd.yaml`` as generated: the header comments, then ``definition()`` as YAML."""
+    body = yaml.safe_dump(definition(), sort_keys=False, width=120, allow_unicode=True)
+    return "".join(f"{line}\n" for line in HEADER) + body
 
 
 @functools.lru_cache(maxsize=1)
 def _validator():
-    return _Validator(openapi_schema())
+    return validator(openapi_schema())
 
 
 def problems(document: dict) -> list[tuple[tuple, str]]:
@@ -57,3 +240,7 @@ def problems(document: dict) -> list[tuple[tuple, str]]:
     body = {k: v for k, v in document.items() if k != "status"}
     found = {(tuple(e.absolute_path), e.message) for e in _validator().iter_errors(body)}
     return sorted(found, key=lambda p: (list(map(str, p[0])), p[1]))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(text())

@@ -6,6 +6,8 @@ The resource is ``applications.heumsi.github.io``, version ``v1``, kind
 
 import difflib
 
+from jsonschema import Draft202012Validator, validators
+
 GROUP = "heumsi.github.io"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -65,3 +67,23 @@ def did_you_mean(key, known, prefix: str = "") -> str:
         return ""
     match = difflib.get_close_matches(key, list(known), n=1)
     return f" (did you mean {prefix}{match[0]}?)" if match else ""
+
+
+_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+
+
+def validator(schema: dict):
+    """The one validator of the agent: a JSON Schema (draft 2020-12) validator of ``schema``
+    whose integers are Kubernetes integers (``true`` and ``3.0`` are not integers, where
+    jsonschema's default accepts an integral float). ``validate``, the pass and the CRD all
+    check through it."""
+    Draft202012Validator.check_schema(schema)
+    return _Validator(schema)
+
+
+SPEC_VALIDATOR = validator(SPEC_SCHEMA)
+"""``SPEC_SCHEMA`` as the API server checks it (unknown fields are pruned there, not refused):
+what the pass checks a live Application's ``spec`` with before rendering its children."""
+STRICT_SPEC_VALIDATOR = validator(STRICT_SPEC_SCHEMA)
+"""``STRICT_SPEC_SCHEMA``: what ``validate`` and the pass check a ``spec`` from Git with."""

@@ -14,8 +14,6 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-import jsonschema
-
 from agent.engine import apply, backoff, conditions, events, guards, plan, scope, statuswrite, suspend, writes
 from agent.kinds import health, render
 from agent.manifests import loader as manifests, parsecache
@@ -24,7 +22,7 @@ from agent.source import snapshot as snapshots
 from agent.engine import status as status_
 from agent.kube.client import ApiError, Kube
 from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
-from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION
+from agent.api.schema import GROUP, KIND, PLURAL, SPEC_VALIDATOR, VERSION
 from agent.api import labels
 
 log = logging.getLogger("agent.sync")
@@ -232,7 +230,6 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     # 20,000 objects at once). An unchanged child's step keeps only its live object. ``live_by_id``
     # loses each child a desired one pairs with: once every batch is done, what is left is not desired.
     live_by_id = {plan.identity(c): c for c in live_children}
-    spec_validator = jsonschema.Draft7Validator(SPEC_SCHEMA)  # one per pass: building one costs more than a check
     taken: dict[str, set[str]] = {}  # app key -> kinds of its children whose name another object holds
     listed: dict = {}  # what ``apply.claim`` listed, by kind and namespace: once per pass
     deployments: dict[str, dict] = {}
@@ -245,7 +242,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         child_steps: list[plan.Step] = []
         for key, app in scoped[start:start + CHILD_BATCH]:
             spec = app.get("spec") or {}
-            if not spec_validator.is_valid(spec):
+            if not SPEC_VALIDATOR.is_valid(spec):
                 failures[key] = "its spec does not match the Application schema; children not rendered"
                 reasons[key] = conditions.INVALID_SPEC
                 report.add(key, f"{KIND}/{key}", FAILED, failures[key])

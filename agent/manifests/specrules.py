@@ -6,17 +6,9 @@ Kept apart from ``manifests`` so that module stays about documents; ``problems``
 
 from __future__ import annotations
 
-from jsonschema import Draft202012Validator, validators
-
 from agent.manifests.nodes import show as _show, type_name as _type_name
-from agent.api.schema import STRICT_SPEC_SCHEMA, did_you_mean
+from agent.api.schema import STRICT_SPEC_SCHEMA, STRICT_SPEC_VALIDATOR as _SPEC_VALIDATOR, did_you_mean
 
-# JSON/Kubernetes integers: bool is not an integer, and neither is 3.0 (jsonschema's
-# default for draft 4+ accepts integral floats).
-_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
-Draft202012Validator.check_schema(STRICT_SPEC_SCHEMA)
-_SPEC_VALIDATOR = _Validator(STRICT_SPEC_SCHEMA)
 _SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
 
 
