@@ -94,5 +94,5 @@ def children_of(live_apps: list[dict]) -> list[dict]:
     out = []
     for app in sorted(live_apps, key=lambda a: a["metadata"]["name"]):
         meta = app["metadata"]
-        out += render.children(meta["name"], meta["namespace"], meta["uid"], app["spec"])
+        out += registry.children(meta["name"], meta["namespace"], meta["uid"], app["spec"])
     return out

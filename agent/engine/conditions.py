@@ -66,7 +66,7 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
     """The conditions for one Application after a pass, in the order they are written.
 
     Input: the pass's outcome for it (``ok``, and the failure or success ``reason`` and
-    ``message`` of the ``Synced`` condition) and its health (``health.application``).
+    ``message`` of the ``Synced`` condition) and its health (``registry.health``).
     Output, always ``Ready`` first and ``Synced`` last:
 
     - ``Ready`` True (reason ``Healthy``, the health message) when the pass synced it and its

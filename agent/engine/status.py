@@ -4,15 +4,16 @@ Follows the Kubernetes API conventions: ``observedGeneration``; ``conditions`` a
 {type, status, reason, message, lastTransitionTime, observedGeneration} where
 ``lastTransitionTime`` only moves when a condition's status flips; ``Ready`` is the summary.
 Which conditions there are follows kstatus (``conditions.kstatus``); ``health`` follows
-gitops-engine (``health.application``).
+gitops-engine (``registry.health``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent.engine import conditions as conditions_
-from agent.kinds import health as health_
+from agent.kinds import health as health_, registry
 
 READY, SYNCED = conditions_.READY, conditions_.SYNCED
 
@@ -48,11 +49,13 @@ def _condition(old: list[dict], type_: str, status: bool, reason: str, message: 
             "lastTransitionTime": since, "observedGeneration": generation}
 
 
-def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, service: dict | None) -> dict:
+def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], now: str) -> dict:
     """The new ``status`` for ``app`` (the live Application dict).
 
-    ``deployment``, ``service``: the live children, or None where absent (replicas are read
-    from the Deployment's status; ``health`` is ``{status, message}`` from both).
+    ``children``: the live children by kind (``{"Deployment": obj, ...}``; None or missing where
+    absent): each kind names its child and adds what its ``observed`` reads (a Deployment's
+    replicas); ``health`` is ``{status, message}``, the worst of every kind's
+    (``registry.health``)).
     ``conditions``: ``Ready``, then ``Reconciling`` and ``Stalled`` when they apply, then
     ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
     ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
@@ -62,7 +65,7 @@ def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, s
     old = app.get("status") or {}
     meta = app["metadata"]
     generation = meta.get("generation", 0)
-    status: dict = {"observedGeneration": generation, "deployment": meta["name"], "service": meta["name"]}
+    status: dict = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.CHILD_KINDS}}
     synced_commit = old.get("lastSyncedCommit")
     if outcome.commit:
         status["lastAttemptedCommit"] = outcome.commit
@@ -77,10 +80,9 @@ def compute(app: dict, outcome: Outcome, deployment: dict | None, now: str, *, s
     last_sync = now if advanced or (outcome.ok and not old.get("lastSyncTime")) else old.get("lastSyncTime")
     if last_sync:
         status["lastSyncTime"] = last_sync
-    dstatus = (deployment or {}).get("status") or {}
-    status["replicas"] = dstatus.get("replicas", 0)
-    status["readyReplicas"] = dstatus.get("readyReplicas", 0)
-    health = health_.pending_deletion(app, "Application") or outcome.health or health_.application(deployment, service)
+    for kind in registry.CHILD_KINDS:
+        status.update(kind.observed(children.get(kind.kind)))
+    health = health_.pending_deletion(app, "Application") or outcome.health or registry.health(children)
     status["health"] = health.as_status()
     if outcome.suspended:
         status["suspended"] = True

@@ -12,6 +12,7 @@ schema drops fields silently).
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 
 from agent.engine import backoff, suspend, sync_now
 from agent.engine import status as status_
@@ -27,30 +28,31 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_status(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
-                failed: bool, retry: backoff.Policy) -> dict:
+def new_status(app: dict, outcome: status_.Outcome, children: Mapping[str, dict | None],
+               failed: bool, retry: backoff.Policy) -> dict:
     """The status ``write`` would store: ``status.compute`` plus the sync-now and
     backoff fields (see their modules)."""
-    new = status_.compute(app, outcome, deployment, now(), service=service)
+    new = status_.compute(app, outcome, children, now())
     new.update(sync_now.status_fields(app))  # the request is handled, whatever the outcome
     new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
     return new
 
 
-def moves(app: dict, outcome: status_.Outcome, deployment: dict | None, service: dict | None,
-          failed: bool, *, retry: backoff.Policy) -> bool:
+def moves(app: dict, outcome: status_.Outcome, children: Mapping[str, dict | None], failed: bool, *,
+          retry: backoff.Policy) -> bool:
     """True when ``write`` would send a write (the stored status differs); a status
     that does not move is checked, and skipped, without the pool (``writes.ordered``)."""
-    return status_.differs(app.get("status"), new_status(app, outcome, deployment, service, failed, retry))
+    return status_.differs(app.get("status"), new_status(app, outcome, children, failed, retry))
 
 
 def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-          deployment: dict | None, service: dict | None = None, *, failed: bool = False,
+          children: Mapping[str, dict | None], *, failed: bool = False,
           retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
-    """Write the Application's new status when it differs from the stored one; returns the
+    """Write the Application's new status when it differs from the stored one (``children``:
+    its live children by kind, as ``status.compute`` reads them); returns the
     status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
     pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool)."""
-    new = new_status(app, outcome, deployment, service, failed, retry)
+    new = new_status(app, outcome, children, failed, retry)
     next_retry = new.get(backoff.NEXT_RETRY)
     if not status_.differs(app.get("status"), new):
         return next_retry

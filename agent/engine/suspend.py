@@ -30,9 +30,10 @@ Git never seen; the switch in Git is ``spec.suspend``, the annotation is the clu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.kinds import health as health_
+from agent.kinds import health as health_, registry
 from agent.engine import status as status_
 from agent.api.labels import AGENT_NAME, RECONCILE_ANNOTATION
 
@@ -141,12 +142,12 @@ def kept_because(hold: Hold) -> str:
     return f"it is suspended ({hold.mechanism})"
 
 
-def outcome(hold: Hold | None, skipped: dict[str, str], deployment: dict | None, service: dict | None, *,
+def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, dict | None], *,
             commit: str | None, path: str | None, gone: bool = False) -> status_.Outcome | None:
     """The status outcome of a suspended Application, or None when nothing of it was held.
 
     ``skipped``: child kind (``Deployment``, ``Service``) -> subject of each child left alone by
-    its own annotation; ``deployment``/``service``: the live children as the pass saw them;
+    its own annotation; ``children``: the live children by kind as the pass saw them;
     ``commit``: the commit worked from (None for a hand-applied Application); ``path``: its file
     in Git; ``gone``: it is no longer in Git (kept because it is suspended).
 
@@ -167,7 +168,7 @@ def outcome(hold: Hold | None, skipped: dict[str, str], deployment: dict | None,
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
-    found = {"Deployment": health_.deployment(deployment), "Service": health_.service(service)}
+    found = {k.kind: k.health(children.get(k.kind)) for k in registry.CHILD_KINDS}
     found.update({kind: health_.Health(health_.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
                                        f"{RECONCILE_DISABLED})") for kind in skipped})
     return status_.Outcome(False, False, commit, SUSPENDED, message, path, health=health_.worst(found))

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 
 from agent.engine import apply, backoff, conditions, events, guards, plan, scope, statuswrite, suspend, writes
-from agent.kinds import health, render
+from agent.kinds import health, registry, render
 from agent.manifests import loader as manifests, parsecache
 from agent.source import mirror as source
 from agent.source import snapshot as snapshots
@@ -143,7 +143,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         return
     live_apps = kube.list(GROUP, KIND)
     selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
-    live_children = kube.list("apps", "Deployment", selector) + kube.list("", "Service", selector)
+    live_children = [child for k in registry.CHILD_KINDS for child in kube.list(k.group, k.kind, selector)]
     namespaces = {ns["metadata"]["name"] for ns in kube.list("", "Namespace")}
 
     prune = opts.prune and not problems
@@ -232,11 +232,10 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
     live_by_id = {plan.identity(c): c for c in live_children}
     taken: dict[str, set[str]] = {}  # app key -> kinds of its children whose name another object holds
     listed: dict = {}  # what ``apply.claim`` listed, by kind and namespace: once per pass
-    deployments: dict[str, dict] = {}
-    services: dict[str, dict] = {}
-    for child in live_children:  # health reads what the pass saw, then what it applied
+    live_of: dict[str, dict[str, dict]] = {}  # app key -> kind -> child: health reads what the pass saw, then applied
+    for child in live_children:
         if plan.owned(child):
-            (deployments if child["kind"] == "Deployment" else services)[plan.owner_key(child)] = child
+            live_of.setdefault(plan.owner_key(child), {})[child["kind"]] = child
     scoped = sorted(in_scope.items())
     for start in range(0, len(scoped), CHILD_BATCH):
         child_steps: list[plan.Step] = []
@@ -247,7 +246,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                 reasons[key] = conditions.INVALID_SPEC
                 report.add(key, f"{KIND}/{key}", FAILED, failures[key])
                 continue
-            for child in render.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"],
+            for child in registry.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"],
                                          spec):
                 step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
                 child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
@@ -269,10 +268,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             if done is None:
                 continue
             _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
-            if step.identity[1] == "Deployment":
-                deployments[key] = done.live
-            else:
-                services[key] = done.live
+            live_of.setdefault(key, {})[step.identity[1]] = done.live
         del child_work
     del scoped, listed
     child_steps = plan.prunes(live_by_id, set()) if prune else []
@@ -312,8 +308,7 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
         if key in failures:
             outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
                                       failures[key], path if from_git else None,
-                                      health=health.application(deployments.get(key), services.get(key),
-                                                                frozenset(taken[key])) if key in taken else None)
+                                      health=registry.health(live_of.get(key, {}), frozenset(taken[key])) if key in taken else None)
         elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
             outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
             report.refused.setdefault(key, broken_files[path])
@@ -324,20 +319,20 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
             if key in holds:
                 why = suspend.kept_because(holds[key])
             report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-            outcome = suspend.outcome(holds.get(key), {}, None, None, commit=report.commit, path=path, gone=True) \
+            outcome = suspend.outcome(holds.get(key), {}, {}, commit=report.commit, path=path, gone=True) \
                 or status_.Outcome(False, False, report.commit, "PruneSkipped",
                                    f"no longer in Git at commit {report.commit}; kept because {why}", path)
         elif key in holds or key in held_children:
-            outcome = suspend.outcome(holds.get(key), held_children.get(key, {}), deployments.get(key),
-                                      services.get(key), commit=report.commit if key in git_paths else None,
+            outcome = suspend.outcome(holds.get(key), held_children.get(key, {}), live_of.get(key, {}),
+                                      commit=report.commit if key in git_paths else None,
                                       path=git_paths.get(key))
         else:
             changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
             outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
                                       "Synced", synced[key in git_paths], path if key in git_paths else None)
-        statuses.append((key, app, outcome, deployments.get(key), services.get(key), key in failures))
+        statuses.append((key, app, outcome, live_of.get(key, {}), key in failures))
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
-            kube, scratch, *st[:5], failed=st[5], retry=retry), report,
+            kube, scratch, *st[:4], failed=st[4], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
 

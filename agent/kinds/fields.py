@@ -23,6 +23,7 @@ from typing import Iterable
 
 from agent.api.labels import AGENT_NAME
 from agent.api.schema import KIND
+from agent.kinds import registry
 
 Path = tuple[str, ...]
 """A path of FieldsV1 keys, e.g. ``("f:spec", "f:ports")``."""
@@ -33,9 +34,7 @@ def _path(dotted: str) -> Path:
 
 
 AUTHORITATIVE: dict[str, tuple[Path, ...]] = {
-    "Deployment": tuple(map(_path, ("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                    "spec.template.spec.containers"))),
-    "Service": tuple(map(_path, ("spec.selector", "spec.ports"))),
+    **{k.kind: tuple(map(_path, k.authoritative)) for k in registry.CHILD_KINDS},
     KIND: (_path("spec"),),
 }
 """Per kind, the subtrees the agent renders in full: everything in them that Git does not have

@@ -1,4 +1,4 @@
-"""Health of an Application's children, one pure function per kind. Pure.
+"""Health: the five statuses, their order, and the rules every kind shares. Pure.
 
 The shape and the rules follow Argo CD's gitops-engine ``pkg/health`` (``health_deployment.go``,
 ``health_service.go``, ``health.go``): each function takes the live object as the API server
@@ -46,76 +46,6 @@ def pending_deletion(obj: dict | None, kind: str) -> Health | None:
     return None
 
 
-def deployment(obj: dict | None) -> Health:
-    """Health of an ``apps/v1`` Deployment (gitops-engine ``getAppsv1DeploymentHealth``).
-
-    Reads ``metadata.generation``, ``spec.paused``, ``spec.replicas`` (default 1, as the API
-    server defaults it) and ``status`` (``observedGeneration``, ``replicas``,
-    ``updatedReplicas``, ``availableReplicas``, ``conditions``). First rule that matches:
-
-    1. None: Missing.
-    2. ``metadata.deletionTimestamp``: Progressing (``pending_deletion``).
-    3. ``spec.paused``: Suspended.
-    4. ``metadata.generation > status.observedGeneration``: Progressing (the controller has not
-       seen the latest spec).
-    5. condition ``Progressing`` is False with reason ``ProgressDeadlineExceeded``: Degraded.
-    6. ``updatedReplicas < spec.replicas``: Progressing (new pods still to be made).
-    7. ``status.replicas > updatedReplicas``: Progressing (old pods still terminating).
-    8. ``availableReplicas < spec.replicas``: Progressing (updated pods not yet available).
-    9. else Healthy.
-    """
-    if obj is None:
-        return Health(MISSING, "Deployment does not exist")
-    if (deleting := pending_deletion(obj, "Deployment")) is not None:
-        return deleting
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    name = obj.get("metadata", {}).get("name", "")
-    if spec.get("paused"):
-        return Health(SUSPENDED, f"Deployment {name} is paused")
-    if obj.get("metadata", {}).get("generation", 0) > status.get("observedGeneration", 0):
-        return Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Progressing" and condition.get("status") == "False" \
-                and condition.get("reason") == "ProgressDeadlineExceeded":
-            return Health(DEGRADED, f"Deployment {name} exceeded its progress deadline: "
-                                    f"{condition.get('message', '')}".rstrip(": "))
-    want = spec.get("replicas", 1)
-    updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
-    available = status.get("availableReplicas", 0)
-    if updated < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
-    if total > updated:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
-                                   "pending termination")
-    if available < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
-    return Health(HEALTHY, f"{available}/{want} replicas available")
-
-
-def _read_whole(condition: dict) -> bool:
-    """True for the one condition whose message ``deployment`` reports (Degraded)."""
-    return (condition.get("type") == "Progressing" and condition.get("status") == "False"
-            and condition.get("reason") == "ProgressDeadlineExceeded")
-
-
-def trim(obj: dict) -> dict:
-    """``obj`` (a listed or applied object, a dict as the API serves it) with a Deployment's
-    ``status.conditions`` cut down to what ``deployment`` reads: each condition's ``type``,
-    ``status`` and ``reason``, and the whole condition it reports (Progressing False,
-    ProgressDeadlineExceeded, with its message). Every other kind, and every other field, is
-    left as it is. Modifies and returns ``obj``.
-
-    Why: a pass holds every listed Deployment, and their conditions' messages (naming each
-    one's ReplicaSet) and timestamps are what keeps equal statuses from being shared
-    (``share``); cut, the statuses of Deployments in one state are one object. Nothing else a
-    pass does reads a child's conditions (``status.compute`` reads the replicas,
-    ``triggers.fingerprint`` the replicas and ``deployment``'s answer; ``diff`` drops status)."""
-    status = obj.get("status") if obj.get("kind") == "Deployment" else None
-    found = status.get("conditions") if isinstance(status, dict) else None
-    if isinstance(found, list):
-        status["conditions"] = [c if not isinstance(c, dict) or _read_whole(c)
-                                else {k: c[k] for k in ("type", "status", "reason") if k in c} for c in found]
-    return obj
 
 
 VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp")
@@ -140,22 +70,6 @@ def view(obj: dict) -> dict:
     return out
 
 
-def service(obj: dict | None) -> Health:
-    """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
-
-    Reads ``metadata.deletionTimestamp``, ``spec.type`` and ``status.loadBalancer.ingress``.
-    None: Missing. Being deleted: Progressing (``pending_deletion``). A LoadBalancer without an
-    ingress address yet: Progressing. Every other Service (ClusterIP, NodePort, ExternalName,
-    headless) is Healthy once it exists.
-    """
-    if obj is None:
-        return Health(MISSING, "Service does not exist")
-    if (deleting := pending_deletion(obj, "Service")) is not None:
-        return deleting
-    if (obj.get("spec") or {}).get("type") == "LoadBalancer":
-        if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-            return Health(PROGRESSING, "waiting for the load balancer to get an address")
-    return Health(HEALTHY)
 
 
 def worst(children: dict[str, Health]) -> Health:
@@ -170,13 +84,3 @@ def worst(children: dict[str, Health]) -> Health:
     return Health(found.status, f"{name}: {found.message}")
 
 
-def application(deployment_obj: dict | None, service_obj: dict | None, taken: frozenset[str] = frozenset()) -> Health:
-    """Health of an Application from its live Deployment and Service (None when absent): the
-    worst of ``deployment`` and ``service``. ``taken``: the kinds ("Deployment", "Service")
-    whose name another object holds, so the agent's child is Missing though an object of that
-    name exists (the ``AlreadyExists`` failure says whose)."""
-    children = {"Deployment": deployment(deployment_obj), "Service": service(service_obj)}
-    for kind in taken & children.keys():
-        children[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
-                                         "agent's is not created")
-    return worst(children)

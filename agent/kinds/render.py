@@ -1,10 +1,9 @@
-"""Render an Application into its desired children (Deployment, Service) as plain dicts. Pure.
+"""Render the Application as the agent applies it, and what every child shares. Pure.
 
-The children follow the original operator's templates: one container named like the
-Application, ``replicas`` and a ``containerPort``; a ClusterIP Service ``port -> targetPort``
-selecting the pods. Both carry an ownerReference to the Application (controller: true,
-blockOwnerDeletion: true), so Kubernetes' garbage collector also removes them when the
-Application goes, and the agent's ownership labels (see ``ownership_labels``).
+Each child kind renders itself (``agent/kinds/registry.py``); every child carries an
+ownerReference to the Application (controller: true, blockOwnerDeletion: true), so Kubernetes'
+garbage collector also removes them when the Application goes, and the agent's ownership
+labels (see ``ownership_labels``).
 """
 
 from __future__ import annotations
@@ -91,43 +90,8 @@ def overridden(manifest_body: dict, desired: dict) -> list[tuple[str, str, str]]
     return out
 
 
-def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
-    """Desired Deployment and Service for the Application ``namespace/name`` with ``uid``.
-
-    ``spec`` holds ``image`` (str), ``replicas`` (int >= 0) and ``port`` (int, 1-65535).
-    Returns ``[deployment, service]`` as apply-ready dicts.
-    """
-    labels = ownership_labels(name)
-
-    def meta() -> dict:
-        return {"name": name, "namespace": namespace, "labels": dict(labels),
-                "ownerReferences": [owner_reference(name, uid)]}
-
-    port = spec["port"]
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": meta(),
-        "spec": {
-            "replicas": spec["replicas"],
-            "selector": {"matchLabels": selector_labels(name)},
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {"containers": [{
-                    "name": name,
-                    "image": spec["image"],
-                    "ports": [{"containerPort": port, "protocol": "TCP"}],
-                }]},
-            },
-        },
-    }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": meta(),
-        "spec": {
-            "selector": selector_labels(name),
-            "ports": [{"name": "http", "protocol": "TCP", "port": port, "targetPort": port}],
-        },
-    }
-    return [deployment, service]
+def child_metadata(name: str, namespace: str, uid: str) -> dict:
+    """``metadata`` of every child of the Application ``namespace/name`` with ``uid``: named like
+    it, its ownership labels, and a controller ownerReference to it."""
+    return {"name": name, "namespace": namespace, "labels": ownership_labels(name),
+            "ownerReferences": [owner_reference(name, uid)]}

@@ -35,7 +35,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agent.kube import clusterconfig, listread, share
-from agent.kinds import fields, health
+from agent.kinds import fields, registry
 from agent.kube.kubecreds import without_password
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 from agent.api.labels import AGENT_NAME
@@ -44,10 +44,9 @@ from agent.api.schema import GROUP, PLURAL, VERSION
 log = logging.getLogger("agent.kube")
 retry_log = logging.getLogger("agent.retry")  # shown at INFO even when sync logs only warnings
 
-# (group, kind) -> (API prefix, resource plural, namespaced)
+# (group, kind) -> (API prefix, resource plural, namespaced): every child kind of the registry, and the rest
 RESOURCES = {
-    ("apps", "Deployment"): ("/apis/apps/v1", "deployments", True),
-    ("", "Service"): ("/api/v1", "services", True),
+    **{(k.group, k.kind): (k.api_prefix, k.plural, True) for k in registry.CHILD_KINDS},
     (GROUP, "Application"): (f"/apis/{GROUP}/{VERSION}", PLURAL, True),
     ("", "Namespace"): ("/api/v1", "namespaces", False),
     ("", "Event"): ("/api/v1", "events", True),
@@ -146,12 +145,12 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
 def _item_of(kind: str, api_version: str, memo: share.Memo):
     """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
     them), managedFields compacted (``fields.compact``), a Deployment's conditions cut to what
-    health reads (``health.trim``) and equal parts shared (``share``): a pass holds every
+    health reads (``registry.trim``) and equal parts shared (``share``): a pass holds every
     listed object."""
     def item(obj: dict) -> dict:
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
-        return memo.share(health.trim(fields.compact(obj)))
+        return memo.share(registry.trim(fields.compact(obj)))
     return item
 
 
@@ -335,7 +334,7 @@ class Kube:
 
     def apply(self, obj: dict, force: bool = True) -> dict:
         """Server-side apply ``obj`` with field manager ``gitops-agent``; returns the live
-        object, its managedFields compacted, a Deployment's conditions cut (``health.trim``)
+        object, its managedFields compacted, a Deployment's conditions cut (``registry.trim``)
         and, within ``sharing``, its parts shared with the pass's other applied objects (a pass
         holds what it applied). ``force`` takes over fields another manager set (drift is
         undone)."""
@@ -343,7 +342,7 @@ class Kube:
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-        applied = health.trim(fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
+        applied = registry.trim(fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
                                                           content_type="application/apply-patch+yaml")))
         return self._memo.share(applied) if self._memo is not None else applied
 

@@ -12,34 +12,38 @@ again, and dropped connections reconnect with backoff.
 from __future__ import annotations
 
 import logging
+import re
 
 import urllib3
 from kubernetes import client
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from agent.kube.client import ApiError, path
-from agent.api.schema import GROUP, PLURAL, VERSION
+from agent.kube.client import RESOURCES, ApiError, path
 
 log = logging.getLogger("agent.kube")
 
 
-def _lister(kube, kind: str):
-    if kind == "Application":
-        return client.CustomObjectsApi(kube.api).list_cluster_custom_object, (GROUP, VERSION, PLURAL)
-    if kind == "Deployment":
-        return client.AppsV1Api(kube.api).list_deployment_for_all_namespaces, ()
-    return client.CoreV1Api(kube.api).list_service_for_all_namespaces, ()
+def _lister(kube, group: str, kind: str):
+    """The client function that lists (and, with ``watch``, watches) ``kind`` across all
+    namespaces, and its leading arguments. A named group's resources share one generic path
+    (``/apis/GROUP/VERSION/PLURAL``, the client's custom-objects call); the core group's are
+    the typed ``CoreV1Api.list_<kind>_for_all_namespaces``."""
+    prefix, plural, _ = RESOURCES[(group, kind)]
+    if group:
+        return client.CustomObjectsApi(kube.api).list_cluster_custom_object, (group, prefix.rsplit("/", 1)[1], plural)
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+    return getattr(client.CoreV1Api(kube.api), f"list_{snake}_for_all_namespaces"), ()
 
 
 def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop, on_list=None) -> None:
-    """Watch ``kind`` (Application, Deployment or Service) across all namespaces through ``kube``
+    """Watch ``kind`` (Application or a child kind) across all namespaces through ``kube``
     (an ``agent.kube.client.Kube``) until ``stop`` (a threading.Event) is set. Blocks; run it in a thread.
 
     ``on_list(kind, items, first)``: after each list, with its items (dicts with apiVersion and
     kind) and whether it is this watch's first. ``on_event(event_type, obj_dict)``: for each
     change after the list. Every list and watch request waits for the rate limit first."""
-    func, args = _lister(kube, kind)
+    func, args = _lister(kube, group, kind)
     backoff, resource_version, first = 0.5, None, True
     query = {"labelSelector": label_selector} if label_selector else None
     while not stop.is_set():

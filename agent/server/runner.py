@@ -28,6 +28,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from agent.engine import backoff, sync, sync_now
 from agent.source import gitproc
 from agent.server import triggers
+from agent.kinds import registry
 from agent.kube import watch as watches
 from agent.kube.client import Kube
 from agent.common.logs import JsonFormatter, TextFormatter  # noqa: F401  (their old home)
@@ -81,8 +82,8 @@ class Runner:
         if self.watch_enabled:
             selector = f"{MANAGED_BY}={AGENT_NAME}"
             lists = []
-            for group, kind, labels in ((GROUP, "Application", None), ("apps", "Deployment", selector),
-                                        ("", "Service", selector)):
+            for group, kind, labels in ((GROUP, "Application", None),
+                                        *((k.group, k.kind, selector) for k in registry.CHILD_KINDS)):
                 listed = threading.Event()
                 lists.append(listed)
                 threading.Thread(target=watches.run, args=(self.kube, group, kind, labels, self._on_event,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 
-from agent.kinds import health
+from agent.kinds import registry
 from agent.api.labels import AGENT_NAME, MANAGED_BY
 
 GONE = "gone"
@@ -35,22 +35,18 @@ def identity(obj: dict) -> tuple[str, str, str]:
 
 
 def fingerprint(obj: dict) -> str:
-    """What of ``obj`` (a live Application, Deployment or Service) a pass acts on or reports:
+    """What of ``obj`` (a live Application or child) a pass acts on or reports:
     uid, generation (the spec), labels, annotations, ownerReferences and deletionTimestamp; for
-    a Service its spec (Services have no generation); for a Deployment the status it feeds into
-    the Application's (replicas, ready replicas, health). Never resourceVersion, managedFields
+    a child, what its kind calls news (``ChildKind.news``: a Service's spec, since Services have
+    no generation; a Deployment's replicas and health, which feed the Application's status). Never resourceVersion, managedFields
     or an Application's status, which every status write changes. Pure."""
     meta = obj.get("metadata") or {}
     kind = obj.get("kind")
     parts = {k: meta.get(k) for k in ("uid", "generation", "labels", "annotations", "ownerReferences",
                                        "deletionTimestamp")}
-    if kind == "Deployment":
-        status = obj.get("status") or {}
-        parts["status"] = (status.get("replicas", 0), status.get("readyReplicas", 0),
-                           health.deployment(obj).as_status())
-    elif kind == "Service":
-        parts["spec"] = obj.get("spec")
-        parts["health"] = health.service(obj).as_status()
+    child_kind = registry.BY_KIND.get(kind)
+    if child_kind is not None:
+        parts["news"] = child_kind.news(obj)
     return json.dumps(parts, sort_keys=True, default=str)
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from agent.engine import plan
 from agent.kinds import render
+from agent.kinds import registry
 from agent.api import labels as keys
 from agent.api.labels import MANAGED_BY, SOURCE_LABEL
 
@@ -70,7 +71,7 @@ def test_no_prune_when_pass_is_not_clean():
 
 
 def test_child_needs_label_and_controller_owner_reference_to_be_owned():
-    deployment, service = map(applied, render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
+    deployment, service = map(applied, registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
     assert plan.owned(deployment) and plan.owned(service)
     assert plan.owner_name(deployment) == "web"
     meta = deployment["metadata"]
@@ -92,14 +93,14 @@ def test_child_needs_label_and_controller_owner_reference_to_be_owned():
 
 
 def test_a_child_copied_under_another_name_is_never_pruned():
-    deployment, _ = map(applied, render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
+    deployment, _ = map(applied, registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
     canary = {**deployment, "metadata": {**deployment["metadata"], "name": "web-canary"}}
     steps = plan.plan([], [deployment, canary])
     assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Deployment/ns/web"]
 
 
 def test_fields_other_managers_own_where_the_agent_renders_in_full_are_drift():
-    desired, service = render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
+    desired, service = registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
     extra_port = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"web"}': {"f:ports": {
         'k:{"containerPort":81,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}}}}}}
     patched = {"manager": "kubectl-patch", "operation": "Update", "apiVersion": "apps/v1",
@@ -171,7 +172,7 @@ def test_an_object_without_metadata_is_never_owned(obj):
 
 
 def _children():
-    return render.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
+    return registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80})
 
 
 NOT_APPLIED = "was not made by the agent: its metadata.managedFields has no Apply entry of the field manager gitops-agent"

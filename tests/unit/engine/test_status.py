@@ -22,7 +22,7 @@ SERVICE = {"spec": {"type": "ClusterIP"}}
 
 
 def test_success_records_commit_children_and_ready():
-    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", "a.yaml"), deployment(), "T1", service=SERVICE)
+    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", "a.yaml"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
     assert out["lastSyncedCommit"] == out["lastAttemptedCommit"] == SHA1
     assert out["lastSyncedCommitShort"] == SHA1[:7]
     assert (out["deployment"], out["service"], out["observedGeneration"]) == ("web", "web", 3)
@@ -33,8 +33,8 @@ def test_success_records_commit_children_and_ready():
 
 
 def test_failure_never_advances_the_synced_commit():
-    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
-    out = status.compute(app(first), status.Outcome(False, False, SHA2, "SyncFailed", "boom"), deployment(), "T2", service=SERVICE)
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    out = status.compute(app(first), status.Outcome(False, False, SHA2, "SyncFailed", "boom"), {"Deployment": deployment(), "Service": SERVICE}, "T2")
     assert (out["lastSyncedCommit"], out["lastAttemptedCommit"]) == (SHA1, SHA2)
     assert out["lastSyncTime"] == "T1"
     conditions = {c["type"]: c for c in out["conditions"]}
@@ -43,13 +43,13 @@ def test_failure_never_advances_the_synced_commit():
 
 
 def test_unchanged_pass_computes_the_same_status():
-    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
-    again = status.compute(app(first), status.Outcome(True, False, SHA1, "Synced", "ok"), deployment(), "T2", service=SERVICE)
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    again = status.compute(app(first), status.Outcome(True, False, SHA1, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T2")
     assert not status.differs(first, again)
 
 
 def test_not_ready_until_replicas_are_ready():
-    out = status.compute(app(), status.Outcome(True, True, None, "Synced", "ok"), deployment(ready=1), "T1", service=SERVICE)
+    out = status.compute(app(), status.Outcome(True, True, None, "Synced", "ok"), {"Deployment": deployment(ready=1), "Service": SERVICE}, "T1")
     ready = next(c for c in out["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "Progressing")
     assert "lastSyncedCommit" not in out and "lastAttemptedCommit" not in out
@@ -70,7 +70,7 @@ def kinds(out):
     (deployment(), None, {"status": "Missing", "message": "Service: Service does not exist"}),
 ])
 def test_health_is_the_worst_of_deployment_and_service(dep, svc, health):
-    assert status.compute(app(), OK, dep, "T1", service=svc)["health"] == health
+    assert status.compute(app(), OK, {"Deployment": dep, "Service": svc}, "T1")["health"] == health
 
 
 @pytest.mark.parametrize("outcome, dep, expected", [
@@ -84,7 +84,7 @@ def test_health_is_the_worst_of_deployment_and_service(dep, svc, health):
      {"Ready": ("False", "SyncFailed"), "Synced": ("False", "SyncFailed")}),
 ])
 def test_conditions_follow_kstatus(outcome, dep, expected):
-    out = status.compute(app(), outcome, dep, "T1", service=SERVICE)
+    out = status.compute(app(), outcome, {"Deployment": dep, "Service": SERVICE}, "T1")
     assert kinds(out) == expected
     assert [c["type"] for c in out["conditions"]][0] == "Ready"
     assert [c["type"] for c in out["conditions"]][-1] == "Synced"
@@ -94,10 +94,10 @@ def test_conditions_follow_kstatus(outcome, dep, expected):
 
 
 def test_reconciling_goes_away_when_the_rollout_finishes_and_ready_flips_once():
-    rolling = status.compute(app(), OK, deployment(ready=1), "T1", service=SERVICE)
-    still = status.compute(app(rolling), OK, deployment(ready=1), "T2", service=SERVICE)
+    rolling = status.compute(app(), OK, {"Deployment": deployment(ready=1), "Service": SERVICE}, "T1")
+    still = status.compute(app(rolling), OK, {"Deployment": deployment(ready=1), "Service": SERVICE}, "T2")
     assert not status.differs(rolling, still)
-    done = status.compute(app(still), OK, deployment(), "T3", service=SERVICE)
+    done = status.compute(app(still), OK, {"Deployment": deployment(), "Service": SERVICE}, "T3")
     assert kinds(done) == {"Ready": ("True", "Healthy"), "Synced": ("True", "Synced")}
     times = {c["type"]: c["lastTransitionTime"] for c in done["conditions"]}
     assert times == {"Ready": "T3", "Synced": "T1"}
@@ -105,44 +105,41 @@ def test_reconciling_goes_away_when_the_rollout_finishes_and_ready_flips_once():
 
 def test_stalled_appears_with_the_failure_and_goes_with_the_fix():
     bad = status.Outcome(False, False, SHA2, "ImmutableConflict", "spec.selector is immutable")
-    first = status.compute(app(), OK, deployment(), "T1", service=SERVICE)
-    stalled = status.compute(app(first), bad, deployment(), "T2", service=SERVICE)
+    first = status.compute(app(), OK, {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    stalled = status.compute(app(first), bad, {"Deployment": deployment(), "Service": SERVICE}, "T2")
     stall = next(c for c in stalled["conditions"] if c["type"] == "Stalled")
     assert (stall["status"], stall["message"], stall["lastTransitionTime"]) == ("True", "spec.selector is immutable", "T2")
-    fixed = status.compute(app(stalled), OK, deployment(), "T3", service=SERVICE)
+    fixed = status.compute(app(stalled), OK, {"Deployment": deployment(), "Service": SERVICE}, "T3")
     assert "Stalled" not in kinds(fixed)
 
 
 def test_replicas_are_read_from_the_deployment_status():
-    out = status.compute(app(replicas=5), OK, deployment(ready=1, replicas=3), "T1", service=SERVICE)
+    out = status.compute(app(replicas=5), OK, {"Deployment": deployment(ready=1, replicas=3), "Service": SERVICE}, "T1")
     assert (out["replicas"], out["readyReplicas"]) == (3, 1)
-    empty = status.compute(app(), OK, None, "T1", service=None)
+    empty = status.compute(app(), OK, {"Deployment": None, "Service": None}, "T1")
     assert (empty["replicas"], empty["readyReplicas"]) == (0, 0)
 
 
 def test_sync_time_moves_when_the_commit_advances_without_a_change():
-    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), deployment(), "T1", service=SERVICE)
-    again = status.compute(app(first), status.Outcome(True, False, SHA2, "Synced", "ok"), deployment(), "T2",
-                           service=SERVICE)
+    first = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    again = status.compute(app(first), status.Outcome(True, False, SHA2, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T2")
     assert (again["lastSyncTime"], again["lastSyncedCommit"]) == ("T2", SHA2)
     same = "".join(["1"] * 40)  # equal to SHA1, another object: compared by value
-    kept = status.compute(app(first), status.Outcome(True, False, same, "Synced", "ok"), deployment(), "T3",
-                          service=SERVICE)
+    kept = status.compute(app(first), status.Outcome(True, False, same, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T3")
     assert kept["lastSyncTime"] == "T1"
 
 
 def test_hand_applied_first_pass_gets_a_sync_time_and_no_commit_or_path():
-    out = status.compute(app(), status.Outcome(True, False, None, "Synced", "ok"), deployment(), "T1", service=SERVICE)
+    out = status.compute(app(), status.Outcome(True, False, None, "Synced", "ok"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
     assert out["lastSyncTime"] == "T1"
     assert not {"lastSyncedCommit", "lastAttemptedCommit", "sourcePath"} & set(out)
-    with_path = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "apps/web.yaml"),
-                               deployment(), "T1", service=SERVICE)
+    with_path = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "apps/web.yaml"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
     assert with_path["sourcePath"] == "apps/web.yaml"
 
 
 def test_an_application_without_generation_is_observed_as_zero():
     bare = {"metadata": {"name": "web"}, "spec": {"replicas": 2}}
-    out = status.compute(bare, OK, deployment(), "T1", service=SERVICE)
+    out = status.compute(bare, OK, {"Deployment": deployment(), "Service": SERVICE}, "T1")
     assert out["observedGeneration"] == 0
     assert {c["observedGeneration"] for c in out["conditions"]} == {0}
 
@@ -150,12 +147,12 @@ def test_an_application_without_generation_is_observed_as_zero():
 def test_transition_times_survive_a_status_read_back_from_the_api_server():
     import json
 
-    first = status.compute(app(), OK, deployment(), "T1", service=SERVICE)
+    first = status.compute(app(), OK, {"Deployment": deployment(), "Service": SERVICE}, "T1")
     stored = json.loads(json.dumps(first))  # strings as a client parses them: equal, not identical
-    again = status.compute(app(stored), OK, deployment(), "T2", service=SERVICE)
+    again = status.compute(app(stored), OK, {"Deployment": deployment(), "Service": SERVICE}, "T2")
     assert {c["lastTransitionTime"] for c in again["conditions"]} == {"T1"}
     assert not status.differs(stored, again)
-    assert status.differs(stored, status.compute(app(stored), OK, deployment(ready=1), "T2", service=SERVICE))
+    assert status.differs(stored, status.compute(app(stored), OK, {"Deployment": deployment(ready=1), "Service": SERVICE}, "T2"))
     assert status.differs(None, again) and not status.differs(None, {})
 
 
@@ -163,11 +160,10 @@ def test_an_application_being_deleted_is_progressing_and_not_ready():
     # a finalizer holds it: however healthy its children, it is about to go (gitops-engine)
     live = app()
     live["metadata"]["deletionTimestamp"] = "2026-12-01T10:00:00Z"
-    out = status.compute(live, status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), deployment(), "T1",
-                         service=SERVICE)
+    out = status.compute(live, status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), {"Deployment": deployment(), "Service": SERVICE}, "T1")
     assert out["health"] == {"status": "Progressing", "message": "Application web is pending deletion (since "
                              "2026-12-01T10:00:00Z); a pass after it is gone creates it again"}
     conditions = {c["type"]: c["status"] for c in out["conditions"]}
     assert conditions["Ready"] == "False"
     same = status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml")
-    assert status.compute(app(), same, deployment(), "T1", service=SERVICE)["health"]["status"] == "Healthy"
+    assert status.compute(app(), same, {"Deployment": deployment(), "Service": SERVICE}, "T1")["health"]["status"] == "Healthy"

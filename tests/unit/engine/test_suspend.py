@@ -146,26 +146,26 @@ SERVICE = {"metadata": {"name": "web"}, "spec": {"type": "ClusterIP"}}
 
 
 def test_no_hold_and_nothing_skipped_is_no_outcome():
-    assert suspend.outcome(None, {}, HEALTHY_DEPLOYMENT, SERVICE, commit=SHA, path="web.yaml") is None
+    assert suspend.outcome(None, {}, {"Deployment": HEALTHY_DEPLOYMENT, "Service": SERVICE}, commit=SHA, path="web.yaml") is None
 
 
 def test_a_suspended_application_is_suspended_not_ok_and_keeps_its_path():
     hold = suspend.Hold(suspend.SPEC, False)
-    out = suspend.outcome(hold, {}, HEALTHY_DEPLOYMENT, SERVICE, commit=SHA, path="web.yaml")
+    out = suspend.outcome(hold, {}, {"Deployment": HEALTHY_DEPLOYMENT, "Service": SERVICE}, commit=SHA, path="web.yaml")
     assert out == status.Outcome(False, False, SHA, "Suspended", hold.message, "web.yaml",
                                  health=health.Health("Suspended", hold.message), suspended=True)
 
 
 def test_a_suspended_application_no_longer_in_git_says_why_it_is_kept():
     hold = suspend.Hold(suspend.SPEC, False)
-    out = suspend.outcome(hold, {}, None, None, commit=SHA, path="web.yaml", gone=True)
+    out = suspend.outcome(hold, {}, {"Deployment": None, "Service": None}, commit=SHA, path="web.yaml", gone=True)
     assert out.message == (f"no longer in Git at commit {SHA}; kept because it is suspended (spec.suspend: true): "
                            f"{hold.message}")
     assert (out.reason, out.ok, out.suspended, out.health.status) == ("Suspended", False, True, "Suspended")
 
 
 def test_hand_applied_suspended_application_has_no_commit():
-    out = suspend.outcome(suspend.Hold(suspend.ON_APPLICATION, True), {}, None, None, commit=None, path=None)
+    out = suspend.outcome(suspend.Hold(suspend.ON_APPLICATION, True), {}, {}, commit=None, path=None)
     assert (out.commit, out.source_path, out.suspended) == (None, None, True)
 
 
@@ -180,7 +180,7 @@ def test_hand_applied_suspended_application_has_no_commit():
      health.Health("Suspended", "Deployment: not reconciled (heumsi.github.io/reconcile: disabled)"), "have"),
 ])
 def test_a_held_child_names_the_child_and_the_rest_synced(skipped, deployment, expected_health, verb):
-    out = suspend.outcome(None, skipped, deployment, SERVICE, commit=SHA, path="web.yaml")
+    out = suspend.outcome(None, skipped, {"Deployment": deployment, "Service": SERVICE}, commit=SHA, path="web.yaml")
     names = " and ".join(skipped[k] for k in sorted(skipped))
     assert out == status.Outcome(False, False, SHA, "Suspended", f"{names} {verb} heumsi.github.io/reconcile: "
                                  "disabled: not applied, corrected, recreated or pruned; the rest of the "
@@ -189,7 +189,7 @@ def test_a_held_child_names_the_child_and_the_rest_synced(skipped, deployment, e
 
 def conds(out: status.Outcome, old: dict | None = None) -> tuple[dict, dict]:
     app = {"metadata": {"name": "web", "namespace": "ns", "generation": 3}, "status": old or {}}
-    new = status.compute(app, out, HEALTHY_DEPLOYMENT, "2026-12-01T10:00:00Z", service=SERVICE)
+    new = status.compute(app, out, {"Deployment": HEALTHY_DEPLOYMENT, "Service": SERVICE}, "2026-12-01T10:00:00Z")
     return new, {c["type"]: c for c in new["conditions"]}
 
 
@@ -197,7 +197,7 @@ def conds(out: status.Outcome, old: dict | None = None) -> tuple[dict, dict]:
                                   suspend.Hold(suspend.ON_APPLICATION, True)])
 def test_status_of_a_suspended_application(hold):
     old = {"lastSyncedCommit": "b" * 40, "lastSyncTime": "2026-11-30T10:00:00Z"}
-    new, found = conds(suspend.outcome(hold, {}, HEALTHY_DEPLOYMENT, SERVICE, commit=SHA, path="web.yaml"), old)
+    new, found = conds(suspend.outcome(hold, {}, {"Deployment": HEALTHY_DEPLOYMENT, "Service": SERVICE}, commit=SHA, path="web.yaml"), old)
     assert set(found) == {"Ready", "Synced"}  # never Stalled, never Reconciling
     assert [(c["type"], c["status"], c["reason"], c["message"]) for c in new["conditions"]] == [
         ("Ready", "False", "Suspended", hold.message), ("Synced", "False", "Suspended", hold.message)]
@@ -210,7 +210,7 @@ def test_status_of_a_suspended_application(hold):
 
 
 def test_status_with_a_held_child_is_suspended_but_not_status_suspended():
-    new, found = conds(suspend.outcome(None, {"Deployment": "Deployment/ns/web"}, HEALTHY_DEPLOYMENT, SERVICE,
+    new, found = conds(suspend.outcome(None, {"Deployment": "Deployment/ns/web"}, {"Deployment": HEALTHY_DEPLOYMENT, "Service": SERVICE},
                                        commit=SHA, path="web.yaml"))
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Suspended")
     assert "Deployment/ns/web has" in found["Ready"]["message"] and "Stalled" not in found

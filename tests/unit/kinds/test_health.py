@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.kinds import health
+from agent.kinds import health, registry
+from agent.kinds import deployment as deployment_kind, service as service_kind
 from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"
@@ -30,7 +31,7 @@ def fixture(name: str) -> dict:
      "waiting for rollout to finish: 1 old replicas pending termination"),
 ])
 def test_deployment_fixtures(name, status, message):
-    assert health.deployment(fixture(name)) == Health(status, message)
+    assert deployment_kind.health(fixture(name)) == Health(status, message)
 
 
 @pytest.mark.parametrize("name, status", [
@@ -39,7 +40,7 @@ def test_deployment_fixtures(name, status, message):
     ("service-loadbalancer-ready", HEALTHY),
 ])
 def test_service_fixtures(name, status):
-    assert health.service(fixture(name)).status == status
+    assert service_kind.health(fixture(name)).status == status
 
 
 def test_every_fixture_is_a_real_api_object_and_in_a_table():
@@ -100,7 +101,7 @@ DEADLINE = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlin
     ({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}, PROGRESSING),
 ])
 def test_deployment_rules(obj, status):
-    assert health.deployment(obj).status == status
+    assert deployment_kind.health(obj).status == status
 
 
 @pytest.mark.parametrize("obj, message", [
@@ -113,7 +114,7 @@ def test_deployment_rules(obj, status):
      "Deployment web exceeded its progress deadline"),
 ])
 def test_deployment_messages(obj, message):
-    assert health.deployment(obj).message == message
+    assert deployment_kind.health(obj).message == message
 
 
 @pytest.mark.parametrize("obj, status, message", [
@@ -131,7 +132,7 @@ def test_deployment_messages(obj, message):
      HEALTHY, ""),
 ])
 def test_service_rules(obj, status, message):
-    assert health.service(obj) == Health(status, message)
+    assert service_kind.health(obj) == Health(status, message)
 
 
 def test_order_is_documented_worst_last():
@@ -165,7 +166,7 @@ def test_worst_child_wins(children, expected):
     ("deployment-paused", "service-clusterip", Health(SUSPENDED, "Deployment: Deployment paused is paused")),
 ])
 def test_application_is_the_worst_of_its_children(deployment, service, expected):
-    got = health.application(deployment and fixture(deployment), service and fixture(service))
+    got = registry.health({"Deployment": deployment and fixture(deployment), "Service": service and fixture(service)})
     assert got == expected
 
 
@@ -186,7 +187,7 @@ def test_as_status_is_the_status_health_object():
      Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")),
 ])
 def test_deployment_without_metadata_or_name(obj, expected):
-    assert health.deployment(obj) == expected
+    assert deployment_kind.health(obj) == expected
 
 
 @pytest.mark.parametrize("message, expected", [
@@ -197,7 +198,7 @@ def test_deployment_without_metadata_or_name(obj, expected):
 ])
 def test_progress_deadline_message_is_the_controllers(message, expected):
     cond = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": message}
-    assert health.deployment(dep(conditions=[cond])) == Health(DEGRADED, expected)
+    assert deployment_kind.health(dep(conditions=[cond])) == Health(DEGRADED, expected)
 
 
 def deleting(obj: dict, name: str = "web", at: str = "2026-12-01T10:00:00Z") -> dict:
@@ -205,10 +206,10 @@ def deleting(obj: dict, name: str = "web", at: str = "2026-12-01T10:00:00Z") -> 
 
 
 @pytest.mark.parametrize("check, obj, kind", [
-    (health.deployment, dep(), "Deployment"),
-    (health.deployment, dep(paused=True, conditions=[DEADLINE]), "Deployment"),  # deletion wins over all
-    (health.service, {"spec": {"type": "ClusterIP"}}, "Service"),
-    (health.service, {"spec": {"type": "LoadBalancer"}}, "Service"),
+    (deployment_kind.health, dep(), "Deployment"),
+    (deployment_kind.health, dep(paused=True, conditions=[DEADLINE]), "Deployment"),  # deletion wins over all
+    (service_kind.health, {"spec": {"type": "ClusterIP"}}, "Service"),
+    (service_kind.health, {"spec": {"type": "LoadBalancer"}}, "Service"),
 ])
 def test_a_child_being_deleted_is_progressing_however_healthy_its_status(check, obj, kind):
     # gitops-engine's first rule: a finalizer or a terminating namespace holds it, and it will go
@@ -225,7 +226,7 @@ def test_without_a_deletion_timestamp_nothing_is_pending(meta):
 
 
 def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs_name():
-    found = health.application(deleting(dep()), {"spec": {}})
+    found = registry.health({"Deployment": deleting(dep()), "Service": {"spec": {}}})
     assert found.status == PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")
 
 
@@ -236,9 +237,9 @@ def test_trim_keeps_every_answer_of_health_and_everything_but_conditions(path):
     from agent.server import triggers
 
     obj = yaml.safe_load(path.read_text())
-    trimmed = health.trim(copy.deepcopy(obj))
-    assert health.deployment(trimmed) == health.deployment(obj)
-    assert health.service(trimmed) == health.service(obj)
+    trimmed = registry.trim(copy.deepcopy(obj))
+    assert deployment_kind.health(trimmed) == deployment_kind.health(obj)
+    assert service_kind.health(trimmed) == service_kind.health(obj)
     assert triggers.fingerprint(trimmed) == triggers.fingerprint(obj)
     without = lambda o: {**o, "status": {k: v for k, v in (o.get("status") or {}).items() if k != "conditions"}}
     assert without(trimmed) == without(obj)
@@ -247,25 +248,25 @@ def test_trim_keeps_every_answer_of_health_and_everything_but_conditions(path):
 def test_trim_cuts_a_deployments_conditions_to_what_health_reads():
     obj = fixture("deployment-progress-deadline-exceeded")
     deadline = next(c for c in obj["status"]["conditions"] if c["type"] == "Progressing")
-    trimmed = health.trim(fixture("deployment-progress-deadline-exceeded"))["status"]["conditions"]
+    trimmed = registry.trim(fixture("deployment-progress-deadline-exceeded"))["status"]["conditions"]
     assert deadline in trimmed  # the condition health reports stays whole, message and all
     assert all(set(c) == {"type", "status", "reason"} for c in trimmed if c != deadline)
-    healthy = health.trim(fixture("deployment-healthy"))["status"]["conditions"]
+    healthy = registry.trim(fixture("deployment-healthy"))["status"]["conditions"]
     assert healthy == [{k: c[k] for k in ("type", "status", "reason")}
                        for c in fixture("deployment-healthy")["status"]["conditions"]]
     service = fixture("service-loadbalancer-ready")
-    assert health.trim(fixture("service-loadbalancer-ready")) == service
+    assert registry.trim(fixture("service-loadbalancer-ready")) == service
 
 
 def test_a_child_whose_name_another_object_holds_is_missing_and_says_so():
-    taken = health.application(None, None, frozenset({"Service"}))
+    taken = registry.health({}, frozenset({"Service"}))
     assert (taken.status, taken.message) == (
         health.MISSING, "Deployment: Deployment does not exist")  # the worst, first by name, on a tie
-    only = health.application(fixture("deployment-healthy"), None, frozenset({"Service"}))
+    only = registry.health({"Deployment": fixture("deployment-healthy")}, frozenset({"Service"}))
     assert (only.status, only.message) == (
         health.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
                         "is not created")
-    assert health.application(fixture("deployment-healthy"), fixture("service-clusterip"), frozenset({"ConfigMap"})).status == health.HEALTHY
+    assert registry.health({"Deployment": fixture("deployment-healthy"), "Service": fixture("service-clusterip")}, frozenset({"ConfigMap"})).status == health.HEALTHY
 
 
 # -- view: what a pass keeps of each child it applied ----------------------------------------------
@@ -310,6 +311,6 @@ def test_health_of_a_view_is_the_health_of_the_whole_object(change):
            "spec": {"replicas": 1, "template": {}}, "status": {"observedGeneration": 1, "replicas": 1,
                                                               "updatedReplicas": 1, "availableReplicas": 1}}
     obj.update(change)
-    assert health.deployment(health.view(obj)) == health.deployment(obj)
+    assert deployment_kind.health(health.view(obj)) == deployment_kind.health(obj)
     svc = {"kind": "Service", "metadata": obj["metadata"], "spec": {"type": "LoadBalancer"}, "status": obj["status"]}
-    assert health.service(health.view(svc)) == health.service(svc)
+    assert service_kind.health(health.view(svc)) == service_kind.health(svc)

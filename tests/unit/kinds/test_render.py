@@ -5,12 +5,13 @@ from pathlib import Path
 import yaml
 
 from agent.kinds import render
+from agent.kinds import registry
 from agent.api import schema
 from agent.api import labels as keys
 
 
 def test_children_follow_the_original_templates():
-    deployment, service = render.children("nginx", "default", "uid-1",
+    deployment, service = registry.children("nginx", "default", "uid-1",
                                           {"image": "nginx:latest", "replicas": 1, "port": 80})
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert (container["name"], container["image"], container["ports"][0]["containerPort"]) == ("nginx", "nginx:latest", 80)
@@ -78,7 +79,7 @@ OWNER = {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "we
 
 def test_children_are_exactly_these_objects():
     """The whole rendering, field by field: what the agent sends is what its drift rules own."""
-    deployment, service = render.children("web", "team", "u-1", {"image": "nginx:1.27", "replicas": 3, "port": 8080})
+    deployment, service = registry.children("web", "team", "u-1", {"image": "nginx:1.27", "replicas": 3, "port": 8080})
     meta = {"name": "web", "namespace": "team", "labels": LABELS, "ownerReferences": [OWNER]}
     assert deployment == {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,

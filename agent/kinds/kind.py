@@ -1,0 +1,58 @@
+"""What a child kind is to the agent: one entry of the registry (``agent/kinds/registry.py``).
+
+Every kind-specific rule of the pass lives in its ``ChildKind``: how it is rendered from an
+Application's spec, its health, the fields the agent owns in full, what of it the
+Application's status shows, and what of a watched object is news. The engine, the cluster
+door and ``run`` read these and never name a kind (gitops-engine keeps one health function per
+kind the same way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent.kinds.health import Health
+
+
+def _unchanged(obj: dict) -> dict:
+    return obj
+
+
+def _nothing(obj: dict | None) -> dict:
+    return {}
+
+
+@dataclass(frozen=True)
+class ChildKind:
+    """One child kind. ``group`` ("" for the core group), ``version``, ``kind`` and ``plural``
+    name its REST resource (namespaced); ``render(name, namespace, uid, spec)`` makes the
+    desired object of the Application ``namespace/name`` (None: its spec asks for none);
+    ``health(live or None)`` answers a ``Health``; ``authoritative``: dotted spec paths the
+    agent renders in full (``fields.AUTHORITATIVE``: anything else in them is removed);
+    ``status_field``: the Application status key naming the child; ``observed(live or None)``:
+    the status fields read from the live child; ``trim(obj)``: cuts a listed or applied object
+    to what a pass reads (in place); ``news(obj)``: what of a watched object a pass acts on or
+    reports (JSON-able), besides its metadata."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    render: Callable[[str, str, str, dict], dict | None]
+    health: Callable[[dict | None], Health]
+    status_field: str
+    news: Callable[[dict], object]
+    authoritative: tuple[str, ...] = ()
+    observed: Callable[[dict | None], dict] = _nothing
+    trim: Callable[[dict], dict] = _unchanged
+
+    @property
+    def api_version(self) -> str:
+        """``apps/v1``, or ``v1`` for the core group."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_prefix(self) -> str:
+        """The REST prefix of its group and version: ``/apis/apps/v1`` or ``/api/v1``."""
+        return f"/apis/{self.api_version}" if self.group else f"/api/{self.version}"

@@ -1,0 +1,44 @@
+"""The child kinds an Application has, in one place. Pure.
+
+A new kind is its module (``ChildKind``), one line in ``CHILD_KINDS``, its fields in the
+schema (``agent/api/schema.py``), the generated CRD and RBAC (``deploy/``); nothing else names
+it. Order matters: children are rendered, applied and reported in this order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agent.kinds import deployment, service
+from agent.kinds.health import MISSING, Health, worst
+from agent.kinds.kind import ChildKind
+
+CHILD_KINDS: tuple[ChildKind, ...] = (
+    deployment.KIND,
+    service.KIND,
+)
+BY_KIND: dict[str, ChildKind] = {k.kind: k for k in CHILD_KINDS}
+
+
+def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
+    """The desired children of the Application ``namespace/name`` with ``uid`` and ``spec``,
+    as apply-ready dicts in ``CHILD_KINDS`` order (a kind whose render answers None is left out)."""
+    return [obj for k in CHILD_KINDS if (obj := k.render(name, namespace, uid, spec)) is not None]
+
+
+def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset()) -> Health:
+    """Health of an Application from its live children, ``{kind: object or None}`` (a kind
+    missing from the mapping counts as absent): the worst of every kind's. ``taken``: the kinds
+    whose name another object holds, so the agent's child is Missing though an object of that
+    name exists (the ``AlreadyExists`` failure says whose)."""
+    found = {k.kind: k.health(live.get(k.kind)) for k in CHILD_KINDS}
+    for kind in taken & found.keys():
+        found[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
+                                      "agent's is not created")
+    return worst(found)
+
+
+def trim(obj: dict) -> dict:
+    """``obj`` (a listed or applied object) cut by its kind's ``trim``; other kinds as they are."""
+    kind = BY_KIND.get(obj.get("kind"))
+    return kind.trim(obj) if kind else obj

@@ -1,0 +1,54 @@
+"""The Service child: the Application's port, selecting its pods. Pure.
+
+Rendered as the original operator's template: a ClusterIP Service ``port -> targetPort``
+selecting the pods; health by gitops-engine's Service rule.
+"""
+
+from __future__ import annotations
+
+from agent.kinds.health import HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.kinds.kind import ChildKind
+from agent.kinds.render import child_metadata, selector_labels
+
+
+def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
+    """The desired ``v1`` Service of the Application ``namespace/name`` with ``uid``: port
+    ``spec["port"]`` to the same target port, selecting the Deployment's pods."""
+    port = spec["port"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(name, namespace, uid),
+        "spec": {
+            "selector": selector_labels(name),
+            "ports": [{"name": "http", "protocol": "TCP", "port": port, "targetPort": port}],
+        },
+    }
+
+
+def health(obj: dict | None) -> Health:
+    """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
+
+    Reads ``metadata.deletionTimestamp``, ``spec.type`` and ``status.loadBalancer.ingress``.
+    None: Missing. Being deleted: Progressing (``pending_deletion``). A LoadBalancer without an
+    ingress address yet: Progressing. Every other Service (ClusterIP, NodePort, ExternalName,
+    headless) is Healthy once it exists.
+    """
+    if obj is None:
+        return Health(MISSING, "Service does not exist")
+    if (deleting := pending_deletion(obj, "Service")) is not None:
+        return deleting
+    if (obj.get("spec") or {}).get("type") == "LoadBalancer":
+        if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
+            return Health(PROGRESSING, "waiting for the load balancer to get an address")
+    return Health(HEALTHY)
+
+
+def news(obj: dict) -> object:
+    """What of a watched Service a pass acts on or reports: its spec (Services have no
+    generation) and its health."""
+    return (obj.get("spec"), health(obj).as_status())
+
+
+KIND = ChildKind(group="", version="v1", kind="Service", plural="services", render=render, health=health,
+                 status_field="service", news=news, authoritative=("spec.selector", "spec.ports"))
