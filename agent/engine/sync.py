@@ -12,7 +12,7 @@ import datetime
 import logging
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from agent.engine import apply, backoff, conditions, events, guards, plan, scope, statuswrite, suspend, writes
 from agent.kinds import health, registry, render
@@ -129,162 +129,239 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     return report
 
 
+@dataclass
+class _Pass:
+    """What one pass knows as it goes, step by step (``_reconcile``). Keys are ``namespace/name``
+    of Applications (``_key``); ``report`` is the change set every step adds to."""
+
+    kube: Kube
+    opts: Options
+    report: Report
+    wanted: list  # manifests.Manifest from Git, valid and in scope
+    problems: list  # files or Applications refused: nothing is pruned (fail closed)
+    retry: backoff.Policy
+    outside: int  # of ``problems``: Applications --allowed-namespaces refused
+    prune: bool = False
+    live_apps: list = field(default_factory=list)
+    live_children: list = field(default_factory=list)
+    namespaces: set = field(default_factory=set)
+    desired_apps: list | None = None  # rendered Applications, let go once applied
+    app_steps: list = field(default_factory=list)  # plan.Step of Applications; only prunes after the apply
+    git_paths: dict[str, str] = field(default_factory=dict)  # key -> file in Git
+    waiting: dict = field(default_factory=dict)  # key -> backoff.Waiting: skipped this pass
+    in_scope: dict[str, dict] = field(default_factory=dict)  # key -> live Application whose children sync
+    failed_apps: dict[str, dict] = field(default_factory=dict)  # live Applications whose own apply failed
+    outcomes: dict[str, list[str]] = field(default_factory=dict)  # key -> actions taken, other than unchanged
+    failures: dict[str, str] = field(default_factory=dict)  # key -> why it failed
+    reasons: dict[str, str] = field(default_factory=dict)  # key -> the failure's condition reason, if not SyncFailed
+    foreign: set[str] = field(default_factory=set)  # another source's Applications
+    holds: dict = field(default_factory=dict)  # key -> suspend.Hold
+    held_children: dict[str, dict[str, str]] = field(default_factory=dict)  # key -> kind -> subject, held by annotation
+    live_of: dict[str, dict[str, dict]] = field(default_factory=dict)  # key -> kind -> child, as seen then applied
+    taken: dict[str, set[str]] = field(default_factory=dict)  # key -> kinds whose name another object holds
+    child_prunes: list = field(default_factory=list)  # plan.Step of children no desired child paired with
+
+
 def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
                retry: backoff.Policy = backoff.ONE_SHOT, outside: int = 0) -> None:
-    served = kube.served(GROUP, VERSION)
-    if PLURAL not in served:
-        report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
-                             f"(install it with: kubectl apply -f crd.yaml); nothing was changed")
+    """The pass after the source is read: read live, plan and apply Applications, then their
+    children, prune, write statuses. Raises ``ApiError`` (status 0) when the API server is
+    unreachable; every other fault is recorded in ``report``."""
+    p = _Pass(kube, opts, report, wanted, problems, retry, outside)
+    if not _read_live(p) or not _plan_applications(p):
         return
-    if f"{PLURAL}/status" not in served:
-        report.errors.append(f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status "
-                             "subresource, so no Application status could be stored; apply this "
-                             "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
-        return
-    live_apps = kube.list(GROUP, KIND)
-    selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
-    live_children = [child for k in registry.CHILD_KINDS for child in kube.list(k.group, k.kind, selector)]
-    namespaces = {ns["metadata"]["name"] for ns in kube.list("", "Namespace")}
+    _apply_applications(p)
+    _keep_live_applications(p)
+    _apply_children(p)
+    _prune_all(p)
+    _write_statuses(p)
 
-    prune = opts.prune and not problems
-    if problems and opts.prune:
-        report.notes.append(f"pruning skipped: {_why_no_prune(len(problems), outside)}")
+
+def _read_live(p: _Pass) -> bool:
+    """Check the CRD is served with its status subresource, then list Applications, children and
+    namespaces (one LIST each). False, with the error in the report, when the CRD is not right."""
+    served = p.kube.served(GROUP, VERSION)
+    if PLURAL not in served:
+        p.report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
+                               f"(install it with: kubectl apply -f crd.yaml); nothing was changed")
+        return False
+    if f"{PLURAL}/status" not in served:
+        p.report.errors.append(f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status "
+                               "subresource, so no Application status could be stored; apply this "
+                               "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
+        return False
+    p.live_apps = p.kube.list(GROUP, KIND)
+    selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
+    p.live_children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
+    p.namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
+    return True
+
+
+def _plan_applications(p: _Pass) -> bool:
+    """Render the Applications from Git and plan them against the live ones, with the guards:
+    another repository's Applications are refused, annotated ones kept, a commit with none (or a
+    mass prune) prunes nothing. False when the empty-commit guard stops the pass."""
+    opts, report = p.opts, p.report
+    p.prune = opts.prune and not p.problems
+    if p.problems and opts.prune:
+        report.notes.append(f"pruning skipped: {_why_no_prune(len(p.problems), p.outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
-    desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository) for m in wanted]
+    p.desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository)
+                      for m in p.wanted]
     report.notes += [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
-                     "applied" for m, desired in zip(wanted, desired_apps)
+                     "applied" for m, desired in zip(p.wanted, p.desired_apps)
                      for field, git, ours in render.overridden(m.body, desired)]
-    owned_live = [a for a in live_apps if plan.owned(a, opts.source_id)]
-    if prune and not desired_apps and owned_live and not opts.allow_empty:
+    owned_live = [a for a in p.live_apps if plan.owned(a, opts.source_id)]
+    if p.prune and not p.desired_apps and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
             f"{_all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
-        return
-
-    # Applications from Git: ensure namespaces, apply.
-    in_scope: dict[str, dict] = {}
-    outcomes: dict[str, list[str]] = {}  # app key -> actions taken, other than unchanged
-    failures: dict[str, str] = {}
-    reasons: dict[str, str] = {}  # app key -> the failure's condition reason, when not SyncFailed
-    git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in wanted}  # the keys ``_key`` returns
-    waiting = _waiting(report, live_apps, git_paths, opts.source_id, retry)  # in backoff: skipped
-    app_steps = plan.plan(desired_apps, live_apps, prune=prune, source=opts.source_id)
-    where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in wanted}  # file:line in Git
+        return False
+    p.git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in p.wanted}  # the keys ``_key`` returns
+    p.waiting = _waiting(report, p.live_apps, p.git_paths, opts.source_id, p.retry)  # in backoff: skipped
+    app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id)
+    where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
-    del where  # read only for refused Applications
     for step, why in refused:  # another repository's Application: failed here, nothing written to it
         report.add(_key(step.desired), step.subject, FAILED, why)
     # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
                                                                         or suspend.never_pruned(s.live))]
     prunes = sum(s.action == plan.PRUNE for s in app_steps)
-    if desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
+    if p.desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
-        prune = False
+        p.prune = False
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
-    made = writes.Namespaces(kube, namespaces, render.namespace)
-    failed_apps: dict[str, dict] = {}  # live Applications whose own apply failed: status only
+    p.app_steps = app_steps
+    return True
+
+
+def _apply_applications(p: _Pass) -> None:
+    """Apply the Applications from Git (their namespace first, when missing), in the pool; one
+    held by its reconcile annotation stays as it is. Fills ``in_scope`` and ``failed_apps``."""
+    kube, report = p.kube, p.report
+    made = writes.Namespaces(kube, p.namespaces, render.namespace)
     app_work = []
-    for step in (s for s in app_steps if s.action != plan.PRUNE and _key(s.desired) not in waiting):
+    for step in (s for s in p.app_steps if s.action != plan.PRUNE and _key(s.desired) not in p.waiting):
         if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
             report.add(_key(step.desired), step.subject, SUSPENDED, suspend.Hold(suspend.ON_APPLICATION, True).message)
-            in_scope[_key(step.desired)] = step.live
+            p.in_scope[_key(step.desired)] = step.live
         else:
             app_work.append(step)
-    taking = {_key(step.desired): other for step, other in plan.taken_over(app_work, opts.source_id)}
+    taking = {_key(step.desired): other for step, other in plan.taken_over(app_work, p.opts.source_id)}
     for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
-            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, failures, reasons,
+            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, p.failures, p.reasons,
             inline=lambda step: step.action == plan.UNCHANGED):
         key = _key(step.desired)
         if done is None:
             if step.live is not None:
-                failed_apps[key] = step.live
+                p.failed_apps[key] = step.live
             continue
-        _record(report, kube, key, step.subject, done, done.live, outcomes)
-        in_scope[key] = done.live
-    report.notes += _taken_over([(key, taking[key]) for key in sorted(taking) if key in in_scope])
+        _record(report, kube, key, step.subject, done, done.live, p.outcomes)
+        p.in_scope[key] = done.live
+    report.notes += _taken_over([(key, taking[key]) for key in sorted(taking) if key in p.in_scope])
 
-    # Applications kept from the cluster: hand-applied ones, and owned ones Git did not prune this pass
-    # (their file failed to validate, or pruning is off). Another source's are its agent's business.
-    pruned_apps = {_key(s.live) for s in app_steps if s.action == plan.PRUNE}
-    foreign = {_key(a) for a in live_apps if plan.owned(a) and not plan.owned(a, opts.source_id)}
-    for app in live_apps:
+
+def _keep_live_applications(p: _Pass) -> None:
+    """Add the Applications kept from the cluster to ``in_scope``: hand-applied ones, and owned
+    ones Git did not prune this pass (their file failed to validate, or pruning is off); another
+    source's are its agent's business. Then find the suspended ones (``suspend.py``) and let the
+    rendered Applications go: only the prunes of Applications are left to do."""
+    pruned_apps = {_key(s.live) for s in p.app_steps if s.action == plan.PRUNE}
+    p.foreign = {_key(a) for a in p.live_apps if plan.owned(a) and not plan.owned(a, p.opts.source_id)}
+    for app in p.live_apps:
         key = _key(app)
-        if key not in in_scope and key not in pruned_apps and key not in failures and key not in foreign \
-                and key not in waiting and not app["metadata"].get("deletionTimestamp"):
-            in_scope[key] = app
+        if key not in p.in_scope and key not in pruned_apps and key not in p.failures and key not in p.foreign \
+                and key not in p.waiting and not app["metadata"].get("deletionTimestamp"):
+            p.in_scope[key] = app
+    desired_by_key = {_key(d): d for d in p.desired_apps}
+    p.holds = {k: h for k, a in p.in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
+    p.desired_apps = None
+    p.app_steps = [s for s in p.app_steps if s.action == plan.PRUNE]
 
-    # Suspended Applications (spec.suspend, the reconcile annotation; see suspend.py).
-    desired_by_key = {_key(d): d for d in desired_apps}
-    holds = {k: h for k, a in in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
-    # The rendered Applications are not read after this: let them go before the children are
-    # planned (only the prunes of Applications are left to do).
-    del desired_by_key, desired_apps, app_work
-    app_steps = [s for s in app_steps if s.action == plan.PRUNE]
-    held_children: dict[str, dict[str, str]] = {}  # app key -> kind -> subject, children held by their annotation
 
-    # Children, CHILD_BATCH Applications at a time: render, plan against live, check names, apply;
-    # a batch's rendered children are let go once applied (at 10,000 Applications they would be
-    # 20,000 objects at once). An unchanged child's step keeps only its live object. ``live_by_id``
-    # loses each child a desired one pairs with: once every batch is done, what is left is not desired.
-    live_by_id = {plan.identity(c): c for c in live_children}
-    taken: dict[str, set[str]] = {}  # app key -> kinds of its children whose name another object holds
+def _apply_children(p: _Pass) -> None:
+    """Render, plan, name-check and apply the children, ``CHILD_BATCH`` Applications at a time;
+    a batch's rendered children are let go once applied (at 10,000 Applications they would be
+    20,000 objects at once). Then plan the prunes: what no desired child paired with."""
+    live_by_id = {plan.identity(c): c for c in p.live_children}  # loses each child a desired one pairs with
     listed: dict = {}  # what ``apply.claim`` listed, by kind and namespace: once per pass
-    live_of: dict[str, dict[str, dict]] = {}  # app key -> kind -> child: health reads what the pass saw, then applied
-    for child in live_children:
+    for child in p.live_children:
         if plan.owned(child):
-            live_of.setdefault(plan.owner_key(child), {})[child["kind"]] = child
-    scoped = sorted(in_scope.items())
+            p.live_of.setdefault(plan.owner_key(child), {})[child["kind"]] = child
+    scoped = sorted(p.in_scope.items())
     for start in range(0, len(scoped), CHILD_BATCH):
-        child_steps: list[plan.Step] = []
-        for key, app in scoped[start:start + CHILD_BATCH]:
-            spec = app.get("spec") or {}
-            if not SPEC_VALIDATOR.is_valid(spec):
-                failures[key] = "its spec does not match the Application schema; children not rendered"
-                reasons[key] = conditions.INVALID_SPEC
-                report.add(key, f"{KIND}/{key}", FAILED, failures[key])
-                continue
-            for child in registry.children(app["metadata"]["name"], app["metadata"]["namespace"], app["metadata"]["uid"],
-                                         spec):
-                step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
-                child_steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
-        child_work = []
-        for step in apply.claim(kube, report, child_steps, failures, reasons, taken, listed):
-            key = plan.owner_key(step.desired or step.live)
-            why = suspend.child(holds.get(key), step.subject, step.live)
-            if not why:
-                child_work.append(step)
-                continue
-            report.add(key, step.subject, SUSPENDED, why)
-            if key not in holds:
-                held_children.setdefault(key, {})[step.identity[1]] = step.subject
-        del child_steps
-        for step, done in writes.ordered(kube, child_work, lambda step, scratch: _health_only(_converge(
-                kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step,
-                reasons=scratch.reasons)), report, failures, reasons, inline=lambda step: step.action == plan.UNCHANGED):
-            key = plan.owner_key(step.desired or step.live)
-            if done is None:
-                continue
-            _record(report, kube, key, step.subject, done, in_scope.get(key), outcomes)
-            live_of.setdefault(key, {})[step.identity[1]] = done.live
-        del child_work
-    del scoped, listed
-    child_steps = plan.prunes(live_by_id, set()) if prune else []
-    for child in live_children:
+        steps = _plan_children(p, scoped[start:start + CHILD_BATCH], live_by_id)
+        _apply_child_batch(p, _unheld(p, apply.claim(p.kube, p.report, steps, p.failures, p.reasons, p.taken,
+                                                     listed)))
+    p.child_prunes = plan.prunes(live_by_id, set()) if p.prune else []
+    for child in p.live_children:
         if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
-            report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
-                                "not a child it made: not ours, left alone")
+            p.report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
+                                  "not a child it made: not ours, left alone")
 
-    # Prune: children first, then their Applications (not left to the garbage collector).
-    # Two waves (writes.ordered): every child's prune has finished before an Application's starts.
+
+def _plan_children(p: _Pass, batch: list[tuple[str, dict]], live_by_id: dict) -> list[plan.Step]:
+    """The child steps of ``batch`` (key, live Application); an Application whose spec does not
+    match the schema fails and renders none. An unchanged child's step keeps only its live object."""
+    steps: list[plan.Step] = []
+    for key, app in batch:
+        spec = app.get("spec") or {}
+        if not SPEC_VALIDATOR.is_valid(spec):
+            p.failures[key] = "its spec does not match the Application schema; children not rendered"
+            p.reasons[key] = conditions.INVALID_SPEC
+            p.report.add(key, f"{KIND}/{key}", FAILED, p.failures[key])
+            continue
+        meta = app["metadata"]
+        for child in registry.children(meta["name"], meta["namespace"], meta["uid"], spec):
+            step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
+            steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
+    return steps
+
+
+def _unheld(p: _Pass, steps) -> list[plan.Step]:
+    """``steps`` less the children a suspended Application or their own annotation holds
+    (reported as suspended)."""
+    work = []
+    for step in steps:
+        key = plan.owner_key(step.desired or step.live)
+        why = suspend.child(p.holds.get(key), step.subject, step.live)
+        if not why:
+            work.append(step)
+            continue
+        p.report.add(key, step.subject, SUSPENDED, why)
+        if key not in p.holds:
+            p.held_children.setdefault(key, {})[step.identity[1]] = step.subject
+    return work
+
+
+def _apply_child_batch(p: _Pass, work: list[plan.Step]) -> None:
+    """Apply one batch's child steps in the pool; each applied child is kept as health reads it."""
+    kube = p.kube
+    for step, done in writes.ordered(kube, work, lambda step, scratch: _health_only(_converge(
+            kube, scratch, scratch.failures, plan.owner_key(step.desired or step.live), step,
+            reasons=scratch.reasons)), p.report, p.failures, p.reasons, inline=lambda step: step.action == plan.UNCHANGED):
+        key = plan.owner_key(step.desired or step.live)
+        if done is None:
+            continue
+        _record(p.report, kube, key, step.subject, done, p.in_scope.get(key), p.outcomes)
+        p.live_of.setdefault(key, {})[step.identity[1]] = done.live
+
+
+def _prune_all(p: _Pass) -> None:
+    """Prune children first, then their Applications (not left to the garbage collector): two
+    waves (``writes.ordered``), so every child's prune has finished before an Application's
+    starts. An object kept by its annotation is reported as kept."""
+    kube, report = p.kube, p.report
     keeps_children: set[str] = set()  # Applications with a child kept by its annotation
-    for wave in ([s for s in child_steps if s.action == plan.PRUNE], [s for s in app_steps if s.action == plan.PRUNE]):
+    for wave in ([s for s in p.child_prunes if s.action == plan.PRUNE],
+                 [s for s in p.app_steps if s.action == plan.PRUNE]):
         deletes = []
         for step in wave:
             owner = plan.owner_key(step.live)
-            if owner in failures or owner in foreign or owner in waiting:  # not synced this pass, another source's, or backing off
+            if owner in p.failures or owner in p.foreign or owner in p.waiting:  # not synced, another's, backing off
                 continue
             if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
                 by = labels.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else labels.RECONCILE_ANNOTATION
@@ -292,49 +369,65 @@ def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems
                 keeps_children.add(owner)
                 continue
             deletes.append((step, owner, guards.propagation(step.identity[1], owner in keeps_children)))
-        for (step, owner, _), pruned in writes.ordered(kube, deletes, lambda d, scratch: _prune(kube, scratch, *d), report):
+        for (step, owner, _), pruned in writes.ordered(kube, deletes, lambda d, scratch: _prune(kube, scratch, *d),
+                                                       report):
             if pruned:
-                kube.change(step.live if step.identity[1] == KIND else in_scope.get(owner), owner, PRUNED, step.subject)
+                kube.change(step.live if step.identity[1] == KIND else p.in_scope.get(owner), owner, PRUNED,
+                            step.subject)
 
-    # Status: once per Application in scope, only when it differs.
-    broken_files = {p.path: str(p) for p in problems}
-    statuses = []  # written in parallel once every outcome is known
-    synced = {True: f"children applied from commit {(report.commit or '')[:12]}",  # one string each for the pass
+
+def _write_statuses(p: _Pass) -> None:
+    """Write each Application's status once, in the pool, only when it differs; a status that
+    does not move is checked inline. Sets ``report.retry_at`` to the earliest retry."""
+    broken_files = {problem.path: str(problem) for problem in p.problems}
+    synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
-    for key, app in sorted({**failed_apps, **in_scope}.items()):
-        annotations = app["metadata"].get("annotations") or {}
-        from_git = key in git_paths or plan.owned(app, opts.source_id)
-        path = git_paths.get(key) or annotations.get(labels.SOURCE_PATH)
-        if key in failures:
-            outcome = status_.Outcome(False, False, report.commit if from_git else None, reasons.get(key, "SyncFailed"),
-                                      failures[key], path if from_git else None,
-                                      health=registry.health(live_of.get(key, {}), frozenset(taken[key])) if key in taken else None)
-        elif key not in git_paths and plan.owned(app, opts.source_id) and path in broken_files:
-            outcome = status_.Outcome(False, False, report.commit, "InvalidManifest", broken_files[path], path)
-            report.refused.setdefault(key, broken_files[path])
-        elif key not in git_paths and plan.owned(app, opts.source_id):
-            why = "pruning is off (--no-prune)" if not opts.prune else "pruning was blocked this pass"
-            if guards.prune_disabled(app):
-                why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
-            if key in holds:
-                why = suspend.kept_because(holds[key])
-            report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-            outcome = suspend.outcome(holds.get(key), {}, {}, commit=report.commit, path=path, gone=True) \
-                or status_.Outcome(False, False, report.commit, "PruneSkipped",
-                                   f"no longer in Git at commit {report.commit}; kept because {why}", path)
-        elif key in holds or key in held_children:
-            outcome = suspend.outcome(holds.get(key), held_children.get(key, {}), live_of.get(key, {}),
-                                      commit=report.commit if key in git_paths else None,
-                                      path=git_paths.get(key))
-        else:
-            changed = bool(set(outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
-            outcome = status_.Outcome(True, changed, report.commit if key in git_paths else None,
-                                      "Synced", synced[key in git_paths], path if key in git_paths else None)
-        statuses.append((key, app, outcome, live_of.get(key, {}), key in failures))
+    statuses = [(key, app, _outcome(p, key, app, broken_files, synced), p.live_of.get(key, {}), key in p.failures)
+                for key, app in sorted({**p.failed_apps, **p.in_scope}.items())]
+    kube, retry, report = p.kube, p.retry, p.report
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
             kube, scratch, *st[:4], failed=st[4], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
+
+
+def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced: dict[bool, str]) -> status_.Outcome:
+    """What the pass did for the Application ``key`` (``app``: live), for its status.
+    ``broken_files``: path -> why it was refused; ``synced``: the Synced message, by in Git or not."""
+    report, commit = p.report, p.report.commit
+    annotations = app["metadata"].get("annotations") or {}
+    in_git = key in p.git_paths
+    from_git = in_git or plan.owned(app, p.opts.source_id)
+    path = p.git_paths.get(key) or annotations.get(labels.SOURCE_PATH)
+    if key in p.failures:
+        return status_.Outcome(False, False, commit if from_git else None, p.reasons.get(key, "SyncFailed"),
+                               p.failures[key], path if from_git else None,
+                               health=registry.health(p.live_of.get(key, {}), frozenset(p.taken[key]))
+                               if key in p.taken else None)
+    if not in_git and from_git and path in broken_files:
+        report.refused.setdefault(key, broken_files[path])
+        return status_.Outcome(False, False, commit, "InvalidManifest", broken_files[path], path)
+    if not in_git and from_git:
+        return _kept_outcome(p, key, app, path)
+    if key in p.holds or key in p.held_children:
+        return suspend.outcome(p.holds.get(key), p.held_children.get(key, {}), p.live_of.get(key, {}),
+                               commit=commit if in_git else None, path=p.git_paths.get(key))
+    changed = bool(set(p.outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
+    return status_.Outcome(True, changed, commit if in_git else None, "Synced", synced[in_git],
+                           path if in_git else None)
+
+
+def _kept_outcome(p: _Pass, key: str, app: dict, path: str | None) -> status_.Outcome:
+    """The outcome of an owned Application no longer in Git that this pass kept, and why."""
+    why = "pruning is off (--no-prune)" if not p.opts.prune else "pruning was blocked this pass"
+    if guards.prune_disabled(app):
+        why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+    if key in p.holds:
+        why = suspend.kept_because(p.holds[key])
+    p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
+    return suspend.outcome(p.holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True) \
+        or status_.Outcome(False, False, p.report.commit, "PruneSkipped",
+                           f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 
 def _converge(kube: Kube, report: Report, failures: dict[str, str], key: str, step: plan.Step,
