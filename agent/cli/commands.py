@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 import urllib.parse
-from pathlib import Path
 
+from agent.source.cachedir import default_cache_dir
 from agent.common import exitcodes
 from agent.cli import flags, nametypes, output
 from agent.common import logs
@@ -42,11 +41,6 @@ VALIDATE_EPILOG = """exit codes:
 
 TOKEN_VARIABLE = "GITOPS_AGENT_GIT_TOKEN"
 _env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
-
-
-def default_cache_dir() -> str:
-    """``$XDG_CACHE_HOME/gitops-agent`` (``~/.cache/gitops-agent``), the Git mirrors' home."""
-    return str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitops-agent")
 
 
 def validate_main(argv: list[str]) -> int:

@@ -13,8 +13,8 @@ import signal
 import socket
 import sys
 import threading
-from pathlib import Path
 
+from agent.source.cachedir import default_cache_dir
 from agent.common import exitcodes
 from agent.cli import commands as ci
 from agent.engine import backoff, guards, sync, writes
@@ -42,11 +42,6 @@ RUN_EPILOG = """exit codes:
 
 
 _env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked by the flag's type
-
-
-def default_cache_dir() -> str:
-    """``$XDG_CACHE_HOME/gitops-agent`` (``~/.cache/gitops-agent``), the Git mirrors' home."""
-    return str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitops-agent")
 
 
 def add_source_flags(parser: argparse.ArgumentParser) -> None:

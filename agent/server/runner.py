@@ -31,7 +31,6 @@ from agent.server import triggers
 from agent.kinds import registry
 from agent.kube import watch as watches
 from agent.kube.client import Kube
-from agent.common.logs import JsonFormatter, TextFormatter  # noqa: F401  (their old home)
 from agent.api.labels import AGENT_NAME, MANAGED_BY
 from agent.engine.report import Report
 from agent.api.schema import GROUP
@@ -132,11 +131,6 @@ class Runner:
         with self._request_lock:
             self._events.append((event_type, obj))
             self._trigger.set()
-
-    @property
-    def _watch_pending(self) -> bool:
-        """True while watch events wait to be judged."""
-        return bool(self._events)
 
     def _news(self, events: list[tuple[str, dict | None]]) -> bool:
         """True when any of ``events`` is news (``triggers.Known``); called with the pass lock
@@ -304,5 +298,3 @@ class Runner:
         log.warning("a pass was still running after %.0fs; abandoning it", grace)
         return False
 
-
-# the formatters live in agent/common/logs.py (imported by validate, which must not import this module)

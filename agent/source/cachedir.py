@@ -44,6 +44,12 @@ ANONYMOUS = "anon"
 KEY_ITERATIONS = 100_000  # PBKDF2 rounds of the credential key: about 0.1 s, once per URL and process
 
 
+
+def default_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/gitops-agent`` (``~/.cache/gitops-agent``), the Git mirrors' home
+    (``--cache-dir``'s default)."""
+    return str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gitops-agent")
+
 def mirror_path(cache_dir: str | os.PathLike, url: str, credentials=None) -> Path:
     """Directory of the bare mirror of ``url`` fetched with ``credentials``:
     ``cache_dir/<sha256(url)[:16]>-<credential_key(url, credentials)>.git``.
