@@ -77,7 +77,7 @@ def change_one(repo: Path, prefix: str) -> str:
 
 def desired_applications(n: int, prefix: str, commit: str, source_id: str) -> list[dict]:
     """The Applications as the agent applies them from ``commit`` (its ``render`` module)."""
-    from agent.kinds import render
+    from agent.kinds import registry
 
     return [render.desired_application(app_document(i, prefix), commit, app_file(i, prefix), source_id)
             for i in range(n)]
@@ -89,7 +89,7 @@ def namespaces(prefix: str) -> list[dict]:
 
 def children_of(live_apps: list[dict]) -> list[dict]:
     """Deployments and Services the agent renders for the live Applications (their uids)."""
-    from agent.kinds import render
+    from agent.kinds import registry
 
     out = []
     for app in sorted(live_apps, key=lambda a: a["metadata"]["name"]):

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import cluster as cluster_mod
-from tests import faults
+from tests import cluster as cluster_mod, faults
 from tests.support import Agent, app_yaml, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")

@@ -19,8 +19,7 @@ import subprocess
 
 import pytest
 
-from agent.source import mirror as source
-from agent.source import snapshot as snapshots
+from agent.source import mirror as source, snapshot as snapshots
 from tests import faults
 from tests.support import GitRepo, app_yaml
 from tests.test_failsafe import error_lines

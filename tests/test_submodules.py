@@ -13,8 +13,7 @@ import shutil
 
 import pytest
 
-from agent.source import mirror as source
-from agent.source import snapshot as snapshots
+from agent.source import mirror as source, snapshot as snapshots
 from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_failsafe import Untouched, error_lines, image, synced_commit
 from tests.test_run import start_agent  # noqa: F401 (a fixture)

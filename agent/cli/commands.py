@@ -13,13 +13,11 @@ import sys
 import time
 import urllib.parse
 
-from agent.source.cachedir import default_cache_dir
-from agent.common import exitcodes
-from agent.cli import flags, nametypes, output
-from agent.common import logs
-from agent.source import mirror as source
-from agent.cli import validate as validate_
+from agent.cli import flags, nametypes, output, validate as validate_
+from agent.common import exitcodes, logs
 from agent.engine.report import printable
+from agent.source import mirror as source
+from agent.source.cachedir import default_cache_dir
 
 # ``sync`` (and with it the kubernetes client) is imported only by the commands that need a
 # cluster: ``validate`` starts in a fraction of the time, which a pre-commit hook notices.
@@ -206,9 +204,8 @@ def run_pass(kube, opts, args) -> int:
     built with ``dry_run=True``), the report printed in ``args.output``. Returns the exit
     code: 2 on any error; else for dry runs 1 when something would change, for ``sync`` 1
     when something changed and ``--exit-code`` was given; else 0. Closes ``kube``."""
-    from agent.engine import diff as diff_
     from agent.cli import progress
-    from agent.engine import sync
+    from agent.engine import diff as diff_, sync
 
     started = time.monotonic()
     dry = is_dry_run(args)

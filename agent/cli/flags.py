@@ -28,7 +28,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from agent.common.values import EnvValue, TOKEN_RULE, UsageError, one_line_token, shown, version
+from agent.common.values import TOKEN_RULE, EnvValue, UsageError, one_line_token, shown, version
 
 ENV_PREFIX = "GITOPS_AGENT_"
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

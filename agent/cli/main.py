@@ -14,15 +14,13 @@ import socket
 import sys
 import threading
 
-from agent.source.cachedir import default_cache_dir
-from agent.common import exitcodes
-from agent.cli import commands as ci
+from agent.api.labels import AGENT_NAME
+from agent.cli import commands as ci, flags, nametypes, reconcile_cmd
+from agent.common import exitcodes, logs
 from agent.engine import backoff, guards, sync, writes
-from agent.cli import flags, nametypes, reconcile_cmd
-from agent.common import logs
 from agent.kube import ratelimit
 from agent.kube.client import ApiError, Kube
-from agent.api.labels import AGENT_NAME
+from agent.source.cachedir import default_cache_dir
 from agent.source.mirror import redact, source_id
 
 EPILOG = """exit codes:
@@ -281,8 +279,8 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM.
     ``secret``: the webhook's (``webhook.load_secret``), None for no webhook."""
     from agent.server import webhook
-    from agent.server.runner import Runner
     from agent.server.endpoints import Health, Metrics, listen_problem, serve
+    from agent.server.runner import Runner
 
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -12,7 +12,8 @@ import html
 import json
 import re
 
-from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report, printable
+from agent.engine.report import (CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report,
+                                 printable)
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",

@@ -15,12 +15,12 @@ import argparse
 import sys
 import time
 
-from agent.common import exitcodes
+from agent.api import labels
+from agent.api.schema import GROUP, KIND
 from agent.cli import flags, nametypes
+from agent.common import exitcodes
 from agent.engine import suspend, sync_now
 from agent.kube.client import ApiError, Kube, path
-from agent.api.schema import GROUP, KIND
-from agent.api import labels
 
 POLL_SECONDS = 0.5
 EPILOG = """exit codes:

@@ -23,9 +23,8 @@ from yaml.nodes import MappingNode, SequenceNode
 
 from agent.api import crd
 from agent.manifests import loader as manifests
-from agent.source import mirror as source
-from agent.source import snapshot as snapshots
 from agent.manifests.loader import Manifest, ManifestError
+from agent.source import mirror as source, snapshot as snapshots
 
 MAX_FILE_BYTES = manifests.MAX_FILE_BYTES
 MAX_FILES = snapshots.MAX_FILES

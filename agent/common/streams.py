@@ -21,7 +21,6 @@ import sys
 from agent.common import exitcodes
 
 
-
 class Guarded(io.TextIOBase):
     """A text stream around ``stream`` (None: the descriptor was closed at start-up) writing to
     descriptor ``fd``; never raises from ``write`` or ``flush``. ``lost``: some text could not

@@ -17,11 +17,11 @@ import logging
 import re
 from dataclasses import dataclass
 
+from agent.api.schema import KIND
 from agent.engine import conditions, diff, plan
+from agent.engine.report import CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
 from agent.kinds import fields
 from agent.kube.client import ApiError, Kube
-from agent.engine.report import CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
-from agent.api.schema import KIND
 
 log = logging.getLogger("agent.apply")
 RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again

@@ -18,8 +18,8 @@ import difflib
 
 import yaml
 
-from agent.engine import plan
 from agent.api.labels import SOURCE_COMMIT
+from agent.engine import plan
 
 NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 NOISY_ANNOTATIONS = (SOURCE_COMMIT,)

@@ -10,9 +10,9 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable
 
-from agent.kinds import fields
 from agent.api.labels import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from agent.api.schema import GROUP, KIND
+from agent.kinds import fields
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
 

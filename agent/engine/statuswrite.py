@@ -14,11 +14,10 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
-from agent.engine import backoff, suspend, sync_now
-from agent.engine import status as status_
-from agent.kube.client import ApiError, Kube
-from agent.engine.report import FAILED, Report
 from agent.api.schema import GROUP, KIND, PLURAL
+from agent.engine import backoff, status as status_, suspend, sync_now
+from agent.engine.report import FAILED, Report
+from agent.kube.client import ApiError, Kube
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
 

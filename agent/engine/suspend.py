@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.kinds import health as health_, registry
-from agent.engine import status as status_
 from agent.api.labels import AGENT_NAME, RECONCILE_ANNOTATION
+from agent.engine import status as status_
+from agent.kinds import health as health_, registry
 
 RECONCILE_DISABLED = "disabled"
 SUSPENDED = "Suspended"

@@ -14,16 +14,15 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 
-from agent.engine import apply, backoff, conditions, events, guards, plan, scope, statuswrite, suspend, writes
-from agent.kinds import health, registry, render
-from agent.manifests import loader as manifests, parsecache
-from agent.source import mirror as source
-from agent.source import snapshot as snapshots
-from agent.engine import status as status_
-from agent.kube.client import ApiError, Kube
-from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
-from agent.api.schema import GROUP, KIND, PLURAL, SPEC_VALIDATOR, VERSION
 from agent.api import labels
+from agent.api.schema import GROUP, KIND, PLURAL, SPEC_VALIDATOR, VERSION
+from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
+                          suspend, writes)
+from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
+from agent.kinds import health, registry, render
+from agent.kube.client import ApiError, Kube
+from agent.manifests import loader as manifests, parsecache
+from agent.source import mirror as source, snapshot as snapshots
 
 log = logging.getLogger("agent.sync")
 CRD_NAME = statuswrite.CRD_NAME

@@ -11,10 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from agent.api.schema import API_VERSION, KIND
 from agent.api.labels import (AGENT_NAME, APPLICATION_LABEL, CONTENT_HASH, CREATED_BY_AGENT, INSTANCE_LABEL, MANAGED_BY,
-                               NAME_LABEL, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH)
-
+                              NAME_LABEL, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH)
+from agent.api.schema import API_VERSION, KIND
 
 
 def namespace(name: str) -> dict:

@@ -34,12 +34,12 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from agent.kube import clusterconfig, listread, share
-from agent.kinds import fields, registry
-from agent.kube.kubecreds import without_password
-from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 from agent.api.labels import AGENT_NAME
 from agent.api.schema import GROUP, PLURAL, VERSION
+from agent.kinds import fields, registry
+from agent.kube import clusterconfig, listread, share
+from agent.kube.kubecreds import without_password
+from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 
 log = logging.getLogger("agent.kube")
 retry_log = logging.getLogger("agent.retry")  # shown at INFO even when sync logs only warnings

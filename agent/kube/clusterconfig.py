@@ -36,7 +36,8 @@ from kubernetes.config import kube_config
 
 from agent.common import values
 from agent.kube import proxyenv, tokenfile
-from agent.kube.kubecreds import ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent, check_tls, check_user, exec_errors, url_problem
+from agent.kube.kubecreds import (ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent,
+                                  check_tls, check_user, exec_errors, url_problem)
 
 __all__ = ["ConfigError", "load"]
 

@@ -15,8 +15,7 @@ import logging
 import re
 
 import urllib3
-from kubernetes import client
-from kubernetes import watch as k8s_watch
+from kubernetes import client, watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from agent.kube.client import RESOURCES, ApiError, path

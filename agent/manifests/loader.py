@@ -36,19 +36,19 @@ from dataclasses import dataclass, field as dataclass_field
 
 import yaml
 
-from agent.manifests import lists, parsecache, specrules
+from agent.manifests import lists, metadata as metadata_rules, parsecache, specrules
 from agent.manifests.manifest import _LABEL_RULE, Manifest, is_dns1123_label
-from agent.manifests import metadata as metadata_rules
-from agent.manifests.nodes import dotted as _dotted, index as _index, line as _line, non_json as _non_json  # validate uses them
-from agent.manifests.nodes import json_only as _json_only, key_line as _key_line, kind_unknown as _kind_unknown, scalar as _scalar
-from agent.manifests.nodes import show as _show, type_name as _type_name, under as _under
-from agent.manifests.yamlload import FAST as _FAST, construct as _construct_node
-from agent.manifests.yamlload import MAX_DEPTH, _Bail, _Loader, _TooDeep  # noqa: F401 (MAX_DEPTH: public)
+from agent.manifests.nodes import (dotted as _dotted, index as _index, json_only as _json_only,  # validate uses them
+                                   key_line as _key_line, kind_unknown as _kind_unknown, line as _line,
+                                   non_json as _non_json, scalar as _scalar, show as _show, type_name as _type_name,
+                                   under as _under)
+from agent.manifests.yamlload import (FAST as _FAST, MAX_DEPTH, _Bail, _Loader,  # noqa: F401 (MAX_DEPTH: public)
+                                      _TooDeep, construct as _construct_node)
 
 if _FAST:
     from agent.manifests.yamlload import _CLoader
-from agent.api.schema import API_VERSION, KIND, did_you_mean
 
+from agent.api.schema import API_VERSION, KIND, did_you_mean
 
 MAX_FILE_BYTES = 1_048_576  # a file over this is refused whole (``load``, ``snapshot.read``)
 MAX_DOCUMENTS = 1000  # YAML documents of one file, List items included

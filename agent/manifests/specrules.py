@@ -6,8 +6,8 @@ Kept apart from ``manifests`` so that module stays about documents; ``problems``
 
 from __future__ import annotations
 
-from agent.manifests.nodes import show as _show, type_name as _type_name
 from agent.api.schema import STRICT_SPEC_SCHEMA, STRICT_SPEC_VALIDATOR as _SPEC_VALIDATOR, did_you_mean
+from agent.manifests.nodes import show as _show, type_name as _type_name
 
 _SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
 

@@ -25,16 +25,16 @@ import time
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.api.schema import GROUP
 from agent.engine import backoff, sync, sync_now
-from agent.source import gitproc
-from agent.server import triggers
+from agent.engine.report import Report
 from agent.kinds import registry
 from agent.kube import watch as watches
 from agent.kube.client import Kube
-from agent.api.labels import AGENT_NAME, MANAGED_BY
-from agent.engine.report import Report
-from agent.api.schema import GROUP
+from agent.server import triggers
 from agent.server.endpoints import Health, Metrics
+from agent.source import gitproc
 
 log = logging.getLogger("agent.run")
 TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass

@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 import threading
 
-from agent.kinds import registry
 from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.kinds import registry
 
 GONE = "gone"
 

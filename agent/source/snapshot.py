@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import git
 
 from agent.manifests.loader import MAX_FILE_BYTES  # pure: the limit load() applies too
-from agent.source import mirror
-from agent.source import submodules as gitlinks
+from agent.source import mirror, submodules as gitlinks
 
 MAX_FILES = 20_000
 """Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of

@@ -7,12 +7,12 @@ import jsonschema
 import pytest
 
 from agent.api import crd
-from agent.engine import diff
-from agent.manifests import metadata
-from agent.cli import output, progress, validate
-from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
-from agent.manifests.loader import ManifestError
 from agent.api.schema import SPEC_SCHEMA
+from agent.cli import output, progress, validate
+from agent.engine import diff
+from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
+from agent.manifests import metadata
+from agent.manifests.loader import ManifestError
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())

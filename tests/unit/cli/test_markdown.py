@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agent.cli import output
-from agent.manifests.loader import Manifest, ManifestError
 from agent.cli.validate import Result
+from agent.manifests.loader import Manifest, ManifestError
 
 
 @pytest.mark.parametrize("value, span", [

@@ -7,8 +7,8 @@ import pytest
 
 from agent.engine import backoff, sync
 from agent.engine.report import Report
-from agent.server.runner import Runner
 from agent.server.endpoints import Health, Metrics
+from agent.server.runner import Runner
 
 UTC = datetime.timezone.utc
 COMMIT = "a" * 40

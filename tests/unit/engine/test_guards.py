@@ -2,8 +2,8 @@
 
 import pytest
 
-from agent.engine import guards
 from agent.api import labels
+from agent.engine import guards
 
 
 @pytest.mark.parametrize("annotations, disabled", [

@@ -2,12 +2,10 @@
 
 import pytest
 
-from agent.engine import plan
-from agent.kinds import render
-from agent.kinds import registry
 from agent.api import labels as keys
 from agent.api.labels import MANAGED_BY, SOURCE_LABEL
-
+from agent.engine import plan
+from agent.kinds import registry, render
 
 APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
             "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}}}]

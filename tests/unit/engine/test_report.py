@@ -8,8 +8,8 @@ import json
 import pytest
 
 from agent.cli import output
-from agent.manifests.loader import ManifestError
 from agent.engine.report import Report, printable
+from agent.manifests.loader import ManifestError
 
 
 def mixed() -> Report:
@@ -175,8 +175,8 @@ def test_a_file_name_with_control_characters_is_escaped_in_text_and_markdown_and
 
 
 def test_validate_markdown_escapes_a_file_name_in_its_table():
-    from agent.manifests.loader import Manifest
     from agent.cli.validate import Result
+    from agent.manifests.loader import Manifest
 
     result = Result(files=1, manifests=[Manifest("default", "web", {}, CONTROL, 1)])
     markdown = output.render(output.validate_document(result, exit_code=0, source={}), "markdown")

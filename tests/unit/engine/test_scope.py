@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.manifests import loader as manifests
 from agent.engine import scope
+from agent.manifests import loader as manifests
 
 
 @pytest.mark.parametrize("namespace, patterns, ok", [

@@ -3,13 +3,12 @@ watch rule; the reconcile command's result line; the annotation is never taken o
 
 import pytest
 
-from agent.engine import backoff, sync_now
-from agent.api import crd
-from agent.kinds import fields
+from agent.api import crd, labels
 from agent.cli import reconcile_cmd
-from agent.server.runner import Runner
+from agent.engine import backoff, sync_now
+from agent.kinds import fields
 from agent.server.endpoints import Health, Metrics
-from agent.api import labels
+from agent.server.runner import Runner
 
 A = "heumsi.github.io/reconcile-requested-at"
 

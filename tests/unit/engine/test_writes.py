@@ -9,8 +9,8 @@ import time
 import pytest
 
 from agent.engine import writes
-from agent.kube.client import ApiError
 from agent.engine.report import Report
+from agent.kube.client import ApiError
 
 
 class Pool:

@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.kinds import health, registry
-from agent.kinds import deployment as deployment_kind, service as service_kind
+from agent.kinds import deployment as deployment_kind, health, registry, service as service_kind
 from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"

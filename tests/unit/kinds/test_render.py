@@ -4,10 +4,8 @@ from pathlib import Path
 
 import yaml
 
-from agent.kinds import render
-from agent.kinds import registry
-from agent.api import schema
-from agent.api import labels as keys
+from agent.api import labels as keys, schema
+from agent.kinds import registry, render
 
 
 def test_children_follow_the_original_templates():

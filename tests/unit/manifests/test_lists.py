@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.manifests import lists, loader as manifests, parsecache
 from agent.cli import validate
+from agent.manifests import lists, loader as manifests, parsecache
 
 ITEM = """\
 - apiVersion: heumsi.github.io/v1

@@ -5,9 +5,8 @@ import time
 import pytest
 from jsonschema import Draft202012Validator
 
-from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
 from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
-
+from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 

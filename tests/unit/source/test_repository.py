@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from agent.source import repository, mirror as source
+from agent.source import mirror as source, repository
 
 
 @pytest.mark.parametrize("url", [
