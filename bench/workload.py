@@ -77,7 +77,7 @@ def change_one(repo: Path, prefix: str) -> str:
 
 def desired_applications(n: int, prefix: str, commit: str, source_id: str) -> list[dict]:
     """The Applications as the agent applies them from ``commit`` (its ``render`` module)."""
-    from agent.kinds import registry
+    from agent.kinds import render
 
     return [render.desired_application(app_document(i, prefix), commit, app_file(i, prefix), source_id)
             for i in range(n)]
