@@ -14,7 +14,8 @@ from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
 
-CORE = ("manifests", "render", "plan", "status", "health")
+CORE = ("manifests.loader", "kinds.render", "kinds.deployment", "kinds.service", "kinds.registry", "engine.plan",
+        "engine.status", "kinds.health")
 THRESHOLD = 90.0
 
 
@@ -27,17 +28,17 @@ def counts(meta: Path) -> Counter:
 def line(name: str, c: Counter) -> str:
     total = sum(c.values())
     score = 100.0 * c["killed"] / total if total else 100.0
-    return (f"{name:<12} {c['killed']:>5}/{total:<5} {score:6.1f} %   survived {c['survived']}, "
+    return (f"{name:<20} {c['killed']:>5}/{total:<5} {score:6.1f} %   survived {c['survived']}, "
             f"timeout {c['timeout']}, suspicious {c['suspicious']}, no tests {c['no tests']}, "
             f"not checked {c['not checked']}")
 
 
 def main(root: Path = Path("mutants/agent")) -> int:
-    metas = sorted(root.glob("*.py.meta"))
+    metas = sorted(root.rglob("*.py.meta"))
     if not metas:
         print(f"no mutmut results under {root}: run `mutmut run` first", file=sys.stderr)
         return 2
-    by_module = {m.name.removesuffix(".py.meta"): counts(m) for m in metas}
+    by_module = {".".join(m.relative_to(root).parts).removesuffix(".py.meta"): counts(m) for m in metas}
     core, other = Counter(), Counter()
     for name, c in by_module.items():
         print(line(name, c))

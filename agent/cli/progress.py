@@ -11,6 +11,7 @@ import sys
 from tqdm import tqdm
 
 from agent.engine import plan
+from agent.kube.cluster import Wrapper
 
 
 def enabled(quiet: bool, stdout=None, stderr=None) -> bool:
@@ -26,10 +27,10 @@ def _isatty(stream) -> bool:
         return False
 
 
-class Progress:
+class Progress(Wrapper):
     """Wraps a ``Kube`` and counts its API calls on a bar: each list, apply, delete, create and
     status write ticks it and shows its subject. ``desc``: the bar's label (e.g. ``sync``);
-    ``show``: draw it at all (see ``enabled``). Every other attribute is the wrapped Kube's.
+    ``show``: draw it at all (see ``enabled``). Every other verb is the wrapped one's (``Wrapper``).
     Call ``close()`` when the pass ends (the bar is erased)."""
 
     def __init__(self, kube, desc: str, show: bool):
@@ -38,9 +39,6 @@ class Progress:
                         dynamic_ncols=True, bar_format="{desc}: {n_fmt} API calls [{elapsed}] {postfix}")
         if show:
             self.bar.set_postfix_str("fetching the repository")
-
-    def __getattr__(self, name):
-        return getattr(self._kube, name)
 
     def _tick(self, what: str) -> None:
         self.bar.set_postfix_str(what, refresh=False)

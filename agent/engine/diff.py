@@ -20,6 +20,7 @@ import yaml
 
 from agent.api.labels import SOURCE_COMMIT
 from agent.engine import plan
+from agent.kube.cluster import Wrapper
 
 NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 NOISY_ANNOTATIONS = (SOURCE_COMMIT,)
@@ -70,12 +71,12 @@ def unified(subject: str, live: dict | None, desired: dict | None) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-class Recording:
+class Recording(Wrapper):
     """A ``Kube`` (normally with ``dry_run=True``) that remembers what a pass saw and would do.
 
     ``live``: subject -> object as listed; ``applied``: subject -> the server's answer to the
     (dry-run) apply; ``deleted``: subject -> the object a (dry-run) delete named. Subjects are
-    ``Kind/namespace/name``. Every other attribute is the wrapped Kube's.
+    ``Kind/namespace/name``. Every other verb is the wrapped one's (``Wrapper``).
     """
 
     def __init__(self, kube):
@@ -83,9 +84,6 @@ class Recording:
         self.live: dict[str, dict] = {}
         self.applied: dict[str, dict] = {}
         self.deleted: dict[str, dict] = {}
-
-    def __getattr__(self, name):
-        return getattr(self._kube, name)
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
         items = self._kube.list(group, kind, label_selector)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 
 from agent.engine.report import CONFIGURED, CREATED, PRUNED, RECREATED
+from agent.kube.cluster import Wrapper
 
 ORDER = (CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the parts of a message
 REASONS = {RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
@@ -52,9 +53,9 @@ def reason(changes: list[tuple[str, str, str]]) -> str | None:
     return next((REASONS[a] for a in WEIGHT if a in present), None)
 
 
-class Batch:
+class Batch(Wrapper):
     """A ``Kube`` whose ``event`` calls are held until ``flush``; ``change`` notes an object's
-    action for its Application. Every other attribute is the wrapped Kube's. Thread-safe.
+    action for its Application. Every other verb is the wrapped one's (``Wrapper``). Thread-safe.
     Applications are keyed ``namespace/name``; the Event goes to the last object given for the
     key (the live Application, or the pruned one)."""
 
@@ -65,9 +66,6 @@ class Batch:
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
         self._warnings: dict[str, tuple[str, str]] = {}
         self._notes: dict[str, list[tuple[str, str]]] = {}
-
-    def __getattr__(self, name):
-        return getattr(self._kube, name)
 
     @staticmethod
     def _key(obj: dict) -> str:

@@ -23,6 +23,7 @@ import logging
 
 from agent.kinds import render
 from agent.kube.client import ApiError, Kube
+from agent.kube.cluster import Wrapper
 
 log = logging.getLogger("agent.scope")
 
@@ -54,16 +55,13 @@ def refusal(namespace: str, patterns: tuple[str, ...]) -> str:
             "nothing was created, changed or pruned there")
 
 
-class ScopedKube:
+class ScopedKube(Wrapper):
     """``Kube`` restricted to namespaces matching ``patterns``; every other attribute is the
     wrapped Kube's."""
 
     def __init__(self, kube: Kube, patterns: tuple[str, ...]):
         self._kube, self.patterns = kube, patterns
         self.names = literal(patterns)
-
-    def __getattr__(self, name):
-        return getattr(self._kube, name)
 
     def _check(self, obj: dict) -> None:
         namespace = obj.get("metadata", {}).get("namespace")

@@ -24,6 +24,7 @@ import threading
 
 from agent.api.labels import AGENT_NAME, MANAGED_BY
 from agent.kinds import registry
+from agent.kube.cluster import Wrapper
 
 GONE = "gone"
 
@@ -106,15 +107,12 @@ class Known:
         return watched({"kind": key[0], "metadata": {"labels": (json.loads(value).get("labels") or {})}})
 
 
-class Recording:
+class Recording(Wrapper):
     """Wraps the ``Kube`` of ``run``'s passes: every object listed, read or written is recorded
-    in ``known`` (deletions as gone). Every other attribute is the wrapped Kube's."""
+    in ``known`` (deletions as gone). Every other verb is the wrapped one's (``Wrapper``)."""
 
     def __init__(self, kube, known: Known):
         self._kube, self.known = kube, known
-
-    def __getattr__(self, name):
-        return getattr(self._kube, name)
 
     def _seen(self, obj):
         self.known.seen(obj)

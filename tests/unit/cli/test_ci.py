@@ -204,7 +204,7 @@ def test_recording_pairs_live_with_dry_run_results():
     web, old = live(), live(name="old")
     rec = diff.Recording(FakeKube([web, old]))
     rec.list("apps", "Deployment")
-    assert rec.served() is True  # other attributes pass through
+    assert rec.served("g", "v") is True  # other verbs pass through
     rec.apply(live(replicas=2))
     rec.apply({**live(name="new"), "status": {}})
     rec.delete(old)
