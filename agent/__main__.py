@@ -1,4 +1,4 @@
-"""``python -m agent``: see ``agent.cli``; ``validate`` goes straight to ``agent.commands`` so it
+"""``python -m agent``: see ``agent.cli.main``; ``validate`` goes straight to ``agent.cli.commands`` so it
 never imports the cluster client (a pre-commit hook starts it on every commit)."""
 
 import os
@@ -18,7 +18,7 @@ def _interrupted(signum, frame) -> None:
     own, so neither the terminal's SIGINT nor a SIGTERM sent to the agent (a CI job's timeout)
     reaches them, and none must go on writing into the cache after the lock is gone; a first
     fetch's staging directory left behind is removed by the next fetch."""
-    gitproc = sys.modules.get("agent.gitproc")
+    gitproc = sys.modules.get("agent.source.gitproc")
     if gitproc is not None:
         gitproc.cancel()
     what, code = _STOPPED.get(signum, _STOPPED[signal.SIGINT])

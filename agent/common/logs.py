@@ -75,7 +75,7 @@ def problem(message: str, fields: dict | None = None) -> None:
 class _OverlapSkipped(logging.Filter):
     """Drops APScheduler's WARNING ``Execution of job ... skipped: maximum number of running
     instances reached (1)``: a job that comes due while its pass still runs is skipped by
-    design (``max_instances=1``, see ``agent.runner``), not a fault to warn about."""
+    design (``max_instances=1``, see ``agent.server.runner``), not a fault to warn about."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "maximum number of running instances reached" not in str(record.msg)

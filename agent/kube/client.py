@@ -11,7 +11,7 @@ first waits for a token of the client-side rate limit (``ratelimit.TokenBucket``
 set one, the limit is lifted at the first answer that shows the API server's priority and
 fairness (``ratelimit.FLOW_CONTROL_HEADER``), as Flux does. The client is
 thread-safe and its urllib3 pool holds ``concurrency`` connections and more, for the parallel
-writes of ``agent.writes``.
+writes of ``agent.engine.writes``.
 
 With ``dry_run=True`` every write is a server-side dry run (``dryRun=All``): the API server
 validates, defaults and admits it and answers with the object it would store, but stores
@@ -170,7 +170,7 @@ class Kube:
     or ``$KUBECONFIG``), as kubectl does. Raises ``ApiError`` (status 0) when no configuration
     can be loaded. ``dry_run``: send writes as server-side dry runs and skip events and status
     writes (see the module docstring). ``concurrency``: how many requests a pass may have in
-    flight (``agent.writes``); the connection pool holds that many plus the watches'.
+    flight (``agent.engine.writes``); the connection pool holds that many plus the watches'.
     ``qps``/``burst``: the client-side rate limit (``agent.kube.ratelimit.TokenBucket``) every
     request passes, each retry and each watch (re)connection included; ``on_wait(seconds)``,
     when set, is told how long each request waited for it (the Prometheus metric). With both

@@ -25,7 +25,7 @@ import yaml
 
 
 def _refuse(self, *args, **kwargs):
-    raise TypeError(f"{type(self).__name__} is a shared part of live objects (agent.share): "
+    raise TypeError(f"{type(self).__name__} is a shared part of live objects (agent.kube.share): "
                     "copy it (dict(x), list(x) or copy.deepcopy(x)) before changing it")
 
 
