@@ -58,9 +58,10 @@ def test_the_committed_reference_is_the_generated_one(tmp_path):
     reference.generate(tmp_path)
     generated = {p.name for p in tmp_path.iterdir()}
     committed = {p.name for p in (DOCS / "reference").iterdir()}
-    assert committed == generated, f"docs/reference holds {sorted(committed ^ generated)} too many or too few: run make docs"
+    assert committed == generated, f"docs/reference: {sorted(committed ^ generated)} too many or missing: run make docs"
     for name in sorted(generated):
-        assert (DOCS / "reference" / name).read_text(encoding="utf-8") == (tmp_path / name).read_text(encoding="utf-8"), \
+        want = (tmp_path / name).read_text(encoding="utf-8")
+        assert (DOCS / "reference" / name).read_text(encoding="utf-8") == want, \
             f"docs/reference/{name} differs from the code: run make docs"
 
 
@@ -71,7 +72,7 @@ def test_every_generated_page_says_so_on_its_first_line():
 
 def test_the_readme_is_short():
     lines = README.read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines; at most {MAX_README_LINES}: move detail to docs/"
+    assert len(lines) <= MAX_README_LINES, f"README.md: {len(lines)} lines, over {MAX_README_LINES}: move detail out"
 
 
 def test_no_prose_line_is_too_long():
