@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: test demo cluster unit mutation clean lock bench
+.PHONY: test demo cluster unit mutation clean lock bench docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ mutation: $(VENV)/.installed
 	$(if $(MUTANTS),,rm -rf mutants)
 	$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
 	$(PY) scripts/mutation_score.py
+
+# docs - what is generated from the code: docs/reference/*.md (agent/cli/reference.py) and crd.yaml
+# (agent/api/crd.py); tests/unit/cli/test_docs.py and test_ci.py fail when a committed copy differs.
+docs: $(VENV)/.installed
+	$(PY) -m agent.cli.reference docs/reference
+	$(PY) -m agent.api.crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
 
 # requirements.lock: the image's pinned dependencies with hashes (pip-tools), from pyproject.toml
 lock: $(VENV)/.installed

@@ -33,11 +33,21 @@ from agent.common.values import TOKEN_RULE, EnvValue, UsageError, one_line_token
 ENV_PREFIX = "GITOPS_AGENT_"
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_ENV_IN_HELP = re.compile(r"\[env (" + ENV_PREFIX + r"[A-Z0-9_]+)\]\s*$")
 
 
 class Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line on stderr (``PROG: error: MESSAGE (see PROG
     --help)``) followed by exit 2; subcommand parsers inherit it."""
+
+    def add_argument(self, *args, **kwargs):
+        """As argparse's; the action also records ``env_variable``: the variable named at the end
+        of its help (``[env GITOPS_AGENT_X]``, as every flag's help ends), else None, unless
+        ``switch`` or ``option`` set it. Read by ``agent.cli.reference``; changes no behaviour."""
+        action = super().add_argument(*args, **kwargs)
+        found = _ENV_IN_HELP.search(action.help or "")
+        action.env_variable = found.group(1) if found else None
+        return action
 
     def error(self, message: str):  # noqa: D401 (argparse API)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -142,6 +152,7 @@ def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default:
     action = parser.add_argument(*names, action=argparse.BooleanOptionalAction if negatable else "store_true",
                                  default=env(variable, default), help=help)
     action.type = boolean  # argparse converts a string default with the action's type
+    action.env_variable = ENV_PREFIX + variable
     return action
 
 
@@ -150,8 +161,10 @@ def option(parser: argparse.ArgumentParser, name: str, variable: str, help: str,
     ``kwargs`` when the variable is unset; converted and checked by ``type`` like the flag), its
     help ending in ``[env GITOPS_AGENT_<variable>]``. Returns the argparse action."""
     default = kwargs.pop("default", None)
-    return parser.add_argument(name, default=env(variable, default), help=f"{help} [env {ENV_PREFIX}{variable}]",
-                               **kwargs)
+    action = parser.add_argument(name, default=env(variable, default), help=f"{help} [env {ENV_PREFIX}{variable}]",
+                                 **kwargs)
+    action.env_variable = ENV_PREFIX + variable
+    return action
 
 
 def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """Reports as documents: one JSON-able dict per command run, rendered as json, markdown or text.
 
-The document's keys are pinned by ``agent/report.schema.json`` and documented in the README.
+The document's keys are pinned by ``agent/report.schema.json`` and listed in docs/reference/report.md (make docs).
 Renderers only read the document, so the three formats never disagree. Pure: callers print.
 What text and markdown show of a string is ``report.printable`` (a file name's control
 characters escaped); json keeps every string as it is (JSON escapes them itself).

@@ -245,7 +245,7 @@ def other_repository(live: dict | None, source: str, repository: str) -> str | N
     """The repository identity recorded on ``live`` when this source (``source`` id, from the
     repository whose identity is ``repository``) must leave that Application alone, else None.
 
-    The rule (README "Several sources"): an Application another source owns (``owned`` by the
+    The rule (docs/guides/scale-out.md, "Several repositories"): an Application another source owns (``owned`` by the
     agent, its ``heumsi.github.io/source`` label naming another source id) and annotated
     ``heumsi.github.io/repository`` with a different identity came from another repository.
     Applying it would relabel it as this source's (a silent takeover), and a later removal from

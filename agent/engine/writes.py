@@ -31,7 +31,7 @@ from agent.kube.client import ApiError
 
 T = TypeVar("T")
 R = TypeVar("R")
-DEFAULT_CONCURRENCY = 4  # see the README's Performance and limits: measured on the local control plane
+DEFAULT_CONCURRENCY = 4  # see docs/operations.md, Performance: measured on the local control plane
 MAX_CONCURRENCY = 64
 WINDOW_PER_WORKER = 64  # tasks handed to the pool at once, per worker (see ``ordered``)
 
