@@ -30,7 +30,7 @@ def sync(agent, repo, namespace, concurrency):
             str(agent.cache_dir), "--namespace", namespace, "--source-id", f"par-{concurrency}",
             "--concurrency", str(concurrency), "-o", "json"]
     batch = "import agent.engine.sync; agent.engine.sync.CHILD_BATCH = 1; " if concurrency == SERIAL else ""
-    proc = agent.run([sys.executable, "-c", f"import sys; {batch}from agent import cli; sys.exit(cli.main({args!r}))"],
+    proc = agent.run([sys.executable, "-c", f"import sys; {batch}from agent.cli import main as cli; sys.exit(cli.main({args!r}))"],
                      timeout=300)
     return proc.returncode, json.loads(proc.stdout)
 
