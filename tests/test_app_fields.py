@@ -350,3 +350,19 @@ def test_an_upgrade_from_the_agent_before_these_fields_writes_nothing(cluster, r
     assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
     assert new_writes(before, after) == {}, "the new agent wrote to what the old one synced"
     assert cluster.kubectl("-n", namespace, "get", "pods", "-o", "name").stdout.split() == pods
+
+
+def test_a_suspended_application_keeps_the_ingress_git_dropped_until_it_resumes(agent, repo, namespace, cluster):
+    spec = copy.deepcopy(SHOP)
+    write(repo, spec)
+    sync(agent, repo, namespace)
+    spec.pop("ingress")
+    spec["suspend"] = True
+    write(repo, spec)
+    out = agent.sync(repo.path, "--namespace", namespace).stdout
+    assert f"Ingress/{namespace}/shop suspended" in out, out
+    assert get(cluster, namespace, "ingress") is not None
+    spec.pop("suspend")
+    write(repo, spec)
+    out = sync(agent, repo, namespace).stdout
+    assert f"Ingress/{namespace}/shop pruned" in out and get(cluster, namespace, "ingress") is None

@@ -88,9 +88,9 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
         return []  # said below, in words: the image's whitespace, the quantity's grammar
     if e.validator == "oneOf":
         choices = [r["required"][0] for r in e.validator_value]
-        given = [c for c in choices if isinstance(e.instance, dict) and c in e.instance]
-        if isinstance(e.instance, dict) and len(given) <= 1 and any(err.validator != "required" for err in e.context):
-            return []  # one given (its own errors are reported), or a type error said elsewhere
+        if not isinstance(e.instance, dict):
+            return []  # not a mapping: its type error says so
+        given = [c for c in choices if c in e.instance]
         return [(sub, f"must have exactly one of {', '.join(choices)}"
                       f"{' (got ' + ', '.join(given) + ')' if given else ''}")]
     if e.validator == "anyOf" and sub[:1] == ("env",) and len(sub) == 2:
@@ -100,6 +100,8 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
                 return [p for err in found for p in _word(err, spec)]
         return [(sub, f"{ENV_VALUE_RULE} (got {_show(e.instance)})")]
     if e.validator == "anyOf":
+        if not isinstance(e.instance, dict):
+            return []  # not a mapping: its type error says so
         choices = [r["required"][0] for r in e.validator_value]
         return [(sub, f"needs {' or '.join(choices)} (or both)")]
     if e.validator in ("minProperties", "maxProperties") and sub[:1] == ("env",) and len(sub) == 2:
