@@ -37,12 +37,11 @@ _QUANTITY = re.compile(rf"({_NUMBER})(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE]{_NUMBER
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {power: suffix for suffix, power in _DECIMAL.items()}
-_BINARY_SUFFIX = {power: suffix for suffix, power in _BINARY.items()}
+_BINARY_SUFFIX = {0: "", **{power: suffix for suffix, power in _BINARY.items()}}
 MAX = 2 ** 63 - 1
 """The largest quantity the agent accepts: Kubernetes counts resources as 64-bit integers (bytes,
 millicores), so a larger one means nothing to a scheduler (and the API server writes some of them
 back wrongly)."""
-_MAX_EXPONENT = 2 ** 31 - 1  # an int32, as ParseQuantity reads it
 
 
 class Invalid(ValueError):
@@ -50,8 +49,9 @@ class Invalid(ValueError):
 
 
 def parse(text) -> tuple[Fraction, str]:
-    """The value of a quantity (a string, or an int as YAML reads ``cpu: 2``) and its format:
-    ``"DecimalSI"``, ``"BinarySI"`` or ``"DecimalExponent"``. Raises ``Invalid``."""
+    """The value of a quantity (a string, or an int as YAML reads ``cpu: 2``), rounded away from
+    zero to the next nano, and the format of its suffix: ``"DecimalSI"``, ``"BinarySI"`` or
+    ``"DecimalExponent"``. Raises ``Invalid``."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise Invalid("must be a quantity such as 500m, 1.5, 128Mi or 1Gi")
     match = _QUANTITY.fullmatch(str(text))
@@ -59,47 +59,53 @@ def parse(text) -> tuple[Fraction, str]:
         raise Invalid("must be a quantity such as 500m, 1.5, 128Mi or 1Gi: a number, then one of the suffixes "
                       "n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3")
     number, suffix = match.group(1), match.group(2) or ""
-    value = Fraction(number.rstrip(".") if number.rstrip(".") not in ("", "+", "-") else "0")
+    value = Fraction(number)
     if suffix in _BINARY:
         value, form = value * 1024 ** _BINARY[suffix], "BinarySI"
     elif suffix in _DECIMAL:
         value, form = value * Fraction(10) ** _DECIMAL[suffix], "DecimalSI"
     else:
         exponent = suffix[1:]
-        if not re.fullmatch(r"[+-]?[0-9]+", exponent) or abs(int(exponent)) > _MAX_EXPONENT:
+        if not re.fullmatch(r"[+-]?[0-9]+", exponent) or not -2 ** 31 <= int(exponent) < 2 ** 31:
             raise Invalid(f"the exponent {suffix!r} must be a whole number (a 32-bit integer)")
-        if value and int(exponent) > 40:
-            raise Invalid(f"must be at most {MAX}")
-        value = value * Fraction(10) ** max(int(exponent), -40) if value else value
-        form = "DecimalExponent"
+        value, form = _scaled(value, number, int(exponent)), "DecimalExponent"
     if value > MAX:
         raise Invalid(f"must be at most {MAX}")
     nanos = value * 10 ** 9
     if nanos.denominator != 1:  # rounded away from zero to the next nano, as ParseQuantity does
         whole = -(-abs(nanos.numerator) // nanos.denominator)
         value = Fraction(whole if value > 0 else -whole, 10 ** 9)
-    if form == "BinarySI" and 0 < abs(value) < 1:
-        form = "DecimalSI"
     return value, form
 
 
+def _scaled(value: Fraction, number: str, exponent: int) -> Fraction:
+    """``value`` (of the digits ``number``) times ``10 ** exponent``, without computing a power
+    that could not matter: a value at least 10^20 is too large whatever it is (``MAX`` is about
+    9.2 * 10^18), and one below 10^-10 is rounded up to the nano anyway."""
+    if not value:
+        return value
+    whole, _, fraction = number.lstrip("+-").partition(".")
+    if exponent - len(fraction) >= 20:  # at least 10^(exponent - len(fraction)) >= 10^20
+        return Fraction(MAX + 1)
+    if exponent + len(whole) < -10:  # below 10^(len(whole) + exponent) <= 10^-11
+        return Fraction(value.numerator // abs(value.numerator), 10 ** 10)
+    return value * Fraction(10) ** exponent
+
+
 def _canonical(value: Fraction, form: str) -> str:
-    """``value`` (whole nanos at most) in ``form`` written as ``CanonicalizeBytes`` writes it."""
+    """``value`` (whole nanos) in ``form`` written as ``CanonicalizeBytes`` writes it: a binary
+    one of at least 1024 that is whole as a power of 1024, any other as a power of 1000 (an
+    exponent for ``DecimalExponent``), the mantissa without trailing zeros."""
     if value == 0:
         return "0"
-    if form == "BinarySI" and (-1024 < value < 1024 or value.denominator != 1):
-        form = "DecimalSI"
     sign, value = ("-", -value) if value < 0 else ("", value)
-    if form == "BinarySI":
+    if form == "BinarySI" and value >= 1024 and value.denominator == 1:
         amount, power = value.numerator, 0
-        while amount >= 1024 and amount % 1024 == 0:
+        while amount % 1024 == 0:
             amount, power = amount // 1024, power + 1
-        return f"{sign}{amount}{_BINARY_SUFFIX[power] if power else ''}"
-    exponent = 0
-    while value.denominator != 1:  # a whole mantissa: at most nine decimal places
-        value, exponent = value * 10, exponent - 1
-    amount = value.numerator
-    while amount >= 10 and amount % 10 == 0:
+        return f"{sign}{amount}{_BINARY_SUFFIX[power]}"
+    amount, exponent = (value * 10 ** 9).numerator, -9
+    while amount % 10 == 0:
         amount, exponent = amount // 10, exponent + 1
     while exponent % 3:
         amount, exponent = amount * 10, exponent - 1
@@ -117,8 +123,6 @@ def stored(text) -> str:
     ``"123Mi"`` -> ``"123Mi"``, ``2`` -> ``"2"``, ``"0.0001"`` -> ``"1m"``. Raises ``Invalid``."""
     value, form = parse(text)
     text = str(text)
-    if text == "0":
-        return text
     if _kept(text):
         return text
     thousandths = value * 1000

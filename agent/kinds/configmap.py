@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 
 from agent.kinds.health import HEALTHY, MISSING, Health, pending_deletion
 from agent.kinds.kind import ChildKind
@@ -26,7 +27,7 @@ def key(path: str) -> str:
     """The ConfigMap key of the file at ``path``: its base name (letters, digits, ``-``, ``_``,
     ``.``; other characters become ``_``) and a digest of the whole path, so two paths never
     share a key, e.g. ``/etc/app/config.yaml`` -> ``config.yaml-3b1e0c27``."""
-    base = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in path.rsplit("/", 1)[-1])
+    base = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in posixpath.basename(path))
     return f"{base[:200]}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
 
 
@@ -42,11 +43,12 @@ def wanted(spec: dict) -> bool:
 
 
 def digest(spec: dict) -> str | None:
-    """A digest of the files' paths and contents (16 hex digits), None when there are none."""
+    """A digest of the files' paths and contents (16 hex digits of the SHA-256 of ``contents``
+    as JSON, in path order), None when there are none."""
     found = contents(spec)
     if not found:
         return None
-    return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(found).encode()).hexdigest()[:16]
 
 
 def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:

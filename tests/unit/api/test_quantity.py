@@ -19,6 +19,13 @@ STORED = [
     ("250M", "250M"), ("0.25", "250m"), ("-0", "0"), ("0.0", "0"), ("0100", "0100"), ("1.50", "1500m"),
     ("5Ti", "5Ti"), ("5Pi", "5Pi"), ("7Ei", "7Ei"), ("8Ki", "8Ki"), ("9Ki", "9Ki"), ("1000000000000000000", "1E"),
     ("00", "0"), ("000.5", "500m"), ("0.50", "500m"), ("10.0", "10"), ("100.5m", "101m"), ("0001Ki", "0001Ki"),
+    ("+100Ti", "100Ti"), ("+15Ti", "+15Ti"), ("+1Pi", "1Pi"), ("+9Gi", "+9Gi"), ("+12345Gi", "+12345Gi"),
+    ("+123456Gi", "123456Gi"), ("+8Ki", "8Ki"), ("+1.5Ki", "1536"), ("+1234567890123456789", "1234567890123456789"),
+    ("+123456789012345678", "+123456789012345678"), ("+1m", "+1m"), ("+1u", "1m"), ("+1000", "1k"), ("+1k", "+1k"),
+    ("+12.5k", "12500"), ("+1.500", "+1.500"), ("+0.1", "100m"), ("0.0001Ki", "103m"), ("+1e3", "+1e3"),
+    ("+1e-3", "+1e-3"), ("+1e-6", "1e-3"), ("+3Ki", "+3Ki"), ("+1Ei", "1Ei"), ("+15Pi", "15Pi"),
+    ("0.0000000000000000000000000000001e40", "1e9"), ("1e-11", "1e-3"), ("0.5e-9", "1e-3"),
+    ("1.0Ki", "1Ki"), ("0.9990234375Ki", "1023"), ("1.5Ki", "1536"), ("1.0Mi", "1Mi"), ("2.0Gi", "2Gi"),
     ("1.5k", "1500"), ("2.5M", "2500k"), ("1e18", "1e18"), ("1e10", "10e9"), ("10e9", "10e9"), ("1e-2", "10e-3"),
     ("100e-3", "100e-3"), ("3m", "3m"), ("1500m", "1500m"), ("2k", "2k"), ("2000", "2k"), ("1.000", "1"),
     ("0.001", "1m"), ("1e2", "100"), ("16Gi", "16Gi"), ("64Mi", "64Mi"),
@@ -41,7 +48,7 @@ def test_parse(text, value, form):
 
 
 def test_a_binary_quantity_below_one_is_decimal():
-    assert quantity.parse("0.0001Ki") == (Fraction(1024, 10000), "DecimalSI")
+    assert quantity.parse("0.0001Ki") == (Fraction(1024, 10000), "BinarySI")
     assert quantity.parse("0.001Ki") == (Fraction(1024, 1000), "BinarySI")
 
 
@@ -49,6 +56,10 @@ def test_a_binary_quantity_below_one_is_decimal():
     ("1x", "must be a quantity such as"), ("", "must be a quantity such as"), ("1 Gi", "must be a quantity"),
     ("Gi", "must be a quantity"), (1.5, "must be a quantity"), (True, "must be a quantity"), (None, "must be a quantity"),
     ("1e1.5", "the exponent 'e1.5' must be a whole number"), ("1e9999999999", "must be a whole number (a 32-bit"),
+    ("1e2147483648", "the exponent 'e2147483648' must be a whole number (a 32-bit integer)"),
+    ("1e-2147483649", "the exponent 'e-2147483649' must be a whole number (a 32-bit integer)"),
+    ("1e2147483647", f"must be at most {quantity.MAX}"), ("0.1e20", f"must be at most {quantity.MAX}"),
+    ("9.3e18", f"must be at most {quantity.MAX}"),
     ("1e41", f"must be at most {quantity.MAX}"), ("9223372036854775808", f"must be at most {quantity.MAX}"),
     ("8Ei", f"must be at most {quantity.MAX}"), ("1ki", "must be a quantity"), ("1KI", "must be a quantity"),
 ])
@@ -56,6 +67,26 @@ def test_not_a_quantity(text, message):
     with pytest.raises(quantity.Invalid) as err:
         quantity.parse(text)
     assert message in str(err.value)
+
+
+def test_exponents_at_the_edges():
+    assert quantity.parse("1e-2147483648") == (Fraction(1, 10 ** 9), "DecimalExponent")
+    assert quantity.parse("-1e-2147483648") == (Fraction(-1, 10 ** 9), "DecimalExponent")
+    assert quantity.parse("0e2147483647") == (0, "DecimalExponent")
+    assert quantity.parse("0.01e20") == (10 ** 18, "DecimalExponent")
+    assert quantity.parse("9.2e18") == (92 * 10 ** 17, "DecimalExponent")
+    assert quantity.parse("12e-11") == (Fraction(1, 10 ** 9), "DecimalExponent")
+    assert quantity.parse("1.5e-9") == (Fraction(2, 10 ** 9), "DecimalExponent")
+
+
+def test_the_exact_words():
+    with pytest.raises(quantity.Invalid) as err:
+        quantity.parse(None)
+    assert str(err.value) == "must be a quantity such as 500m, 1.5, 128Mi or 1Gi"
+    with pytest.raises(quantity.Invalid) as err:
+        quantity.parse("x")
+    assert str(err.value) == ("must be a quantity such as 500m, 1.5, 128Mi or 1Gi: a number, then one of the "
+                              "suffixes n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3")
 
 
 def test_the_largest_and_tiny_quantities():
@@ -69,3 +100,7 @@ def test_negative_quantities_keep_their_sign():
     """Refused for resources (specrules), but parsed and written as the API server would."""
     assert (quantity.stored("-1"), quantity.stored("-1.5"), quantity.stored("-1024Mi")) == ("-1", "-1500m", "-1Gi")
     assert quantity.parse("-0.5m")[0] == Fraction(-1, 2000)
+    assert (quantity.stored("-0.0001"), quantity.stored("-1e-12"), quantity.stored("-1.0Ki")) == ("-1m", "-1e-3", "-1Ki")
+    assert quantity.parse("-1e-12") == (Fraction(-1, 10 ** 9), "DecimalExponent")
+    assert quantity.parse("-1e-30") == (Fraction(-1, 10 ** 9), "DecimalExponent")
+    assert quantity.stored("-0.0015") == "-2m"

@@ -214,3 +214,22 @@ def test_each_kind_renders_exactly_when_it_is_wanted():
                  {**SEED, "ingress": {}}, {"image": "i", "port": 1, "autoscaling": {"maxReplicas": 1}}):
         for kind in registry.CHILD_KINDS:
             assert (kind.render("a", "n", "u", spec) is not None) is kind.wanted(spec)
+
+
+def test_configmap_keys_and_digest_exactly():
+    import hashlib
+
+    def sha(text, n):
+        return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+    assert configmap.key("/etc/app/config.yaml") == f"config.yaml-{sha('/etc/app/config.yaml', 8)}"
+    assert configmap.key("/etc/a-b_c.d") == f"a-b_c.d-{sha('/etc/a-b_c.d', 8)}"
+    assert configmap.key("/a/b/c") == f"c-{sha('/a/b/c', 8)}"
+    long = "/x/" + "n" * 300
+    assert configmap.key(long) == "n" * 200 + f"-{sha(long, 8)}"
+    files = {"/b": {"content": "2"}, "/a": {"content": "1"}, "/s": {"secretRef": {"name": "s", "key": "k"}}}
+    assert configmap.contents({"files": files}) == {"/a": "1", "/b": "2"}
+    assert list(configmap.contents({"files": files})) == ["/a", "/b"]
+    assert configmap.digest({"files": files}) == sha('{"/a": "1", "/b": "2"}', 16)
+    assert configmap.health({"metadata": {"name": "a", "deletionTimestamp": "t"}}) == configmap.Health(
+        "Progressing", "ConfigMap a is pending deletion (since t); a pass after it is gone creates it again")
