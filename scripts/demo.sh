@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a local control plane, the Application CRD, a real Git repository made from
 # sample-repo/, one sync, then a commit (one app's replicas changed, one app removed) and a second
-# sync that shows the update and the prune; then hand edits undone in one pass, and a pass with
-# nothing to do. Run it through `make demo`, which sets up .venv first.
+# sync that shows the update and the prune; the shop's config file edited in Git rolls its pods;
+# then hand edits undone in one pass, and a pass with nothing to do. Run it through `make demo`, which sets up .venv first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -40,6 +40,9 @@ step "a few seconds later the fake node reports the pods ready: this pass record
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
+step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress and its autoscaler"
+kubectl -n team-shop get configmap,ingress,hpa -l app.kubernetes.io/managed-by=gitops-agent
+kubectl -n team-shop get app shop -o jsonpath='{.status.health.status}: {.status.health.message}{"\n"}'
 
 step "commit: frontend scaled to 3 replicas, redis removed"
 sed -i '0,/replicas: 2/s//replicas: 3/' "$REPO/apps/team-web/web.yaml"  # the first one: frontend
@@ -51,6 +54,13 @@ step "one more pass a few seconds later records the new pods as ready in each Ap
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
+
+step "commit: the shop's config file changes; Kubernetes does not restart pods for a ConfigMap, the agent rolls them"
+kubectl -n team-shop get replicasets -l app.kubernetes.io/instance=shop -o name
+sed -i 's/currency: EUR/currency: USD/' "$REPO/apps/team-shop/shop.yaml"
+git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com commit -q -am "Shop: prices in USD"
+sync
+kubectl -n team-shop get replicasets -l app.kubernetes.io/instance=shop -o name
 
 step "hand edits: kubectl patch adds a Service port and a sidecar; Git is the truth"
 NS=$(kubectl get svc -A -l app.kubernetes.io/managed-by=gitops-agent -o jsonpath='{.items[0].metadata.namespace}')

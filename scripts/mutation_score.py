@@ -14,8 +14,9 @@ from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
 
-CORE = ("manifests.loader", "kinds.render", "kinds.deployment", "kinds.service", "kinds.registry", "engine.plan",
-        "engine.status", "kinds.health")
+CORE = ("manifests.loader", "kinds.render", "kinds.deployment", "kinds.service", "kinds.configmap", "kinds.ingress",
+        "kinds.autoscaler", "kinds.registry", "engine.plan", "engine.status", "kinds.health", "manifests.specrules",
+        "api.quantity")
 THRESHOLD = 90.0
 
 

@@ -18,6 +18,11 @@ from tests.support import GitRepo, app_yaml, unprivileged
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
+SPEC_FIELDS = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
+               "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
+               "suspend")
+"""The fields of an Application's spec, as an unknown field's problem lists them."""
+
 
 @pytest.fixture
 def validate(tmp_path):
@@ -42,7 +47,7 @@ def validate(tmp_path):
 
 def test_the_sample_repo_is_valid_without_any_cluster_configuration(validate):
     proc = validate("--path", "sample-repo")
-    assert proc.returncode == 0 and proc.stdout.startswith("valid: 3 files, 4 Applications")
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 4 files, 5 Applications")
     assert list(validate.home.iterdir()) == []  # nothing read or written in HOME
 
 
@@ -281,7 +286,7 @@ def test_a_duplicate_key_refuses_only_its_list_item_and_every_problem_of_it_is_l
     assert proc.stderr.splitlines() == [
         "error: list.yaml:18: spec.replicas: must be an integer between 0 and 2147483647 (got -1)",
         "error: list.yaml:20: spec.port: duplicate key 'port' (first defined on line 19)",
-        "error: list.yaml:21: spec.foo: unknown field (allowed: image, port, replicas, suspend)"]
+        f"error: list.yaml:21: spec.foo: unknown field (allowed: {SPEC_FIELDS})"]
 
 
 def test_file_names_with_control_characters_are_escaped_where_a_human_reads_them(validate, tmp_path):
@@ -380,9 +385,7 @@ def test_an_unknown_field_gets_the_closest_known_one(validate, tmp_path):
     assert proc.returncode == 2 and proc.stderr.splitlines() == [
         "error: web.yaml:3: metdata: unknown field (did you mean metadata?) (allowed: apiVersion, kind, metadata, "
         "spec, status)",
-        "error: web.yaml:6: spec.replicas: is required",
-        "error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: image, port, "
-        "replicas, suspend)"]
+        f"error: web.yaml:8: spec.replica: unknown field (did you mean spec.replicas?) (allowed: {SPEC_FIELDS})"]
 
 
 @pytest.mark.parametrize("how", ["flag", "variable"])
@@ -396,14 +399,14 @@ def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
         env["GITOPS_AGENT_LOG_FORMAT"] = "json"
     proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.startswith("valid: 3 files"), proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 4 files"), proc.stderr
     entry = json.loads(proc.stderr.splitlines()[-1])
     assert entry["logger"] == "agent.validate" and entry["level"] == "info"
-    assert entry["message"] == "validated sample-repo" and entry["files"] == 3 and entry["applications"] == 4
+    assert entry["message"] == "validated sample-repo" and entry["files"] == 4 and entry["applications"] == 5
     text = subprocess.run([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "--log-level", "INFO"],
                           cwd=ROOT, env={**env, "GITOPS_AGENT_LOG_FORMAT": "text"}, capture_output=True, text=True,
                           timeout=60).stderr
-    assert " INFO agent.validate: validated sample-repo " in text and "files=3" in text
+    assert " INFO agent.validate: validated sample-repo " in text and "files=4" in text
 
 
 @pytest.mark.parametrize("command", [["validate", "--path", "."], ["sync", "--repo", "/r", "--kubeconfig", "/nonexistent"]])
@@ -418,9 +421,8 @@ def test_log_format_json_makes_every_error_line_a_json_object(tmp_path, command)
     entries = [json.loads(line) for line in proc.stderr.splitlines()]  # every line parses
     assert proc.returncode == 2 and entries and all(e["level"] == "error" and e["logger"] == "agent" for e in entries)
     if command[0] == "validate":
-        assert [(e["file"], e["line"], e["field"]) for e in entries] == [("web.yaml", 5, "spec.replicas"),
-                                                                         ("web.yaml", 7, "spec.replica")]
-        assert entries[1]["message"].startswith("web.yaml:7: spec.replica: unknown field")
+        assert [(e["file"], e["line"], e["field"]) for e in entries] == [("web.yaml", 7, "spec.replica")]
+        assert entries[0]["message"].startswith("web.yaml:7: spec.replica: unknown field")
     else:
         assert len(entries) == 1 and "/nonexistent" in entries[0]["message"]
     plain = subprocess.run([sys.executable, "-m", "agent", *command], cwd=tmp_path, env=env, capture_output=True,
@@ -454,7 +456,7 @@ def test_a_closed_stdout_or_stderr_ends_quietly_with_exit_2(tmp_path, redirect):
     # with stderr closed its errors are lost, never sent to stdout instead
     assert proc.stdout == ("" if redirect == ">&-" else "invalid: 1 problem in 1 file\n") and proc.stderr == ""
     valid = _shell(f"{sys.executable} -m agent validate --path sample-repo 2>&-", tmp_path)
-    assert valid.returncode == 0 and valid.stdout.startswith("valid: 3 files")  # nothing was lost
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: 4 files")  # nothing was lost
 
 
 def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):

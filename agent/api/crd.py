@@ -80,6 +80,18 @@ STATUS_SCHEMA: dict = {
             "type": "string",
             "description": "Name of the child Service."
         },
+        "configMap": {
+            "type": "string",
+            "description": "Name of the child ConfigMap holding the files from Git; absent without any."
+        },
+        "ingress": {
+            "type": "string",
+            "description": "Name of the child Ingress; absent without spec.ingress."
+        },
+        "horizontalPodAutoscaler": {
+            "type": "string",
+            "description": "Name of the child HorizontalPodAutoscaler; absent without spec.autoscaling."
+        },
         "replicas": {
             "type": "integer",
             "description": "Replicas of the child Deployment, as observed."

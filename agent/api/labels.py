@@ -38,6 +38,10 @@ RECONCILE_ANNOTATION = "heumsi.github.io/reconcile"
 RECONCILE_REQUESTED_AT = "heumsi.github.io/reconcile-requested-at"
 """Annotation on an Application asking for a pass now; its value is an opaque token."""
 
+FILES_DIGEST = "heumsi.github.io/files-digest"
+"""Annotation on an Application's pod template: a digest of its files' contents from Git, so a
+changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
+
 KEYS: tuple[tuple[str, str, str], ...] = (
     (MANAGED_BY, "label", f"`{AGENT_NAME}` on every object the agent applies"),
     (NAME_LABEL, "label", "the Application's name, on its children"),
@@ -52,5 +56,6 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (PRUNE_ANNOTATION, "annotation", "`disabled`: never pruned"),
     (RECONCILE_ANNOTATION, "annotation", "`disabled`: left exactly as it is (suspend, hot-fix)"),
     (RECONCILE_REQUESTED_AT, "annotation", "a token asking for a pass now (`reconcile`)"),
+    (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
 )
 """(key, label or annotation, what it means) for every key: the reference table's rows."""

@@ -14,11 +14,94 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "Application"
 PLURAL = "applications"
 
+QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+"""A Kubernetes quantity (``k8s.io/apimachinery/pkg/api/resource``), as the API server's own
+OpenAPI writes it: the grammar of ``quantity.go``'s comment (``<signedNumber><suffix>``, suffix
+one of ``Ki Mi Gi Ti Pi Ei``, ``n u m k M G T P E`` or ``e``/``E`` and a signed number).
+``agent.api.quantity`` parses it as ``ParseQuantity`` does."""
+SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A DNS-1123 subdomain (``IsDNS1123Subdomain``): names of Secrets, ConfigMaps, service accounts."""
+KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
+"""A key of a Secret or ConfigMap (``IsConfigMapKey``)."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""An environment variable name as C and POSIX shells read it (a C identifier), the narrower of
+Kubernetes' rules: every API server accepts it and ``sh`` can expand it."""
+HOST_PATTERN = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""An Ingress host: a DNS-1123 subdomain, optionally a wildcard ``*.`` first label."""
+FILE_PATH_PATTERN = r"^(/[^/\x00]+)+$"
+"""An absolute file path without an empty segment or a trailing ``/``."""
+HTTP_PATH_PATTERN = r"^/"
+MAX_INT32 = 2147483647
+
+
+def _string(description: str, pattern: str | None = None, max_length: int | None = None) -> dict:
+    out: dict = {"type": "string", "minLength": 1}
+    if max_length:
+        out["maxLength"] = max_length
+    if pattern:
+        out["pattern"] = pattern
+    out["description"] = description
+    return out
+
+
+def _integer(description: str, minimum: int = 0, maximum: int = MAX_INT32) -> dict:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum, "description": description}
+
+
+def _ref(what: str) -> dict:
+    return {"type": "object", "required": ["name", "key"], "description": f"A key of a {what} in the "
+            "Application's namespace.",
+            "properties": {"name": _string(f"Name of the {what}.", SUBDOMAIN_PATTERN, 253),
+                           "key": _string(f"Key in the {what}.", KEY_PATTERN, 253)}}
+
+
+def _strings(description: str, max_items: int = 1024) -> dict:
+    return {"type": "array", "maxItems": max_items, "items": {"type": "string"}, "description": description}
+
+
+def _string_map(description: str) -> dict:
+    return {"type": "object", "additionalProperties": {"type": "string"}, "description": description}
+
+
+_QUANTITY = {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN,
+             "description": "A Kubernetes quantity, e.g. 250m or 0.5 (CPU), 128Mi or 1Gi (memory)."}
+_RESOURCE_LIST = {"type": "object", "properties": {"cpu": _QUANTITY, "memory": _QUANTITY}}
+_PORT_REF = {"x-kubernetes-int-or-string": True,
+             "description": "The port probed: the Application's port (spec.port) as a number, or the name "
+                            "http; omitted means spec.port."}
+_PROBE = {
+    "type": "object",
+    "description": "A probe of the container: exactly one of httpGet, tcpSocket or exec, and the usual timing "
+                   "fields (omitted ones take Kubernetes' defaults).",
+    "oneOf": [{"required": ["httpGet"]}, {"required": ["tcpSocket"]}, {"required": ["exec"]}],
+    "properties": {
+        "httpGet": {"type": "object", "description": "An HTTP GET of path on the container's port; 200-399 is "
+                    "success.", "properties": {
+                        "path": _string("The path, starting with /; omitted means /.", HTTP_PATH_PATTERN, 2048),
+                        "port": _PORT_REF}},
+        "tcpSocket": {"type": "object", "description": "A TCP connection to the container's port.",
+                      "properties": {"port": _PORT_REF}},
+        "exec": {"type": "object", "required": ["command"], "description": "A command run in the container; "
+                 "exit status 0 is success.", "properties": {"command": {**_strings(
+                     "The command and its arguments (not run in a shell)."), "minItems": 1}}},
+        "initialDelaySeconds": _integer("Seconds after the container starts before the first probe."),
+        "periodSeconds": _integer("Seconds between probes (Kubernetes' default 10).", 1),
+        "timeoutSeconds": _integer("Seconds after which a probe fails (default 1).", 1),
+        "successThreshold": _integer("Successes in a row that count as passing after a failure (default 1; "
+                                     "a liveness probe's must be 1).", 1),
+        "failureThreshold": _integer("Failures in a row that count as failing (default 3).", 1),
+    },
+}
+
+
 SPEC_SCHEMA: dict = {
     "type": "object",
     "description": "Desired state of an Application: one container image run as a "
-    "Deployment and exposed on one port by a Service.",
-    "required": ["image", "replicas", "port"],
+    "Deployment and exposed on one port by a Service; optionally its configuration, files, "
+    "an Ingress and an autoscaler.",
+    "required": ["image", "port"],
+    "not": {"required": ["replicas", "autoscaling"]},
     "properties": {
         "image": {
             "type": "string",
@@ -30,7 +113,9 @@ SPEC_SCHEMA: dict = {
             "type": "integer",
             "minimum": 0,
             "maximum": 2147483647,
-            "description": "Number of pod replicas (0 scales the application down; at most 2147483647, a Deployment's int32).",
+            "description": "Number of pod replicas (0 scales the application down; at most 2147483647, a "
+            "Deployment's int32). Omitted: the agent does not own the Deployment's replicas (1 at "
+            "creation, then whoever scales it). Not together with autoscaling.",
         },
         "port": {
             "type": "integer",
@@ -43,6 +128,122 @@ SPEC_SCHEMA: dict = {
             "description": "true stops the agent from applying, correcting, recreating or pruning the "
             "children; the Application is still applied and is never pruned. Omitted means false.",
         },
+        "command": _strings("The container's entrypoint (replaces the image's ENTRYPOINT); not run in a shell."),
+        "args": _strings("Arguments to the entrypoint (replace the image's CMD)."),
+        "env": {
+            "type": "object",
+            "maxProperties": 1024,
+            "description": "Environment variables by name (a C identifier: letters, digits and _, not starting "
+            "with a digit). Each value is a string, or a reference to a key of a Secret "
+            "({secretKeyRef: {name, key}}) or a ConfigMap ({configMapKeyRef: {name, key}}): secret values "
+            "never live in Git. Set in the container in the order of their names.",
+            "additionalProperties": {
+                "x-kubernetes-preserve-unknown-fields": True,
+                "description": "A string, or exactly one of secretKeyRef and configMapKeyRef.",
+                "minProperties": 1,
+                "maxProperties": 1,
+                "properties": {"secretKeyRef": _ref("Secret"), "configMapKeyRef": _ref("ConfigMap")},
+            },
+        },
+        "envFrom": {
+            "type": "array",
+            "maxItems": 64,
+            "description": "Secrets and ConfigMaps whose every key becomes an environment variable; a later "
+            "source wins over an earlier one, and env wins over all.",
+            "items": {
+                "type": "object",
+                "description": "Exactly one of secretRef and configMapRef.",
+                "oneOf": [{"required": ["secretRef"]}, {"required": ["configMapRef"]}],
+                "properties": {
+                    "secretRef": {"type": "object", "required": ["name"], "description": "A Secret.",
+                                  "properties": {"name": _string("Name of the Secret.", SUBDOMAIN_PATTERN, 253)}},
+                    "configMapRef": {"type": "object", "required": ["name"], "description": "A ConfigMap.",
+                                     "properties": {"name": _string("Name of the ConfigMap.", SUBDOMAIN_PATTERN,
+                                                                    253)}},
+                    "prefix": _string("Prepended to every name from this source.", ENV_NAME_PATTERN, 253),
+                },
+            },
+        },
+        "resources": {
+            "type": "object",
+            "description": "CPU and memory the container requests (what the scheduler reserves) and its "
+            "limits, as Kubernetes quantities; a request is at most its limit.",
+            "properties": {"requests": {**_RESOURCE_LIST, "description": "What the scheduler reserves."},
+                           "limits": {**_RESOURCE_LIST, "description": "The most the container may use."}},
+        },
+        "readinessProbe": {**_PROBE, "description": "When the pod receives traffic. " + _PROBE["description"]},
+        "livenessProbe": {**_PROBE, "description": "When the container is restarted. " + _PROBE["description"]},
+        "files": {
+            "type": "object",
+            "maxProperties": 64,
+            "description": "Files in the container, by absolute path, each mounted read-only: text from Git "
+            "({content: TEXT}; all of them together at most 1 MiB, one ConfigMap's limit, and a change rolls "
+            "the pods), or a key of a Secret ({secretRef: {name, key}}) or ConfigMap "
+            "({configMapRef: {name, key}}).",
+            "additionalProperties": {
+                "type": "object",
+                "description": "Exactly one of content, secretRef and configMapRef.",
+                "oneOf": [{"required": ["content"]}, {"required": ["secretRef"]}, {"required": ["configMapRef"]}],
+                "properties": {"content": {"type": "string", "description": "The file's text (UTF-8)."},
+                               "secretRef": _ref("Secret"), "configMapRef": _ref("ConfigMap")},
+            },
+        },
+        "serviceAccountName": _string("The service account the pods run as (default: the namespace's "
+                                      "default).", SUBDOMAIN_PATTERN, 253),
+        "imagePullSecrets": {"type": "array", "maxItems": 64, "description": "Names of Secrets holding "
+                             "registry credentials for pulling the image.",
+                             "items": {"type": "string", "minLength": 1, "maxLength": 253,
+                                       "pattern": SUBDOMAIN_PATTERN}},
+        "podAnnotations": _string_map("Annotations on every pod."),
+        "podLabels": _string_map("Labels on every pod, besides the agent's own (which they may not set)."),
+        "rollout": {
+            "type": "object",
+            "description": "How a new version replaces pods (a rolling update).",
+            "properties": {
+                "maxSurge": {"x-kubernetes-int-or-string": True, "description": "Pods above the "
+                             "desired count during a rollout: a number or a percentage such as 25% (Kubernetes' "
+                             "default)."},
+                "maxUnavailable": {"x-kubernetes-int-or-string": True, "description": "Pods below the "
+                                   "desired count during a rollout: a number or a percentage (default 25%)."},
+                "progressDeadlineSeconds": _integer("Seconds a rollout may make no progress before the "
+                                                    "Deployment, and the Application, report Degraded "
+                                                    "(Kubernetes' default 600).", 1),
+            },
+        },
+        "ingress": {
+            "type": "object",
+            "description": "A way in from outside: an Ingress (networking.k8s.io/v1) sending host and path to "
+            "the Service. Removing it removes the Ingress.",
+            "properties": {
+                "host": _string("The host name, e.g. shop.example.com (a leading *. is a wildcard); omitted: "
+                                "every host.", HOST_PATTERN, 253),
+                "path": _string("The path, starting with / (default /).", HTTP_PATH_PATTERN, 2048),
+                "pathType": {"type": "string", "enum": ["Prefix", "Exact", "ImplementationSpecific"],
+                             "description": "How path matches: Prefix (default), Exact or "
+                                            "ImplementationSpecific."},
+                "className": _string("The IngressClass (omitted: the cluster's default class).",
+                                     SUBDOMAIN_PATTERN, 253),
+                "tlsSecretName": _string("A Secret of type kubernetes.io/tls for host: TLS is then terminated "
+                                         "with it.", SUBDOMAIN_PATTERN, 253),
+                "annotations": _string_map("Annotations on the Ingress (ingress controllers read them)."),
+            },
+        },
+        "autoscaling": {
+            "type": "object",
+            "required": ["maxReplicas"],
+            "anyOf": [{"required": ["targetCPUUtilizationPercentage"]},
+                      {"required": ["targetMemoryUtilizationPercentage"]}],
+            "description": "A HorizontalPodAutoscaler (autoscaling/v2) between minReplicas and maxReplicas, "
+            "on average CPU and/or memory use as a percentage of the requests (set resources.requests). "
+            "The autoscaler then owns the Deployment's replicas; not together with replicas.",
+            "properties": {
+                "minReplicas": _integer("The fewest pods (default 1).", 1),
+                "maxReplicas": _integer("The most pods.", 1),
+                "targetCPUUtilizationPercentage": _integer("Average CPU use, in % of the CPU request.", 1),
+                "targetMemoryUtilizationPercentage": _integer("Average memory use, in % of the memory "
+                                                              "request.", 1),
+            },
+        },
     },
 }
 """OpenAPI v3 schema of ``spec``, copied verbatim into the CRD's openAPIV3Schema.
@@ -53,9 +254,36 @@ are mutual exclusive", apiextensions validation). The API server instead prunes 
 fields. Use ``STRICT_SPEC_SCHEMA`` for client-side validation that rejects them.
 """
 
-STRICT_SPEC_SCHEMA: dict = {**SPEC_SCHEMA, "additionalProperties": False}
-"""``SPEC_SCHEMA`` plus ``additionalProperties: false``; for local (jsonschema)
-validation only, never for the CRD."""
+
+
+def typed(schema: dict, closed: bool) -> dict:
+    """``schema`` as jsonschema checks it locally, with what the API server checks besides the
+    OpenAPI schema, or cannot say in a structural schema: a node ``x-kubernetes-int-or-string``
+    is an integer or a string; a node ``x-kubernetes-preserve-unknown-fields`` with
+    ``properties`` (an ``env`` value) is a string or such an object; with ``closed``, every
+    object node with ``properties`` also gets ``additionalProperties: false`` (unknown fields
+    are refused by name instead of being pruned). A new dict; ``schema`` is not changed."""
+    out = dict(schema)
+    if out.get("x-kubernetes-int-or-string"):
+        out["type"] = ["integer", "string"]
+    for key in ("properties",):
+        if key in out:
+            out[key] = {name: typed(sub, closed) for name, sub in out[key].items()}
+    for key in ("additionalProperties", "items"):
+        if isinstance(out.get(key), dict):
+            out[key] = typed(out[key], closed)
+    if closed and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    if out.get("x-kubernetes-preserve-unknown-fields") and "properties" in out:
+        as_object = {k: v for k, v in out.items() if k not in ("x-kubernetes-preserve-unknown-fields", "description")}
+        return {"description": out.get("description", ""), "anyOf": [{"type": "string"},
+                                                                      {**as_object, "type": "object"}]}
+    return out
+
+
+STRICT_SPEC_SCHEMA: dict = typed(SPEC_SCHEMA, closed=True)
+"""``SPEC_SCHEMA`` closed (``additionalProperties: false`` at every level) and typed as the API
+server types it (``typed``); for local (jsonschema) validation only, never for the CRD."""
 
 
 def did_you_mean(key, known, prefix: str = "") -> str:
@@ -82,7 +310,7 @@ def validator(schema: dict):
     return _Validator(schema)
 
 
-SPEC_VALIDATOR = validator(SPEC_SCHEMA)
+SPEC_VALIDATOR = validator(typed(SPEC_SCHEMA, closed=False))
 """``SPEC_SCHEMA`` as the API server checks it (unknown fields are pruned there, not refused):
 what the pass checks a live Application's ``spec`` with before rendering its children."""
 STRICT_SPEC_VALIDATOR = validator(STRICT_SPEC_SCHEMA)

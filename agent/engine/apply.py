@@ -67,7 +67,9 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     """
     if step.action == plan.UNCHANGED:
         return Applied(step.live, UNCHANGED)
-    took = step.live is not None and plan.drifted_ownership(step.live) and _take_over(kube, step)
+    let_go = step.live is not None and plan.not_ours(step.live) is None \
+        and fields.releasable(step.live, step.desired) and _release(kube, step)
+    took = step.live is not None and plan.drifted_ownership(step.live, step.desired) and _take_over(kube, step)
     try:
         live = kube.apply(step.desired)
     except ApiError as err:
@@ -77,7 +79,7 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
         return _recreate(kube, step, field, err)
     if step.live is None:
         return Applied(live, CREATED)
-    return Applied(live, CONFIGURED if took or _moved(kube, step.live, live) else UNCHANGED)
+    return Applied(live, CONFIGURED if took or let_go or _moved(kube, step.live, live) else UNCHANGED)
 
 
 def _moved(kube: Kube, before: dict, after: dict) -> bool:
@@ -98,7 +100,7 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
     for _ in range(TAKE_OVER_ATTEMPTS):
         if current is None:
             return False
-        entries = fields.handover(current, step.desired["apiVersion"])
+        entries = fields.handover(current, step.desired["apiVersion"], desired=step.desired)
         if entries is None:
             return False
         try:
@@ -110,6 +112,29 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
         current = kube.get(current)
     raise ApiError(409, "Conflict", f"other writers kept changing it; field ownership not taken over "
                                     f"after {TAKE_OVER_ATTEMPTS} attempts", step.subject)
+
+
+def _release(kube: Kube, step: plan.Step) -> bool:
+    """Let go of the fields the agent owns that Git now leaves to others (``fields.release``:
+    a Deployment's replicas once an autoscaler owns them), before the apply that leaves them
+    out, so that apply keeps their value. True when the managedFields were rewritten. Reads the
+    object in full first and again when another write raced it, as ``_take_over`` does."""
+    current = kube.get(step.live)
+    for _ in range(TAKE_OVER_ATTEMPTS):
+        if current is None:
+            return False
+        entries = fields.release(current, step.desired)
+        if entries is None:
+            return False
+        try:
+            kube.patch_managed_fields(current, entries)
+            return True
+        except ApiError as err:
+            if err.status not in (409, 422, 500):
+                raise
+        current = kube.get(current)
+    raise ApiError(409, "Conflict", f"other writers kept changing it; fields not let go of after "
+                                    f"{TAKE_OVER_ATTEMPTS} attempts", step.subject)
 
 
 def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:

@@ -108,14 +108,16 @@ def owner_key(obj: dict) -> str:
     return sys.intern(f"{meta['namespace']}/{owner_name(obj) or meta['name']}")
 
 
-def drifted_ownership(live: dict) -> bool:
+def drifted_ownership(live: dict, desired: dict | None = None) -> bool:
     """True when ``live``, standing where a desired object goes, is the agent's own
     (``not_ours`` finds no reason against it) and other managers (kubectl and Update writers)
     own fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that
     the agent's apply removes once those fields are handed over, even when every value the
     agent sets is still in place (an added port, an extra selector key). A child that lost its
-    managed-by label or its ownerReference is handed over like any other of the agent's own."""
-    return not_ours(live) is None and bool(fields.foreign(live))
+    managed-by label or its ownerReference is handed over like any other of the agent's own.
+    ``desired``: what Git wants there; a released field it does not set (a Deployment's
+    replicas under an autoscaler) is nobody's drift (``fields.domains``)."""
+    return not_ours(live) is None and bool(fields.foreign(live, desired))
 
 
 def contains(live, desired) -> bool:
@@ -162,9 +164,11 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
 
-    A desired object is unchanged when every field it sets has the same value live and no
-    other manager owns fields where the agent renders in full (``drifted_ownership``); both
-    are differences the agent's apply removes, so a pass after a successful one is quiet.
+    A desired object is unchanged when every field it sets has the same value live, no other
+    manager owns fields where the agent renders in full (``drifted_ownership``), the agent owns
+    no field Git no longer sets (``fields.dropped``: a removed env variable) and holds no field
+    it lets go of (``fields.releasable``: replicas left to an autoscaler); each is a difference
+    the agent's apply removes, so a pass after a successful one is quiet.
 
     ``prune=False`` (a pass that could not see the whole truth) yields no prune steps;
     ``source`` limits pruned Applications to those of one source (see ``owned``).
@@ -184,16 +188,23 @@ def decide(obj: dict, current: dict | None) -> Step:
     if current is None:
         return Step(CREATE, ident, obj, None)
     wanted = _without_provenance(obj)
-    if (contains(current, wanted) or _only_theirs_differ(current, wanted)) and not drifted_ownership(current):
+    if (contains(current, wanted) or _only_theirs_differ(current, wanted)) \
+            and not drifted_ownership(current, obj) and not _stale(current, obj):
         return Step(UNCHANGED, ident, obj, current)
     return Step(UPDATE, ident, obj, current)
+
+
+def _stale(live: dict, desired: dict) -> bool:
+    """True when the agent's own apply of ``live`` holds a field Git no longer sets, to remove
+    (``fields.dropped``) or to let go of (``fields.releasable``); only for the agent's own."""
+    return (fields.dropped(live, desired) or fields.releasable(live, desired)) and not_ours(live) is None
 
 
 def _only_theirs_differ(live: dict, desired: dict) -> bool:
     """True when ``live`` contains ``desired`` once the list entries another controller
     declared with its own server-side apply are set aside (``fields.without_theirs``): the
     agent's apply leaves those in place, so applying would change nothing, pass after pass."""
-    trie = fields.theirs(live)
+    trie = fields.theirs(live, desired)
     return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
 
 

@@ -53,9 +53,9 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     """The new ``status`` for ``app`` (the live Application dict).
 
     ``children``: the live children by kind (``{"Deployment": obj, ...}``; None or missing where
-    absent): each kind names its child and adds what its ``observed`` reads (a Deployment's
-    replicas); ``health`` is ``{status, message}``, the worst of every kind's
-    (``registry.health``)).
+    absent): each kind the spec has (``registry.wanted``) names its child, and each kind adds
+    what its ``observed`` reads (a Deployment's replicas); ``health`` is ``{status, message}``,
+    the worst of the spec's kinds' (``registry.health``)).
     ``conditions``: ``Ready``, then ``Reconciling`` and ``Stalled`` when they apply, then
     ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
     ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
@@ -65,7 +65,8 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     old = app.get("status") or {}
     meta = app["metadata"]
     generation = meta.get("generation", 0)
-    status: dict = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.CHILD_KINDS}}
+    spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
+    status: dict = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.wanted(spec)}}
     synced_commit = old.get("lastSyncedCommit")
     if outcome.commit:
         status["lastAttemptedCommit"] = outcome.commit
@@ -82,7 +83,7 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
         status["lastSyncTime"] = last_sync
     for kind in registry.CHILD_KINDS:
         status.update(kind.observed(children.get(kind.kind)))
-    health = health_.pending_deletion(app, "Application") or outcome.health or registry.health(children)
+    health = health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
     status["health"] = health.as_status()
     if outcome.suspended:
         status["suspended"] = True

@@ -143,13 +143,14 @@ def kept_because(hold: Hold) -> str:
 
 
 def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, dict | None], *,
-            commit: str | None, path: str | None, gone: bool = False) -> status_.Outcome | None:
+            commit: str | None, path: str | None, gone: bool = False, spec: dict | None = None) -> status_.Outcome | None:
     """The status outcome of a suspended Application, or None when nothing of it was held.
 
     ``skipped``: child kind (``Deployment``, ``Service``) -> subject of each child left alone by
     its own annotation; ``children``: the live children by kind as the pass saw them;
     ``commit``: the commit worked from (None for a hand-applied Application); ``path``: its file
-    in Git; ``gone``: it is no longer in Git (kept because it is suspended).
+    in Git; ``gone``: it is no longer in Git (kept because it is suspended); ``spec``: the
+    live Application's, whose kinds count for its health (``registry.wanted``).
 
     Not ok (so ``lastSyncedCommit`` stays: a suspended Application did not sync the commit; the
     attempted commit advances), reason ``Suspended`` (not in ``conditions.STALLED_REASONS``, so
@@ -168,7 +169,7 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, d
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
-    found = {k.kind: k.health(children.get(k.kind)) for k in registry.CHILD_KINDS}
+    found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
     found.update({kind: health_.Health(health_.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
                                        f"{RECONCILE_DISABLED})") for kind in skipped})
     return status_.Outcome(False, False, commit, SUSPENDED, message, path, health=health_.worst(found))

@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field, replace
 
 from agent.api import labels
-from agent.api.schema import GROUP, KIND, PLURAL, SPEC_VALIDATOR, VERSION
+from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
                           suspend, writes)
 from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
 from agent.kinds import health, registry, render
 from agent.kube.client import ApiError, Kube
-from agent.manifests import loader as manifests, parsecache
+from agent.manifests import loader as manifests, nodes, parsecache, specrules
 from agent.source import mirror as source, snapshot as snapshots
 
 log = logging.getLogger("agent.sync")
@@ -308,8 +308,11 @@ def _plan_children(p: _Pass, batch: list[tuple[str, dict]], live_by_id: dict) ->
     steps: list[plan.Step] = []
     for key, app in batch:
         spec = app.get("spec") or {}
-        if not SPEC_VALIDATOR.is_valid(spec):
-            p.failures[key] = "its spec does not match the Application schema; children not rendered"
+        found = specrules.live_problems(spec)
+        if found:
+            where, why = found[0]
+            p.failures[key] = (f"its spec does not match the Application schema (spec{'.' if where else ''}"
+                               f"{nodes.dotted(where)}: {why}); children not rendered")
             p.reasons[key] = conditions.INVALID_SPEC
             p.report.add(key, f"{KIND}/{key}", FAILED, p.failures[key])
             continue
@@ -362,6 +365,9 @@ def _prune_all(p: _Pass) -> None:
             owner = plan.owner_key(step.live)
             if owner in p.failures or owner in p.foreign or owner in p.waiting:  # not synced, another's, backing off
                 continue
+            if step.identity[1] != KIND and owner in p.holds:  # a suspended Application's child Git dropped
+                report.add(owner, step.subject, SUSPENDED, suspend.child(p.holds[owner], step.subject, step.live))
+                continue
             if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
                 by = labels.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else labels.RECONCILE_ANNOTATION
                 report.add(owner, step.subject, KEPT, f"not in Git; {by}: {step.live['metadata']['annotations'][by]}")
@@ -401,7 +407,7 @@ def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced
     if key in p.failures:
         return status_.Outcome(False, False, commit if from_git else None, p.reasons.get(key, "SyncFailed"),
                                p.failures[key], path if from_git else None,
-                               health=registry.health(p.live_of.get(key, {}), frozenset(p.taken[key]))
+                               health=registry.health(p.live_of.get(key, {}), frozenset(p.taken[key]), app.get("spec"))
                                if key in p.taken else None)
     if not in_git and from_git and path in broken_files:
         report.refused.setdefault(key, broken_files[path])
@@ -410,7 +416,7 @@ def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced
         return _kept_outcome(p, key, app, path)
     if key in p.holds or key in p.held_children:
         return suspend.outcome(p.holds.get(key), p.held_children.get(key, {}), p.live_of.get(key, {}),
-                               commit=commit if in_git else None, path=p.git_paths.get(key))
+                               commit=commit if in_git else None, path=p.git_paths.get(key), spec=app.get("spec"))
     changed = bool(set(p.outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
     return status_.Outcome(True, changed, commit if in_git else None, "Synced", synced[in_git],
                            path if in_git else None)

@@ -1,36 +1,132 @@
 """The Deployment child: one container running the Application's image. Pure.
 
 Rendered as the original operator's template: one container named like the Application,
-``replicas`` and a ``containerPort``; health by gitops-engine's Deployment rule.
+``replicas`` and a ``containerPort``, plus what the optional fields of the spec ask for
+(``render``); health by gitops-engine's Deployment rule.
 """
 
 from __future__ import annotations
 
+import hashlib
+
+from agent.api import quantity
+from agent.api.labels import FILES_DIGEST
+from agent.kinds import configmap
 from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
+PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
+
 
 def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
-    ``spec`` holds ``image`` (str), ``replicas`` (int >= 0) and ``port`` (int, 1-65535)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": child_metadata(name, namespace, uid),
-        "spec": {
-            "replicas": spec["replicas"],
-            "selector": {"matchLabels": selector_labels(name)},
-            "template": {
-                "metadata": {"labels": ownership_labels(name)},
-                "spec": {"containers": [{
-                    "name": name,
-                    "image": spec["image"],
-                    "ports": [{"containerPort": spec["port"], "protocol": "TCP"}],
-                }]},
-            },
-        },
-    }
+    ``spec`` holds ``image`` (str) and ``port`` (int, 1-65535), and any of the optional fields
+    of the schema. An Application with none of them renders exactly the original template:
+    one container (name, image, the port), ``replicas``, the selector and the pod labels, in
+    that order, so an agent that learnt new fields restarts no pod.
+
+    ``replicas`` is left out when the spec has none or has ``autoscaling``: the agent then
+    does not own it (``KIND.released``). The container takes, in this order, ``command``,
+    ``args``, ``env`` (sorted by name), ``envFrom``, ``resources`` (each quantity as the API
+    server stores it, ``quantity.stored``), the probes (the port as a number) and a read-only
+    mount per file; the pod takes ``serviceAccountName``, ``imagePullSecrets``, a volume per
+    file, ``podLabels`` after the agent's labels and ``podAnnotations`` with the files' digest
+    (``labels.FILES_DIGEST``); the Deployment ``rollout``'s strategy and progress deadline."""
+    port = spec["port"]
+    container: dict = {"name": name, "image": spec["image"],
+                       "ports": [{"containerPort": port, "protocol": "TCP"}]}
+    for field in ("command", "args"):
+        if field in spec:
+            container[field] = list(spec[field])
+    if spec.get("env"):
+        container["env"] = [_env(key, spec["env"][key]) for key in sorted(spec["env"])]
+    if spec.get("envFrom"):
+        container["envFrom"] = [dict(source) for source in spec["envFrom"]]
+    resources = {part: {name_: quantity.stored(value) for name_, value in sorted(found.items())}
+                 for part in ("limits", "requests") if (found := (spec.get("resources") or {}).get(part))}
+    if resources:
+        container["resources"] = resources
+    for probe in ("readinessProbe", "livenessProbe"):
+        if spec.get(probe):
+            container[probe] = _probe(spec[probe], port)
+    volumes, mounts = _files(name, spec.get("files") or {})
+    if mounts:
+        container["volumeMounts"] = mounts
+    pod: dict = {"containers": [container]}
+    if "serviceAccountName" in spec:
+        pod["serviceAccountName"] = spec["serviceAccountName"]
+    if spec.get("imagePullSecrets"):
+        pod["imagePullSecrets"] = [{"name": secret} for secret in spec["imagePullSecrets"]]
+    if volumes:
+        pod["volumes"] = volumes
+    template: dict = {"metadata": {"labels": {**ownership_labels(name), **(spec.get("podLabels") or {})}}}
+    annotations = dict(sorted((spec.get("podAnnotations") or {}).items()))
+    if (digest := configmap.digest(spec)) is not None:
+        annotations[FILES_DIGEST] = digest
+    if annotations:
+        template["metadata"]["annotations"] = annotations
+    template["spec"] = pod
+    out: dict = {}
+    if "replicas" in spec and spec.get("autoscaling") is None:
+        out["replicas"] = spec["replicas"]
+    out["selector"] = {"matchLabels": selector_labels(name)}
+    out["template"] = template
+    rollout = spec.get("rollout") or {}
+    surge = {k: rollout[k] for k in ("maxSurge", "maxUnavailable") if k in rollout}
+    if surge:
+        out["strategy"] = {"type": "RollingUpdate", "rollingUpdate": surge}
+    if "progressDeadlineSeconds" in rollout:
+        out["progressDeadlineSeconds"] = rollout["progressDeadlineSeconds"]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": child_metadata(name, namespace, uid),
+            "spec": out}
+
+
+def _env(name: str, value) -> dict:
+    """One ``env`` entry: a string value, or a ``secretKeyRef``/``configMapKeyRef``."""
+    if isinstance(value, str):
+        return {"name": name, "value": value}
+    (source, ref), = value.items()
+    return {"name": name, "valueFrom": {source: {"name": ref["name"], "key": ref["key"]}}}
+
+
+def _probe(probe: dict, port: int) -> dict:
+    """A container probe: its handler with the Application's port as a number (a probe's port
+    is that port or its name, ``http``), then the timing fields given."""
+    out: dict = {}
+    if "httpGet" in probe:
+        out["httpGet"] = {"path": probe["httpGet"].get("path", "/"), "port": port}
+    elif "tcpSocket" in probe:
+        out["tcpSocket"] = {"port": port}
+    else:
+        out["exec"] = {"command": list(probe["exec"]["command"])}
+    out.update({field: probe[field] for field in PROBE_TIMING if field in probe})
+    return out
+
+
+def volume_name(path: str) -> str:
+    """The pod volume of the file at ``path``: ``file-`` and a digest of the path."""
+    return f"file-{hashlib.sha256(path.encode()).hexdigest()[:10]}"
+
+
+def _files(name: str, files: dict) -> tuple[list[dict], list[dict]]:
+    """(volumes, volume mounts) of ``spec.files``, sorted by path: each file one volume holding
+    one item, ``file``, mounted read-only at its path (``subPath``); the text ones from the
+    Application's ConfigMap, the others from the Secret or ConfigMap they name."""
+    volumes, mounts = [], []
+    for path in sorted(files):
+        file, volume = files[path], volume_name(path)
+        if "content" in file:
+            source = {"configMap": {"name": name, "items": [{"key": configmap.key(path), "path": "file"}]}}
+        elif "secretRef" in file:
+            ref = file["secretRef"]
+            source = {"secret": {"secretName": ref["name"], "items": [{"key": ref["key"], "path": "file"}]}}
+        else:
+            ref = file["configMapRef"]
+            source = {"configMap": {"name": ref["name"], "items": [{"key": ref["key"], "path": "file"}]}}
+        volumes.append({"name": volume, **source})
+        mounts.append({"name": volume, "mountPath": path, "subPath": "file", "readOnly": True})
+    return volumes, mounts
 
 
 def health(obj: dict | None) -> Health:
@@ -122,4 +218,4 @@ def news(obj: dict) -> object:
 KIND = ChildKind(group="apps", version="v1", kind="Deployment", plural="deployments", render=render,
                  health=health, status_field="deployment", trim=trim, observed=observed, news=news,
                  authoritative=("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                "spec.template.spec.containers"))
+                                "spec.template.spec.containers"), released=("spec.replicas",))

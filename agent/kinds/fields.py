@@ -42,6 +42,35 @@ is removed (every container, every port and every field of them, every selector 
 template label). Outside them only the fields the agent sets are corrected; labels,
 annotations and other fields that people or controllers add are left alone."""
 
+RELEASED: dict[str, tuple[Path, ...]] = {k.kind: tuple(map(_path, k.released)) for k in registry.CHILD_KINDS}
+"""Per kind, the authoritative subtrees the agent owns only while its render sets them
+(``ChildKind.released``: a Deployment's ``spec.replicas``)."""
+
+RENDERED: dict[str, tuple[Path, ...]] = {
+    **{k.kind: tuple(map(_path, k.rendered)) + (_path("metadata.annotations"),) for k in registry.CHILD_KINDS},
+}
+"""Per child kind, the subtrees in which every field the agent's apply owns must still be set by
+its render, or the next apply removes it (``dropped``): ``ChildKind.rendered`` and the
+annotations."""
+
+
+def _sets(obj, path: Path) -> bool:
+    """True when ``obj`` (a desired object) sets the field at ``path`` (FieldsV1 ``f:`` keys)."""
+    for key in path:
+        if not isinstance(obj, dict) or key[2:] not in obj:
+            return False
+        obj = obj[key[2:]]
+    return True
+
+
+def domains(kind: str, desired: dict | None = None) -> tuple[Path, ...]:
+    """The authoritative subtrees of ``kind`` for the desired object ``desired``: ``AUTHORITATIVE``
+    less the released ones ``desired`` does not set (None: all of them, as when nothing is
+    known of what Git wants: the subtrees kept when an object is listed)."""
+    released = RELEASED.get(kind, ())
+    return tuple(d for d in AUTHORITATIVE.get(kind, ()) if desired is None or d not in released or _sets(desired, d))
+
+
 KUBECTL_MANAGERS = frozenset({"kubectl", "kubectl-client-side-apply", "kubectl-edit", "kubectl-patch",
                               "kubectl-scale", "kubectl-set", "kubectl-label", "kubectl-annotate",
                               "kubectl-replace", "kubectl-create", "kubectl-rollout", "before-first-apply"})
@@ -107,22 +136,22 @@ def merge(a: dict, b: dict) -> dict:
     return out
 
 
-def foreign(live: dict) -> dict:
+def foreign(live: dict, desired: dict | None = None) -> dict:
     """The FieldsV1 trie of fields that eligible managers (see ``eligible``) own inside the
-    authoritative subtrees of ``live`` (a dict as the API serves it, with managedFields);
-    empty when there is nothing to take over. A non-empty result is drift that the agent's
-    apply removes once the fields are handed over."""
-    return _owned_inside(live, eligible)
+    authoritative subtrees of ``live`` (a dict as the API serves it, with managedFields) for
+    ``desired`` (``domains``); empty when there is nothing to take over. A non-empty result is
+    drift that the agent's apply removes once the fields are handed over."""
+    return _owned_inside(live, eligible, desired)
 
 
-def _owned_inside(live: dict, which) -> dict:
-    """The union of the FieldsV1 tries, cut to the authoritative subtrees of ``live``'s kind,
-    of the managedFields entries for which ``which(entry)`` is True."""
-    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
+def _owned_inside(live: dict, which, desired: dict | None = None) -> dict:
+    """The union of the FieldsV1 tries, cut to the authoritative subtrees of ``live``'s kind
+    (``domains``), of the managedFields entries for which ``which(entry)`` is True."""
+    domains_ = domains(live.get("kind", ""), desired)
     owned: dict = {}
     for entry in live.get("metadata", {}).get("managedFields") or []:
         if which(entry):
-            inside, _ = split(entry.get("fieldsV1") or {}, domains)
+            inside, _ = split(entry.get("fieldsV1") or {}, domains_)
             owned = merge(owned, inside)
     return owned
 
@@ -135,10 +164,10 @@ def declared_by_others(entry: dict) -> bool:
             and not entry.get("subresource") and not eligible(entry))
 
 
-def theirs(live: dict) -> dict:
+def theirs(live: dict, desired: dict | None = None) -> dict:
     """The FieldsV1 trie of fields that ``declared_by_others`` entries own inside the
-    authoritative subtrees of ``live``; empty when there are none."""
-    return _owned_inside(live, declared_by_others)
+    authoritative subtrees of ``live`` for ``desired``; empty when there are none."""
+    return _owned_inside(live, declared_by_others, desired)
 
 
 def without_theirs(live, trie: dict, desired):
@@ -188,19 +217,21 @@ def without_theirs(live, trie: dict, desired):
     return out
 
 
-def handover(live: dict, api_version: str, now: datetime.datetime | None = None) -> list[dict] | None:
+def handover(live: dict, api_version: str, now: datetime.datetime | None = None,
+             desired: dict | None = None) -> list[dict] | None:
     """The managedFields list for ``live`` after the fields that eligible managers own in the
-    authoritative subtrees are handed to the agent's Apply entry (created when missing, with
-    ``api_version``); entries left with no fields are removed. None when nothing is to be
-    taken. Send it as a JSON patch that replaces ``/metadata/managedFields``: the API server
-    stores managedFields given explicitly in a request as they are."""
-    domains = AUTHORITATIVE.get(live.get("kind", ""), ())
+    authoritative subtrees for ``desired`` (``domains``) are handed to the agent's Apply entry
+    (created when missing, with ``api_version``); entries left with no fields are removed. None
+    when nothing is to be taken. Send it as a JSON patch that replaces
+    ``/metadata/managedFields``: the API server stores managedFields given explicitly in a
+    request as they are."""
+    subtrees = domains(live.get("kind", ""), desired)
     entries = live.get("metadata", {}).get("managedFields") or []
     taken: dict = {}
     kept: list[dict] = []
     for entry in entries:
         if eligible(entry):
-            inside, outside = split(entry.get("fieldsV1") or {}, domains)
+            inside, outside = split(entry.get("fieldsV1") or {}, subtrees)
             if inside:
                 taken = merge(taken, inside)
                 if outside:
@@ -218,6 +249,101 @@ def handover(live: dict, api_version: str, now: datetime.datetime | None = None)
     else:
         kept[ours] = {**kept[ours], "time": stamp, "fieldsV1": merge(kept[ours].get("fieldsV1") or {}, taken)}
     return kept
+
+
+def _ours(entry: dict) -> bool:
+    """True for the agent's own server-side apply entry on the object itself."""
+    return entry.get("manager") == AGENT_NAME and entry.get("operation") == "Apply" and not entry.get("subresource")
+
+
+def _all_set(node, trie: dict) -> bool:
+    """True when every field ``trie`` (FieldsV1) names is set in ``node`` (a desired object or
+    part of it): ``f:`` keys of mappings, ``k:`` entries of keyed lists (an entry that leaves a
+    key field out matches: it is defaulted), ``v:`` values of sets; ``.`` and ``i:`` are not
+    checked (the node itself is, by its parent)."""
+    for key, sub in trie.items():
+        if key.startswith("f:"):
+            if not isinstance(node, dict) or key[2:] not in node:
+                return False
+            if sub and not _all_set(node[key[2:]], sub):
+                return False
+        elif key.startswith("k:"):
+            try:
+                fields_of = json.loads(key[2:])
+            except ValueError:
+                continue
+            entry = next((e for e in node if isinstance(e, dict) and isinstance(fields_of, dict)
+                          and all(e.get(f, v) == v for f, v in fields_of.items())), None) \
+                if isinstance(node, list) else None
+            if entry is None or (sub and not _all_set(entry, sub)):
+                return False
+        elif key.startswith("v:"):
+            try:
+                value = json.loads(key[2:])
+            except ValueError:
+                continue
+            if not isinstance(node, list) or value not in node:
+                return False
+    return True
+
+
+def dropped(live: dict, desired: dict) -> bool:
+    """True when the agent's own apply entry of ``live`` owns a field, under its kind's
+    ``RENDERED`` subtrees, that ``desired`` no longer sets (Git removed ``command``, an env
+    variable, a probe's field, an Ingress annotation): the next apply removes it, so the object
+    must be applied although every field ``desired`` sets has its value live. A released field
+    (``RELEASED``) is handed back by ``release`` instead."""
+    kind = live.get("kind", "")
+    subtrees = RENDERED.get(kind)
+    if not subtrees:
+        return False
+    for entry in live.get("metadata", {}).get("managedFields") or []:
+        if _ours(entry):
+            inside, _ = split(entry.get("fieldsV1") or {}, subtrees)
+            kept, _ = _without(inside, _to_release(kind, desired))
+            if not _all_set(desired, kept):
+                return True
+    return False
+
+
+def _to_release(kind: str, desired: dict) -> tuple[Path, ...]:
+    """The released subtrees of ``kind`` that ``desired`` does not set."""
+    return tuple(d for d in RELEASED.get(kind, ()) if not _sets(desired, d))
+
+
+def _without(trie: dict, paths: tuple[Path, ...]) -> tuple[dict, bool]:
+    """(``trie`` less the subtrees ``paths``, whether any was there)."""
+    if not paths:
+        return trie, False
+    inside, outside = split(trie, paths)
+    return outside, bool(inside)
+
+
+def release(live: dict, desired: dict) -> list[dict] | None:
+    """The managedFields list for ``live`` with the released subtrees that ``desired`` does not
+    set (a Deployment's ``spec.replicas`` once Git leaves it to an autoscaler) taken out of the
+    agent's own apply entry: then nobody owns the field, its value stays, and the agent's apply
+    without it no longer removes it (server-side apply removes only fields its manager owned).
+    None when the agent owns none of them. Sent as ``handover``'s list is."""
+    paths = _to_release(live.get("kind", ""), desired)
+    if not paths:
+        return None
+    entries = live.get("metadata", {}).get("managedFields") or []
+    out, changed = [], False
+    for entry in entries:
+        if _ours(entry):
+            kept, had = _without(entry.get("fieldsV1") or {}, paths)
+            if had:
+                entry, changed = {**entry, "fieldsV1": kept}, True
+        out.append(entry)
+    return out if changed else None
+
+
+def releasable(live: dict, desired: dict) -> bool:
+    """True when ``release`` has something to hand back."""
+    paths = _to_release(live.get("kind", ""), desired)
+    return bool(paths) and any(_ours(e) and _without(e.get("fieldsV1") or {}, paths)[1]
+                               for e in live.get("metadata", {}).get("managedFields") or [])
 
 
 def applied_by_agent(obj: dict) -> bool:
@@ -243,10 +369,12 @@ def compact(obj: dict) -> dict:
 
     About half of a listed object's memory is managedFields, and a pass holds every listed
     object; ``handover``, which rewrites the whole list, must be given the full object (a GET)."""
-    domains = AUTHORITATIVE.get(obj.get("kind", ""), ()) + KEPT_FOR_READERS
+    kind = obj.get("kind", "")
+    domains_ = AUTHORITATIVE.get(kind, ()) + KEPT_FOR_READERS
+    ours = RENDERED.get(kind, ()) + KEPT_FOR_READERS
     for entry in (obj.get("metadata") or {}).get("managedFields") or []:
         trie = entry.get("fieldsV1")
         if isinstance(trie, dict):
             keep = eligible(entry) or declared_by_others(entry)
-            entry["fieldsV1"], _ = split(trie, domains if keep else KEPT_FOR_READERS)
+            entry["fieldsV1"], _ = split(trie, domains_ if keep else ours if _ours(entry) else KEPT_FOR_READERS)
     return obj

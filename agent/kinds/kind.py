@@ -23,6 +23,10 @@ def _nothing(obj: dict | None) -> dict:
     return {}
 
 
+def _always(spec: dict) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class ChildKind:
     """One child kind. ``group`` ("" for the core group), ``version``, ``kind`` and ``plural``
@@ -33,7 +37,12 @@ class ChildKind:
     ``status_field``: the Application status key naming the child; ``observed(live or None)``:
     the status fields read from the live child; ``trim(obj)``: cuts a listed or applied object
     to what a pass reads (in place); ``news(obj)``: what of a watched object a pass acts on or
-    reports (JSON-able), besides its metadata."""
+    reports (JSON-able), besides its metadata. ``wanted(spec)``: whether an Application with
+    ``spec`` has a child of this kind (``render`` answers None exactly when it is False);
+    ``released``: of ``authoritative``, the paths the agent owns only while its render sets them
+    (a Deployment's ``spec.replicas``: without it, the autoscaler or a person owns the value);
+    ``rendered``: dotted paths under which every field the agent applied is one its render still
+    sets, or the next apply removes it (``fields.dropped``)."""
 
     group: str
     version: str
@@ -46,6 +55,9 @@ class ChildKind:
     authoritative: tuple[str, ...] = ()
     observed: Callable[[dict | None], dict] = _nothing
     trim: Callable[[dict], dict] = _unchanged
+    wanted: Callable[[dict], bool] = _always
+    released: tuple[str, ...] = ()
+    rendered: tuple[str, ...] = ("spec",)
 
     @property
     def api_version(self) -> str:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent.kinds import deployment, service
+from agent.kinds import autoscaler, configmap, deployment, ingress, service
 from agent.kinds.health import MISSING, Health, worst
 from agent.kinds.kind import ChildKind
 
 CHILD_KINDS: tuple[ChildKind, ...] = (
+    configmap.KIND,  # before the Deployment that mounts it
     deployment.KIND,
     service.KIND,
+    ingress.KIND,
+    autoscaler.KIND,
 )
 BY_KIND: dict[str, ChildKind] = {k.kind: k for k in CHILD_KINDS}
 
@@ -26,12 +29,18 @@ def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
     return [obj for k in CHILD_KINDS if (obj := k.render(name, namespace, uid, spec)) is not None]
 
 
-def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset()) -> Health:
-    """Health of an Application from its live children, ``{kind: object or None}`` (a kind
-    missing from the mapping counts as absent): the worst of every kind's. ``taken``: the kinds
-    whose name another object holds, so the agent's child is Missing though an object of that
-    name exists (the ``AlreadyExists`` failure says whose)."""
-    found = {k.kind: k.health(live.get(k.kind)) for k in CHILD_KINDS}
+def wanted(spec: dict | None) -> tuple[ChildKind, ...]:
+    """The kinds an Application with ``spec`` has children of (``ChildKind.wanted``), in
+    ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment and a Service."""
+    return tuple(k for k in CHILD_KINDS if k.wanted(spec or {}))
+
+
+def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset(), spec: dict | None = None) -> Health:
+    """Health of an Application with ``spec`` from its live children, ``{kind: object or
+    None}`` (a kind missing from the mapping counts as absent): the worst of the kinds it has
+    (``wanted``). ``taken``: the kinds whose name another object holds, so the agent's child is
+    Missing though an object of that name exists (the ``AlreadyExists`` failure says whose)."""
+    found = {k.kind: k.health(live.get(k.kind)) for k in wanted(spec)}
     for kind in taken & found.keys():
         found[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
                                       "agent's is not created")

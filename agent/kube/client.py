@@ -197,9 +197,11 @@ class Kube:
             where = f" from {kubeconfig}" if kubeconfig else ""
             raise NoConfiguration(str(err), f"loading the cluster configuration{where}") from None
         configuration.retries = False
-        # urllib3 keeps this many connections per host: one per parallel write, plus the three
-        # watches of ``run`` and a spare, so no request waits for or discards a connection.
-        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, concurrency + 4)
+        # urllib3 keeps this many connections per host: one per parallel write, plus the watches
+        # of ``run`` (Applications and each child kind) and a spare, so no request waits for or
+        # discards a connection.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0,
+                                                    concurrency + len(registry.CHILD_KINDS) + 2)
         self.api = client.ApiClient(configuration)
         self.interrupt = threading.Event()  # set on shutdown: retries and waits end at once
         self._retrying = tenacity.Retrying(

@@ -1,52 +1,301 @@
 """The rules of an Application's ``spec`` (``schema.STRICT_SPEC_SCHEMA``) and their wording. Pure.
 
 Kept apart from ``manifests`` so that module stays about documents; ``problems`` is what
-``manifests`` reports for a document's ``spec``.
+``manifests`` reports for a document's ``spec``, and what the pass checks a live spec with
+(``live_problems``). The schema says most; the rules it cannot say (the API server checks them
+outside its OpenAPI schema, or the agent is stricter) are here, each named in ``problems``.
 """
 
 from __future__ import annotations
 
-from agent.api.schema import STRICT_SPEC_SCHEMA, STRICT_SPEC_VALIDATOR as _SPEC_VALIDATOR, did_you_mean
+import re
+
+from agent.api import quantity
+from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
+                              QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
+                              SUBDOMAIN_PATTERN, did_you_mean)
+from agent.kinds import configmap, render
+from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
-_SPEC_FIELDS = STRICT_SPEC_SCHEMA["properties"]
+SUBDOMAIN_RULE = ("a DNS-1123 subdomain: at most 253 lowercase letters, digits, '-' and '.', starting and "
+                  "ending with a letter or digit")
+PATTERN_WORDS = {
+    SUBDOMAIN_PATTERN: SUBDOMAIN_RULE,
+    KEY_PATTERN: "a key of at most 253 letters, digits, '-', '_' and '.'",
+    ENV_NAME_PATTERN: "a C identifier: letters, digits and '_', not starting with a digit",
+    HOST_PATTERN: f"a host name, {SUBDOMAIN_RULE}, optionally starting with '*.'",
+    FILE_PATH_PATTERN: "an absolute path such as /etc/app/config.yaml (no empty segment, no trailing '/')",
+    HTTP_PATH_PATTERN: "a path starting with '/'",
+}
+"""The words for each pattern of the schema: what a user reads instead of a regular expression."""
+ENV_VALUE_RULE = ("must be a string, or a mapping with exactly one of secretKeyRef: {name, key} and "
+                  "configMapKeyRef: {name, key}")
+PERCENT = re.compile(r"[0-9]+%")
+INGRESS_BAD_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
+INGRESS_BAD_SUFFIXES = ("/..", "/.")
+"""What the API server refuses in an Ingress path of type Prefix or Exact
+(``k8s.io/kubernetes/pkg/apis/networking/validation``)."""
+PROBE_PORT_NAME = "http"
+"""The name a probe may give its port by: the Application's one port (the Service names it http)."""
 
 
 def problems(spec) -> list[tuple[tuple, str]]:
-    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA, and for an
-    ``image`` holding whitespace (blank, ``"nginx :1"``, leading or trailing blanks)."""
+    """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA, and of the rules
+    the schema cannot say: an ``image`` holding whitespace; env names (a C identifier, the
+    narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
+    server parses them (``agent.api.quantity``), not negative, a request at most its limit;
+    probe ports (the Application's port, or its name ``http``) and a liveness probe's
+    ``successThreshold`` of 1; file paths (no ``.`` or ``..`` segment) and their total size
+    (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
+    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers."""
+    return _problems(spec, STRICT_SPEC_VALIDATOR)
+
+
+def live_problems(spec) -> list[tuple[tuple, str]]:
+    """``problems`` of a live Application's spec: unknown fields are not refused (the API
+    server pruned or kept them; ``SPEC_VALIDATOR``)."""
+    return _problems(spec, SPEC_VALIDATOR)
+
+
+def _problems(spec, validator) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
-    for e in _SPEC_VALIDATOR.iter_errors(spec):
-        sub = tuple(e.absolute_path)
-        if e.validator == "required":
-            out += [((k,), "is required") for k in e.validator_value if k not in e.instance]
-        elif e.validator == "additionalProperties":
-            allowed = ", ".join(sorted(_SPEC_FIELDS))
-            out += [((k,), f"unknown field{did_you_mean(k, _SPEC_FIELDS, 'spec.')} (allowed: {allowed})")
-                    for k in e.instance if k not in _SPEC_FIELDS]
-        elif not sub and e.validator == "type":
-            out.append(((), f"must be a mapping, not {_type_name(spec)}"))
-        elif e.validator == "pattern" and sub == ("image",):
-            continue  # no whitespace: said below, in words
-        elif len(sub) == 1 and sub[0] in _SPEC_FIELDS:
-            out.append((sub, f"must be {_rule(_SPEC_FIELDS[sub[0]])} (got {_show(e.instance)})"))
-        else:
-            out.append((sub, e.message))
-    image = spec.get("image") if isinstance(spec, dict) else None
-    if isinstance(image, str) and any(c.isspace() for c in image):
-        # the API server refuses leading or trailing whitespace; no image reference holds any
-        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
+    for e in validator.iter_errors(spec):
+        out += _word(e, spec)
+    if isinstance(spec, dict):
+        out += _extra(spec)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
 
 
-def _rule(schema: dict) -> str:
-    """Human wording of a scalar property schema, e.g. 'an integer between 1 and 65535' or
-    'true or false'."""
+def _word(e, spec) -> list[tuple[tuple, str]]:
+    """The problems of one jsonschema error ``e``, in words."""
+    sub = tuple(e.absolute_path)
+    schema = e.schema if isinstance(e.schema, dict) else {}
+    if e.validator == "required":
+        return [(sub + (k,), "is required") for k in e.validator_value if k not in e.instance]
+    if e.validator == "additionalProperties":
+        known = schema.get("properties", {})
+        allowed = ", ".join(sorted(known))
+        prefix = "spec." + "".join(f"{p}." for p in sub)
+        return [(sub + (k,), f"unknown field{did_you_mean(k, known, prefix)} (allowed: {allowed})")
+                for k in e.instance if k not in known]
+    if not sub and e.validator == "type":
+        return [((), f"must be a mapping, not {_type_name(spec)}")]
+    if not sub and e.validator == "not":
+        return [] if not isinstance(e.instance, dict) else [(("replicas",), "must not be given together with spec.autoscaling: the autoscaler owns the "
+                                "replicas; remove one of the two")]
+    if e.validator == "pattern" and schema.get("pattern") in ("^\\S+$", QUANTITY_PATTERN):
+        return []  # said below, in words: the image's whitespace, the quantity's grammar
+    if e.validator == "oneOf":
+        choices = [r["required"][0] for r in e.validator_value]
+        if not isinstance(e.instance, dict):
+            return []  # not a mapping: its type error says so
+        given = [c for c in choices if c in e.instance]
+        return [(sub, f"must have exactly one of {', '.join(choices)}"
+                      f"{' (got ' + ', '.join(given) + ')' if given else ''}")]
+    if e.validator == "anyOf" and sub[:1] == ("env",) and len(sub) == 2:
+        if isinstance(e.instance, dict):  # a reference: its own errors
+            found = [err for err in e.context if err.relative_schema_path[0] == 1]
+            if found:
+                return [p for err in found for p in _word(err, spec)]
+        return [(sub, f"{ENV_VALUE_RULE} (got {_show(e.instance)})")]
+    if e.validator == "anyOf":
+        if not isinstance(e.instance, dict):
+            return []  # not a mapping: its type error says so
+        choices = [r["required"][0] for r in e.validator_value]
+        return [(sub, f"needs {' or '.join(choices)} (or both)")]
+    if e.validator in ("minProperties", "maxProperties") and sub[:1] == ("env",) and len(sub) == 2:
+        return [(sub, ENV_VALUE_RULE)]
+    if e.validator in ("maxProperties", "maxItems"):
+        return [(sub, f"must have at most {e.validator_value} entries (got {len(e.instance)})")]
+    if e.validator == "minItems":
+        return [(sub, f"must have at least {e.validator_value} entry")]
+    if e.validator in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum"):
+        return [(sub, f"must be {rule(schema)} (got {_show(e.instance)})")]
+    return [(sub, e.message)]
+
+
+def rule(schema: dict) -> str:
+    """Human wording of a property schema, e.g. 'an integer between 1 and 65535', 'true or
+    false', 'one of Prefix, Exact, ImplementationSpecific' or 'a DNS-1123 subdomain: ...'."""
+    kind = schema.get("type")
     lo, hi = schema.get("minimum"), schema.get("maximum")
-    if schema.get("type") == "boolean":
+    if "enum" in schema:
+        return "one of " + ", ".join(schema["enum"])
+    if kind == "boolean":
         return "true or false"
-    if schema.get("type") == "string":
+    if kind == ["integer", "string"]:
+        return "a number or a string"
+    if kind == "string":
+        words = PATTERN_WORDS.get(schema.get("pattern"))
+        if words:
+            return words
+        if schema.get("maxLength"):
+            return f"a string of 1 to {schema['maxLength']} characters"
         return "a non-empty string" if schema.get("minLength", 0) >= 1 else "a string"
+    if kind == "array":
+        return "a list of strings" if (schema.get("items") or {}).get("type") == "string" else "a list"
+    if kind == "object":
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict) and additional.get("type") == "string":
+            return "a mapping of strings to strings"
+        return "a mapping"
     if lo is not None and hi is not None:
         return f"an integer between {lo} and {hi}"
     return f"an integer >= {lo}" if lo is not None else "an integer"
+
+
+def _extra(spec: dict) -> list[tuple[tuple, str]]:
+    """The rules the schema cannot say (see ``problems``); each looks only at values of the
+    right type (a wrong type is the schema's problem, said once)."""
+    out: list[tuple[tuple, str]] = []
+    image = spec.get("image")
+    if isinstance(image, str) and any(c.isspace() for c in image):
+        # the API server refuses leading or trailing whitespace; no image reference holds any
+        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
+    env = spec.get("env")
+    if isinstance(env, dict):
+        for name in env:
+            if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
+                out.append((("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} (got {_show(name)})"))
+    out += _resources(spec.get("resources"))
+    port = spec.get("port")
+    for probe in ("readinessProbe", "livenessProbe"):
+        found = spec.get(probe)
+        if not isinstance(found, dict):
+            continue
+        for how in ("httpGet", "tcpSocket"):
+            given = (found.get(how) or {}).get("port") if isinstance(found.get(how), dict) else None
+            if given is None or isinstance(given, bool):
+                continue
+            if given != port and given != PROBE_PORT_NAME:
+                out.append(((probe, how, "port"), f"must be the Application's port ({_show(port)}) or its name "
+                                                  f"{PROBE_PORT_NAME} (got {_show(given)})"))
+        if probe == "livenessProbe" and found.get("successThreshold", 1) not in (1,) \
+                and isinstance(found.get("successThreshold"), int):
+            out.append(((probe, "successThreshold"), f"must be 1 for a liveness probe (got "
+                                                     f"{_show(found['successThreshold'])})"))
+    out += _files(spec.get("files"))
+    out += _maps(spec)
+    ingress = spec.get("ingress")
+    if isinstance(ingress, dict):
+        path = ingress.get("path")
+        if isinstance(path, str) and ingress.get("pathType", "Prefix") in ("Prefix", "Exact") and (
+                any(s in path for s in INGRESS_BAD_SEQUENCES) or path.endswith(INGRESS_BAD_SUFFIXES)):
+            out.append((("ingress", "path"), f"must not hold //, /./, /../ or %2f, nor end in /. or /.., for "
+                                             f"pathType Prefix or Exact (got {_show(path)})"))
+    scaling = spec.get("autoscaling")
+    if isinstance(scaling, dict):
+        low, high = scaling.get("minReplicas", 1), scaling.get("maxReplicas")
+        if isinstance(low, int) and isinstance(high, int) and not isinstance(high, bool) and low > high >= 1:
+            out.append((("autoscaling", "minReplicas"), f"must be at most maxReplicas ({high}) (got {low})"))
+    out += _rollout(spec.get("rollout"))
+    secrets = spec.get("imagePullSecrets")
+    if isinstance(secrets, list):
+        seen = set()
+        for i, name in enumerate(secrets):
+            if isinstance(name, str) and name in seen:
+                out.append((("imagePullSecrets", i), f"{name!r} is given twice"))
+            seen.add(name if isinstance(name, str) else None)
+    return out
+
+
+def _resources(resources) -> list[tuple[tuple, str]]:
+    """Quantities as the API server parses them, not negative, each request at most its limit."""
+    out: list[tuple[tuple, str]] = []
+    if not isinstance(resources, dict):
+        return out
+    values: dict[tuple[str, str], object] = {}
+    for part in ("requests", "limits"):
+        found = resources.get(part)
+        if not isinstance(found, dict):
+            continue
+        for name in ("cpu", "memory"):
+            if name not in found or isinstance(found[name], bool) or not isinstance(found[name], (int, str)):
+                continue
+            try:
+                value, _ = quantity.parse(found[name])
+            except quantity.Invalid as err:
+                out.append(((("resources", part, name)), f"{err} (got {_show(found[name])})"))
+                continue
+            if value < 0:
+                out.append(((("resources", part, name)), f"must not be negative (got {_show(found[name])})"))
+                continue
+            values[(part, name)] = value
+    for name in ("cpu", "memory"):
+        request, limit = values.get(("requests", name)), values.get(("limits", name))
+        if request is not None and limit is not None and request > limit:
+            out.append((("resources", "requests", name), f"must be at most the limit resources.limits.{name} "
+                                                         f"({_show(resources['limits'][name])}) (got "
+                                                         f"{_show(resources['requests'][name])})"))
+    return out
+
+
+def _files(files) -> list[tuple[tuple, str]]:
+    """File paths without ``.`` or ``..`` segments; the contents together at most a ConfigMap's
+    1 MiB (counted as the API server counts it: each key and its value, in bytes)."""
+    out: list[tuple[tuple, str]] = []
+    if not isinstance(files, dict):
+        return out
+    size = 0
+    for path, file in files.items():
+        if not isinstance(path, str) or not re.fullmatch(FILE_PATH_PATTERN, path):
+            out.append((("files", path), f"the path must be {PATTERN_WORDS[FILE_PATH_PATTERN]} (got {_show(path)})"))
+        elif any(part in (".", "..") for part in path.split("/")):
+            out.append((("files", path), "the path must not hold a . or .. segment"))
+        if isinstance(path, str) and isinstance(file, dict) and isinstance(file.get("content"), str):
+            size += len(configmap.key(path).encode()) + len(file["content"].encode())
+    if size > configmap.MAX_BYTES:
+        out.append((("files",), f"the contents of the files hold {size} bytes (with their keys): a ConfigMap holds "
+                                f"at most {configmap.MAX_BYTES} bytes (1 MiB)"))
+    return out
+
+
+def _maps(spec: dict) -> list[tuple[tuple, str]]:
+    """Keys and values of podLabels, podAnnotations and ingress.annotations as the API server
+    checks labels and annotations; pod labels never the agent's own."""
+    out: list[tuple[tuple, str]] = []
+    ingress = spec.get("ingress")
+    maps = [(("podLabels",), spec.get("podLabels"), True), (("podAnnotations",), spec.get("podAnnotations"), False),
+            (("ingress", "annotations"), ingress.get("annotations") if isinstance(ingress, dict) else None, False)]
+    ours = render.ownership_labels("x")
+    for where, mapping, labels in maps:
+        if not isinstance(mapping, dict):
+            continue
+        for key, value in mapping.items():
+            if labels and key in ours:
+                out.append((where + (key,), "is one of the agent's own pod labels (its selector and ownership: "
+                                            f"{', '.join(sorted(ours))}) and cannot be set"))
+            elif not qualified_name_ok(str(key)):
+                out.append((where + (key,), f"key {key!r} {KEY_RULE}"))
+            if labels and isinstance(value, str) and not label_value_ok(value):
+                out.append((where + (key,), f"value {value!r} {VALUE_RULE}"))
+    return out
+
+
+def _rollout(rollout) -> list[tuple[tuple, str]]:
+    """maxSurge and maxUnavailable: a number >= 0 or a percentage (maxUnavailable at most
+    100%), not both 0, as the API server checks a rolling update."""
+    out: list[tuple[tuple, str]] = []
+    if not isinstance(rollout, dict):
+        return out
+    zero = []
+    for name in ("maxSurge", "maxUnavailable"):
+        value = rollout.get(name)
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if value < 0:
+                out.append((("rollout", name), f"must be a number >= 0 or a percentage such as 25% (got {value})"))
+            zero.append(value == 0)
+        elif isinstance(value, str):
+            if not PERCENT.fullmatch(value):
+                out.append((("rollout", name), f"must be a number >= 0 or a percentage such as 25% "
+                                               f"(got {_show(value)})"))
+                continue
+            if name == "maxUnavailable" and int(value[:-1]) > 100:
+                out.append((("rollout", name), f"must be at most 100% (got {_show(value)})"))
+            zero.append(int(value[:-1]) == 0)
+    if zero == [True, True]:
+        out.append((("rollout", "maxUnavailable"), "must not be 0 when maxSurge is 0: no pod could be replaced"))
+    return out

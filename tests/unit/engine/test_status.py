@@ -167,3 +167,21 @@ def test_an_application_being_deleted_is_progressing_and_not_ready():
     assert conditions["Ready"] == "False"
     same = status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml")
     assert status.compute(app(), same, {"Deployment": deployment(), "Service": SERVICE}, "T1")["health"]["status"] == "Healthy"
+
+
+@pytest.mark.parametrize("spec, named", [
+    ({"image": "i", "replicas": 1, "port": 80}, {"deployment", "service"}),
+    ({"image": "i", "port": 80, "ingress": {}, "files": {"/a": {"content": "x"}}},
+     {"deployment", "service", "ingress", "configMap"}),
+    ({"image": "i", "port": 80, "files": {"/a": {"secretRef": {"name": "s", "key": "k"}}},
+      "autoscaling": {"maxReplicas": 2, "targetCPUUtilizationPercentage": 50}},
+     {"deployment", "service", "horizontalPodAutoscaler"}),
+    (None, {"deployment", "service"}),
+])
+def test_status_names_only_the_children_the_application_has(spec, named):
+    live = {**app(), "spec": spec}
+    out = status.compute(live, OK, {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    children = {"deployment", "service", "configMap", "ingress", "horizontalPodAutoscaler"}
+    assert {k for k in out if k in children} == named and all(out[k] == "web" for k in named)
+    missing = named - {"deployment", "service"}
+    assert out["health"]["status"] == ("Missing" if missing else "Healthy")

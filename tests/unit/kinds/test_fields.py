@@ -96,7 +96,7 @@ def test_foreign_fields_are_those_of_eligible_managers_inside_the_domain():
                       entry("kubectl-label", fields_v1={"f:metadata": {"f:labels": {"f:team": {}}}}))
     assert fields.foreign(live) == EXTRA_PORT
     assert fields.foreign(deployment(OURS, entry("kube-controller-manager", fields_v1=REVISION))) == {}
-    assert fields.foreign({"kind": "ConfigMap", "metadata": {"managedFields": [
+    assert fields.foreign({"kind": "Secret", "metadata": {"managedFields": [
         entry("kubectl-edit", fields_v1={"f:data": {"f:x": {}}})]}}) == {}
 
 
@@ -186,7 +186,14 @@ def test_the_authoritative_subtrees_are_these():
                        ("f:spec", "f:template", "f:metadata", "f:labels"),
                        ("f:spec", "f:template", "f:spec", "f:containers")),
         "Service": (("f:spec", "f:selector"), ("f:spec", "f:ports")),
+        "ConfigMap": (("f:data",),),
+        "Ingress": (("f:spec", "f:rules"), ("f:spec", "f:tls")),
+        "HorizontalPodAutoscaler": (("f:spec", "f:metrics"), ("f:spec", "f:scaleTargetRef")),
         "Application": (("f:spec",),)}
+    assert fields.RELEASED == {"Deployment": (("f:spec", "f:replicas"),), "Service": (), "ConfigMap": (),
+                               "Ingress": (), "HorizontalPodAutoscaler": ()}
+    assert fields.RENDERED["ConfigMap"] == (("f:data",), ("f:metadata", "f:annotations"))
+    assert fields.RENDERED["Deployment"] == (("f:spec",), ("f:metadata", "f:annotations"))
 
 
 def test_objects_without_kind_or_metadata_have_nothing_foreign():
@@ -211,7 +218,7 @@ def test_handover_keeps_the_agents_entry_in_place_and_its_other_keys():
 
 
 @pytest.mark.parametrize("live", [
-    {"kind": "ConfigMap", "metadata": {"managedFields": [entry("kubectl-edit", fields_v1={"f:data": {"f:x": {}}})]}},
+    {"kind": "Secret", "metadata": {"managedFields": [entry("kubectl-edit", fields_v1={"f:data": {"f:x": {}}})]}},
     {"metadata": {"managedFields": [entry("kubectl-patch", fields_v1=EXTRA_PORT)]}},  # no kind at all
 ])
 def test_a_kind_the_agent_does_not_render_has_nothing_to_hand_over(live):
@@ -252,7 +259,7 @@ def test_compact_keeps_authoritative_subtrees_and_annotations_of_every_entry():
     kept = obj["metadata"]["managedFields"]
     assert [e["manager"] for e in kept] == ["gitops-agent", "kubectl-edit", "kube-controller-manager",
                                             "kube-controller-manager"]
-    assert kept[0]["fieldsV1"] == {} and OURS["fieldsV1"]  # the agent's own fields are read by no pure step
+    assert kept[0]["fieldsV1"] == OURS["fieldsV1"]  # the agent's own spec: what it still renders (dropped)
     assert kept[1]["fieldsV1"] == EXTRA_PORT  # the strategy and history limit are outside: dropped
     assert kept[1]["operation"] == "Update" and kept[2]["subresource"] == "status"
     assert kept[2]["fieldsV1"] == {}  # status is read by no pure step
@@ -267,7 +274,7 @@ def test_compact_of_a_service_and_of_an_object_without_managed_fields():
     fields.compact(svc)
     assert svc["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:ports": ports["f:spec"]["f:ports"]}}
     assert fields.compact({"kind": "Service", "metadata": {}}) == {"kind": "Service", "metadata": {}}
-    unknown = {"kind": "ConfigMap", "metadata": {"managedFields": [entry("x", fields_v1=fields.merge(REVISION, OUTSIDE))]}}
+    unknown = {"kind": "Secret", "metadata": {"managedFields": [entry("x", fields_v1=fields.merge(REVISION, OUTSIDE))]}}
     assert fields.compact(unknown)["metadata"]["managedFields"][0]["fieldsV1"] == REVISION
 
 
@@ -302,3 +309,103 @@ def test_without_theirs_sets_aside_only_whole_entries_that_git_does_not_have():
     # an entry whose key Git gives only in part is Git's: kept
     assert fields.without_theirs(live, trie, {"spec": {"ports": [{"protocol": "TCP"}]}})["spec"]["ports"] == \
         live["spec"]["ports"]
+
+
+# -- fields Git no longer sets (dropped) and fields the agent lets go of (release) -------------
+
+ENV_A = 'k:{"name":"A"}'
+APPLIED = entry("gitops-agent", "Apply", {
+    "f:metadata": {"f:labels": {"f:app": {}}, "f:annotations": {"f:x.io/y": {}}},
+    "f:spec": {"f:replicas": {}, "f:selector": {},
+               "f:template": {"f:spec": {"f:containers": {CONTAINER: {
+                   ".": {}, "f:name": {}, "f:image": {}, "f:command": {},
+                   "f:env": {ENV_A: {".": {}, "f:name": {}, "f:value": {}}},
+                   "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}},
+                   "f:resources": {"f:requests": {"f:cpu": {}}}}}}}}})
+
+
+def desired(**container):
+    spec = {"replicas": 2, "selector": {"matchLabels": {}},
+            "template": {"spec": {"containers": [{"name": "web", "image": "i", "command": ["x"],
+                                                  "env": [{"name": "A", "value": "1"}],
+                                                  "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                                                  "resources": {"requests": {"cpu": "1"}}, **container}]}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "annotations": {"x.io/y": "1"}},
+            "spec": spec}
+
+
+def drop(obj, *path):
+    node = obj
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return obj
+
+
+CONTAINER_PATH = ("spec", "template", "spec", "containers", 0)
+
+
+@pytest.mark.parametrize("want, expected", [
+    (desired(), False),
+    (desired(args=["more"]), False),  # set by Git, not yet applied: an update by its value
+    (drop(desired(), *CONTAINER_PATH, "command"), True),
+    (drop(desired(), *CONTAINER_PATH, "env"), True),
+    (desired(env=[{"name": "B", "value": "1"}]), True),  # A removed
+    (desired(env=[{"name": "A", "value": "2"}]), False),  # A kept (its value changes: an update by value)
+    (desired(env=[{"name": "A", "valueFrom": {}}]), True),  # A.value dropped for valueFrom
+    (drop(desired(), *CONTAINER_PATH, "resources", "requests"), True),
+    (desired(ports=[{"containerPort": 80}]), False),  # a key field left to its default still matches
+    (desired(ports=[{"containerPort": 81, "protocol": "TCP"}]), True),
+    (drop(desired(), "metadata", "annotations"), True),
+    (drop(desired(), "spec", "replicas"), False),  # released, not dropped (see release)
+])
+def test_dropped(want, expected):
+    assert fields.dropped(deployment(APPLIED), want) is expected
+
+
+def test_dropped_reads_only_the_agents_own_apply_and_rendered_subtrees():
+    other = entry("kubectl-edit", fields_v1=APPLIED["fieldsV1"])
+    assert not fields.dropped(deployment(other), drop(desired(), *CONTAINER_PATH, "command"))
+    assert not fields.dropped({"kind": "Secret", "metadata": {"managedFields": [APPLIED]}}, {})
+    labels_only = entry("gitops-agent", "Apply", {"f:metadata": {"f:labels": {"f:app": {}}}})
+    assert not fields.dropped(deployment(labels_only), {"kind": "Deployment"})
+    status = entry("gitops-agent", "Apply", APPLIED["fieldsV1"], subresource="status")
+    assert not fields.dropped(deployment(status), drop(desired(), *CONTAINER_PATH, "command"))
+    data = {"kind": "ConfigMap", "metadata": {"managedFields": [entry("gitops-agent", "Apply", {
+        "f:data": {"f:a": {}, "f:b": {}}})]}}
+    assert fields.dropped(data, {"data": {"a": "1"}}) and not fields.dropped(data, {"data": {"a": "1", "b": "2"}})
+
+
+def test_set_entries_and_unreadable_keys():
+    node = {"f:finalizers": {'v:"x"': {}}}
+    assert fields._all_set({"finalizers": ["x"]}, node) and not fields._all_set({"finalizers": ["y"]}, node)
+    assert not fields._all_set({"finalizers": "x"}, node)
+    assert fields._all_set({}, {"k:{bad": {}, "v:{bad": {}, ".": {}, "i:0": {}})
+    assert not fields._all_set({"a": {}}, {"f:a": {'k:{"name":"x"}': {}}})
+
+
+def test_release_hands_replicas_back_when_git_leaves_them_out():
+    scale = entry("kube-controller-manager", fields_v1={"f:spec": {"f:replicas": {}}}, subresource="scale")
+    live = deployment(APPLIED, scale)
+    want = drop(desired(), "spec", "replicas")
+    assert fields.releasable(live, want) and not fields.releasable(live, desired())
+    entries = fields.release(live, want)
+    assert entries[1] == scale and entries[0]["manager"] == "gitops-agent"
+    assert "f:replicas" not in entries[0]["fieldsV1"]["f:spec"]
+    assert fields.release(live, desired()) is None
+    assert fields.release({**live, "metadata": {"managedFields": entries}}, want) is None
+    assert not fields.releasable({**live, "metadata": {"managedFields": entries}}, want)
+    assert fields.release({"kind": "Service", "metadata": {"managedFields": [APPLIED]}}, {}) is None
+    assert not fields.dropped({**live, "metadata": {"managedFields": entries}}, want)
+
+
+def test_replicas_are_authoritative_only_while_git_sets_them():
+    scale = entry("kube-controller-manager", fields_v1={"f:spec": {"f:replicas": {}}}, subresource="scale")
+    live = deployment(APPLIED, scale)
+    assert fields.foreign(live) == {"f:spec": {"f:replicas": {}}}  # unknown wish: every subtree
+    assert fields.foreign(live, desired()) == {"f:spec": {"f:replicas": {}}}  # Git takes the field again
+    assert fields.foreign(live, drop(desired(), "spec", "replicas")) == {}  # the autoscaler's: not drift
+    assert fields.handover(live, "apps/v1", NOW, desired=drop(desired(), "spec", "replicas")) is None
+    assert fields.domains("Deployment", drop(desired(), "spec", "replicas")) == fields.AUTHORITATIVE["Deployment"][1:]
+    assert fields.domains("Deployment") == fields.AUTHORITATIVE["Deployment"]
+    assert fields.domains("Nothing") == ()

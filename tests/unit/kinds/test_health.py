@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.kinds import deployment as deployment_kind, health, registry, service as service_kind
+from agent.kinds import (autoscaler, configmap, deployment as deployment_kind, health, ingress, registry,
+                         service as service_kind)
 from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"
@@ -44,10 +45,96 @@ def test_service_fixtures(name, status):
 
 def test_every_fixture_is_a_real_api_object_and_in_a_table():
     names = {p.stem for p in FIXTURES.glob("*.yaml")}
-    assert len(names) == 11
+    assert len(names) == 17
     for name in names:
         obj = fixture(name)
-        assert obj["apiVersion"] in ("apps/v1", "v1") and obj["metadata"]["uid"] and "status" in obj
+        assert obj["apiVersion"] in ("apps/v1", "v1", "networking.k8s.io/v1", "autoscaling/v2")
+        assert obj["metadata"]["uid"] and ("status" in obj or obj["kind"] == "ConfigMap")
+
+
+@pytest.mark.parametrize("name, status, message", [
+    ("ingress-no-address", PROGRESSING, "waiting for an ingress controller to give the Ingress an address"),
+    ("ingress-with-address", HEALTHY, ""),
+    ("hpa-new", PROGRESSING, "waiting to autoscale"),
+    ("hpa-missing-target", DEGRADED,
+     'the HPA controller was unable to get the target\'s current scale: deployments.apps "nothing-here" not found'),
+    ("hpa-no-metrics", HEALTHY, "the HPA controller was able to get the target's current scale"),
+    ("configmap-files", HEALTHY, ""),
+])
+def test_new_kind_fixtures(name, status, message):
+    obj = fixture(name)
+    assert registry.BY_KIND[obj["kind"]].health(obj) == Health(status, message)
+
+
+def hpa(*conditions):
+    return {"kind": "HorizontalPodAutoscaler", "metadata": {"name": "a"},
+            "status": {"conditions": [dict(zip(("type", "status", "reason", "message"), c)) for c in conditions]}}
+
+
+@pytest.mark.parametrize("obj, expected", [
+    (None, Health(MISSING, "HorizontalPodAutoscaler does not exist")),
+    (hpa(), Health(PROGRESSING, "waiting to autoscale")),
+    ({"metadata": {}}, Health(PROGRESSING, "waiting to autoscale")),
+    (hpa(("AbleToScale", "True", "SucceededGetScale", "ok")), Health(HEALTHY, "ok")),
+    (hpa(("AbleToScale", "False", "FailedGetScale", "no target")), Health(DEGRADED, "no target")),
+    (hpa(("AbleToScale", "False", "FailedUpdateScale", "x")), Health(DEGRADED, "x")),
+    (hpa(("AbleToScale", "False", "BackoffBoth", "x")), Health(PROGRESSING, "waiting to autoscale")),
+    (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m")), Health(DEGRADED, "m")),
+    (hpa(("ScalingActive", "False", "InvalidSelector", "s")), Health(DEGRADED, "s")),
+    (hpa(("ScalingActive", "True", "ValidMetricFound", "v")), Health(PROGRESSING, "waiting to autoscale")),
+    (hpa(("ScalingLimited", "True", "TooFewReplicas", "l")), Health(HEALTHY, "l")),
+    (hpa(("ScalingLimited", "False", "DesiredWithinRange", "l")), Health(PROGRESSING, "waiting to autoscale")),
+    # the first condition that decides wins, in the order the controller lists them (gitops-engine)
+    (hpa(("AbleToScale", "True", "SucceededGetScale", "ok"), ("ScalingActive", "False", "FailedGetResourceMetric",
+                                                             "m")), Health(HEALTHY, "ok")),
+    (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m"), ("AbleToScale", "True", "x", "ok")),
+     Health(DEGRADED, "m")),
+    (hpa(("AbleToScale", "True", "x", None)), Health(HEALTHY, None)),
+    ({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+     Health(PROGRESSING, "HorizontalPodAutoscaler a is pending deletion (since 2026-01-01T00:00:00Z); a pass after "
+                         "it is gone creates it again")),
+])
+def test_autoscaler_health(obj, expected):
+    assert autoscaler.health(obj) == expected
+
+
+@pytest.mark.parametrize("obj, expected", [
+    (None, Health(MISSING, "Ingress does not exist")),
+    ({}, Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
+    ({"status": {"loadBalancer": {"ingress": []}}},
+     Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
+    ({"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}}, Health(HEALTHY)),
+    ({"metadata": {"name": "a", "deletionTimestamp": "t"}, "status": {"loadBalancer": {"ingress": [{"ip": "1"}]}}},
+     Health(PROGRESSING, "Ingress a is pending deletion (since t); a pass after it is gone creates it again")),
+])
+def test_ingress_health(obj, expected):
+    assert ingress.health(obj) == expected
+
+
+def test_configmap_health():
+    assert configmap.health(None) == Health(MISSING, "ConfigMap does not exist")
+    assert configmap.health({"metadata": {"name": "a", "deletionTimestamp": "t"}}).status == PROGRESSING
+    assert configmap.health({"data": {}}) == Health(HEALTHY)
+
+
+def test_an_application_counts_only_the_kinds_it_has():
+    dep, svc = fixture("deployment-healthy"), fixture("service-clusterip")
+    assert registry.health({"Deployment": dep, "Service": svc}).status == HEALTHY
+    with_ingress = {"image": "i", "port": 80, "ingress": {}}
+    assert registry.health({"Deployment": dep, "Service": svc}, spec=with_ingress) == Health(
+        MISSING, "Ingress: Ingress does not exist")
+    found = registry.health({"Deployment": dep, "Service": svc, "Ingress": fixture("ingress-no-address")},
+                            spec=with_ingress)
+    assert found.status == PROGRESSING
+    # a child of a kind the spec no longer has (pruned in this pass) does not count
+    assert registry.health({"Deployment": dep, "Service": svc, "Ingress": None}).status == HEALTHY
+    assert [k.kind for k in registry.wanted(None)] == ["Deployment", "Service"]
+
+
+def test_news_of_the_new_kinds():
+    assert configmap.news({"data": {"a": "1"}}) == {"a": "1"}
+    assert ingress.news({"spec": {"rules": []}}) == ({"rules": []}, ingress.health({}).as_status())
+    assert autoscaler.news(hpa()) == {"status": PROGRESSING, "message": "waiting to autoscale"}
 
 
 def dep(generation=1, observed=1, replicas=2, updated=2, total=2, available=2, paused=None,

@@ -10,6 +10,11 @@ from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 
+ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
+                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
+                "suspend")
+
+
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
     ns = f"  namespace: {namespace}\n" if namespace is not None else ""
     return (f"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: {name}\n{ns}"
@@ -125,7 +130,7 @@ YES_RULE = ('key yes is a boolean, not a string (YAML 1.1 reads unquoted yes/no,
 @pytest.mark.parametrize("text, expected", [
     # an unknown key under spec and an invalid replicas
     (BAD_REPLICAS + "  foo: 1\n", [(7, "spec.replicas", REPLICAS_RULE),
-                                   (9, "spec.foo", "unknown field (allowed: image, port, replicas, suspend)")]),
+                                   (9, "spec.foo", f"unknown field (allowed: {ALLOWED_SPEC})")]),
     # a duplicate key hid the rest of its document
     (BAD_REPLICAS + "  port: 81\n", [(7, "spec.replicas", REPLICAS_RULE),
                                      (9, "spec.port", "duplicate key 'port' (first defined on line 8)")]),
@@ -278,7 +283,7 @@ def test_every_spec_error_is_reported():
     assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(7, "spec.replicas"), (8, "spec.port")]
 
 
-@pytest.mark.parametrize("drop", ["image", "replicas", "port"])
+@pytest.mark.parametrize("drop", ["image", "port"])
 def test_missing_spec_field(drop):
     text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith(drop))
     err = only_error(run({"a.yaml": text}))
@@ -297,12 +302,18 @@ def test_missing_or_empty_spec():
 @pytest.mark.parametrize("key, hint", [
     ("replica", " (did you mean spec.replicas?)"), ("Replicas", " (did you mean spec.replicas?)"),
     ("img", " (did you mean spec.image?)"), ("ports", " (did you mean spec.port?)"),
-    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("env", ""),
+    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("environment", " (did you mean spec.envFrom?)"), ("volumes", ""),
+    ("ingres", " (did you mean spec.ingress?)"),
 ])
 def test_unknown_spec_field(key, hint):
     err = only_error(run({"a.yaml": EXAMPLE + f"  {key}: 2\n"}))
     assert (err.line, err.field) == (9, f"spec.{key}")
-    assert err.message == f"unknown field{hint} (allowed: image, port, replicas, suspend)"
+    assert err.message == f"unknown field{hint} (allowed: {ALLOWED_SPEC})"
+
+
+def test_replicas_may_be_left_out():
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("replicas"))
+    assert run({"a.yaml": text}).errors == []
 
 
 @pytest.mark.parametrize("key, hint", [("spek", " (did you mean spec?)"), ("metdata", " (did you mean metadata?)"),
@@ -469,19 +480,30 @@ def test_schema_constants():
     assert (API_VERSION, GROUP, VERSION, KIND, PLURAL) == (
         "heumsi.github.io/v1", "heumsi.github.io", "v1", "Application", "applications")
     Draft202012Validator.check_schema(SPEC_SCHEMA)
-    assert SPEC_SCHEMA["required"] == ["image", "replicas", "port"]
+    assert SPEC_SCHEMA["required"] == ["image", "port"]
     assert STRICT_SPEC_SCHEMA["additionalProperties"] is False
 
 
 def test_spec_schema_is_a_valid_structural_schema():
-    """Only keywords allowed in CRD structural schemas; no additionalProperties next to
-    properties (the API server rejects that combination)."""
-    allowed = {"type", "minLength", "minimum", "maximum", "required", "properties", "description", "pattern"}
+    """Only keywords allowed in CRD structural schemas; every node typed (or int-or-string, or
+    preserving unknown fields); no additionalProperties next to properties (the API server
+    rejects that combination); the logical junctors (not, oneOf, anyOf) hold only required."""
+    allowed = {"type", "minLength", "maxLength", "minimum", "maximum", "required", "properties", "description",
+               "pattern", "enum", "items", "additionalProperties", "maxItems", "minItems", "maxProperties",
+               "minProperties", "not", "oneOf", "anyOf", "x-kubernetes-int-or-string",
+               "x-kubernetes-preserve-unknown-fields"}
     stack = [SPEC_SCHEMA]
     while stack:
         node = stack.pop()
-        assert set(node) <= allowed and "type" in node
+        assert set(node) <= allowed
+        assert "type" in node or node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
+        assert not ("properties" in node and "additionalProperties" in node)
+        for junctor in ("not", "oneOf", "anyOf"):
+            for branch in ([node[junctor]] if junctor == "not" and junctor in node else node.get(junctor, [])
+                           if junctor != "not" else []):
+                assert set(branch) == {"required"}
         stack.extend(node.get("properties", {}).values())
+        stack.extend(n for n in (node.get("items"), node.get("additionalProperties")) if isinstance(n, dict))
 
 
 NOT_AN_APPLICATION = ("only Application (heumsi.github.io/v1) documents are supported, alone or as the items "
