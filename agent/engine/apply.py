@@ -93,37 +93,28 @@ def _moved(kube: Kube, before: dict, after: dict) -> bool:
 
 def _take_over(kube: Kube, step: plan.Step) -> bool:
     """Hand other managers' fields in the authoritative subtrees to the agent; True when the
-    managedFields were rewritten. Reads the object in full first (listed objects carry
-    compacted managedFields, ``fields.compact``, and the patch replaces the whole list) and
-    again when another write raced it."""
-    current = kube.get(step.live)
-    for _ in range(TAKE_OVER_ATTEMPTS):
-        if current is None:
-            return False
-        entries = fields.handover(current, step.desired["apiVersion"], desired=step.desired)
-        if entries is None:
-            return False
-        try:
-            kube.patch_managed_fields(current, entries)
-            return True
-        except ApiError as err:
-            if err.status not in (409, 422, 500):
-                raise
-        current = kube.get(current)
-    raise ApiError(409, "Conflict", f"other writers kept changing it; field ownership not taken over "
-                                    f"after {TAKE_OVER_ATTEMPTS} attempts", step.subject)
+    managedFields were rewritten (``_rewrite``)."""
+    return _rewrite(kube, step, lambda live: fields.handover(live, step.desired["apiVersion"], desired=step.desired),
+                    "field ownership not taken over")
 
 
 def _release(kube: Kube, step: plan.Step) -> bool:
     """Let go of the fields the agent owns that Git now leaves to others (``fields.release``:
     a Deployment's replicas once an autoscaler owns them), before the apply that leaves them
-    out, so that apply keeps their value. True when the managedFields were rewritten. Reads the
-    object in full first and again when another write raced it, as ``_take_over`` does."""
+    out, so that apply keeps their value. True when the managedFields were rewritten."""
+    return _rewrite(kube, step, lambda live: fields.release(live, step.desired), "fields not let go of")
+
+
+def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
+    """Replace the live object's managedFields with ``entries_of(live)`` (None: nothing to
+    change, False returned). Reads the object in full first (listed objects carry compacted
+    managedFields, ``fields.compact``, and the patch replaces the whole list) and again when
+    another write raced it; raises ApiError 409 (``failed``) after ``TAKE_OVER_ATTEMPTS``."""
     current = kube.get(step.live)
     for _ in range(TAKE_OVER_ATTEMPTS):
         if current is None:
             return False
-        entries = fields.release(current, step.desired)
+        entries = entries_of(current)
         if entries is None:
             return False
         try:
@@ -133,8 +124,8 @@ def _release(kube: Kube, step: plan.Step) -> bool:
             if err.status not in (409, 422, 500):
                 raise
         current = kube.get(current)
-    raise ApiError(409, "Conflict", f"other writers kept changing it; fields not let go of after "
-                                    f"{TAKE_OVER_ATTEMPTS} attempts", step.subject)
+    raise ApiError(409, "Conflict", f"other writers kept changing it; {failed} after {TAKE_OVER_ATTEMPTS} attempts",
+                   step.subject)
 
 
 def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
