@@ -65,7 +65,7 @@ def _string_map(description: str) -> dict:
 
 
 _QUANTITY = {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN,
-             "description": "A Kubernetes quantity, e.g. 250m or 0.5 (CPU), 128Mi or 1Gi (memory)."}
+             "description": "A Kubernetes quantity, e.g. 250m or \"0.5\" (CPU; a fraction is quoted), 128Mi or 1Gi (memory)."}
 _RESOURCE_LIST = {"type": "object", "properties": {"cpu": _QUANTITY, "memory": _QUANTITY}}
 _PORT_REF = {"x-kubernetes-int-or-string": True,
              "description": "The port probed: the Application's port (spec.port) as a number, or the name "

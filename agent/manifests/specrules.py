@@ -125,7 +125,9 @@ def rule(schema: dict) -> str:
     if kind == "boolean":
         return "true or false"
     if kind == ["integer", "string"]:
-        return "a number or a string"
+        if schema.get("pattern") == QUANTITY_PATTERN:  # int-or-string: a YAML 0.5 is a float, which the CRD refuses
+            return 'a quantity: a whole number, or a string such as "0.5" or 500m (quote a fraction)'
+        return "a whole number or a string"
     if kind == "string":
         words = PATTERN_WORDS.get(schema.get("pattern"))
         if words:

@@ -59,7 +59,7 @@ SUBDOMAIN = specrules.SUBDOMAIN_RULE
                                          "of the suffixes n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an "
                                          'exponent e3 (got "1x")')]),
     ({"resources": {"requests": {"cpu": 1.5}}},
-     [(("resources", "requests", "cpu"), "must be a number or a string (got 1.5)")]),
+     [(("resources", "requests", "cpu"), 'must be a quantity: a whole number, or a string such as "0.5" or 500m (quote a fraction) (got 1.5)')]),
     ({"resources": {"requests": {"cpu": "-1"}}},
      [(("resources", "requests", "cpu"), 'must not be negative (got "-1")')]),
     ({"resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}},
@@ -207,7 +207,7 @@ def test_the_live_check_allows_unknown_fields_but_not_wrong_values():
     ({"type": "array", "items": {"type": "object"}}, "a list"),
     ({"type": "object"}, "a mapping"),
     ({"type": "object", "additionalProperties": {"type": "string"}}, "a mapping of strings to strings"),
-    ({"type": ["integer", "string"]}, "a number or a string"),
+    ({"type": ["integer", "string"]}, "a whole number or a string"),
     ({"type": "string", "enum": ["A", "B"]}, "one of A, B"),
 ])
 def test_rule_words(schema, words):
