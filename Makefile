@@ -6,6 +6,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# make test: pytest-xdist workers, each with a control plane of its own (tests/conftest.py says why
+# they never share one). The tests mostly wait on the agent and the control plane, so more workers
+# than cores pay off; TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 4
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: test demo cluster unit mutation clean lock bench docs
 
@@ -19,7 +24,7 @@ cluster: $(VENV)/.installed
 
 test: cluster
 	bash scripts/test-deps.sh
-	$(PY) -m pytest -v --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -v --durations=15 $(XDIST) $(PYTEST_ARGS)
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -v tests/unit $(PYTEST_ARGS)

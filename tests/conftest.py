@@ -4,6 +4,15 @@ the agent run as a user types it.
 Set ``GITOPS_AGENT_TEST_STATE_DIR`` to the state directory of a control plane started with
 ``python -m tests.cluster up`` to reuse it across test runs; otherwise the session starts its own
 and stops it at the end.
+
+With pytest-xdist (``make test`` runs ``-n N``) every worker is such a session: it starts a
+control plane of its own (a few seconds; an idle one costs about 2 % of a core) and runs its
+tests one after another against it, each in fresh namespaces that are gone before the next test
+starts, as in a run without workers. Workers never share a control plane, because the agent
+works cluster-wide: every pass lists all Applications and children, gives children to every
+hand-applied Application, notes every look-alike and prunes children whose Application is gone,
+and ``run``'s watches see every Application; two tests in one cluster would see each other's
+objects in their summaries, pass counts and the API server's write counters.
 """
 
 from __future__ import annotations
@@ -21,6 +30,14 @@ from tests import cluster as cluster_mod
 from tests.support import Agent, GitRepo, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    workers = getattr(config.option, "numprocesses", None) or 0
+    if os.environ.get("GITOPS_AGENT_TEST_STATE_DIR") and not hasattr(config, "workerinput") and \
+            (workers == "auto" or workers == "logical" or int(workers) > 1):
+        raise pytest.UsageError("GITOPS_AGENT_TEST_STATE_DIR names one control plane, which xdist workers would "
+                                "share (tests/conftest.py says why they must not): run with -n 0 or -n 1")
 
 
 @pytest.fixture(scope="session")
@@ -61,10 +78,24 @@ def crd(cluster):
 
 
 @pytest.fixture
-def namespaces(cluster):
+def namespaces(cluster, api):
     """Factory of fresh namespaces (``new()`` returns a name); all are deleted after the test
     and the fixture waits until they are gone, so tests never see each other's objects."""
     from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api)
+
+    def gone(name: str) -> bool:
+        """The namespace no longer exists (read through the API: a kubectl process per poll
+        would cost more CPU than the rest of the wait)."""
+        try:
+            core.read_namespace(name)
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
 
     created: list[str] = []
 
@@ -78,8 +109,7 @@ def namespaces(cluster):
     for name in created:
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
     for name in created:
-        wait_for(lambda: cluster.kubectl("get", "namespace", name, check=False).returncode != 0,
-                 timeout=120, what=f"namespace {name} to be deleted")
+        wait_for(lambda: gone(name), timeout=120, what=f"namespace {name} to be deleted")
 
 
 @pytest.fixture

@@ -549,6 +549,7 @@ def cluster_without_crd(tmp_path_factory):
         cluster_mod.down(state)
 
 
+@pytest.mark.xdist_group("cluster-without-crd")  # one worker: one second control plane, in this order
 def test_missing_crd_fails_fast_with_one_message_and_creates_nothing(cluster_without_crd, repo, tmp_path):
     other = cluster_without_crd
     repo.write("web.yaml", app_yaml("web"))
@@ -573,6 +574,7 @@ def test_missing_crd_fails_fast_with_one_message_and_creates_nothing(cluster_wit
 
 
 
+@pytest.mark.xdist_group("cluster-without-crd")  # one worker: one second control plane, in this order
 def test_run_keeps_running_without_the_crd_and_syncs_once_it_is_installed(cluster_without_crd, repo, tmp_path):
     """Runs after the sync test above: it installs the CRD into the module's second cluster."""
     import signal
