@@ -108,6 +108,14 @@ def namespaces(cluster, api):
     yield new
     for name in created:
         cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+        # The namespace controller starts 5 s after the deletion; pods still terminating then cost
+        # it a second round 5 s later (about 11 s in all, 6 s without). Deleted now, at once (a
+        # namespace being deleted takes no new pods), they are gone before its first round.
+        try:
+            core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+        except ApiException as err:
+            if err.status != 404:
+                raise
     for name in created:
         wait_for(lambda: gone(name), timeout=120, what=f"namespace {name} to be deleted")
 
