@@ -304,21 +304,23 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
 
 
 def down(state_dir: Path | str, timeout: float = 15.0, remove: bool = True) -> None:
-    """Stop every process recorded in ``state_dir/pids.json`` (SIGTERM, then SIGKILL after
-    ``timeout`` seconds) in reverse start order, and remove the state directory (with
-    ``remove=False`` only the PID record, keeping logs)."""
+    """Stop every process recorded in ``state_dir/pids.json`` in reverse start order, each
+    (SIGTERM) once the one started after it is gone, SIGKILL for what is left after ``timeout``
+    seconds in all, and remove the state directory (with ``remove=False`` only the PID record,
+    keeping logs). One at a time, etcd goes last and the API server ends in about a second;
+    stopped together with etcd, the API server outlasted any timeout and was killed."""
     state = Path(state_dir).resolve()
     pids_file = state / "pids.json"
     pids = json.loads(pids_file.read_text()) if pids_file.exists() else {}
+    deadline = time.monotonic() + timeout
     for pid in reversed(list(pids.values())):
         try:
             os.killpg(pid, signal.SIGTERM)
         except ProcessLookupError:
             continue
-    deadline = time.monotonic() + timeout
-    for pid in pids.values():
         while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.1)
+            time.sleep(0.05)
+    for pid in pids.values():
         if _alive(pid):
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -341,7 +343,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:  # not our child (``down`` from another process): an exited one waits for init as a zombie
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def attach(state_dir: Path | str) -> Cluster:
