@@ -38,6 +38,15 @@ RECONCILE_ANNOTATION = "heumsi.github.io/reconcile"
 RECONCILE_REQUESTED_AT = "heumsi.github.io/reconcile-requested-at"
 """Annotation on an Application asking for a pass now; its value is an opaque token."""
 
+ADOPT_ANNOTATION = "heumsi.github.io/adopt"
+"""``"true"`` on an Application in Git: objects standing in its children's slots that no
+controller holds (made by hand, ``kubectl create``, an earlier install) are adopted; the
+migration switch for hand-made setups (``plan.ownership``)."""
+WANTED_BY_PREFIX = "heumsi.github.io/wanted-by-"
+"""Prefix of the annotation a source writes on an Application another source holds while its
+own Git also has it (``<prefix><digest of the source id>``: ``source id file``): the holder never
+prunes it while the annotation is there (``plan.wanted_elsewhere``)."""
+
 FILES_DIGEST = "heumsi.github.io/files-digest"
 """Annotation on an Application's pod template: a digest of its files' contents from Git, so a
 changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
@@ -56,6 +65,8 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (PRUNE_ANNOTATION, "annotation", "`disabled`: never pruned"),
     (RECONCILE_ANNOTATION, "annotation", "`disabled`: left exactly as it is (suspend, hot-fix)"),
     (RECONCILE_REQUESTED_AT, "annotation", "a token asking for a pass now (`reconcile`)"),
+    (ADOPT_ANNOTATION, "annotation", '`"true"` on an Application: adopt uncontrolled objects in its children\'s slots'),
+    (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
     (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
 )
 """(key, label or annotation, what it means) for every key: the reference table's rows."""

@@ -171,7 +171,7 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
         why = (f"exists and {reason}, so it is left alone; delete or rename it to let the agent create its own, "
                "or rename the Application")
         failures[key] = f"{step.subject}: {why}"
-        reasons[key] = conditions.ALREADY_EXISTS
+        reasons[key] = conditions.OWNERSHIP_CONFLICT
         if taken is not None:
             taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)

@@ -31,11 +31,13 @@ IMMUTABLE_CONFLICT = "ImmutableConflict"
 INVALID = "Invalid"
 """The API server refused an object as invalid (HTTP 422): the same input is refused again."""
 
-ALREADY_EXISTS = "AlreadyExists"
-"""A child's name is taken by an object the agent did not make, which it never applies over
-(``plan.claim``): only a person (rename or delete it) can fix that."""
+OWNERSHIP_CONFLICT = "OwnershipConflict"
+"""An object the Application needs is someone else's: a child's slot holds an object another
+controller controls or that nobody controls and the Application does not opt in to adopt
+(``plan.ownership``), or another source holds the Application (``plan.other_source``). The
+agent never applies over it: only a person (rename, delete, hand over) can fix that."""
 
-STALLED_REASONS = frozenset({INVALID_MANIFEST, INVALID_SPEC, IMMUTABLE_CONFLICT, INVALID, ALREADY_EXISTS})
+STALLED_REASONS = frozenset({INVALID_MANIFEST, INVALID_SPEC, IMMUTABLE_CONFLICT, INVALID, OWNERSHIP_CONFLICT})
 """Failure reasons retrying cannot fix: only a new commit, or a person, can. Every other failure
 (``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt, and
 ``PruneSkipped`` is a state a person chose (``--no-prune``) or a blocked prune that the next
