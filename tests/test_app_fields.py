@@ -7,11 +7,11 @@ upgrade from the agent before these fields restarts nothing."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import subprocess
 import sys
 import tarfile
-import io
 from pathlib import Path
 
 import pytest
@@ -276,7 +276,7 @@ def test_a_stranger_in_a_childs_slot_is_never_touched(agent, repo, namespace, cl
     after = get(cluster, namespace, "ingress")
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     conditions = {c["type"]: c for c in get(cluster, namespace, "application")["status"]["conditions"]}
-    assert conditions["Ready"]["reason"] == "AlreadyExists"
+    assert conditions["Ready"]["reason"] == "OwnershipConflict"
     spec = copy.deepcopy(SHOP)
     spec.pop("ingress")
     write(repo, spec)

@@ -191,17 +191,18 @@ def test_a_difference_apply_cannot_remove_is_not_drift_forever(agent, repo, name
     assert 15090 in [p["containerPort"] for p in containers[0]["ports"]]
 
 
-def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent", drop_label=False):
+def _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="gitops-agent", drop_label=False,
+                             owned=True):
     """Replace the Deployment with one whose selector differs (as an older rendering, or a
     hand-made object, would have), keeping the agent's labels (but the managed-by label with
-    ``drop_label``) and ownerReference."""
+    ``drop_label``) and ownerReference (none unless ``owned``)."""
     current = objects.deployment(namespace, "web")
     if drop_label:
         del current["metadata"]["labels"]["app.kubernetes.io/managed-by"]
     cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=true")
     old = {"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "web", "namespace": namespace, "labels": current["metadata"]["labels"],
-                        "ownerReferences": current["metadata"]["ownerReferences"]},
+                        "ownerReferences": current["metadata"]["ownerReferences"] if owned else []},
            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                     "template": {"metadata": {"labels": {"app": "web"}},
                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}}}
@@ -234,16 +235,34 @@ def test_an_immutable_selector_is_fixed_by_recreating_the_agents_own_child(
     assert "0 configured" in proc.stdout and "recreated" not in proc.stdout
 
 
-def test_an_object_the_agent_did_not_make_is_never_recreated(agent, repo, namespace, objects, cluster, tmp_path):
+def test_the_applications_child_someone_else_made_is_adopted_and_recreated_for_its_selector(
+        agent, repo, namespace, objects, cluster, tmp_path):
+    """Another manager's Deployment with the Application's controller ownerReference (an older
+    install) is the Application's child: adopted, and recreated because its selector differs."""
     first_sync(agent, repo, namespace)
     uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="someone")
     head = repo.commit("again")
+    proc = synced(agent, repo, namespace)
+    assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; fields "
+            "taken from someone; spec.selector is immutable and differs from Git, so recreated)") in proc.stdout
+    assert "1 adopted" in proc.stdout.splitlines()[-1]
+    assert objects.deployment(namespace, "web")["metadata"]["uid"] != uid
+    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+    [event] = [e for e in agent_events(objects, namespace) if e["reason"] == "Adopted"]
+    assert f"adopted Deployment/{namespace}/web (its controller ownerReference" in event["message"]
+    assert_exactly_git(objects, namespace)
+
+
+def test_a_stranger_in_a_childs_slot_is_never_recreated(agent, repo, namespace, objects, cluster, tmp_path):
+    """The same object without the ownerReference is nobody's child: never applied over, so
+    the immutable selector is never reached (nor the object deleted to recreate it)."""
+    first_sync(agent, repo, namespace)
+    uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="someone", owned=False)
+    head = repo.commit("again")
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2
-    # listed by the labels it carries, but another manager applied it: never applied over, so the
-    # immutable selector is never reached (nor the object deleted to recreate it)
-    assert (f"Deployment/{namespace}/web: exists and was not made by the agent" in proc.stderr
-            and "so it is left alone" in proc.stderr and "immutable" not in proc.stderr)
+    assert (f"Deployment/{namespace}/web: exists and is controlled by nothing and was not made by the agent; "
+            "field managers: someone; left alone" in proc.stderr and "immutable" not in proc.stderr)
     assert objects.deployment(namespace, "web")["metadata"]["uid"] == uid
     assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] != head
 
@@ -428,8 +447,8 @@ def test_a_look_alike_without_the_agents_apply_is_still_refused(labelled, agent,
         for _ in range(2):
             proc = agent.sync(repo.path, "--namespace", namespace)
             assert proc.returncode == 2, proc.stdout + proc.stderr
-            assert (f"Service/{namespace}/web: exists and was not made by the agent: its metadata.managedFields "
-                    "has no Apply entry of the field manager gitops-agent") in proc.stderr
+            assert (f"Service/{namespace}/web: exists and is controlled by nothing and was not made by the agent; "
+                    "field managers: ") in proc.stderr and 'heumsi.github.io/adopt: "true"' in proc.stderr
             assert (f"Deployment/{namespace}/web: exists and is controlled by ConfigMap/keeper (its controller "
                     f"ownerReference), not by Application {namespace}/web") in proc.stderr
             after = objects.service(namespace, "web")
@@ -438,7 +457,7 @@ def test_a_look_alike_without_the_agents_apply_is_still_refused(labelled, agent,
             assert objects.deployment(namespace, "web")["metadata"]["resourceVersion"] == \
                 deployment["metadata"]["resourceVersion"]
     conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}
-    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "AlreadyExists")
+    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "OwnershipConflict")
 
 
 def test_an_immutable_selector_on_the_agents_unlabelled_child_is_fixed_by_recreating_it(

@@ -134,21 +134,21 @@ def test_a_hand_made_child_is_stalled_and_never_applied_over_even_with_the_agent
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27")  # selector app=web
     repo.write("web.yaml", app_yaml("web"))
     repo.commit()
-    # someone else's Deployment under the child's name is never applied over: AlreadyExists
+    # someone else's Deployment under the child's name is never applied over: OwnershipConflict
     sync(agent, repo, namespace, code=2)
     assert wait_ready(cluster, namespace, "web", timeout="10s", condition="Stalled").returncode == 0
     found = conditions(objects.app(namespace, "web"))
     assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
-        ("AlreadyExists", "False", "AlreadyExists")
-    assert "exists and was not made by the agent" in found["Stalled"]["message"]
+        ("OwnershipConflict", "False", "OwnershipConflict")
+    assert "exists and is controlled by nothing and was not made by the agent" in found["Stalled"]["message"]
     # with the agent's labels copied onto it, it is listed as a child, and still never applied over
     cluster.kubectl("-n", namespace, "label", "deployment", "web", "app.kubernetes.io/managed-by=gitops-agent")
     before = objects.deployment(namespace, "web")["metadata"]["resourceVersion"]
     sync(agent, repo, namespace, code=2)
     found = conditions(objects.app(namespace, "web"))
     assert (found["Stalled"]["reason"], found["Ready"]["status"], found["Ready"]["reason"]) == \
-        ("AlreadyExists", "False", "AlreadyExists")
-    assert "exists and was not made by the agent" in found["Stalled"]["message"] and "Reconciling" not in found
+        ("OwnershipConflict", "False", "OwnershipConflict")
+    assert "exists and is controlled by nothing and was not made by the agent" in found["Stalled"]["message"] and "Reconciling" not in found
     assert objects.deployment(namespace, "web")["metadata"]["resourceVersion"] == before
     assert "another Deployment of this name exists" in objects.app(namespace, "web")["status"]["health"]["message"]
     assert objects.deployment(namespace, "web")["spec"]["selector"] == {"matchLabels": {"app": "web"}}

@@ -83,7 +83,7 @@ def settled(objects, namespace):
 
 
 def taken(cluster, namespace, tmp_path):
-    """A hand-made Deployment ``taken`` (its Application fails: AlreadyExists, never applied over)."""
+    """A hand-made Deployment ``taken`` (its Application fails: OwnershipConflict, never applied over)."""
     manifest = tmp_path / f"taken-{namespace}.json"
     manifest.write_text(json.dumps({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "taken", "namespace": namespace},
@@ -148,7 +148,7 @@ def test_serial_and_parallel_passes_leave_the_same_objects_statuses_and_reports(
         assert [e["message"] for e in mine if e["involvedObject"]["name"] == "gone1" and e["reason"] == "Pruned"] == [
             f"pruned Service/{namespace}/gone1, Deployment/{namespace}/gone1, Application/{namespace}/gone1"]
         # the failure's Warning (conditions changed once) is its one Event, naming what was created too
-        assert per_app["taken"] == ["AlreadyExists"]  # its Deployment name is taken by a hand-made one
+        assert per_app["taken"] == ["OwnershipConflict"]  # its Deployment name is taken by a hand-made one
         warning = next(e for e in mine if e["involvedObject"]["name"] == "taken")
         assert warning["type"] == "Warning" and f"created Application/{namespace}/taken" in warning["message"]
         assert all(len(reasons) <= 3 for reasons in per_app.values())

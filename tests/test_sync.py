@@ -452,7 +452,7 @@ def test_hidden_directories_such_as_ci_config_are_skipped(agent, repo, namespace
 def test_a_child_name_taken_by_someone_elses_object_is_never_applied_over(agent, repo, namespace, objects, cluster,
                                                                            tmp_path):
     """A Service the user made before the Application existed is not adopted by server-side
-    apply (nor pruned later): the Application fails, Stalled with reason AlreadyExists, and
+    apply (nor pruned later): the Application fails, Stalled with reason OwnershipConflict, and
     its Deployment still syncs. Once the user removes their Service, the agent creates its own."""
     theirs = tmp_path / "theirs.yaml"
     theirs.write_text(f"""\
@@ -470,13 +470,13 @@ spec:
     repo.commit("web and other")
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 2
-    assert f"Service/{namespace}/web: exists and was not made by the agent" in proc.stderr
+    assert f"Service/{namespace}/web: exists and is controlled by nothing and was not made by the agent" in proc.stderr
     after = objects.service(namespace, "web")
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert after["metadata"]["labels"] == {"team": "mine"} and not after["metadata"].get("ownerReferences")
     assert objects.deployment(namespace, "web") is not None and objects.service(namespace, "other") is not None
     conditions = {c["type"]: c for c in objects.app(namespace, "web")["status"]["conditions"]}
-    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "AlreadyExists")
+    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "OwnershipConflict")
     assert conditions["Ready"]["status"] == "False"
     # health names the clash, not a Service that "does not exist"
     assert objects.app(namespace, "web")["status"]["health"] == {

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from agent.api.labels import ADOPT_ANNOTATION
 from agent.api.schema import KIND
 from agent.engine import conditions, diff, plan
-from agent.engine.report import CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
+from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
 from agent.kinds import fields
 from agent.kube.client import ApiError, Kube
 
@@ -38,7 +39,8 @@ class ImmutableConflict(ApiError):
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
 class Applied:
     """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
-    created, configured, unchanged, recreated; ``message`` says why it was recreated."""
+    created, configured, unchanged, recreated, adopted; ``message`` says why it was recreated
+    or adopted."""
 
     live: dict
     action: str
@@ -67,18 +69,26 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     """
     if step.action == plan.UNCHANGED:
         return Applied(step.live, UNCHANGED)
-    let_go = step.live is not None and plan.not_ours(step.live) is None \
-        and fields.releasable(step.live, step.desired) and _release(kube, step)
-    took = step.live is not None and plan.drifted_ownership(step.live, step.desired) and _take_over(kube, step)
+    mine = step.live is not None and (step.adopting or plan.not_ours(step.live) is None)
+    let_go = mine and fields.releasable(step.live, step.desired) and _release(kube, step)
+    if step.adopting:
+        adopted = _adopt(kube, step)
+        took = True
+    else:
+        adopted, took = "", step.live is not None and plan.drifted_ownership(step.live, step.desired) \
+            and _take_over(kube, step)
     try:
         live = kube.apply(step.desired)
     except ApiError as err:
         field = immutable_field(err) if step.identity[1] != KIND else None
         if field is None:
             raise
-        return _recreate(kube, step, field, err)
+        done = _recreate(kube, step, field, err)
+        return replace(done, action=ADOPTED, message=f"{adopted}; {done.message}, so recreated") if adopted else done
     if step.live is None:
         return Applied(live, CREATED)
+    if adopted:
+        return Applied(live, ADOPTED, adopted)
     return Applied(live, CONFIGURED if took or let_go or _moved(kube, step.live, live) else UNCHANGED)
 
 
@@ -96,6 +106,22 @@ def _take_over(kube: Kube, step: plan.Step) -> bool:
     managedFields were rewritten (``_rewrite``)."""
     return _rewrite(kube, step, lambda live: fields.handover(live, step.desired["apiVersion"], desired=step.desired),
                     "field ownership not taken over")
+
+
+def _adopt(kube: Kube, step: plan.Step) -> str:
+    """Take over the Application's child that someone else wrote (``step.adopting``): every
+    field the agent renders is handed to its manager (``fields.adoption``) before the apply.
+    Returns the message of the adoption: why it is the Application's and the managers its
+    fields were taken from."""
+    taken: list[str] = []
+
+    def entries_of(live: dict):
+        entries, names = fields.adoption(live, step.desired)
+        taken[:] = names
+        return entries
+
+    _rewrite(kube, step, entries_of, "not adopted")
+    return f"{step.why}; fields taken from {', '.join(taken)}" if taken else step.why
 
 
 def _release(kube: Kube, step: plan.Step) -> bool:
@@ -130,7 +156,7 @@ def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
 
 def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
     why_not = ("appeared after this pass listed its kind, so it is not known to be the agent's"
-               if step.live is None else plan.not_ours(step.live))
+               if step.live is None else None if step.adopting else plan.not_ours(step.live))
     if why_not is not None:
         raise ImmutableConflict(refused.status, refused.reason,
                                 f"{field} is immutable and differs from Git, and this object {why_not}, so it "
@@ -148,31 +174,38 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
 
 def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
           reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
-          listed: dict | None = None) -> list[plan.Step]:
-    """Children to create whose name may be taken: one list per kind and namespace that has a
-    create (no label selector), then ``plan.claim``, which also refuses updates of listed
-    objects that are not the agent's (copied labels, another controller). A child the agent
-    made that lost its ``managed-by`` label (and perhaps its ownerReference) is updated in
-    place, on the same path as a listed child (``converge``); an object someone else made fails its Application
-    (reason ``AlreadyExists``, Stalled), the message saying what it lacks (``plan.not_ours``),
-    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child.
-    ``listed`` ((group, kind, namespace) -> objects), when given, keeps each list for the next
-    call: a pass that claims its children in batches lists each kind and namespace once, before
-    it created any of them, as one call for all would."""
+          listed: dict | None = None, opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
+    """Children whose slot may hold someone else's object: one list per kind and namespace
+    that has a create (no label selector), then ``plan.claim`` (``opted``: the Applications
+    that opted in to adopt, ``plan.opted_in``). A child the agent made that lost its
+    ``managed-by`` label, or the Application's child someone else made, is updated in place
+    (``converge``); someone else's object fails its Application (reason
+    ``OwnershipConflict``, Stalled) with one message naming the object, its controller, its
+    field managers and what to do, and is never applied over or pruned; ``taken`` (app key ->
+    kinds) records which child. ``listed`` ((group, kind, namespace) -> objects), when given,
+    keeps each list for the next call: a pass that claims its children in batches lists each
+    kind and namespace once, before it created any of them, as one call for all would."""
     listed = {} if listed is None else listed
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
     for where in wanted:
         if where not in listed:
             listed[where] = kube.list_in(*where)
     found = [obj for where in wanted for obj in listed[where]]
-    steps, conflicts = plan.claim(steps, found)
+    steps, conflicts = plan.claim(steps, found, opted)
     for step, reason in conflicts:
         key = plan.owner_key(step.desired)
-        why = (f"exists and {reason}, so it is left alone; delete or rename it to let the agent create its own, "
-               "or rename the Application")
+        why = f"exists and {reason}; field managers: {', '.join(plan.managers(step.live)) or 'none'}; {_remedy(step)}"
         failures[key] = f"{step.subject}: {why}"
         reasons[key] = conditions.OWNERSHIP_CONFLICT
         if taken is not None:
             taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)
     return steps
+
+
+def _remedy(step: plan.Step) -> str:
+    """What a person can do about someone else's object in a child's slot."""
+    if plan.controller(step.live) is None:
+        return (f'left alone. To hand it to the agent, set the annotation {ADOPT_ANNOTATION}: "true" on the '
+                "Application in Git; or delete or rename it, or rename the Application")
+    return "left alone. Delete or rename it to let the agent create its own, or rename the Application"

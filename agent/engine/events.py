@@ -8,8 +8,8 @@ or pruned, and the Warning the status step decided on (only when the conditions 
 before); ``flush`` then sends one Event per Application that has something to say:
 
 * a Warning (its reason and message, the change set appended) when there is one;
-* else a Normal Event whose reason is the weightiest action (Recreated, Created, Updated,
-  Pruned) and whose message lists the objects per action, for example
+* else a Normal Event whose reason is the weightiest action (Adopted, Recreated, Created,
+  Updated, Pruned) and whose message lists the objects per action, for example
   ``created Deployment/ns/web, Service/ns/web; configured Application/ns/web``.
 
 An Application with nothing changed and no new Warning gets no Event. The message is the pure
@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import threading
 
-from agent.engine.report import CONFIGURED, CREATED, PRUNED, RECREATED
+from agent.engine.report import ADOPTED, CONFIGURED, CREATED, PRUNED, RECREATED
 from agent.kube.cluster import Wrapper
 
-ORDER = (CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the parts of a message
-REASONS = {RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
-WEIGHT = (RECREATED, CREATED, CONFIGURED, PRUNED)  # the first one present names the Normal reason
+ORDER = (ADOPTED, CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the parts of a message
+REASONS = {ADOPTED: "Adopted", RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
+WEIGHT = (ADOPTED, RECREATED, CREATED, CONFIGURED, PRUNED)  # the first one present names the Normal reason
 MAX_MESSAGE = 1024  # characters: the Event API's own limit for a message
 
 
 def message(changes: list[tuple[str, str, str]]) -> str:
     """``changes``: (action, subject ``Kind/ns/name``, why) in the order they happened; actions
-    other than created, configured, recreated and pruned are ignored. Returns
-    ``"created A, B; configured C; recreated D (why)"``: one part per action in ``ORDER``,
+    other than adopted, created, configured, recreated and pruned are ignored. Returns
+    ``"adopted A (why); created B, C; configured D; recreated E (why)"``: one part per action in ``ORDER``,
     subjects in order of appearance, each once; ``""`` when nothing changed."""
     parts = []
     for action in ORDER:

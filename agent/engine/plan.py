@@ -10,11 +10,15 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable
 
-from agent.api.labels import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
+from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
+                              SOURCE_PATH)
 from agent.api.schema import GROUP, KIND
 from agent.kinds import fields
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
+CONFLICT = "conflict"
+"""A child's slot holds someone else's object (``ownership``): ``claim`` takes such steps out."""
+OURS, ADOPT, STRANGER = "ours", "adopt", "stranger"
 
 Identity = tuple[str, str, str, str]
 """(group, kind, namespace, name); the core group is ""."""
@@ -70,6 +74,68 @@ def controller(obj: dict) -> dict | None:
     allows one per object)."""
     return next((ref for ref in obj.get("metadata", {}).get("ownerReferences") or [] if ref.get("controller")),
                 None)
+
+
+def managers(obj: dict) -> list[str]:
+    """The field managers that wrote ``obj`` itself (``metadata.managedFields``; a controller
+    writing only its ``status`` is not one), sorted, each once."""
+    return sorted({e.get("manager") or "?" for e in obj.get("metadata", {}).get("managedFields") or []
+                   if e.get("subresource") != "status"})
+
+
+def opted_in(app: dict) -> bool:
+    """True when the Application ``app`` carries ``heumsi.github.io/adopt: "true"``: objects
+    in its children's slots that no controller holds are adopted (``ownership``)."""
+    value = (app.get("metadata", {}).get("annotations") or {}).get(ADOPT_ANNOTATION, "")
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whose an object in a child's slot is: ``kind`` is ``OURS`` (the agent's own child),
+    ``ADOPT`` (the Application's child that someone else wrote: the agent takes it over) or
+    ``STRANGER`` (never modified or deleted); ``why`` says why it is adopted or left alone."""
+
+    kind: str
+    why: str = ""
+
+
+def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
+    """Whose ``live`` is, standing in the slot of the desired child ``desired`` (same kind,
+    namespace and name; its controller ownerReference names the Application and its uid).
+
+    The rule (docs/concepts.md, "Adoption"; as a Kubernetes controller adopts objects that
+    match it and never one another controller holds):
+
+    - a controller ownerReference to an Application of the child's name (children are named
+      like their Application) makes it that Application's child, whoever wrote it: ``OURS``
+      when the agent's field manager applied it and the reference has the Application's uid,
+      else ``ADOPT`` (made by another operator, ``kubectl create`` or an earlier install; or a
+      reference to an earlier Application of that name, deleted and made again: only one
+      controller reference is allowed, so no other controller holds it);
+    - no controller: ``OURS`` when the agent applied it (its child that lost its
+      ownerReference by hand), ``ADOPT`` when the Application opted in (``opt_in``,
+      ``opted_in``), else ``STRANGER``;
+    - any other controller: ``STRANGER``.
+    """
+    meta, name = live["metadata"], desired["metadata"]["name"]
+    uid = next((r.get("uid") for r in desired["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+    ref, agent = controller(live), fields.applied_by_agent(live)
+    if ref is None:
+        if agent:
+            return Verdict(OURS)
+        if opt_in:
+            return Verdict(ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
+        return Verdict(STRANGER, "is controlled by nothing and was not made by the agent")
+    if owner_name(live) != name:
+        return Verdict(STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
+                                 f"ownerReference), not by Application {meta.get('namespace')}/{name}")
+    if uid is not None and ref.get("uid") != uid:
+        return Verdict(ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
+                              f"{ref.get('uid')}), deleted and made again; no other controller holds it")
+    if agent:
+        return Verdict(OURS)
+    return Verdict(ADOPT, "its controller ownerReference names this Application")
 
 
 def not_ours(live: dict) -> str | None:
@@ -153,10 +219,17 @@ class Step:
     identity: Identity
     desired: dict | None
     live: dict | None
+    why: str = ""
+    """An update that adopts ``live``: why it is the Application's; a conflict: why it is not."""
 
     @property
     def subject(self) -> str:
         return subject(self.identity)
+
+    @property
+    def adopting(self) -> bool:
+        """True for an update that takes over the Application's child someone else wrote."""
+        return self.action == UPDATE and bool(self.why)
 
 
 def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
@@ -181,12 +254,18 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     return steps
 
 
-def decide(obj: dict, current: dict | None) -> Step:
+def decide(obj: dict, current: dict | None, opt_in: bool = False) -> Step:
     """The step for one desired object ``obj``, given ``current``, the live object with its
-    identity (None when there is none): create, unchanged or update, as ``plan`` decides."""
+    identity (None when there is none): create, unchanged or update, as ``plan`` decides. For a
+    child, ``current`` is first judged (``ownership``; ``opt_in``: its Application's
+    ``opted_in``): an update that adopts it, or a conflict when it is someone else's."""
     ident = identity(obj)
     if current is None:
         return Step(CREATE, ident, obj, None)
+    if ident[:2] != (GROUP, KIND):
+        verdict = ownership(current, obj, opt_in)
+        if verdict.kind != OURS:
+            return Step(UPDATE if verdict.kind == ADOPT else CONFLICT, ident, obj, current, verdict.why)
     wanted = _without_provenance(obj)
     if (contains(current, wanted) or _only_theirs_differ(current, wanted)) \
             and not drifted_ownership(current, obj) and not _stale(current, obj):
@@ -216,39 +295,32 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
             if owned(live_by_id[ident], source)]
 
 
-def claim(steps: list[Step], found: Iterable[dict]) -> tuple[list[Step], list[tuple[Step, str]]]:
-    """Check the create and update steps of children: creates against ``found``, objects that
-    exist under the same identity although the label-selected list did not show them (a
-    namespaced list without a selector), and updates against ``not_ours``. Returns
-    ``(steps, conflicts)``:
+def claim(steps: list[Step], found: Iterable[dict],
+          opted: frozenset[str] | set[str] = frozenset()) -> tuple[list[Step], list[tuple[Step, str]]]:
+    """Check the child steps against ``found``: objects that exist under a create's identity
+    although the label-selected list did not show them (a namespaced list without a selector).
+    ``opted``: ``namespace/name`` of the Applications that opted in to adopt (``opted_in``).
+    Returns ``(steps, conflicts)``:
 
-    - a create whose object exists and is the agent's own (``not_ours`` finds no reason
-      against it: the agent's child that lost its managed-by label, and perhaps its
-      ownerReference too) is decided again against that object (``decide``), exactly as a
-      child found in the label-selected list: an update whose apply hands kubectl's fields over
-      first and puts the label and ownerReference back;
-    - a create whose object exists and is someone else's is taken out of ``steps`` and
-      returned in ``conflicts`` with the reason (``not_ours``): the agent never applies over an
-      object it did not make (a server-side apply would silently adopt it, and a later prune
-      would delete it), so the caller fails that Application, naming the object and the reason;
-    - an update of a listed object that is someone else's (the agent's labels copied onto an
-      object it did not make, or its child now controlled by another owner) is a conflict too:
-      nothing is written to it;
+    - a create whose object exists is decided again against it (``decide``): the agent's own
+      child that lost its managed-by label (an update that relabels it), the Application's
+      child someone else made (an update that adopts it, ``ownership``), or someone else's;
+    - a conflict step (someone else's object in the slot, ``ownership``) is taken out of
+      ``steps`` and returned in ``conflicts`` with why it is not the Application's: the agent
+      never applies over it (a server-side apply would silently adopt it, and a later prune
+      would delete it), so the caller fails that Application, naming the object;
     - every other step is returned unchanged, in its order.
     """
     by_id = {identity(obj): obj for obj in found}
     out, conflicts = [], []
     for step in steps:
-        if step.action == UPDATE and (why := not_ours(step.live)) is not None:
-            conflicts.append((step, why))  # listed by its copied labels, but someone else's
-            continue
         existing = by_id.get(step.identity) if step.action == CREATE else None
-        if existing is None:
-            out.append(step)
-        elif (why := not_ours(existing)) is None:
-            out.append(decide(step.desired, existing))
+        if existing is not None:
+            step = decide(step.desired, existing, owner_key(step.desired) in opted)
+        if step.action == CONFLICT:
+            conflicts.append((step, step.why))
         else:
-            conflicts.append((step, why))
+            out.append(step)
     return out, conflicts
 
 

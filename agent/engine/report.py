@@ -10,6 +10,7 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
 KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
 RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
+ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
 SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
 
 
@@ -17,8 +18,8 @@ SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.
 class Change:
     """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
     ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged,
-    recreated, pruned, kept, suspended or failed; ``message``: why, for failures, recreations,
-    kept and suspended objects."""
+    recreated, adopted, pruned, kept, suspended or failed; ``message``: why, for failures,
+    recreations, adoptions, kept and suspended objects."""
 
     application: str
     subject: str
@@ -60,8 +61,8 @@ class Report:
 
     @property
     def changed(self) -> bool:
-        """True when the pass created, configured, recreated or pruned anything."""
-        return any(c.action in (CREATED, CONFIGURED, RECREATED, PRUNED) for c in self.changes)
+        """True when the pass created, configured, recreated, adopted or pruned anything."""
+        return any(c.action in (CREATED, CONFIGURED, RECREATED, ADOPTED, PRUNED) for c in self.changes)
 
     def add(self, application: str, subject: str, action: str, message: str = "") -> None:
         self.changes.append(Change(application, subject, action, message))
@@ -128,7 +129,7 @@ class Report:
                       else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
-        for extra in (RECREATED, KEPT, SUSPENDED):
+        for extra in (RECREATED, ADOPTED, KEPT, SUSPENDED):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync failed" if self.errors else "sync succeeded"

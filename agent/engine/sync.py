@@ -18,7 +18,8 @@ from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
                           suspend, writes)
-from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report
+from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED,
+                                 Report)
 from agent.kinds import health, registry, render
 from agent.kube.client import ApiError, Kube
 from agent.manifests import loader as manifests, nodes, parsecache, specrules
@@ -158,6 +159,7 @@ class _Pass:
     held_children: dict[str, dict[str, str]] = field(default_factory=dict)  # key -> kind -> subject, held by annotation
     live_of: dict[str, dict[str, dict]] = field(default_factory=dict)  # key -> kind -> child, as seen then applied
     taken: dict[str, set[str]] = field(default_factory=dict)  # key -> kinds whose name another object holds
+    opted: set[str] = field(default_factory=set)  # keys of Applications that opted in to adopt (plan.opted_in)
     child_prunes: list = field(default_factory=list)  # plan.Step of children no desired child paired with
 
 
@@ -294,7 +296,7 @@ def _apply_children(p: _Pass) -> None:
     for start in range(0, len(scoped), CHILD_BATCH):
         steps = _plan_children(p, scoped[start:start + CHILD_BATCH], live_by_id)
         _apply_child_batch(p, _unheld(p, apply.claim(p.kube, p.report, steps, p.failures, p.reasons, p.taken,
-                                                     listed)))
+                                                     listed, p.opted)))
     p.child_prunes = plan.prunes(live_by_id, set()) if p.prune else []
     for child in p.live_children:
         if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
@@ -316,9 +318,11 @@ def _plan_children(p: _Pass, batch: list[tuple[str, dict]], live_by_id: dict) ->
             p.reasons[key] = conditions.INVALID_SPEC
             p.report.add(key, f"{KIND}/{key}", FAILED, p.failures[key])
             continue
-        meta = app["metadata"]
+        meta, opt_in = app["metadata"], plan.opted_in(app)
+        if opt_in:
+            p.opted.add(key)
         for child in registry.children(meta["name"], meta["namespace"], meta["uid"], spec):
-            step = plan.decide(child, live_by_id.pop(plan.identity(child), None))
+            step = plan.decide(child, live_by_id.pop(plan.identity(child), None), opt_in)
             steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
     return steps
 
@@ -417,7 +421,7 @@ def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced
     if key in p.holds or key in p.held_children:
         return suspend.outcome(p.holds.get(key), p.held_children.get(key, {}), p.live_of.get(key, {}),
                                commit=commit if in_git else None, path=p.git_paths.get(key), spec=app.get("spec"))
-    changed = bool(set(p.outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED})
+    changed = bool(set(p.outcomes.get(key, [])) & {CREATED, CONFIGURED, RECREATED, ADOPTED})
     return status_.Outcome(True, changed, commit if in_git else None, "Synced", synced[in_git],
                            path if in_git else None)
 

@@ -225,30 +225,90 @@ def handover(live: dict, api_version: str, now: datetime.datetime | None = None,
     when nothing is to be taken. Send it as a JSON patch that replaces
     ``/metadata/managedFields``: the API server stores managedFields given explicitly in a
     request as they are."""
-    subtrees = domains(live.get("kind", ""), desired)
+    entries, _ = _hand_over(live, domains(live.get("kind", ""), desired), eligible, api_version, now)
+    return entries
+
+
+def adoption(live: dict, desired: dict, now: datetime.datetime | None = None) -> tuple[list[dict] | None, list[str]]:
+    """``(managedFields, managers)`` for adopting ``live`` as the child ``desired``: every
+    field the agent renders (``adoption_domains``) that any other manager owns on the object
+    or its scale subresource, whatever its operation (another operator's create, kubectl, an
+    earlier install's server-side apply), handed to the agent's Apply entry, as ``handover``
+    does; ``managers``: the sorted names of the managers fields were taken from. The list is
+    None when nothing is to be taken."""
+    def other(entry: dict) -> bool:
+        return (not _ours(entry) and entry.get("fieldsType", "FieldsV1") == "FieldsV1"
+                and entry.get("subresource", "") in HANDED_OVER_SUBRESOURCES)
+    return _hand_over(live, adoption_domains(live, desired), other, desired["apiVersion"], now)
+
+
+def adoption_domains(live: dict, desired: dict) -> tuple[Path, ...]:
+    """The subtrees an adoption takes: the authoritative ones for ``desired`` (``domains``),
+    each field ``desired`` sets elsewhere (a list whole, a mapping key by key), and under
+    ``metadata.ownerReferences`` only the entries of ``live``'s controller references to an
+    Application: the agent's apply then drops one that names an earlier Application's uid,
+    and every other owner's reference stays."""
+    out = list(domains(live.get("kind", ""), desired))
+    body = {k: v for k, v in desired.items() if k not in ("apiVersion", "kind")}
+    body["metadata"] = {k: v for k, v in (desired.get("metadata") or {}).items() if k != "ownerReferences"}
+    out += _leaf_paths(body, ())
+    refs = {r.get("uid") for r in (live.get("metadata") or {}).get("ownerReferences") or []
+            if r.get("controller") and r.get("kind") == KIND}
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        for key in ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:ownerReferences") or {}:
+            if key.startswith("k:") and _key_uid(key) in refs:
+                out.append(("f:metadata", "f:ownerReferences", key))
+    return tuple(dict.fromkeys(out))
+
+
+def _leaf_paths(node: dict, at: Path) -> list[Path]:
+    """The paths of the fields a desired mapping sets: a non-empty mapping by its keys, any
+    other value (a list, a scalar, an empty mapping) whole."""
+    out: list[Path] = []
+    for key, value in node.items():
+        here = at + (f"f:{key}",)
+        out += _leaf_paths(value, here) if isinstance(value, dict) and value else [here]
+    return out
+
+
+def _key_uid(key: str) -> str | None:
+    """The ``uid`` of a FieldsV1 ``k:{"uid":...}`` key (an ownerReferences entry), or None."""
+    try:
+        fields_of = json.loads(key[2:])
+    except ValueError:
+        return None
+    return fields_of.get("uid") if isinstance(fields_of, dict) else None
+
+
+def _hand_over(live: dict, subtrees: tuple[Path, ...], which, api_version: str,
+               now: datetime.datetime | None) -> tuple[list[dict] | None, list[str]]:
+    """``(managedFields, managers)``: the fields that entries chosen by ``which(entry)`` own
+    inside ``subtrees``, moved to the agent's Apply entry (see ``handover``); None and [] when
+    there are none."""
     entries = live.get("metadata", {}).get("managedFields") or []
     taken: dict = {}
     kept: list[dict] = []
+    names: set[str] = set()
     for entry in entries:
-        if eligible(entry):
+        if which(entry):
             inside, outside = split(entry.get("fieldsV1") or {}, subtrees)
             if inside:
                 taken = merge(taken, inside)
+                names.add(entry.get("manager") or "?")
                 if outside:
                     kept.append({**entry, "fieldsV1": outside})
                 continue
         kept.append(entry)
     if not taken:
-        return None
-    ours = next((i for i, e in enumerate(kept) if e.get("manager") == AGENT_NAME
-                 and e.get("operation") == "Apply" and not e.get("subresource")), None)
+        return None, []
+    ours = next((i for i, e in enumerate(kept) if _ours(e)), None)
     stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     if ours is None:
         kept.append({"manager": AGENT_NAME, "operation": "Apply", "apiVersion": api_version, "time": stamp,
                      "fieldsType": "FieldsV1", "fieldsV1": taken})
     else:
         kept[ours] = {**kept[ours], "time": stamp, "fieldsV1": merge(kept[ours].get("fieldsV1") or {}, taken)}
-    return kept
+    return kept, sorted(names)
 
 
 def _ours(entry: dict) -> bool:

@@ -12,8 +12,7 @@ import re
 
 from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
-                              QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
-                              SUBDOMAIN_PATTERN, did_you_mean)
+                              QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR, SUBDOMAIN_PATTERN, did_you_mean)
 from agent.kinds import configmap, render
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name

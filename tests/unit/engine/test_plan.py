@@ -174,6 +174,7 @@ def _children():
 
 
 NOT_APPLIED = "was not made by the agent: its metadata.managedFields has no Apply entry of the field manager gitops-agent"
+NOBODYS = "is controlled by nothing and was not made by the agent"
 
 
 def _with(obj, **meta):
@@ -271,14 +272,17 @@ def test_claim_refuses_a_create_over_someone_elses_object_and_says_why():
     steps = plan.plan([deployment, service], [])
     out, conflicts = plan.claim(steps, [theirs, elsewhere])
     assert [s.subject for s in out] == ["Deployment/ns/web"]
-    assert [(s.action, s.subject, why) for s, why in conflicts] == [("create", "Service/ns/web", NOT_APPLIED)]
+    assert [(s.action, s.subject, why) for s, why in conflicts] == [("conflict", "Service/ns/web", NOBODYS)]
     out, conflicts = plan.claim(steps, [kept, theirs])
     assert out == []
     assert [(s.subject, why) for s, why in conflicts] == [
         ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
                               "not by Application ns/web"),
-        ("Service/ns/web", NOT_APPLIED)]
-    assert [s for s, _ in conflicts] == steps
+        ("Service/ns/web", NOBODYS)]
+    assert [(s.identity, s.desired, s.live) for s, _ in conflicts] == [
+        (step.identity, step.desired, live) for step, live in zip(steps, [kept, theirs])]
+    out, conflicts = plan.claim(steps, [theirs], opted={"ns/web"})  # the Application opted in: adopted
+    assert conflicts == [] and [(s.action, s.adopting) for s in out] == [("create", False), ("update", True)]
 
 
 def test_claim_leaves_every_step_but_creates_alone():
@@ -493,22 +497,23 @@ def test_a_port_another_controller_declared_inside_the_agents_container_is_not_d
                                                                  declared)])] == [plan.UPDATE]
 
 
-def test_claim_refuses_an_update_of_a_listed_object_that_is_someone_elses():
-    """The label-selected list shows an object with the agent's labels copied onto it, or the
-    agent's child now controlled by another owner: neither is applied over (adopted)."""
+def test_claim_refuses_a_listed_object_that_is_someone_elses_and_adopts_the_applications():
+    """The label-selected list shows the agent's child now controlled by another owner (never
+    applied over, changed or not) and a Service someone else made with the Application's
+    controller ownerReference (adopted: an update that says why)."""
     deployment, service = _children()
-    copied = {**service, "spec": {**service["spec"], "ports": [{"port": 1}]}}  # labels copied, no Apply entry
+    copied = {**service, "spec": {**service["spec"], "ports": [{"port": 1}]}}  # made by another, no Apply entry
     keeper = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "u2", "controller": True}
-    changed = {**deployment, "spec": {**deployment["spec"], "replicas": 3}}
-    kept = _with(applied(changed), ownerReferences=[keeper])
-    steps = plan.plan([deployment, service], [kept, copied])
-    assert [s.action for s in steps] == [plan.UPDATE, plan.UPDATE]
-    out, conflicts = plan.claim(steps, [])
-    assert out == []
-    assert [(s.subject, why) for s, why in conflicts] == [
-        ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
-                              "not by Application ns/web"),
-        ("Service/ns/web", NOT_APPLIED)]
+    for live in (_with(applied(deployment), ownerReferences=[keeper]),
+                 _with(applied({**deployment, "spec": {**deployment["spec"], "replicas": 3}}), ownerReferences=[keeper])):
+        steps = plan.plan([deployment, service], [live, copied])
+        assert [(s.action, s.adopting) for s in steps] == [(plan.CONFLICT, False), (plan.UPDATE, True)]
+        out, conflicts = plan.claim(steps, [])
+        assert out == steps[1:]
+        assert out[0].why == "its controller ownerReference names this Application"
+        assert [(s.subject, why) for s, why in conflicts] == [
+            ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
+                                  "not by Application ns/web")]
 
 
 def test_taken_over_names_the_other_source_of_each_application_applied_over():

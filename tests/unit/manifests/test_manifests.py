@@ -9,7 +9,6 @@ from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRI
 from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
-
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
                 "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
                 "suspend")
