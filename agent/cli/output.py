@@ -12,15 +12,15 @@ import html
 import json
 import re
 
-from agent.engine.report import (CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED, Report,
-                                 printable)
+from agent.engine.report import (CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED, UNCHANGED,
+                                 Report, printable)
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
-           FAILED: "failed", RECREATED: "recreate", KEPT: "kept", SUSPENDED: "suspended"}
+           FAILED: "failed", RECREATED: "recreate", KEPT: "kept", SUSPENDED: "suspended", SKIPPED: "skipped"}
 """Report action word -> the plan word used in json and markdown (and by dry runs)."""
 CHANGING = ("create", "update", "prune", "recreate")
-COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept", "suspended")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "failed", "kept", "suspended", "skipped")
 FORMATS = ("text", "json", "markdown")
 
 
