@@ -314,9 +314,10 @@ def _has(repo: git.Repo, sha: str) -> bool:
 def _fetch_unlisted(repo: git.Repo, ref: str | None, env: dict[str, str], timeout: float, what: str) -> None:
     """When ``ref`` is a commit SHA (not a branch or tag name) that no fetched branch or tag
     contains (a deleted branch's commit, one only under ``refs/pull/N/head``, one the remote
-    does not advertise), fetch it by itself from the remote into ``refs/pinned/``. Asked of the
-    remote every time, never answered from what an older fetch left in the mirror: a fresh
-    mirror and a warm one give the same commit or the same error. An abbreviated SHA cannot be
+    does not advertise), fetch it by itself from the remote into ``refs/pinned/``. Asked for on
+    every fetch, not read from what an older fetch left in the mirror: a fresh mirror and a warm
+    one give the same commit or the same error (except that Git downloads nothing for a commit the
+    mirror holds, so one the remote has since lost still reads). An abbreviated SHA cannot be
     asked for: SourceError telling to give the full one. Raises ``gitproc.Failed`` when the
     remote does not send it (Git's "not our ref")."""
     if not ref or not _SHA.match(ref) or any(_commit(repo, f"{prefix}{ref}") for prefix in ("refs/remotes/origin/",
