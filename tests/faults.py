@@ -27,6 +27,54 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class SilentTcpServer:
+    """A loopback TCP server that accepts every connection and never sends a byte: a ``git://``
+    (or ``ssh://``) remote that hangs after connecting. ``accepted``: connections so far.
+    Use as a context manager; the sockets are closed when the block ends."""
+
+    def __init__(self):
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        self._conns: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed
+                return
+            self._conns.append(conn)
+
+    @property
+    def accepted(self) -> int:
+        return len(self._conns)
+
+    def __enter__(self) -> "SilentTcpServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._sock.close()
+        for conn in self._conns:
+            conn.close()
+
+
+def live_processes(pids: list[int]) -> list[str]:
+    """``pid name`` of each of ``pids`` still running (a zombie, dead but not yet reaped, is not)."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone
+            continue
+        name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+        if state not in "ZX":
+            out.append(f"{pid} {name}")
+    return out
+
+
 # -- Git over HTTP with switchable faults ---------------------------------------------------------
 
 OK, REFUSED, UNAVAILABLE, UNAUTHORIZED, HANG = "ok", "refused", "503", "401", "hang"

@@ -6,6 +6,7 @@ status; a new commit or a sync-now request retries at once; ``sync --once`` alwa
 from __future__ import annotations
 
 import datetime
+import json
 import signal
 import time
 
@@ -159,6 +160,7 @@ def test_a_pass_that_skips_a_failing_application_is_a_failed_pass(
                           "--min-retry-delay", "600", "--max-retry-delay", "600")
     wait_for(lambda: status(objects, namespace).get("failures") == 1, timeout=120, what="the first failure")
     wait_for(lambda: "backing off after 1 failure" in running.output(), timeout=30, what="a pass that skips web")
+    assert f'skipped=1 skipped_applications=["{namespace}/web"]' in running.output()  # the text log line
     failures = running.metric("gitops_agent_passes_total", result="failure")
     time.sleep(5)  # two or more interval passes, each skipping web
     assert running.metric("gitops_agent_passes_total", result="success") == 0
@@ -173,3 +175,28 @@ def test_a_pass_that_skips_a_failing_application_is_a_failed_pass(
              what="a successful pass")
     assert running.metric("gitops_agent_last_synced_commit_timestamp_seconds") > 0
     assert "failures" not in status(objects, namespace)
+
+
+def test_a_skipped_application_is_listed_as_skipped_and_every_count_matches_its_list(
+        start_agent, repo, remote, namespaces, objects, cluster):  # noqa: F811
+    stuck, fine = namespaces(), namespaces()
+    refuse_services(cluster, stuck)
+    repo.write("web.yaml", app_yaml("web", namespace=stuck))
+    repo.write("ok.yaml", app_yaml("ok", namespace=fine))
+    remote.push()
+    running = start_agent(remote.url, "--interval", "2", "--no-watch", "--log-format", "json",
+                          "--min-retry-delay", "600", "--max-retry-delay", "600")
+
+    def pass_lines() -> list[dict]:
+        lines = [json.loads(line) for line in running.output().splitlines() if line.startswith("{")]
+        return [line for line in lines if line.get("event") == "pass"]
+
+    wait_for(lambda: len(pass_lines()) >= 3, timeout=120, what="three passes")
+    first, skipping = pass_lines()[0], pass_lines()[1:]
+    assert first["failed_applications"] == [f"{stuck}/web"] and first["skipped_applications"] == []
+    for line in skipping:  # web in backoff: skipped, never unchanged or succeeded; ok synced
+        assert line["result"] == "failure" and line["failed_applications"] == [], line
+        assert line["skipped_applications"] == [f"{stuck}/web"] and line["skipped"] == len(line["backing_off"]) == 1
+        assert line["unchanged"] == 3 and "failed" not in line and line["notes"] == [], line  # ok's three objects
+        assert line["backing_off"][0].startswith(f"{stuck}/web: backing off after 1 failure, next retry at ")
+    assert status(objects, stuck)["failures"] == 1

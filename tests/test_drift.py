@@ -292,19 +292,24 @@ def test_a_copy_of_a_child_under_another_name_is_not_ours(agent, repo, namespace
 
 CRD_WITHOUT_STATUS = "drop the status subresource"
 CRD_PRUNING_STATUS = "keep the subresource, prune every status field"
+CRD_OLDER = "an older CRD: its status schema lacks a few fields"
 
 
-@pytest.mark.parametrize("change", [CRD_WITHOUT_STATUS, CRD_PRUNING_STATUS])
+@pytest.mark.parametrize("change", [CRD_WITHOUT_STATUS, CRD_PRUNING_STATUS, CRD_OLDER])
 def test_a_status_the_api_server_does_not_store_fails_the_pass(change, agent, repo, namespace, objects, cluster,
                                                                tmp_path, crd):
     from tests.conftest import ROOT
 
     crd_doc = yaml.safe_load((ROOT / "crd.yaml").read_text())
     version = crd_doc["spec"]["versions"][0]
+    status_schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]
     if change == CRD_WITHOUT_STATUS:
         del version["subresources"]
-    else:
+    elif change == CRD_PRUNING_STATUS:
         version["schema"]["openAPIV3Schema"]["properties"]["status"] = {"type": "object"}
+    else:  # no x-kubernetes-preserve-unknown-fields: the API server prunes what the schema lacks
+        del status_schema["properties"]["health"], status_schema["properties"]["sourcePath"]
+        del status_schema["properties"]["conditions"]["items"]["properties"]["observedGeneration"]
     broken = tmp_path / "crd.yaml"
     broken.write_text(yaml.safe_dump(crd_doc))
     resources = lambda: json.loads(cluster.kubectl("get", "--raw", "/apis/heumsi.github.io/v1").stdout)["resources"]
@@ -321,8 +326,16 @@ def test_a_status_the_api_server_does_not_store_fails_the_pass(change, agent, re
         assert "sync succeeded" not in proc.stdout
         if change == CRD_WITHOUT_STATUS:
             assert "no status subresource" in proc.stderr and objects.app(namespace, "web") is None
+        elif change == CRD_PRUNING_STATUS:
+            assert "but dropped status." in proc.stderr and "status.lastSyncedCommit," in proc.stderr
         else:
-            assert "did not store" in proc.stderr and "lastSyncedCommit" in proc.stderr
+            assert (f"error: Application/{namespace}/web: the API server accepted the status write but dropped "
+                    "status.sourcePath, status.health, status.conditions[].observedGeneration: the "
+                    "CustomResourceDefinition applications.heumsi.github.io in the cluster is older than this "
+                    "agent's crd.yaml (its status schema lacks these fields, so the API server prunes them); "
+                    "apply this agent's crd.yaml (kubectl apply -f crd.yaml)") in proc.stderr.splitlines()
+        if change != CRD_WITHOUT_STATUS:
+            assert "subresource" not in proc.stderr
     finally:
         cluster.kubectl("apply", "-f", str(ROOT / "crd.yaml"))
         wait_for(has_status, what="the CRD's status subresource to be back")

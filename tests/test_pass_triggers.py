@@ -6,6 +6,7 @@ Genuine changes still start a pass: ``tests/test_run.py`` recreates a hand-delet
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -58,3 +59,24 @@ def test_one_pass_after_start_and_one_per_reconcile_request(start_agent, agent, 
     assert objects.trio(namespace, "cache") == (None, None, None)
     assert running.output().count('trigger="reconcile-request"') + running.output().count(
         "trigger=reconcile-request") == 1
+
+
+def test_start_on_a_synced_cluster_logs_one_pass(start_agent, agent, repo, remote, namespace, objects):  # noqa: F811
+    """Nothing changes after start-up: the log holds one pass line, with every kind of child
+    of the registry that settles without a controller of its own (a ConfigMap from ``files``,
+    an Ingress that waits for an ingress controller) beside the Deployment and Service."""
+    doc = yaml.safe_load(app_yaml("shop"))
+    doc["spec"].update({"files": {"/etc/shop/a.conf": {"content": "a: 1\n"}}, "ingress": {"host": "shop.example"}})
+    repo.write("shop.yaml", yaml.safe_dump(doc))
+    repo.write("web.yaml", app_yaml("web"))
+    remote.push()
+    assert agent.sync(remote.url, "--namespace", namespace).returncode == 0
+    wait_for(lambda: rolled_out(objects, namespace, ("shop", "web")), timeout=120, what="the rollouts")
+    assert agent.sync(remote.url, "--namespace", namespace).returncode == 0  # the statuses record them
+    running = start_agent(remote.url, "--interval", "300", "--namespace", namespace, "--log-format", "json")
+    wait_for(lambda: passes(running) >= 1, timeout=60, what="the first pass")
+    time.sleep(QUIET)
+    lines = [json.loads(line) for line in running.output().splitlines() if line.startswith("{")]
+    logged = [line for line in lines if line.get("event") == "pass"]
+    assert [line["trigger"] for line in logged] == ["interval"], running.output()
+    assert logged[0]["result"] == "success" and logged[0]["unchanged"] == 8 and passes(running) == 1

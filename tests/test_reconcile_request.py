@@ -5,6 +5,7 @@ Git's apply never removes the annotation."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -156,3 +157,22 @@ def test_a_bad_name_is_one_line(agent):
     assert proc.stderr.strip().splitlines() == [
         "python -m agent reconcile: error: argument NAME: 'Web_1' is not allowed: must be a DNS-1123 subdomain "
         "(lowercase letters, digits, '-' and '.', at most 253 characters) (see python -m agent reconcile --help)"]
+
+
+def test_log_format_json_makes_every_line_on_stderr_json(agent, repo, namespace, tmp_path):
+    """``--log-format json`` (or ``GITOPS_AGENT_LOG_FORMAT=json``): every line on stderr, the
+    errors and the client's log lines alike, is one JSON object; stdout keeps its plain lines."""
+    repo.write("a.yaml", app_yaml("web"))
+    repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace).returncode == 0
+    runs = [(reconcile(agent, "nope", namespace, "--log-format", "json"), "not found"),
+            (reconcile(agent, "web", namespace, "--wait", "--timeout", "2", "--log-level", "info",
+                       env={"GITOPS_AGENT_LOG_FORMAT": "json"}), "not handled within 2s"),
+            (agent.run([sys.executable, "-m", "agent", "reconcile", "web", "--log-format", "json",
+                        "--kubeconfig", str(tmp_path / "missing")]), "the file does not exist")]
+    for proc, says in runs:
+        assert proc.returncode == 2
+        lines = [json.loads(line) for line in proc.stderr.splitlines()]  # each line parses, or this fails
+        assert lines[-1]["level"] == "error" and says in lines[-1]["message"], proc.stderr
+    assert len(runs[1][0].stderr.splitlines()) >= 2  # the client's INFO line too, as JSON
+    assert runs[1][0].stdout.startswith(f"Application/{namespace}/web: sync requested")

@@ -227,3 +227,40 @@ def _commands_naming(text: str) -> list[str]:
         if text in line:
             found.append(line)
     return found
+
+
+@pytest.mark.parametrize("command", ["sync", "run"])
+def test_sigterm_ends_a_fetch_from_a_silent_git_daemon_within_2_seconds(command, start_agent, agent,  # noqa: F811
+                                                                        namespace):
+    """A ``git://`` remote that accepts the connection and never answers (a raw TCP server, so
+    Git itself, not a helper, waits): SIGTERM to ``sync --once`` or ``run`` ends the process in
+    under 2 s, and every Git process it started is dead when it is gone."""
+    import subprocess
+    import sys
+
+    with faults.SilentTcpServer() as server:
+        url = f"git://127.0.0.1:{server.port}/apps.git"
+        if command == "run":
+            proc = start_agent(url, "--interval", "300", "--namespace", namespace, "--fetch-timeout", "300",
+                               "--shutdown-grace", str(LONG_GRACE)).proc
+        else:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")}
+            proc = subprocess.Popen([sys.executable, "-m", "agent", "sync", "--once", "--repo", url, "--kubeconfig",
+                                     str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "--namespace",
+                                     namespace, "--fetch-timeout", "300"], cwd=agent.cwd, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def gits() -> list[int]:
+            return [pid for pid in faults._descendants(proc.pid)[1:] if faults.live_processes([pid])
+                    and faults.live_processes([pid])[0].split()[1].startswith("git")]
+
+        wait_for(lambda: server.accepted and gits(), timeout=30, what="the fetch to wait on the silent remote")
+        time.sleep(0.5)
+        fetching = gits()
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        seconds = time.monotonic() - started
+        assert faults.live_processes(fetching) == []  # killed, not left behind
+    assert code == (0 if command == "run" else 143)
+    assert seconds < 2, f"took {seconds:.1f}s"

@@ -395,6 +395,35 @@ def test_ref_tag_and_sha_and_force_push(agent, repo, namespace, objects):
     assert container(objects.deployment(namespace, "web"))["image"] == "nginx:3"
 
 
+@pytest.mark.parametrize("where", ["deleted-branch", "pull-ref"])
+def test_a_commit_on_no_branch_gives_the_same_result_from_a_fresh_and_a_warm_cache(where, agent, repo, namespace,
+                                                                                   objects, tmp_path):
+    """``--ref SHA`` of a commit no branch or tag holds (its branch deleted: advertised by no ref;
+    or only under ``refs/pull/1/head``) is fetched by itself: a fresh cache and a warm one, in
+    both orders, sync it; an abbreviated SHA of it or a SHA the remote lacks fails the same way."""
+    repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+    repo.commit()
+    repo.git("checkout", "-q", "-b", "feature")
+    repo.write("a.yaml", app_yaml("web", image="nginx:2"))
+    off = repo.commit("on a branch about to go")
+    repo.git("checkout", "-q", "main")
+    warm = str(tmp_path / "warm")
+    sync_ok(agent, repo, namespace, "--ref", "feature", "--cache-dir", warm)  # the warm mirror holds it
+    if where == "pull-ref":
+        repo.git("update-ref", "refs/pull/1/head", off)
+    repo.git("branch", "-q", "-D", "feature")
+    sync_ok(agent, repo, namespace, "--ref", "main", "--cache-dir", warm)  # the fetch prunes the branch
+    for cache in (warm, str(tmp_path / "fresh"), str(tmp_path / "fresh")):  # warm, fresh, then warmed by it
+        proc = sync_ok(agent, repo, namespace, "--ref", off, "--cache-dir", cache)
+        assert proc.stdout.startswith(f"commit {off}\n"), proc.stdout
+        assert container(objects.deployment(namespace, "web"))["image"] == "nginx:2"
+        sync_ok(agent, repo, namespace, "--ref", "main", "--cache-dir", cache)
+    for ref, words in ((off[:12], "give the full 40-character SHA"), ("1" * 40, "would not send it by itself")):
+        errors = {agent.sync(repo.path, "--namespace", namespace, "--ref", ref, "--cache-dir", cache).stderr
+                  for cache in (warm, str(tmp_path / f"fresh-{ref}"))}
+        assert len(errors) == 1 and words in errors.pop()
+
+
 def test_bad_name_is_reported_and_others_sync(agent, repo, namespace, objects):
     repo.write("a.yaml", app_yaml("good"))
     repo.write("b.yaml", app_yaml("Office_Back"))

@@ -243,9 +243,9 @@ def _given(argv: list[str], flag: str, value: float, *, named: bool = True) -> s
 
 
 def _command(args: argparse.Namespace, argv: list[str]) -> int:
+    _setup_logging(args)
     if args.command == "reconcile":
         return reconcile_cmd.run(args)
-    _setup_logging(args)
     secret = None
     if args.command == "run":
         if args.min_retry_delay > args.max_retry_delay:

@@ -12,15 +12,16 @@ import html
 import json
 import re
 
-from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED,
-                                 Report, printable)
+from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
+                                 UNCHANGED, Report, printable)
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
-           FAILED: "failed", RECREATED: "recreate", ADOPTED: "adopt", KEPT: "kept", SUSPENDED: "suspended"}
+           FAILED: "failed", RECREATED: "recreate", ADOPTED: "adopt", KEPT: "kept", SUSPENDED: "suspended",
+           SKIPPED: "skipped"}
 """Report action word -> the plan word used in json and markdown (and by dry runs)."""
 CHANGING = ("create", "update", "prune", "recreate", "adopt")
-COUNTED = ("create", "update", "unchanged", "prune", "recreate", "adopt", "failed", "kept", "suspended")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "adopt", "failed", "kept", "suspended", "skipped")
 FORMATS = ("text", "json", "markdown")
 
 

@@ -12,14 +12,14 @@ match and prints the result.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND
 from agent.cli import flags, nametypes
-from agent.common import exitcodes
+from agent.common import exitcodes, logs
 from agent.engine import suspend, sync_now
+from agent.engine.report import printable
 from agent.kube.client import ApiError, Kube, path
 
 POLL_SECONDS = 0.5
@@ -51,6 +51,12 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
     flags.add_kubeconfig_flags(parser)
+    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
+                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
+                        metavar="{text,json}",
+                        help="stderr as text or one JSON object per line, errors included (default: text) "
+                             "[env GITOPS_AGENT_LOG_FORMAT]")
     return parser
 
 
@@ -70,12 +76,13 @@ def describe(app: dict) -> tuple[bool, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Carry out ``reconcile`` (see EPILOG for the exit codes). Errors are one line on stderr."""
+    """Carry out ``reconcile`` (see EPILOG for the exit codes). Errors are one line on stderr
+    (``logs.problem``: a JSON object with ``--log-format json``, as every other line there)."""
     subject = f"{KIND}/{args.namespace}/{args.name}"
     try:
         kube = Kube(args.kubeconfig, args.context)
     except ApiError as err:
-        print(f"error: {err}", file=sys.stderr)
+        logs.problem(str(err))
         return exitcodes.FAILED
     token = sync_now.new_token()
     url = path(GROUP, KIND, args.namespace, args.name)
@@ -83,17 +90,17 @@ def run(args: argparse.Namespace) -> int:
         live = kube.request("GET", url)
         hold = suspend.application(None, live) if live else None
         if hold is not None:  # as `flux reconcile` refuses a suspended object at once
-            print(f"error: {subject} is suspended ({hold.mechanism}), so no pass would sync it; resume it "
-                  "first (see Suspend and hot-fix in the README)", file=sys.stderr)
+            logs.problem(f"{subject} is suspended ({hold.mechanism}), so no pass would sync it; resume it "
+                         "first (see Suspend and hot-fix in the README)")
             return exitcodes.FAILED
         kube.request("PATCH", url, body={"metadata": {"annotations": {labels.RECONCILE_REQUESTED_AT: token}}},
                      query={"fieldManager": sync_now.FIELD_MANAGER}, content_type="application/merge-patch+json")
     except ApiError as err:
         if err.status == 404:
-            print(f"error: {subject} not found (no such Application in namespace {args.namespace}, "
-                  "or the Application CRD is not installed)", file=sys.stderr)
+            logs.problem(f"{subject} not found (no such Application in namespace {args.namespace}, "
+                         "or the Application CRD is not installed)")
         else:
-            print(f"error: {subject}: could not request a sync: {err}", file=sys.stderr)
+            logs.problem(f"{subject}: could not request a sync: {err}")
         return exitcodes.FAILED
     print(f"{subject}: sync requested ({labels.RECONCILE_REQUESTED_AT}={token})", flush=True)
     if not args.wait:
@@ -103,23 +110,22 @@ def run(args: argparse.Namespace) -> int:
         try:
             app = kube.request("GET", url)
         except ApiError as err:
-            print(f"error: {subject}: reading it failed while waiting: {err}", file=sys.stderr)
+            logs.problem(f"{subject}: reading it failed while waiting: {err}")
             return exitcodes.FAILED
         if app is None:
-            print(f"error: {subject} was deleted while waiting for the request to be handled", file=sys.stderr)
+            logs.problem(f"{subject} was deleted while waiting for the request to be handled")
             return exitcodes.FAILED
         if sync_now.handled(app) == token:
             ok, line = describe(app)
             if ok:
                 print(f"{subject}: handled: {line}")
                 return exitcodes.OK
-            print(f"error: {subject}: handled, {line}", file=sys.stderr)
+            logs.problem(printable(f"{subject}: handled, {line}"))  # a status message may hold a newline
             return exitcodes.FAILED
         if time.monotonic() >= deadline:
-            print(f"error: {subject}: the request was not handled within {args.timeout:g}s: no agent run seems "
-                  f"to be handling requests (is it running, leading and allowed to see namespace "
-                  f"{args.namespace}? A pass that fails before writing status handles none; see its log)",
-                  file=sys.stderr)
+            logs.problem(f"{subject}: the request was not handled within {args.timeout:g}s: no agent run seems "
+                         f"to be handling requests (is it running, leading and allowed to see namespace "
+                         f"{args.namespace}? A pass that fails before writing status handles none; see its log)")
             return exitcodes.FAILED
         time.sleep(POLL_SECONDS)
 

@@ -12,6 +12,7 @@ KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
 RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
 ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
 SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
+SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -57,7 +58,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        """No errors and no Application skipped: one in backoff is still failing (``run``)."""
+        return not self.errors and not self.backing_off
 
     @property
     def changed(self) -> bool:
@@ -74,6 +76,10 @@ class Report:
         """Sorted ``namespace/name`` of every Application that failed: an object's API call
         failed (``failed``) or it was refused (``refused``). Never a file."""
         return sorted(self.failed | set(self.refused))
+
+    def skipping(self) -> list[str]:
+        """Sorted ``namespace/name`` of every Application the pass skipped (``backing_off``)."""
+        return sorted(self.backing_off)
 
     def file_errors(self) -> list[str]:
         """Sorted ``path`` or ``path:line`` of each refused file or document that names no
@@ -105,7 +111,8 @@ class Report:
         refused documents and files with their reasons, and a closing line with the counts of
         objects per action (``counts``), the Applications that failed and the files that failed,
         e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml:1, x.yaml:5``
-        (distinct files are counted; each refused document of one is listed). Every line is
+        (distinct files are counted; each refused document of one is listed) or ``...; 1 Application
+        skipped: ns/db`` (in backoff: the pass failed). Every line is
         ``printable``: control characters in file names and messages are escaped.
         Errors are separate (``errors``), for stderr."""
         lines = [f"commit {self.commit}" if self.commit else "commit: none (source not fetched)"]
@@ -129,13 +136,14 @@ class Report:
                       else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
-        for extra in (RECREATED, ADOPTED, KEPT, SUSPENDED):
+        for extra in (RECREATED, ADOPTED, KEPT, SUSPENDED, SKIPPED):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
-        verdict = "sync failed" if self.errors else "sync succeeded"
-        failed = "".join(f"; {n} {noun}{'s' if n != 1 else ''} failed: {', '.join(names)}" for noun, n, names in (
-            ("Application", len(self.failing()), self.failing()),
-            ("file", len(self.failed_files()), self.file_errors())) if names)  # files counted once, listed by line
+        verdict = "sync succeeded" if self.ok else "sync failed"
+        failed = "".join(f"; {n} {noun}{'s' if n != 1 else ''} {what}: {', '.join(names)}" for noun, what, n, names in (
+            ("Application", "failed", len(self.failing()), self.failing()),
+            ("Application", "skipped", len(self.skipping()), self.skipping()),
+            ("file", "failed", len(self.failed_files()), self.file_errors())) if names)  # files counted once, listed by line
         lines.append(f"{verdict}: {tally}{failed}")
         return "\n".join(map(printable, lines))  # each entry is one line: a file name cannot break it
 

@@ -5,8 +5,8 @@ write has rules plain PATCH does not give: the full new status is ``status.compu
 sync-now (``sync_now``) and backoff (``backoff``) fields; a status that would not move sends
 nothing (and is checked outside the write pool); the write goes through the status subresource
 as a JSON merge patch, and a write whose read-back does not hold the value is an error naming the
-CRD, not a success (Kubernetes API conventions; a CRD without the subresource or with a pruning
-schema drops fields silently).
+fields dropped and the CRD, not a success (Kubernetes API conventions; a CRD whose status schema
+lacks fields drops them silently: ``not_stored``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,40 @@ def moves(app: dict, outcome: status_.Outcome, children: Mapping[str, dict | Non
     return status_.differs(app.get("status"), new_status(app, outcome, children, failed, retry))
 
 
+def dropped(sent, stored, path: str = "status") -> list[str]:
+    """Dotted paths of the fields in ``sent`` (a status, or part of one) that ``stored`` (what the
+    API server gave back) lacks, e.g. ``status.health``, ``status.conditions[].observedGeneration``
+    (a list's items share one path); each once, in ``sent``'s order. Pure."""
+    out: list[str] = []
+    if isinstance(sent, dict):
+        for k, value in sent.items():
+            if not isinstance(stored, dict) or k not in stored:
+                out.append(f"{path}.{k}")
+            else:
+                out += dropped(value, stored[k], f"{path}.{k}")
+    elif isinstance(sent, list) and isinstance(stored, list):
+        for item, kept in zip(sent, stored):
+            out += dropped(item, kept, f"{path}[]")
+    return list(dict.fromkeys(out))
+
+
+def not_stored(sent: dict, stored: dict | None) -> str:
+    """Why a status write the API server accepted did not stick, for the report: the fields it
+    dropped (``dropped``) and the cause. The status subresource exists (the pass checked it
+    first), so a dropped field is one the CRD's status schema does not name: the API server
+    prunes unknown fields of a structural schema without ``x-kubernetes-preserve-unknown-fields``
+    (Kubernetes "Field pruning"), i.e. the CRD in the cluster is older than this agent's."""
+    gone = dropped(sent, stored or {})
+    which = "this field, so the API server prunes it" if len(gone) == 1 else "these fields, so the API server prunes them"
+    if not gone:  # stored, but with other values (another writer, a defaulting webhook)
+        changed = sorted(k for k in sent if (stored or {}).get(k) != sent[k])
+        return (f"the API server accepted the status write but stored other values for "
+                f"{', '.join(f'status.{k}' for k in changed) or 'status'} than were sent")
+    return (f"the API server accepted the status write but dropped {', '.join(gone)}: the CustomResourceDefinition "
+            f"{CRD_NAME} in the cluster is older than this agent's crd.yaml (its status schema lacks {which}); "
+            "apply this agent's crd.yaml (kubectl apply -f crd.yaml)")
+
+
 def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
           children: Mapping[str, dict | None], *, failed: bool = False,
           retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
@@ -65,12 +99,7 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
         report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")
         return next_retry
     if stored is None or stored.get("status") != new:
-        lost = sorted(k for k in new if ((stored or {}).get("status") or {}).get(k) != new[k])
-        report.add(key, f"{KIND}/{key}", FAILED,
-                   f"the API server accepted the status write but did not store {', '.join(lost) or 'it'}: "
-                   f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status subresource or "
-                   "a schema that prunes these fields; apply this project's crd.yaml "
-                   "(kubectl apply -f crd.yaml)")
+        report.add(key, f"{KIND}/{key}", FAILED, not_stored(new, (stored or {}).get("status")))
         return next_retry
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)

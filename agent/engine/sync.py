@@ -18,8 +18,8 @@ from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
                           suspend, writes)
-from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SUSPENDED, UNCHANGED,
-                                 Report)
+from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
+                                 UNCHANGED, Report)
 from agent.kinds import health, registry, render
 from agent.kube.client import ApiError, Kube
 from agent.manifests import loader as manifests, nodes, parsecache, specrules
@@ -491,7 +491,8 @@ def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) ->
 def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: str,
              retry: backoff.Policy) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
-    with ``retry.skip``), each reported in a note; another source's are not this pass's."""
+    with ``retry.skip``), each reported as one skipped Application object with the reason
+    (never as unchanged: it is still failing); another source's are not this pass's."""
     if not retry.skip:
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -504,7 +505,7 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
         wait = backoff.waiting(app, report.commit if from_git else None, now)
         if wait is not None:
             out[key] = report.backing_off[key] = wait
-            report.notes.append(f"{KIND}/{key}: {wait.message()}")
+            report.add(key, f"{KIND}/{key}", SKIPPED, wait.message())
             report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
     return out
 

@@ -252,11 +252,11 @@ class Runner:
         a success would hide a standing failure from ``gitops_agent_passes_total{result}`` and
         advance the last-synced timestamp. ``/readyz`` counts it like any finished pass."""
         m = self.metrics
-        ok = report.ok and not report.backing_off
+        ok = report.ok  # False too when Applications were skipped (``Report.ok``)
         m.pass_duration.observe(duration)
         m.passes.labels(result="success" if ok else "failure").inc()
         for change in report.changes:
-            if change.action not in ("unchanged", "suspended"):  # left alone: not acted on
+            if change.action not in ("unchanged", "suspended", "skipped"):  # left alone: not acted on
                 m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
         if report.fetch_seconds is not None:
             m.fetch_duration.observe(report.fetch_seconds)
@@ -269,7 +269,8 @@ class Runner:
         log.log(logging.INFO if ok else logging.WARNING, "pass %s", "succeeded" if ok else "failed",
                 extra={"fields": {"event": "pass", "trigger": trigger, "result": "success" if ok else "failure",
                                   "commit": report.commit, "duration_seconds": round(duration, 3), **counts,
-                                  "failed_applications": report.failing(), "failed_files": report.file_errors(),
+                                  "failed_applications": report.failing(), "skipped_applications": report.skipping(),
+                                  "failed_files": report.file_errors(),
                                   "errors": report.errors, "notes": report.notes,
                                   "backing_off": [f"{k}: {w.message()}" for k, w in sorted(report.backing_off.items())]}})
 

@@ -169,12 +169,12 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     url, credentials = effective(url, credentials)
     unchanged = (lambda repo, env: _unchanged(repo, ref, known_commit, timeout, env)) if known_commit else None
     repo, fetched = mirror(url, cache_dir, timeout, credentials=credentials, what=f"fetching {shown}",
-                           unchanged=unchanged)
+                           unchanged=unchanged, commit_ref=ref)
     return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
 
 
 def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
-           what: str, unchanged=None, want: str | None = None,
+           what: str, unchanged=None, want: str | None = None, commit_ref: str | None = None,
            env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
     """Bring the bare mirror of ``url`` (already clean, see ``effective``) for ``credentials``
     (``cache_path``: no other credentials' mirror is ever used) up to date; returns (the
@@ -184,7 +184,9 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     ``unchanged(repo, env)``: called before any fetch (``env``: the Git environment); True skips it. ``want``: a full commit SHA
     that must end up in the mirror; when it is already there nothing is fetched, and when the
     ref fetch did not bring it, the SHA itself is fetched (kept under ``refs/pinned/``).
-    ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
+    ``commit_ref``: the ref to be resolved; when it is a commit SHA on no fetched branch or tag,
+    it is fetched by itself on every fetch (``_fetch_unlisted``), so a fresh mirror and a warm one
+    that still holds the commit give the same result. ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
     Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
     SourceError; the message is redacted.
     """
@@ -192,12 +194,13 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     try:
         with cachedir.locked(Path(cache_dir), timeout):
             return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
-                           unchanged=unchanged, want=want, env=env)
+                           unchanged=unchanged, want=want, commit_ref=commit_ref, env=env)
     except OSError as err:  # the lock was kept too long, or the cache cannot be made (read-only, full disk)
         raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
 
 
-def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchanged, want, env) -> tuple[git.Repo, bool]:
+def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchanged, want, commit_ref,
+            env) -> tuple[git.Repo, bool]:
     staging = None
     try:
         if target.exists():
@@ -219,6 +222,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         if want and not _has(repo, want):
             gitproc.run(["fetch", "--no-tags", "origin", f"+{want}:refs/pinned/{want}"], cwd=repo.git_dir,
                         env=git_env, timeout=timeout)
+        _fetch_unlisted(repo, commit_ref, git_env, timeout, what)
         if staging is not None:
             os.replace(staging, target)
             staging = None
@@ -234,6 +238,9 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         elif "couldn't find remote ref HEAD" in detail:
             detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
                       f"its default branch was deleted); push a commit, or set its default branch ({detail})")
+        elif commit_ref and "not our ref" in detail:
+            detail = (f"commit {commit_ref} is on no branch or tag of the remote, and the remote would not send it "
+                      f"by itself (it does not have it, or refuses commits it does not advertise): {detail}")
         elif _refused(detail):
             detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
@@ -302,6 +309,36 @@ def _has(repo: git.Repo, sha: str) -> bool:
         return True
     except git.GitCommandError:
         return False
+
+
+def _fetch_unlisted(repo: git.Repo, ref: str | None, env: dict[str, str], timeout: float, what: str) -> None:
+    """When ``ref`` is a commit SHA (not a branch or tag name) that no fetched branch or tag
+    contains (a deleted branch's commit, one only under ``refs/pull/N/head``, one the remote
+    does not advertise), fetch it by itself from the remote into ``refs/pinned/``. Asked for on
+    every fetch, not read from what an older fetch left in the mirror: a fresh mirror and a warm
+    one give the same commit or the same error (except that Git downloads nothing for a commit the
+    mirror holds, so one the remote has since lost still reads). An abbreviated SHA cannot be
+    asked for: SourceError telling to give the full one. Raises ``gitproc.Failed`` when the
+    remote does not send it (Git's "not our ref")."""
+    if not ref or not _SHA.match(ref) or any(_commit(repo, f"{prefix}{ref}") for prefix in ("refs/remotes/origin/",
+                                                                                             "refs/tags/")):
+        return  # not a SHA, or the name of a branch or tag
+    full = _commit(repo, ref)
+    if full and repo.git.for_each_ref("--contains", full, "--count=1", "refs/remotes/origin/", "refs/tags/"):
+        return
+    if len(ref) < 40:
+        raise SourceError(f"{what} failed: commit {ref!r} is on no branch or tag of the remote, and an "
+                          "abbreviated SHA cannot be fetched by itself; give the full 40-character SHA")
+    gitproc.run(["fetch", "--no-tags", "origin", f"+{ref}:refs/pinned/{ref}"], cwd=repo.git_dir, env=env,
+                timeout=timeout)
+
+
+def _commit(repo: git.Repo, name: str) -> str | None:
+    """Full SHA of the commit ``name`` names in ``repo``, or None."""
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", f"{name}^{{commit}}")
+    except git.GitCommandError:
+        return None
 
 
 def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float, env: dict[str, str]) -> bool:

@@ -10,7 +10,7 @@ from agent.api import crd
 from agent.api.schema import SPEC_SCHEMA
 from agent.cli import output, progress, validate
 from agent.engine import diff
-from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, UNCHANGED, Report
+from agent.engine.report import CONFIGURED, CREATED, FAILED, PRUNED, SKIPPED, UNCHANGED, Report
 from agent.manifests import metadata
 from agent.manifests.loader import ManifestError
 
@@ -230,13 +230,30 @@ def sample_report():
     return report
 
 
+def test_a_skipped_application_is_counted_and_listed_as_skipped_in_every_format():
+    report = Report(commit=SHA)
+    report.add("ns/web", "Application/ns/web", UNCHANGED)
+    report.add("ns/db", "Application/ns/db", SKIPPED, "backing off after 2 failures, next retry at T")
+    report.backing_off["ns/db"] = object()  # what sync._waiting records beside the change
+    doc = output.pass_document(report, command="sync", dry_run=False, exit_code=2, source={"repo": None, "ref": None,
+                                                                                             "path": "."})
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    skipped = [o for a in doc["applications"] for o in a["objects"] if o["action"] == "skipped"]
+    assert doc["counts"]["skipped"] == len(skipped) == 1 and doc["counts"]["unchanged"] == 1
+    assert skipped[0]["subject"] == "Application/ns/db" and skipped[0]["message"].startswith("backing off")
+    assert doc["ok"] is False  # never a success: the Application is still failing
+    assert output.text(doc).splitlines()[-1] == "sync: failed (0 create, 0 update, 1 unchanged, 0 prune, 0 failed, 1 skipped)"
+    assert "Application **skipped**" in output.markdown(doc)
+    assert report.summary().endswith("1 unchanged, 0 pruned, 0 failed, 1 skipped; 1 Application skipped: ns/db")
+
+
 def test_pass_document_validates_and_maps_actions():
     doc = output.pass_document(sample_report(), command="diff", dry_run=True, exit_code=2,
                                source={"repo": "https://***@example.com/r.git", "ref": None, "path": "."},
                                diffs={"Deployment/ns/web": "--- a\n+++ b\n"}, seconds=1.5)
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
-    assert doc["counts"] == {"create": 1, "update": 1, "unchanged": 1, "prune": 1, "recreate": 0, "adopt": 0, "failed": 1, "kept": 0,
-                             "suspended": 0}
+    assert doc["counts"] == {"create": 1, "update": 1, "unchanged": 1, "prune": 1, "recreate": 0, "adopt": 0, "failed": 1,
+                             "kept": 0, "suspended": 0, "skipped": 0}
     objs = {o["subject"]: o for a in doc["applications"] for o in a["objects"]}
     assert objs["Deployment/ns/web"]["diff"] == "--- a\n+++ b\n" and objs["Application/ns/web"]["diff"] is None
     errors = doc["errors"]

@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from agent.engine import backoff, sync
-from agent.engine.report import Report
+from agent.engine.report import SKIPPED, Change, Report
 from agent.server.endpoints import Health, Metrics
 from agent.server.runner import Runner
 
@@ -37,12 +37,17 @@ def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
     # "hand" is not from Git: a commit does not reset it; "other" is another source's business
     assert skipped == {"ns/waits": backoff.Waiting(2, FUTURE), "ns/hand": backoff.Waiting(2, FUTURE),
                        "ns/later": backoff.Waiting(2, LATER)}
-    assert report.notes == [f"Application/ns/waits: backing off after 2 failures, next retry at {FUTURE}",
-                            f"Application/ns/hand: backing off after 2 failures, next retry at {FUTURE}",
-                            f"Application/ns/later: backing off after 2 failures, next retry at {LATER}"]
+    assert report.changes == [
+        Change("ns/waits", "Application/ns/waits", SKIPPED, f"backing off after 2 failures, next retry at {FUTURE}"),
+        Change("ns/hand", "Application/ns/hand", SKIPPED, f"backing off after 2 failures, next retry at {FUTURE}"),
+        Change("ns/later", "Application/ns/later", SKIPPED, f"backing off after 2 failures, next retry at {LATER}")]
+    assert report.notes == [] and report.errors == [] and report.failing() == []  # not a fresh failure
     assert report.retry_at == backoff.parse_time(FUTURE)
     assert report.backing_off == skipped
-    assert report.ok  # skipping is not a fresh failure
+    assert report.counts() == {"skipped": 3} and report.skipping() == ["ns/hand", "ns/later", "ns/waits"]
+    assert not report.ok  # but never a success: they are still failing
+    assert report.summary().splitlines()[-1] == ("sync failed: 0 created, 0 configured, 0 unchanged, 0 pruned, 0 failed, "
+                                                 "3 skipped; 3 Applications skipped: ns/hand, ns/later, ns/waits")
 
 
 def test_an_owned_application_kept_out_of_git_resets_on_a_new_commit():
