@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import app_yaml, wait_for
-from tests.test_run import image_of, remote, start_agent  # noqa: F401 (fixtures)
+from tests.test_run import ROOT, image_of, remote, start_agent  # noqa: F401 (fixtures)
 from tests.test_webhook import github, hooks, passes, post, push_payload, secret_file, sign  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -34,14 +34,16 @@ def electing(agent) -> bool:
     return "leader election on the Lease" in agent.output()
 
 
-def two_replicas(start_agent, remote, repo, namespace, objects, secret_file, *, standby_kubeconfig=None):
-    """(leader, standby): both with the webhook and a 7 s lease (renewed every second) in
-    ``namespace``, the leader after its first pass, the standby with its election running."""
+def two_replicas(start_agent, remote, repo, namespace, objects, secret_file, *, standby_kubeconfig=None,
+                 lease=("--lease-namespace", "")):
+    """(leader, standby): both with the webhook and a 7 s lease (renewed every second; ``lease``:
+    its flags, in ``namespace`` by default), the leader after its first pass, the standby with
+    its election running."""
     repo.write("a.yaml", app_yaml("web", image="nginx:0"))
     remote.push()
     flags = ["--interval", "300", "--no-watch", "--namespace", namespace, "--leader-elect",
-             "--lease-namespace", namespace, "--lease-duration", "7", "--webhook-secret-file", str(secret_file),
-             "--log-format", "json"]
+             *(lease if lease[1] else ("--lease-namespace", namespace)), "--lease-duration", "7",
+             "--webhook-secret-file", str(secret_file), "--log-format", "json"]
     leader = start_agent(remote.url, *flags, "--identity", "first", cache="cache-1")
     wait_for(lambda: leader.metric("gitops_agent_leader") == 1 and passes(leader) >= 1
              and image_of(objects, namespace, "web") == "nginx:0", timeout=30, what="the first to lead and pass")
@@ -113,6 +115,36 @@ def test_a_push_forwarded_while_the_leader_stops_is_served_by_the_next(start_age
     assert codes == [202, 202] and hooks(standby, "accepted") >= 1
 
 
+def agent_kubeconfig(cluster, tmp_path, account: str, namespace: str) -> Path:
+    """A kubeconfig of the cluster with a token of the ServiceAccount ``namespace/account``."""
+    token = cluster.kubectl("create", "token", account, "-n", namespace).stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": token}
+    path = tmp_path / f"{account}-kubeconfig"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_the_rbac_of_deploy_lets_a_standby_forward(start_agent, repo, remote, namespace, objects, secret_file,
+                                                   cluster, tmp_path):
+    for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
+        cluster.kubectl("apply", "-f", str(ROOT / "deploy" / name))
+    kubeconfig = agent_kubeconfig(cluster, tmp_path, "gitops-agent", "gitops-agent")
+    lease = ("--lease-namespace", "gitops-agent", "--lease-name", f"hooks-{namespace}")
+    try:
+        leader, standby = two_replicas(start_agent, remote, repo, namespace, objects, secret_file,
+                                       standby_kubeconfig=kubeconfig, lease=lease)
+        repo.write("a.yaml", app_yaml("web", image="nginx:1"))
+        head = remote.push()
+        code, answer = post(standby, body := push_payload(after=head),
+                            {"X-GitHub-Event": "push", "X-Hub-Signature-256": sign(body)})
+        assert (code, answer["result"]) == (202, "forwarded")
+        assert served(leader, head)["trigger"] == "forwarded-webhook"
+        assert "Forbidden" not in standby.output()
+    finally:
+        cluster.kubectl("delete", "lease", "-n", "gitops-agent", f"hooks-{namespace}", check=False)
+
+
 def test_a_standby_the_api_server_refuses_answers_503(start_agent, repo, remote, namespace, objects, secret_file,
                                                       cluster, tmp_path):
     # the standby's account may read the Lease (to stand by) but not update it
@@ -127,11 +159,7 @@ def test_a_standby_the_api_server_refuses_answers_503(start_agent, repo, remote,
     manifest = tmp_path / "reader.json"
     manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [role, binding]}))
     cluster.kubectl("apply", "-f", str(manifest))
-    token = cluster.kubectl("create", "token", "reader", "-n", namespace).stdout.strip()
-    config = json.loads(Path(cluster.kubeconfig).read_text())
-    config["users"][0]["user"] = {"token": token}
-    kubeconfig = tmp_path / "reader-kubeconfig"
-    kubeconfig.write_text(json.dumps(config))
+    kubeconfig = agent_kubeconfig(cluster, tmp_path, "reader", namespace)
     leader, standby = two_replicas(start_agent, remote, repo, namespace, objects, secret_file,
                                    standby_kubeconfig=kubeconfig)
     body = push_payload()
