@@ -47,6 +47,10 @@ WANTED_BY_PREFIX = "heumsi.github.io/wanted-by-"
 own Git also has it (``<prefix><digest of the source id>``: ``source id file``): the holder never
 prunes it while the annotation is there (``plan.wanted_elsewhere``)."""
 
+PASS_REQUESTED_AT = "heumsi.github.io/pass-requested-at"
+"""Annotation on the leader-election Lease: a standby that received a push webhook writes a new
+token (UTC time and its identity) to ask the leader for a pass (``kube.election``)."""
+
 FILES_DIGEST = "heumsi.github.io/files-digest"
 """Annotation on an Application's pod template: a digest of its files' contents from Git, so a
 changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
@@ -67,6 +71,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (RECONCILE_REQUESTED_AT, "annotation", "a token asking for a pass now (`reconcile`)"),
     (ADOPT_ANNOTATION, "annotation", '`"true"` on an Application: adopt uncontrolled objects in its children\'s slots'),
     (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
+    (PASS_REQUESTED_AT, "annotation", "on the leader Lease: a new token forwards a push webhook to the leader"),
     (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
 )
 """(key, label or annotation, what it means) for every key: the reference table's rows."""

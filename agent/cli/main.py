@@ -290,9 +290,9 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
                     health=health, watch=args.watch,
                     retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
+    hook = webhook.create(secret, opts, runner, metrics) if secret else None
     try:
-        server = serve(args.http_addr, metrics, health,
-                       webhook=webhook.create(secret, opts, runner, metrics) if secret else None)
+        server = serve(args.http_addr, metrics, health, webhook=hook)
     except OSError as err:  # in use, not an address of this machine, a port below 1024
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -305,7 +305,12 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     if args.leader_elect:
         election = kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,
                    lambda: (runner.stop_leading(), done.set()), lease_duration=args.lease_duration,
-                   renew_deadline=max(2, args.lease_duration * 2 // 3), retry_period=max(1, args.lease_duration // 7))
+                   renew_deadline=max(2, args.lease_duration * 2 // 3), retry_period=max(1, args.lease_duration // 7),
+                   on_request=lambda: runner.request_pass(trigger="forwarded-webhook"))
+        if hook is not None:
+            hook.forward = election.forward  # a standby hands verified pushes to the leader
+        logging.getLogger("agent.run").info("leader election on the Lease %s/%s as %s", args.lease_namespace,
+                                            args.lease_name, args.identity)
     else:
         runner.start_leading()
     done.wait()

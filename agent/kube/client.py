@@ -442,13 +442,14 @@ class Kube:
     # The watches of ``run`` live in ``agent/kube/watch.py`` (list, then watch from its resourceVersion).
 
     def elect(self, name: str, namespace: str, identity: str, on_started, on_stopped,
-              lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2):
+              lease_duration: int = 15, renew_deadline: int = 10, retry_period: int = 2, on_request=None):
         """Start leader election on the Lease ``namespace/name`` (coordination.k8s.io) with the
         client's own LeaseLock, in a daemon thread. ``on_started()`` runs when this process
         leads; ``on_stopped()`` when it lost the lease. Durations in seconds; a new leader takes
         over within about ``lease_duration`` + ``retry_period`` after the old one dies, and
         within about ``retry_period`` after it calls ``release()`` on the returned handle
-        (see ``election.ReleasableLeaseLock``)."""
+        (see ``election.ReleasableLeaseLock``). ``on_request()``: called on the leader when a
+        standby forwarded a push webhook (the handle's ``forward()``), within a retry period."""
         from kubernetes.leaderelection import electionconfig, leaderelection
 
         from agent.kube.election import ReleasableLeaseLock
@@ -456,7 +457,7 @@ class Kube:
         # The lease is renewed through the client's own requests, outside the rate limit: a
         # renewal must never queue behind a pass's writes and lose the lease.
         client.Configuration.set_default(self.api.configuration)
-        lock = ReleasableLeaseLock(name, namespace, identity)
+        lock = ReleasableLeaseLock(name, namespace, identity, on_request)
         cfg = electionconfig.Config(lock, lease_duration, renew_deadline, retry_period, on_started, on_stopped)
         threading.Thread(target=leaderelection.LeaderElection(cfg).run, name="leader-election",
                          daemon=True).start()

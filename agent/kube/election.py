@@ -10,6 +10,16 @@ missing holder as free), so the hand-over takes about one ``retry_period``.
 Once released, the lock refuses every further create and update, so the election thread (which
 cannot be stopped) can never take the Lease back; the same mutex orders a renewal in flight
 before the release.
+
+The Lease is also the mailbox of push webhooks that land on a standby (``forward``): the
+standby writes a new token in the annotation ``PASS_REQUESTED_AT`` and answers 202; the leader
+reads the Lease on every renewal anyway (every retry period, 2 s with the default 15 s lease),
+and a token it has not seen asks it for a pass (``on_request``). No request is added, the RBAC
+stays ``get``/``create``/``update`` on Leases, and a token written while no replica leads is
+served by the next leader's first pass (it reads the Lease, then starts leading and passing).
+The standby's write changes only metadata; a leader renewal that it made fail (409) is retried
+at once against a fresh read when the election fields are still as read (``_replace``), so
+webhook traffic never costs the lease.
 """
 
 from __future__ import annotations
@@ -17,21 +27,64 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+from typing import Callable
 
 from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
+from agent.api.labels import PASS_REQUESTED_AT
+
 log = logging.getLogger("agent.run")
 RELEASE_TIMEOUT = 2.0  # seconds per request: shutdown must finish within --shutdown-grace + 1 s
+FORWARD_TIMEOUT = 4.0  # seconds per request of a forward: GitHub waits 10 s for an answer
+FORWARD_TRIES = 4  # a forward's write that meets a renewal (409) is tried again on a fresh read
+_UNREAD = object()  # the token before the first read of the Lease
+
+
+def token_of(lease) -> str | None:
+    """The ``PASS_REQUESTED_AT`` annotation of a V1Lease, None when absent."""
+    return ((lease.metadata and lease.metadata.annotations) or {}).get(PASS_REQUESTED_AT)
+
+
+def _election(spec) -> tuple:
+    """The fields of a V1LeaseSpec the election reads and writes (holder, duration, times)."""
+    if spec is None:
+        return ()
+    return (spec.holder_identity, spec.lease_duration_seconds, spec.acquire_time, spec.renew_time,
+            spec.lease_transitions)
 
 
 class ReleasableLeaseLock(LeaseLock):
-    """``LeaseLock`` with ``release()``; after it, ``create`` and ``update`` return False."""
+    """``LeaseLock`` with ``release()`` (after it, ``create`` and ``update`` return False) and the
+    webhook mailbox: ``forward()`` on a standby, ``on_request()`` (no arguments; its answer is
+    ignored) called on the leader for each new token it reads."""
 
-    def __init__(self, name: str, namespace: str, identity: str):
+    def __init__(self, name: str, namespace: str, identity: str, on_request: Callable[[], object] | None = None):
         super().__init__(name, namespace, identity)
         self._guard = threading.Lock()
         self.released = False
+        self.on_request = on_request
+        self._token: object = _UNREAD
+
+    def get(self, name, namespace):
+        found, record = super().get(name, namespace)
+        if found:
+            self._notice(self.lease_reference)
+        return found, record
+
+    def _notice(self, lease) -> None:
+        """Call ``on_request`` when ``lease`` (just read) carries a token this replica has not
+        read before and names this replica as holder. A token first read while another replica
+        held the Lease (or none did) is not asked for: this replica's first pass as leader, which
+        starts after that read, serves it."""
+        token = token_of(lease)
+        previous, self._token = self._token, token
+        if previous is _UNREAD or token == previous or self.on_request is None:
+            return
+        if lease.spec is not None and lease.spec.holder_identity == self.identity:
+            log.info("a standby forwarded a push webhook through the Lease %s/%s", self.namespace, self.name,
+                     extra={"fields": {"event": "webhook_forwarded", "token": token}})
+            self.on_request()
 
     def create(self, name, namespace, election_record):
         with self._guard:
@@ -39,7 +92,62 @@ class ReleasableLeaseLock(LeaseLock):
 
     def update(self, name, namespace, updated_record):
         with self._guard:
-            return False if self.released else super().update(name, namespace, updated_record)
+            return False if self.released else self._replace(name, namespace, updated_record)
+
+    def _replace(self, name, namespace, record) -> bool:
+        """``LeaseLock.update``: write ``record`` into the Lease read last, with its
+        resourceVersion. A conflict (409) whose fresh read shows the election fields unchanged
+        (only a forward's annotation moved the resourceVersion) is written again once on that
+        read; any other failure returns False, as the client's own update does."""
+        lease = self.lease_reference
+        if lease is None:
+            return False
+        as_read = _election(lease.spec)
+        for attempt in range(2):
+            lease.spec = self.get_lease_spec(record, lease.spec)
+            try:
+                self.api_instance.replace_namespaced_lease(name=name, namespace=namespace, body=lease)
+                return True
+            except ApiException as err:
+                if err.status != 409 or attempt:
+                    log.info("could not renew the leader lease %s/%s: %s %s", namespace, name, err.status, err.reason)
+                    return False
+            try:
+                lease = self.api_instance.read_namespaced_lease(name, namespace)
+            except ApiException:
+                return False
+            if _election(lease.spec) != as_read:
+                return False  # another replica wrote the election itself: not ours to overwrite
+            self._notice(lease)
+            self.lease_reference = lease
+        return False
+
+    def forward(self) -> str | None:
+        """Hand a push webhook to the leader: write a new token (UTC time and this identity) in
+        the Lease's ``PASS_REQUESTED_AT`` annotation, keeping its spec and resourceVersion (a
+        409, a renewal in between, is tried again on a fresh read, ``FORWARD_TRIES`` times).
+        Returns None when written, else why not, one phrase (the Lease is missing, the API
+        server refused or cannot be reached); each request waits at most FORWARD_TIMEOUT s."""
+        where = f"the Lease {self.namespace}/{self.name}"
+        now = datetime.datetime.now(datetime.timezone.utc)
+        token = f"{now:%Y-%m-%dT%H:%M:%S.%fZ} {self.identity}"
+        for _ in range(FORWARD_TRIES):
+            try:
+                lease = self.api_instance.read_namespaced_lease(self.name, self.namespace,
+                                                                _request_timeout=FORWARD_TIMEOUT)
+                lease.metadata.annotations = {**(lease.metadata.annotations or {}), PASS_REQUESTED_AT: token}
+                self.api_instance.replace_namespaced_lease(self.name, self.namespace, lease,
+                                                           _request_timeout=FORWARD_TIMEOUT)
+                return None
+            except ApiException as err:
+                if err.status == 409:
+                    continue
+                if err.status == 404:
+                    return f"{where} does not exist yet (no replica has led)"
+                return f"the API server refused to update {where}: {err.status} {err.reason}"
+            except Exception as err:  # noqa: BLE001 (urllib3 raises many kinds when unreachable)
+                return f"the API server could not be reached to update {where}: {type(err).__name__}"
+        return f"{where} changed under each of {FORWARD_TRIES} writes"
 
     def release(self) -> bool:
         """Give the Lease up when this identity holds it: holderIdentity empty, leaseDuration

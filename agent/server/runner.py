@@ -8,7 +8,9 @@ an extra pass within about a second when something changes, using the last fetch
 ``sync_now``) asks for a pass that does ask Git, coalesced like a webhook's. When an Application
 is backing off (``backoff``) and its retry comes before the next interval pass, a one-off date
 job runs a pass then. With leader election, only the replica holding the Lease runs passes; a
-replica that loses the lease stops.
+replica that loses the lease stops. A push webhook a standby forwarded through the Lease
+(``kube.election``) asks the leader for a pass as its own webhook does (trigger
+``forwarded-webhook``).
 
 A watch event starts a pass only when it is news (``triggers``): the agent's own applies, status
 writes and prunes, and the watches' first lists (read before the first pass starts), never do,

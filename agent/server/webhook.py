@@ -12,7 +12,11 @@ payloads, a token compared with ``!=``). So here:
 - an authenticated hit only *requests* a pass (``Runner.request_pass``): the handler never waits
   for a pass, requests coalesce with each other, the watches and the schedule, and a pass
   always fetches from Git itself. Nothing from the payload is trusted except the pushed ref's
-  name, used only to ignore pushes to branches this agent does not sync.
+  name, used only to ignore pushes to branches this agent does not sync;
+- with leader election, a standby that receives a verified push hands it to the leader through
+  the Lease (``forward``, see ``kube.election``) and answers 202 ``forwarded``: behind one
+  Service, a hit lands on any replica and none is lost. Only when the API server refuses that
+  write does it answer 503, so the sender's redelivery can retry.
 
 Pure parts (``authenticate``, ``parse_payload``, ``event_kind``, ``ref_wanted``) are unit-tested
 in ``tests/unit/server/test_webhook.py``; ``Webhook.handle`` is the transport around them.
@@ -247,16 +251,19 @@ class Webhook:
 
     ``ref``: ``--ref`` (None: follow ``head_branch()``, the remote HEAD's branch, when known).
     ``request_pass()``: asks the runner for an online pass and returns at once; False when this
-    replica does not sync (a standby, or stopping), answered 503. ``counter``: a prometheus
-    Counter with a ``result`` label. Thread-safe.
+    replica does not sync (a standby, or stopping). ``forward()``: then hands the hit to the
+    leader and returns None (answered 202 ``forwarded``) or why it could not (503
+    ``forward_failed``); None (set once leader election starts) answers 503 ``standby``.
+    ``counter``: a prometheus Counter with a ``result`` label. Thread-safe.
     """
 
     def __init__(self, secret: bytes, *, ref: str | None, request_pass: Callable[[], bool], counter,
                  head_branch: Callable[[], str | None] = lambda: None, max_body: int = MAX_BODY,
-                 read_timeout: float = READ_TIMEOUT, max_concurrent: int = MAX_CONCURRENT):
+                 read_timeout: float = READ_TIMEOUT, max_concurrent: int = MAX_CONCURRENT,
+                 forward: Callable[[], str | None] | None = None):
         if not secret:
             raise ValueError("an empty webhook secret would let anyone sign")
-        self._secret, self._ref, self._request_pass = secret, ref, request_pass
+        self._secret, self._ref, self._request_pass, self.forward = secret, ref, request_pass, forward
         self._counter, self._head_branch = counter, head_branch
         self.max_body, self.read_timeout = max_body, read_timeout
         self._slots = threading.BoundedSemaphore(max_concurrent)
@@ -330,9 +337,20 @@ class Webhook:
             return Outcome(202, "ignored", f"{other} event: nothing to do")
         if not ref_wanted(ref, self._ref, self._head_branch()):
             return Outcome(202, "ignored", "a push to a ref this agent does not sync")
-        if not self._request_pass():
-            return Outcome(503, "standby", "this replica does not sync now (standby or stopping)")
-        return Outcome(202, "accepted", "a pass was requested")
+        if self._request_pass():
+            return Outcome(202, "accepted", "a pass was requested")
+        return self._hand_over()
+
+    def _hand_over(self) -> Outcome:
+        """The answer of a replica that does not sync now: the leader was asked (202), or not."""
+        forward = self.forward
+        if forward is None:  # no leader election (so stopping), or it has not started yet
+            return Outcome(503, "standby", "this replica does not sync now (stopping or starting); retry later")
+        problem = forward()
+        if problem is None:
+            return Outcome(202, "forwarded", "this replica stands by; the leader was asked for a pass")
+        return Outcome(503, "forward_failed", f"this replica stands by and could not ask the leader for a pass: "
+                                              f"{problem}; retry later")
 
     def _read(self, request, length: int) -> bytes:
         """Exactly ``length`` bytes of body, all within ``read_timeout`` seconds (TimeoutError)."""
