@@ -225,8 +225,10 @@ def test_the_hand_over_moves_an_application_between_repositories_with_the_old_so
 def test_one_repository_under_a_new_url_form_is_the_same_source_and_a_new_path_needs_the_hand_over(
         agent, repo, namespace, objects, cluster, tmp_path):
     repo.write("apps/web.yaml", app_yaml("web"))
+    repo.write("apps/api.yaml", app_yaml("api"))
     repo.commit("web")
     sync_ok(agent, repo, namespace, "--path", "apps")
+    old = source.source_id(str(repo.path), "apps")
     uids = children_uids(objects, namespace, "web")
     link = tmp_path / "link-to-repo"
     link.symlink_to(repo.path)
@@ -238,18 +240,41 @@ def test_one_repository_under_a_new_url_form_is_the_same_source_and_a_new_path_n
     proc = agent.sync(f"file://{repo.path}", "--namespace", namespace, "--path", ".")
     assert proc.returncode == 2
     new = source.source_id(f"file://{repo.path}", ".")
-    line = conflict_line(proc.stderr, namespace, "web")
-    assert line.endswith(f"kubectl -n {namespace} label application web {SOURCE}={new} --overwrite")
-    hand_over(cluster, line)
+    assert conflict_line(proc.stderr, namespace, "web").endswith(
+        f"kubectl -n {namespace} label application web {SOURCE}={new} --overwrite")
+    assert f"2 Applications failed: {namespace}/api, {namespace}/web" in proc.stdout
+    # every one at once (the guide's command, in this test's namespace instead of --all-namespaces)
+    cluster.kubectl("label", "applications", "-n", namespace, "-l", f"{SOURCE}={old}", f"{SOURCE}={new}", "--overwrite")
     sync_ok(agent, repo, namespace)
-    app = objects.app(namespace, "web")
-    assert app["metadata"]["labels"][SOURCE] == new and app["status"]["lastSyncedCommit"] == repo.head()
+    for name in ("web", "api"):
+        app = objects.app(namespace, name)
+        assert app["metadata"]["labels"][SOURCE] == new and app["status"]["lastSyncedCommit"] == repo.head()
+        assert not [k for k in app["metadata"]["annotations"] if k.startswith("heumsi.github.io/wanted-by-")]
     assert children_uids(objects, namespace, "web") == uids  # taken over in place, never re-created
     # the source that holds it now prunes it when it leaves Git, as before
     repo.remove("apps/web.yaml")
     repo.write("apps/db.yaml", app_yaml("db"))
     repo.commit("web gone")
     assert agent.sync(str(link), "--namespace", namespace, "--path", ".").returncode == 0
+    wait_for(lambda: objects.app(namespace, "web") is None, timeout=30, what="web to be pruned")
+
+
+def test_a_gone_sources_annotation_removed_by_hand_lets_the_holder_prune(agent, repo, other, namespace, objects,
+                                                                        cluster):
+    repo.write("web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db"))
+    repo.commit("web")
+    sync_ok(agent, repo, namespace)
+    other.write("web.yaml", app_yaml("web"))
+    other.commit("web too")
+    assert agent.sync(other.path, "--namespace", namespace).returncode == 2  # B records its annotation, then is gone
+    key = wanted_by(source.source_id(str(other.path)))
+    repo.remove("web.yaml")
+    repo.commit("web leaves A")
+    assert f"Application/{namespace}/web kept (not in Git; source " in sync_ok(agent, repo, namespace).stdout
+    assert objects.app(namespace, "web") is not None
+    cluster.kubectl("-n", namespace, "annotate", "application", "web", f"{key}-")
+    sync_ok(agent, repo, namespace)
     wait_for(lambda: objects.app(namespace, "web") is None, timeout=30, what="web to be pruned")
 
 
