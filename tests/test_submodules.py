@@ -307,12 +307,13 @@ def test_path_pointing_into_a_submodule(agent, repo, namespace, objects, tmp_pat
     repo.write("apps/web.yaml", app_yaml("web"))
     add_submodule(repo, sub, "apps/team-b")
     head = repo.commit("team b as a submodule")
-    proc = sync(agent, repo, namespace, path="apps/team-b/more")
+    # one source moving its --path (one --source-id): another id would refuse api-b (scale-out.md, two sources)
+    proc = sync(agent, repo, namespace, "--source-id", "team-b", path="apps/team-b/more")
     assert proc.returncode == 0, proc.stderr
     assert all(objects.trio(namespace, "api-b"))
     assert objects.app(namespace, "web") is None and objects.app(namespace, "web-b") is None
     assert synced_commit(objects, namespace, "api-b") == head
-    proc = sync(agent, repo, namespace, path="apps/team-b")  # exactly at the submodule
+    proc = sync(agent, repo, namespace, "--source-id", "team-b", path="apps/team-b")  # exactly at the submodule
     assert proc.returncode == 0, proc.stderr
     assert all(objects.trio(namespace, "web-b"))
     proc = sync(agent, repo, namespace, path="apps/team-b/nope")

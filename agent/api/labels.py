@@ -14,8 +14,9 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 SOURCE_LABEL = "heumsi.github.io/source"
-"""Label on Git-applied Applications naming the source (repository and path) that owns them:
-an agent prunes only Applications of its own source."""
+"""Label on Git-applied Applications naming the source (repository and path) that holds them:
+an agent prunes only Applications of its own source, and never applies one another source
+holds (``plan.other_source``); relabelling hands it over."""
 APPLICATION_LABEL = "heumsi.github.io/application"
 """Label on children naming the owning Application (same namespace)."""
 SOURCE_COMMIT = "heumsi.github.io/source-commit"
@@ -23,8 +24,8 @@ SOURCE_PATH = "heumsi.github.io/source-path"
 """Annotations on Git-applied Applications: commit SHA and file the content was applied from."""
 REPOSITORY = "heumsi.github.io/repository"
 """Annotation on Git-applied Applications: the identity of the repository they were applied from
-(``repository.identity``: one value for every URL form of one repository). Another repository's
-source never takes them over (``plan.other_repository``)."""
+(``repository.identity``: one value for every URL form of one repository); a source that
+refuses an Application another source holds names it (``plan.refuse``)."""
 CONTENT_HASH = "heumsi.github.io/content-hash"
 """Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
 so that removing a label or annotation in Git is a change too (a subset comparison of desired

@@ -6,13 +6,15 @@ never the file a manifest came from, so moving a file changes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import dataclass
 from typing import Iterable
 
 from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
-                              SOURCE_PATH)
+                              SOURCE_PATH, WANTED_BY_PREFIX)
 from agent.api.schema import GROUP, KIND
+from agent.engine.conditions import OWNERSHIP_CONFLICT
 from agent.kinds import fields
 
 CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
@@ -324,66 +326,86 @@ def claim(steps: list[Step], found: Iterable[dict],
     return out, conflicts
 
 
-def other_repository(live: dict | None, source: str, repository: str) -> str | None:
-    """The repository identity recorded on ``live`` when this source (``source`` id, from the
-    repository whose identity is ``repository``) must leave that Application alone, else None.
+def wanted_by(source: str) -> str:
+    """The annotation key by which the source ``source`` (its id) records that its Git has an
+    Application another source holds: ``labels.WANTED_BY_PREFIX`` and the first 12 hex digits
+    of the SHA-256 of the id (an annotation key's name part is at most 63 characters; a source
+    id may be longer and hold characters a key may not)."""
+    return WANTED_BY_PREFIX + hashlib.sha256(source.encode()).hexdigest()[:12]
 
-    The rule (docs/guides/scale-out.md, "Several repositories"): an Application another source owns (``owned`` by the
-    agent, its ``heumsi.github.io/source`` label naming another source id) and annotated
-    ``heumsi.github.io/repository`` with a different identity came from another repository.
-    Applying it would relabel it as this source's (a silent takeover), and a later removal from
-    this repository would prune it while the other one still has it; so it is not taken over.
-    Taken over, as before, are: the same repository identity (another URL form of one
-    repository, a changed ``--path``, two sources on paths of one repository); no repository
-    annotation (applied by an agent before it recorded one, or by hand); no source label, or
-    no agent ownership at all (hand-applied: ``owned``). A shared ``--source-id`` is one source.
+
+def other_source(live: dict | None, source: str) -> str | None:
+    """The id of the source that holds the live Application ``live`` when it is not ``source``
+    (this source's id), else None.
+
+    The rule (docs/guides/scale-out.md, "Two sources, one Application"): the source that holds
+    an Application keeps it; an Application holds its source in the ``heumsi.github.io/source``
+    label, on an Application the agent applied (``owned``). Another id there, whatever the
+    repository or ``--path`` (two paths of one repository, two repositories, a changed
+    ``--path``), is another source: this one never applies it. Taken over, as before: no source
+    label, or no agent ownership at all (hand-applied). A shared ``--source-id`` is one source.
     """
-    if live is None or identity(live)[:2] != (GROUP, KIND) or not owned(live) or owned(live, source):
+    if live is None or identity(live)[:2] != (GROUP, KIND) or not owned(live):
         return None
-    meta = live.get("metadata", {})
-    if not (meta.get("labels") or {}).get(SOURCE_LABEL):
-        return None
-    other = (meta.get("annotations") or {}).get(REPOSITORY)
-    return other if other and other != repository else None
+    holder = (live["metadata"].get("labels") or {}).get(SOURCE_LABEL)
+    return holder if holder and holder != source else None
 
 
-def taken_over(steps: list[Step], source: str) -> list[tuple[Step, str]]:
-    """The steps that apply over an Application the agent synced for another source id of the
-    same repository (another ``--path`` or ``--source-id``; ``refuse`` has taken out other
-    repositories'), with that id: ``(step, other source id)``, in ``steps``' order. Applying
-    relabels it as this source's; if an agent with the other id still runs, the two take it
-    from each other on every pass."""
+def wanted_elsewhere(live: dict, source: str | None = None) -> list[tuple[str, str]]:
+    """``(source id, file)`` for each source other than ``source`` whose Git also has the
+    Application ``live`` (its wanted-by annotation, ``wanted_by``: value ``"<source id> <file>"``;
+    a value without a space is an id with no file), sorted. The holder never prunes an
+    Application while this is not empty."""
+    annotations = live.get("metadata", {}).get("annotations") or {}
+    mine = wanted_by(source) if source is not None else None
     out = []
-    for step in steps:
-        if step.action == PRUNE or step.live is None or not owned(step.live) or owned(step.live, source):
-            continue
-        other = (step.live.get("metadata", {}).get("labels") or {}).get(SOURCE_LABEL)
-        if other:
-            out.append((step, other))
-    return out
+    for key, value in annotations.items():
+        if key.startswith(WANTED_BY_PREFIX) and key != mine:
+            other, _, path = str(value).partition(" ")
+            out.append((other, path))
+    return sorted(out)
+
+
+def hand_over(namespace: str, name: str, source: str) -> str:
+    """The command that hands the Application ``namespace/name`` over to the source ``source``:
+    its label names the new holder, whose next pass applies it (uid and children unchanged)."""
+    return f"kubectl -n {namespace} label application {name} {SOURCE_LABEL}={source} --overwrite"
 
 
 def refuse(steps: list[Step], source: str, repository: str,
            where: dict[str, str]) -> tuple[list[Step], list[tuple[Step, str]]]:
-    """Take out of ``steps`` the Applications another repository's source owns
-    (``other_repository``). ``where``: ``namespace/name`` -> ``file:line`` of the document in
-    Git. Returns ``(steps, refused)``: the other steps in their order, and per refused step a
-    one-line message (without the ``Application/ns/name: `` prefix the report adds) naming
-    the file, the other repository and how to proceed. The caller counts each as a failed
-    Application, applies and writes nothing to it (no status, no Event) and never prunes it or
-    its children (another source's; ``owned``)."""
+    """Take out of ``steps`` the Applications another source holds (``other_source``).
+    ``source``, ``repository``: this source's id and repository identity; ``where``:
+    ``namespace/name`` -> ``file:line`` of the document in Git. Returns ``(steps, refused)``:
+    the other steps in their order, and per refused step a one-line message (without the
+    ``Application/ns/name: `` prefix the report adds) led by ``OwnershipConflict`` and naming
+    both sources (ids, repositories), both files (this one's in Git, the holder's from the live
+    Application: its ``status.sourcePath``, else its ``heumsi.github.io/source-path``) and the
+    hand-over command (``hand_over``). The caller counts each as a failed Application, applies
+    and writes nothing to it but its own wanted-by annotation (no status, no Event) and never
+    prunes it or its children (another source's; ``owned``)."""
     out, refused = [], []
     for step in steps:
-        other = other_repository(step.live, source, repository) if step.action != PRUNE else None
-        if other is None:
+        holder = other_source(step.live, source) if step.action != PRUNE else None
+        if holder is None:
             out.append(step)
-            continue
-        _, _, namespace, name = step.identity
-        label = step.live["metadata"]["labels"][SOURCE_LABEL]
-        refused.append((step, (
-            f"{where.get(f'{namespace}/{name}', '?')}: not applied: already synced from another repository, "
-            f"{other[:200]!r} ({SOURCE_LABEL}={label}); this source leaves it, its status and its children as "
-            f"they are and never prunes it. Remove it from one of the two repositories, or hand it over to this "
-            f"one: kubectl -n {namespace} annotate application {name} {REPOSITORY}- (taken at this source's "
-            f"next pass, unless the other source applies it again first)")))
+        else:
+            refused.append((step, _refusal(step, holder, source, repository, where)))
     return out, refused
+
+
+def _refusal(step: Step, holder: str, source: str, repository: str, where: dict[str, str]) -> str:
+    """``refuse``'s message for ``step``, whose live Application the source ``holder`` holds.
+    What comes from the live object is quoted and cut to 200 characters (a hand edit could
+    make it anything; the report escapes what is not printable)."""
+    _, _, namespace, name = step.identity
+    annotations = step.live["metadata"].get("annotations") or {}
+    theirs = (step.live.get("status") or {}).get("sourcePath") or annotations.get(SOURCE_PATH)
+    other_repo = annotations.get(REPOSITORY)
+    about = ", ".join([f"repository {str(other_repo)[:200]!r}"] * bool(other_repo)
+                      + [f"file {str(theirs)[:200]!r}"] * bool(theirs))
+    return (f"{where.get(f'{namespace}/{name}', '?')}: {OWNERSHIP_CONFLICT}: not applied: source {holder[:200]!r}"
+            f"{f' ({about})' if about else ''} holds it; this source {source!r} (repository {repository!r}) has it "
+            "too. This source leaves it, its status and its children as they are, and neither source prunes it "
+            "while the other has it in Git. Keep it in one source only, or hand it over to this one: "
+            f"{hand_over(namespace, name, source)}")

@@ -155,6 +155,7 @@ class _Pass:
     failures: dict[str, str] = field(default_factory=dict)  # key -> why it failed
     reasons: dict[str, str] = field(default_factory=dict)  # key -> the failure's condition reason, if not SyncFailed
     foreign: set[str] = field(default_factory=set)  # another source's Applications
+    refused_apps: set[str] = field(default_factory=set)  # of ``foreign``: also in this source's Git
     holds: dict = field(default_factory=dict)  # key -> suspend.Hold
     held_children: dict[str, dict[str, str]] = field(default_factory=dict)  # key -> kind -> subject, held by annotation
     live_of: dict[str, dict[str, dict]] = field(default_factory=dict)  # key -> kind -> child, as seen then applied
@@ -200,8 +201,9 @@ def _read_live(p: _Pass) -> bool:
 
 def _plan_applications(p: _Pass) -> bool:
     """Render the Applications from Git and plan them against the live ones, with the guards:
-    another repository's Applications are refused, annotated ones kept, a commit with none (or a
-    mass prune) prunes nothing. False when the empty-commit guard stops the pass."""
+    another source's Applications are refused (``plan.refuse``), annotated ones and ones another
+    source's Git also has (``plan.wanted_elsewhere``) kept, a commit with none (or a mass prune)
+    prunes nothing. False when the empty-commit guard stops the pass."""
     opts, report = p.opts, p.report
     p.prune = opts.prune and not p.problems
     if p.problems and opts.prune:
@@ -224,11 +226,13 @@ def _plan_applications(p: _Pass) -> bool:
     app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id)
     where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
-    for step, why in refused:  # another repository's Application: failed here, nothing written to it
+    for step, why in refused:  # another source's Application: failed here, nothing written to it but ours
         report.add(_key(step.desired), step.subject, FAILED, why)
-    # Guards (see guards.py): annotated Applications are kept; a mass prune prunes nothing.
-    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (guards.prune_disabled(s.live)
-                                                                        or suspend.never_pruned(s.live))]
+        p.refused_apps.add(_key(step.desired))
+    # Guards (see guards.py): annotated Applications, and ones another source's Git has, are kept;
+    # a mass prune prunes nothing.
+    app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (
+        guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or plan.wanted_elsewhere(s.live, opts.source_id))]
     prunes = sum(s.action == plan.PRUNE for s in app_steps)
     if p.desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
@@ -240,7 +244,9 @@ def _plan_applications(p: _Pass) -> bool:
 
 def _apply_applications(p: _Pass) -> None:
     """Apply the Applications from Git (their namespace first, when missing), in the pool; one
-    held by its reconcile annotation stays as it is. Fills ``in_scope`` and ``failed_apps``."""
+    held by its reconcile annotation stays as it is. Fills ``in_scope`` and ``failed_apps``.
+    Then records where this source's Git has an Application another source holds
+    (``_mark_wanted``)."""
     kube, report = p.kube, p.report
     made = writes.Namespaces(kube, p.namespaces, render.namespace)
     app_work = []
@@ -250,7 +256,6 @@ def _apply_applications(p: _Pass) -> None:
             p.in_scope[_key(step.desired)] = step.live
         else:
             app_work.append(step)
-    taking = {_key(step.desired): other for step, other in plan.taken_over(app_work, p.opts.source_id)}
     for step, done in writes.ordered(kube, app_work, lambda step, scratch: _converge(
             kube, scratch, scratch.failures, _key(step.desired), step, reasons=scratch.reasons,
             before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, p.failures, p.reasons,
@@ -262,7 +267,47 @@ def _apply_applications(p: _Pass) -> None:
             continue
         _record(report, kube, key, step.subject, done, done.live, p.outcomes)
         p.in_scope[key] = done.live
-    report.notes += _taken_over([(key, taking[key]) for key in sorted(taking) if key in p.in_scope])
+    _mark_wanted(p)
+
+
+def _mark_wanted(p: _Pass) -> None:
+    """Keep this source's wanted-by annotation (``plan.wanted_by``) true on the live
+    Applications: set, to ``"<source id> <file>"``, on each one another source holds that this
+    source's Git has too (``refused_apps``), so its holder never prunes it; removed from each
+    one that carries it and that this source now holds (after a hand-over) or no longer has in
+    Git (not in a pass where a file failed: it may still be there; fail closed). A JSON merge
+    patch each (``Kube.patch_annotations``: the holder's server-side apply never drops it),
+    in the pool, only where the value differs: a steady state writes nothing. None in a dry run."""
+    if p.kube.dry_run:
+        return
+    name, source_id = plan.wanted_by(p.opts.source_id), p.opts.source_id
+    patches = []
+    for app in p.live_apps:
+        key = _key(app)
+        if key in p.refused_apps:
+            want = f"{source_id} {p.git_paths[key]}"
+        elif key in p.git_paths or not p.problems:
+            want = None
+        else:
+            continue
+        meta = app["metadata"]
+        if (meta.get("annotations") or {}).get(name) != want and not meta.get("deletionTimestamp"):
+            patches.append((app, key, {name: want}))
+    for _ in writes.ordered(p.kube, patches, lambda patch, scratch: _annotate(p.kube, scratch, *patch), p.report):
+        pass
+
+
+def _annotate(kube: Kube, report, app: dict, key: str, annotations: dict[str, str | None]) -> None:
+    """Write ``annotations`` on the Application ``app`` (``key``); a refusal is a note of the
+    pass (the Application's own outcome is reported already), one that is gone is nothing; an
+    unreachable API server (status 0) re-raises."""
+    try:
+        kube.patch_annotations(app, annotations)
+    except ApiError as err:
+        if err.status == 0:
+            raise
+        if err.status != 404:
+            report.notes.append(f"{KIND}/{key}: could not write {', '.join(annotations)}: {err}")
 
 
 def _keep_live_applications(p: _Pass) -> None:
@@ -431,6 +476,8 @@ def _kept_outcome(p: _Pass, key: str, app: dict, path: str | None) -> status_.Ou
     why = "pruning is off (--no-prune)" if not p.opts.prune else "pruning was blocked this pass"
     if guards.prune_disabled(app):
         why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+    if elsewhere := plan.wanted_elsewhere(app, p.opts.source_id):
+        why = _still_wanted(key, elsewhere)
     if key in p.holds:
         why = suspend.kept_because(p.holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
@@ -510,18 +557,17 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
     return out
 
 
-def _taken_over(taken: list[tuple[str, str]]) -> list[str]:
-    """One note per other source id that Applications were taken over from, given as
-    ``(namespace/name, other source id)`` pairs of Applications this pass applied, naming up to
-    three of them: a changed ``--path`` takes every one over once, and two agents on
-    overlapping paths take them from each other on every pass."""
-    by_source: dict[str, list[str]] = {}
-    for key, other in taken:
-        by_source.setdefault(other, []).append(key)
-    return [f"{len(keys)} Application{'s' if len(keys) != 1 else ''} taken over from source {other!r} "
-            f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}): it synced them under another --path or "
-            "--source-id; if an agent of that source still runs, the two take them from each other on every pass "
-            "(give each agent paths no other agent reads)" for other, keys in sorted(by_source.items())]
+def _still_wanted(key: str, elsewhere: list[tuple[str, str]]) -> str:
+    """Why the Application ``key`` (``namespace/name``), gone from this source's Git, is kept:
+    the other sources whose Git still has it (``plan.wanted_elsewhere``: ``(source id, file)``)
+    and how to hand it over to the first of them."""
+    namespace, _, name = key.partition("/")
+    whose = ", ".join(f"source {other[:200]!r} ({path[:200]!r})" if path else f"source {other[:200]!r}"
+                      for other, path in elsewhere[:3])
+    return (f"{whose} still ha{'ve' if len(elsewhere) > 1 else 's'} it in Git; hand it over to "
+            f"{'that source' if len(elsewhere) == 1 else 'one of them'}: "
+            f"{plan.hand_over(namespace, name, elsewhere[0][0])}, or remove it from "
+            f"{'that source' if len(elsewhere) == 1 else 'them'}")
 
 
 def _why_no_prune(problems: int, outside: int) -> str:

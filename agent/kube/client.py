@@ -389,6 +389,14 @@ class Kube:
         return self.request("PATCH", _path_of(obj), body=body, query={"fieldManager": AGENT_NAME},
                             content_type="application/json-patch+json")
 
+    def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict:
+        """Set (or, for None, remove) ``annotations`` on ``obj`` with a JSON merge patch, as
+        field manager ``gitops-agent`` (operation Update): other annotations are left as they
+        are, and the agent's server-side apply (operation Apply) never drops what this wrote.
+        Returns the object as the server stored it (dry run: as the server would)."""
+        return self.request("PATCH", _path_of(obj), body={"metadata": {"annotations": annotations}},
+                            query={"fieldManager": AGENT_NAME}, content_type="application/merge-patch+json")
+
     def wait_gone(self, obj: dict, timeout: float = 60.0, interval: float = 0.25) -> bool:
         """Poll until the object with ``obj``'s identity and UID no longer exists (a newer
         object of the same name counts as gone). Returns False after ``timeout`` seconds."""

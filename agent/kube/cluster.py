@@ -17,8 +17,9 @@ from typing import Protocol
 class Cluster(Protocol):
     """The verbs of one pass (see ``Kube`` for each one's contract): reads (``get``, ``list``,
     ``list_in``, ``served``), writes (``apply``, ``create``, ``delete``, ``patch_managed_fields``,
-    ``patch_status``, ``event``), ``wait_gone``, ``sharing`` (a pass's scope for shared parts of
-    live objects), ``concurrency`` (parallel writes allowed) and ``dry_run`` (writes are not kept)."""
+    ``patch_annotations``, ``patch_status``, ``event``), ``wait_gone``, ``sharing`` (a pass's
+    scope for shared parts of live objects), ``concurrency`` (parallel writes allowed) and
+    ``dry_run`` (writes are not kept)."""
 
     concurrency: int
     dry_run: bool
@@ -40,6 +41,8 @@ class Cluster(Protocol):
     def delete(self, obj: dict, propagation: str = "Background") -> bool: ...
 
     def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict: ...
+
+    def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict: ...
 
     def wait_gone(self, obj: dict, timeout: float = 60.0, interval: float = 0.25) -> bool: ...
 
@@ -89,6 +92,9 @@ class Wrapper:
 
     def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
         return self._kube.patch_managed_fields(obj, entries)
+
+    def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict:
+        return self._kube.patch_annotations(obj, annotations)
 
     def wait_gone(self, obj: dict, timeout: float = 60.0, interval: float = 0.25) -> bool:
         return self._kube.wait_gone(obj, timeout, interval)

@@ -145,6 +145,9 @@ class Recording(Wrapper):
     def patch_managed_fields(self, obj, entries):
         return self._seen(self._kube.patch_managed_fields(obj, entries))
 
+    def patch_annotations(self, obj, annotations):
+        return self._seen(self._kube.patch_annotations(obj, annotations))
+
     def delete(self, obj, *args, **kwargs):
         self.known.gone(obj)  # before the request: its DELETED event may come before the answer
         return self._kube.delete(obj, *args, **kwargs)

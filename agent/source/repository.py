@@ -1,9 +1,9 @@
 """The identity of a Git repository, whatever form its URL takes. Pure (no ``git`` import).
 
-Why: the default source id (``source.source_id``) hashes the URL as typed and ``--path``, so it
-changes when a user moves from ``https://`` to ``ssh://`` or edits ``--path``. Whether an
-Application found live belongs to *another repository* (``plan.other_repository``) must not
-change with them: one repository has one identity, in every URL form Git accepts.
+Why: the default source id (``source.source_id``) is made from this identity and ``--path``, and
+the ``heumsi.github.io/repository`` annotation records it, so moving from ``https://`` to
+``ssh://`` must not make a new source (whose Applications another source would hold,
+``plan.other_source``): one repository has one identity, in every URL form Git accepts.
 
 Rules, as Git itself reads a URL (``connect.c``: ``url_is_local_not_ssh`` and ``parse_connect_url``):
 

@@ -1,5 +1,7 @@
 """plan: pairing desired with live by identity, and the ownership rule for pruning."""
 
+import hashlib
+
 import pytest
 
 from agent.api import labels as keys
@@ -303,41 +305,37 @@ def theirs(labels=None, annotations=None, **kw):
                annotations={keys.REPOSITORY: REPO_A} if annotations is None else annotations, **kw)
 
 
-@pytest.mark.parametrize("live, source, repository, other", [
-    # another source id and another repository: refused, naming the other repository
-    (theirs(), "b", REPO_B, REPO_A),
-    # the same repository under another source id (a new URL form or --path, two paths of one
-    # repository): taken over, as before
-    (theirs(), "b", REPO_A, None),
+@pytest.mark.parametrize("live, source, holder", [
+    # another source id holds it, whatever the repository: two repositories, two --paths of one
+    # repository, a changed --path
+    (theirs(), "b", "a"),
+    (theirs(annotations={}), "b", "a"),  # no repository recorded (an older agent): still another source
     # this source's own (also a --source-id shared by two repositories): as before
-    (theirs(), "a", REPO_B, None),
-    # no repository annotation (an older agent, or applied by hand): taken over
-    (theirs(annotations={}), "b", REPO_B, None),
-    (theirs(annotations={keys.REPOSITORY: ""}), "b", REPO_B, None),
+    (theirs(), "a", None),
     # no source label: hand-applied or an agent before source labels; taken over
-    (theirs(labels=OWNED), "b", REPO_B, None),
-    (theirs(labels={**OWNED, SOURCE_LABEL: ""}), "b", REPO_B, None),
-    # no agent ownership (copied labels and annotation, no gitops-agent apply): not another source's
-    (theirs(managed=[{"manager": "kubectl-client-side-apply", "operation": "Update"}]), "b", REPO_B, None),
-    (theirs(labels={SOURCE_LABEL: "a"}), "b", REPO_B, None),
-    (None, "b", REPO_B, None),  # nothing live: a create
+    (theirs(labels=OWNED), "b", None),
+    (theirs(labels={**OWNED, SOURCE_LABEL: ""}), "b", None),
+    # no agent ownership (copied labels and annotation, no gitops-agent apply): taken over
+    (theirs(managed=[{"manager": "kubectl-client-side-apply", "operation": "Update"}]), "b", None),
+    (theirs(labels={SOURCE_LABEL: "a"}), "b", None),
+    (None, "b", None),  # nothing live: a create
 ])
-def test_other_repository_refuses_only_another_sources_application_from_another_repository(
-        live, source, repository, other):
-    assert plan.other_repository(live, source, repository) == other
+def test_other_source_is_the_holder_of_an_application_the_agent_applied_for_another_source_id(live, source, holder):
+    assert plan.other_source(live, source) == holder
 
 
-def test_other_repository_is_only_about_applications():
+def test_other_source_is_only_about_applications():
     child = {"apiVersion": "apps/v1", "kind": "Deployment",
              "metadata": {"name": "web", "namespace": "default", "managedFields": APPLIED,
                           "ownerReferences": [render.owner_reference("web", "u1")],
                           "labels": {**OWNED, SOURCE_LABEL: "a"}, "annotations": {keys.REPOSITORY: REPO_A}}}
     assert plan.owned(child)  # the agent's child, but children have no source: never refused
-    assert plan.other_repository(child, "b", REPO_B) is None
+    assert plan.other_source(child, "b") is None
 
 
-def test_refuse_takes_out_another_repositorys_application_with_a_one_line_message():
-    live = [theirs(), app("mine", labels={**OWNED, SOURCE_LABEL: "b"}),
+def test_refuse_takes_out_another_sources_application_with_a_one_line_message():
+    live = [theirs(annotations={keys.REPOSITORY: REPO_A, keys.SOURCE_PATH: "web.yaml"}),
+            app("mine", labels={**OWNED, SOURCE_LABEL: "b"}),
             app("gone", labels={**OWNED, SOURCE_LABEL: "b"}),
             app("old", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={keys.REPOSITORY: REPO_A})]
     desired = [app("new"), app("web", image="evil"), app("mine")]
@@ -347,27 +345,53 @@ def test_refuse_takes_out_another_repositorys_application_with_a_one_line_messag
         (plan.CREATE, "new"), (plan.UNCHANGED, "mine"), (plan.PRUNE, "gone")]
     [(step, why)] = refused
     assert step.identity == ("heumsi.github.io", "Application", "default", "web") and step.action == plan.UPDATE
-    assert "\n" not in why
-    assert why.startswith("apps/web.yaml:3: not applied: already synced from another repository, "
-                          f"'{REPO_A}' ({SOURCE_LABEL}=a); ")
-    assert "never prunes it" in why and "Remove it from one of the two repositories" in why
-    assert f"kubectl -n default annotate application web {keys.REPOSITORY}-" in why
+    assert why == (
+        f"apps/web.yaml:3: OwnershipConflict: not applied: source 'a' (repository '{REPO_A}', file 'web.yaml') "
+        f"holds it; this source 'b' (repository '{REPO_B}') has it too. This source leaves it, its status and its "
+        "children as they are, and neither source prunes it while the other has it in Git. Keep it in one source "
+        f"only, or hand it over to this one: kubectl -n default label application web {SOURCE_LABEL}=b --overwrite")
     # "old" (another source's, not in this Git) is neither refused nor pruned: plan never prunes it
     assert all(s.identity[3] != "old" for s in out)
 
 
+def test_refuse_names_the_holders_file_from_its_status_first_and_the_same_repository_too():
+    live = {**theirs(annotations={keys.REPOSITORY: REPO_A, keys.SOURCE_PATH: "a/web.yaml"}),
+            "status": {"sourcePath": "b.yaml"}}
+    _, [(_, why)] = plan.refuse(plan.plan([app("web")], [live], source="b"), "b", REPO_A, {})
+    assert why.startswith(f"?: OwnershipConflict: not applied: source 'a' (repository '{REPO_A}', file 'b.yaml') "
+                          f"holds it; this source 'b' (repository '{REPO_A}')")
+
+
 def test_refuse_keeps_steps_it_has_no_reason_to_refuse():
-    steps = plan.plan([app("web")], [theirs()], source="b")
-    assert plan.refuse(steps, "b", REPO_A, {}) == (steps, [])
+    steps = plan.plan([app("web")], [theirs()], source="a")
+    assert plan.refuse(steps, "a", REPO_A, {}) == (steps, [])
     assert plan.refuse([], "b", REPO_B, {}) == ([], [])
-    out, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})  # no file known: said so, still one line
-    assert out == [] and why.startswith("?: not applied")
+    steps = plan.plan([app("web")], [theirs(annotations={})], source="b")
+    out, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})  # nothing known of the holder: said so, still one line
+    assert out == [] and why.startswith("?: OwnershipConflict: not applied: source 'a' holds it; ")
 
 
 def test_refuse_quotes_a_hand_edited_repository_annotation_on_one_line():
     steps = plan.plan([app("web")], [theirs(annotations={keys.REPOSITORY: "x\ny" + "z" * 500})], source="b")
     _, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})
     assert "\n" not in why and "'x\\ny" in why and "z" * 300 not in why
+
+
+def test_wanted_by_is_one_key_per_source_id_and_wanted_elsewhere_reads_the_others():
+    key = plan.wanted_by("b")
+    assert key == keys.WANTED_BY_PREFIX + hashlib.sha256(b"b").hexdigest()[:12]
+    assert len(key.split("/")[1]) <= 63 and plan.wanted_by("x" * 300) != plan.wanted_by("x" * 299)
+    live = theirs(annotations={key: "b apps/web.yaml", plan.wanted_by("c"): "c", "other": "x"})
+    assert plan.wanted_elsewhere(live, "a") == [("b", "apps/web.yaml"), ("c", "")]
+    assert plan.wanted_elsewhere(live, "b") == [("c", "")]  # its own annotation is not another's
+    assert plan.wanted_elsewhere(theirs(), "a") == []
+
+
+def test_plan_prunes_an_application_another_source_wants_and_the_pass_reads_why_not():
+    # plan prunes it (it is this source's); the pass keeps it by wanted_elsewhere (sync's guard)
+    live = app("web", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={plan.wanted_by("b"): "b x.yaml"})
+    [step] = plan.plan([], [live], source="a")
+    assert step.action == plan.PRUNE and plan.wanted_elsewhere(step.live, "a") == [("b", "x.yaml")]
 
 
 def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
@@ -514,14 +538,3 @@ def test_claim_refuses_a_listed_object_that_is_someone_elses_and_adopts_the_appl
         assert [(s.subject, why) for s, why in conflicts] == [
             ("Deployment/ns/web", "is controlled by ConfigMap/keeper (its controller ownerReference), "
                                   "not by Application ns/web")]
-
-
-def test_taken_over_names_the_other_source_of_each_application_applied_over():
-    def labelled(name, source, managed=None):
-        return app(name, labels={**OWNED, SOURCE_LABEL: source} if source else OWNED, managed=managed)
-    live = [labelled("from-a", "a"), labelled("mine", "b"), labelled("unlabelled", None), app("by-hand"),
-            labelled("copied", "a", managed=[{**APPLIED[0], "manager": "kubectl", "operation": "Update"}]),
-            labelled("gone", "a")]
-    desired = [app(n) for n in ("from-a", "mine", "unlabelled", "by-hand", "copied", "new")]
-    steps = plan.plan(desired, live, prune=True, source="b")
-    assert [(s.identity[3], other) for s, other in plan.taken_over(steps, "b")] == [("from-a", "a")]
