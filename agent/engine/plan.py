@@ -184,8 +184,11 @@ def drifted_ownership(live: dict, desired: dict | None = None) -> bool:
     agent sets is still in place (an added port, an extra selector key). A child that lost its
     managed-by label or its ownerReference is handed over like any other of the agent's own.
     ``desired``: what Git wants there; a released field it does not set (a Deployment's
-    replicas under an autoscaler) is nobody's drift (``fields.domains``)."""
-    return not_ours(live) is None and bool(fields.foreign(live, desired))
+    replicas under an autoscaler) is nobody's drift (``fields.domains``). An Application from
+    Git is applied over whoever made it (another source's is refused before: ``refuse``), so
+    its spec is handed over even on its first apply (one applied with kubectl, as the original
+    operator's users did)."""
+    return (identity(live)[:2] == (GROUP, KIND) or not_ours(live) is None) and bool(fields.foreign(live, desired))
 
 
 def contains(live, desired) -> bool:
