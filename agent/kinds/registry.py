@@ -39,7 +39,7 @@ def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset(),
     """Health of an Application with ``spec`` from its live children, ``{kind: object or
     None}`` (a kind missing from the mapping counts as absent): the worst of the kinds it has
     (``wanted``). ``taken``: the kinds whose name another object holds, so the agent's child is
-    Missing though an object of that name exists (the ``AlreadyExists`` failure says whose)."""
+    Missing though an object of that name exists (the ``OwnershipConflict`` failure says whose)."""
     found = {k.kind: k.health(live.get(k.kind)) for k in wanted(spec)}
     for kind in taken & found.keys():
         found[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
