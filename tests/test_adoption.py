@@ -6,6 +6,7 @@ docs/guides/migrating.md, run as written. Real control plane with the garbage co
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import yaml
@@ -191,6 +192,10 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent,
     assert (conditions["Synced"]["status"], conditions["Synced"]["reason"]) == ("False", "OwnershipConflict")
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
     in_git(repo, annotations={"heumsi.github.io/adopt": "true"})
+    proc = agent.run([sys.executable, "-m", "agent", "diff", "--repo", str(repo.path), "--kubeconfig",
+                      str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "--namespace", namespace])
+    assert proc.returncode == 1, proc.stderr  # the diff of an adopted object is against the live one
+    assert f"--- live/Service/{namespace}/web" in proc.stdout and "/dev/null" not in proc.stdout
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 0, proc.stderr
     assert (f'Service/{namespace}/web adopted (no controller holds it and the Application has heumsi.github.io/adopt: '

@@ -86,7 +86,15 @@ class Recording(Wrapper):
         self.deleted: dict[str, dict] = {}
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
-        items = self._kube.list(group, kind, label_selector)
+        return self._seen(self._kube.list(group, kind, label_selector))
+
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+        """The namespaced list a pass reads before it creates a child (``apply.claim``): an
+        object found there is the live side of its diff (one to adopt, or the agent's own that
+        lost its label), not an addition."""
+        return self._seen(self._kube.list_in(group, kind, namespace, label_selector))
+
+    def _seen(self, items: list[dict]) -> list[dict]:
         for item in items:
             self.live.setdefault(plan.subject(plan.identity(item)), item)
         return items
