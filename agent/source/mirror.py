@@ -240,7 +240,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
                       f"its default branch was deleted); push a commit, or set its default branch ({detail})")
         elif commit_ref and "not our ref" in detail:
             detail = (f"commit {commit_ref} is on no branch or tag of the remote, and the remote would not send it "
-                      f"by itself (it does not have it, or refuses commits it does not advertise): {detail}")
+                      "by itself (it does not have it, or refuses commits it does not advertise; Git said: not our ref)")
         elif _refused(detail):
             detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
