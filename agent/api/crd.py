@@ -54,6 +54,51 @@ STATUS_SCHEMA: dict = {
             "format": "date-time",
             "description": "When a change was last applied or the synced commit last advanced."
         },
+        "lastChangedCommit": {
+            "type": "string",
+            "description": "Full SHA of the commit that last changed what this Application deploys (its spec); commits that touch only other files or other Applications leave it."
+        },
+        "lastChangedCommitShort": {
+            "type": "string",
+            "description": "The first 7 characters of lastChangedCommit, for kubectl get."
+        },
+        "history": {
+            "type": "array",
+            "maxItems": 5,
+            "description": "The last 5 distinct contents this Application deployed, newest first, one per spec digest.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "digest": {
+                        "type": "string",
+                        "description": "sha256 of the spec as canonical JSON."
+                    },
+                    "revision": {
+                        "type": "string",
+                        "description": "Full SHA of the commit that first brought this content."
+                    },
+                    "firstSyncedAt": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "When this content was first synced."
+                    },
+                    "lastSyncedAt": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "When this content was last synced (a change applied or the synced commit moved)."
+                    },
+                    "passes": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "How many passes synced this content (passes that applied a change or moved the synced commit)."
+                    }
+                },
+                "required": [
+                    "digest",
+                    "revision"
+                ]
+            }
+        },
         "sourcePath": {
             "type": "string",
             "description": "Repository path of the file this Application came from."
@@ -188,6 +233,11 @@ PRINTER_COLUMNS: list = [
         "name": "Commit",
         "type": "string",
         "jsonPath": ".status.lastSyncedCommitShort"
+    },
+    {
+        "name": "Changed",
+        "type": "string",
+        "jsonPath": ".status.lastChangedCommitShort"
     },
     {
         "name": "Health",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent.engine import conditions as conditions_
+from agent.engine import conditions as conditions_, history
 from agent.kinds import health as health_, registry
 
 READY, SYNCED = conditions_.READY, conditions_.SYNCED
@@ -60,7 +60,8 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
     ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
     ``lastSyncedCommit`` only advances when ``outcome.ok``; ``lastSyncTime`` moves when a
-    change was applied or the synced commit advanced, and is otherwise kept.
+    change was applied or the synced commit advanced, and is otherwise kept; so do ``history``
+    and ``lastChangedCommit`` (``history.fields``).
     """
     old = app.get("status") or {}
     meta = app["metadata"]
@@ -81,6 +82,7 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     last_sync = now if advanced or (outcome.ok and not old.get("lastSyncTime")) else old.get("lastSyncTime")
     if last_sync:
         status["lastSyncTime"] = last_sync
+    status.update(history.fields(old, spec, outcome.commit, outcome.ok, advanced, now))
     for kind in registry.CHILD_KINDS:
         status.update(kind.observed(children.get(kind.kind)))
     health = health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
