@@ -167,6 +167,35 @@ def test_file_moved_without_content_change_writes_nothing_but_the_commit(agent, 
     assert app["status"]["lastSyncedCommit"] == head  # only the status records the new commit
 
 
+def test_history_records_the_commit_that_changed_each_application_not_every_commit(agent, repo, namespace, objects):
+    """A monorepo commit moves every Application's lastSyncedCommit, but lastChangedCommit and the
+    history move only for the Application whose spec changed; a rollback reuses its entry."""
+    repo.write("a.yaml", app_yaml("one") + "---\n" + app_yaml("two"))
+    first = repo.commit()
+    sync_ok(agent, repo, namespace)
+    repo.write("b.yaml", app_yaml("three"))
+    repo.write("a.yaml", app_yaml("one") + "---\n" + app_yaml("two", image="nginx:2"))
+    second = repo.commit("two to nginx:2, add three")
+    sync_ok(agent, repo, namespace)
+    one, two = (objects.app(namespace, n)["status"] for n in ("one", "two"))
+    assert (one["lastSyncedCommit"], one["lastChangedCommit"], one["lastChangedCommitShort"]) == (second, first, first[:7])
+    assert [(e["revision"], e["passes"]) for e in one["history"]] == [(first, 2)]
+    assert two["lastChangedCommit"] == second and [e["revision"] for e in two["history"]] == [second, first]
+    assert two["history"][0]["digest"].startswith("sha256:") and len(two["history"][0]["digest"]) == 71
+    repo.write("a.yaml", app_yaml("one") + "---\n" + app_yaml("two"))
+    back = repo.commit("roll two back")
+    sync_ok(agent, repo, namespace)
+    two = objects.app(namespace, "two")["status"]
+    assert two["lastChangedCommit"] == back and [e["revision"] for e in two["history"]] == [first, second]
+    wait_for(lambda: objects.deployment(namespace, "two")["status"].get("updatedReplicas") == 1 ==
+             objects.deployment(namespace, "two")["status"].get("readyReplicas"))
+    sync_ok(agent, repo, namespace)  # records readiness
+    before = objects.versions(namespace, ["one", "two", "three"])
+    sync_ok(agent, repo, namespace)
+    assert objects.versions(namespace, ["one", "two", "three"]) == before  # history costs no write
+    assert objects.app(namespace, "two")["status"]["history"][0]["passes"] == 2
+
+
 def test_second_pass_without_change_is_all_unchanged_and_writes_nothing(agent, repo, namespace, objects):
     repo.write("a.yaml", app_yaml("one") + "---\n" + app_yaml("two", replicas=2))
     repo.commit()
