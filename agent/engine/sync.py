@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
-from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
-                          suspend, writes)
+from agent.engine import (apply, backoff, conditions, events, guards, news, plan, scope, status as status_,
+                          statuswrite, suspend, writes)
 from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
                                  UNCHANGED, Report)
 from agent.kinds import health, registry, render
@@ -428,6 +428,16 @@ def _prune_all(p: _Pass) -> None:
             if pruned:
                 kube.change(step.live if step.identity[1] == KIND else p.in_scope.get(owner), owner, PRUNED,
                             step.subject)
+                if step.identity[1] == KIND:  # its status goes with it: the prune itself is the news
+                    report.notices.append(_pruned_notice(step.live, report.commit))
+
+
+def _pruned_notice(app: dict, commit: str | None) -> news.Notice:
+    """The ``Pruned`` notice of the live Application ``app`` deleted at ``commit``."""
+    meta, old = app["metadata"], app.get("status") or {}
+    return news.pruned(meta.get("namespace", ""), meta["name"], commit=commit, uid=meta.get("uid", ""),
+                       previous_commit=news.content(old)[1] or old.get("lastSyncedCommit"),
+                       source_path=old.get("sourcePath") or (meta.get("annotations") or {}).get(labels.SOURCE_PATH))
 
 
 def _write_statuses(p: _Pass) -> None:
