@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
-from agent.engine import (apply, backoff, conditions, events, guards, news, plan, scope, status as status_,
-                          statuswrite, suspend, writes)
+from agent.engine import (apply, backoff, conditions, events, guards, news, plan, scope, status as status_, statuswrite,
+                          suspend, writes)
 from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
                                  UNCHANGED, Report)
 from agent.kinds import health, registry, render
