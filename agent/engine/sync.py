@@ -66,7 +66,7 @@ def _key(obj: dict) -> str:
 
 
 def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
-        retry: backoff.Policy = backoff.ONE_SHOT) -> Report:
+        retry: backoff.Policy = backoff.ONE_SHOT, on_commit=None) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
@@ -75,6 +75,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     remote at all (passes triggered by cluster changes between scheduled passes).
     ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
     whose retry time has not come are skipped and reported, everything else is attempted.
+    ``on_commit(sha)``: called once the commit is read, before anything is applied (a commit
+    status ``pending``: ``agent.notify``); it must not block.
     """
     report = Report()
     started = time.monotonic()
@@ -119,6 +121,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
+    if on_commit is not None and report.commit:
+        on_commit(report.commit)
     try:
         with kube.sharing():  # the pass's live objects share equal parts (share.py)
             _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside))
