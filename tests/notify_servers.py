@@ -24,7 +24,7 @@ class _Server:
     def __init__(self):
         self.port = free_port()
         self.mode, self.delay, self.failures, self.lock = "ok", 0.0, 0, threading.Lock()
-        self.requests: list[tuple[str, str, dict, bytes]] = []  # every request: method, path, headers, body
+        self.requests: list[tuple[str, str, dict, bytes]] = []  # every request: method, path, headers (lower-case names), body
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,7 +34,7 @@ class _Server:
             def _do(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with owner.lock:
-                    owner.requests.append((self.command, self.path, dict(self.headers), body))
+                    owner.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                     mode = owner.mode
                     if mode == "retry" and owner.failures > 0:
                         owner.failures -= 1
@@ -45,7 +45,7 @@ class _Server:
                     return self._send(503, {"message": "down"})
                 if mode == "slow":
                     time.sleep(owner.delay)
-                code, doc = owner.handle(self.command, self.path, dict(self.headers), body)
+                code, doc = owner.handle(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 self._send(code, doc)
 
             def _send(self, code, doc, headers=None):
@@ -110,7 +110,7 @@ class Receiver(_Server):
     def handle(self, method, path, headers, body):
         if method != "POST" or path != self.path:
             return 404, {"message": "not found"}
-        why = self.check(headers.get("X-Gitops-Agent-Signature", ""), body)
+        why = self.check(headers.get("x-gitops-agent-signature", ""), body)
         if why:
             self.refused.append(why)
             return 401, {"message": why}
@@ -145,9 +145,9 @@ class GitHost(_Server):
 
     def _authorized(self, headers) -> bool:
         if self.kind == "gitlab":
-            return headers.get("PRIVATE-TOKEN") == self.token
+            return headers.get("private-token") == self.token
         scheme = "Bearer" if self.kind == "github" else "token"
-        return headers.get("Authorization") == f"{scheme} {self.token}"
+        return headers.get("authorization") == f"{scheme} {self.token}"
 
     def _route(self, path: str):
         path = urllib.parse.urlsplit(path).path
