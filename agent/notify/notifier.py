@@ -64,7 +64,7 @@ class Notifier:
             host = commitstatus.HOST_CLASSES[settings.commit_status](settings.api_url, settings.repository,
                                                                      settings.token)
             self._poster = commitstatus.Poster(host, settings.context, settings.status_page_url)
-        self._last_pass: list = []  # the notices or Applications of the last pass (for a dropped status's Event)
+        self._queued: tuple | None = None  # the last commit status queued
 
     def started(self, commit: str | None) -> None:
         """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status."""
@@ -88,6 +88,9 @@ class Notifier:
             self._status(report.commit, *found, about)
 
     def _status(self, sha: str, state: str, description: str, about: list) -> None:
+        if self._queued == (sha, state, description):  # the same is on its way already
+            return
+        self._queued = (sha, state, description)
         what = f"commit status {state} for {sha[:12]}"
         self._outbox.put(outbox.Message(self._poster.host.name, what,
                                         lambda t: self._poster.post(sha, state, description, t), about))
