@@ -171,10 +171,17 @@ def test_run_tells_once_across_a_restart_and_counts_drops(start_agent, repo, rem
     assert "dropped 1 notification (Deployed of" in third.output()
 
 
-def test_one_of_500_applications_changed_sends_one_message(agent, repo, namespace, receiver, files):
+def test_one_of_500_applications_changed_sends_one_message(agent, repo, namespace, receiver, files, objects):
     for i in range(500):
         repo.write(f"apps/app-{i:03}.yaml", app_yaml(f"app-{i:03}", replicas=0))
     repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace, "--concurrency", "16", timeout=600).returncode == 0
+
+    def all_observed():
+        items = objects.apps.list_namespaced_deployment(namespace).items
+        return len(items) == 500 and all(d.status.observed_generation == d.metadata.generation for d in items)
+    wait_for(all_observed, timeout=120, what="500 Deployments observed")
+    # the pass that records them Ready (a monorepo's steady state)
     assert agent.sync(repo.path, "--namespace", namespace, "--concurrency", "16", timeout=600).returncode == 0
     repo.write("apps/app-123.yaml", app_yaml("app-123", replicas=0, image="nginx:1.27"))
     sha = repo.commit()
