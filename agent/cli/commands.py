@@ -199,11 +199,13 @@ def is_dry_run(args) -> bool:
     return args.command == "diff" or bool(getattr(args, "dry_run", False))
 
 
-def run_pass(kube, opts, args) -> int:
+def run_pass(kube, opts, args, notify=None) -> int:
     """``sync`` or ``diff``: one pass (a dry run for ``diff`` and ``--dry-run``, with ``kube``
     built with ``dry_run=True``), the report printed in ``args.output``. Returns the exit
     code: 2 on any error; else for dry runs 1 when something would change, for ``sync`` 1
-    when something changed and ``--exit-code`` was given; else 0. Closes ``kube``."""
+    when something changed and ``--exit-code`` was given; else 0. Closes ``kube``.
+    ``notify``: ``notifier.Settings``: the pass's notices and commit status are sent, waiting
+    at most ``--notify-timeout`` at the end; what could not be sent is one warning line each."""
     from agent.cli import progress
     from agent.engine import diff as diff_, sync
 
@@ -211,8 +213,16 @@ def run_pass(kube, opts, args) -> int:
     dry = is_dry_run(args)
     recording = diff_.Recording(kube) if dry else None
     wrapped = progress.Progress(recording or kube, args.command, progress.enabled(args.quiet))
+    notifier = None
+    if notify is not None:
+        from agent.notify.notifier import Notifier
+
+        notifier = Notifier(notify, kube=kube)
     try:
-        report = sync.run(wrapped, opts)
+        report = sync.run(wrapped, opts, on_commit=notifier.started if notifier else None)
+        if notifier is not None:
+            notifier.finished(report)
+            notifier.drain()  # at most --notify-timeout; each dropped message is a warning line
     finally:
         wrapped.close()
     diffs = recording.diffs() if recording else {}

@@ -15,7 +15,7 @@ import sys
 import threading
 
 from agent.api.labels import AGENT_NAME
-from agent.cli import commands as ci, flags, nametypes, reconcile_cmd
+from agent.cli import commands as ci, flags, nametypes, notify_flags, reconcile_cmd
 from agent.common import exitcodes, logs
 from agent.engine import backoff, guards, sync, writes
 from agent.kube import ratelimit
@@ -123,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="the whole pass as a server-side dry run: nothing is written (no "
                                   "changes, events, status or namespaces); exit 1 when something would change")
     add_source_flags(sync_parser)
+    notify_flags.add(sync_parser)
     ci.add_output_flags(sync_parser, _env)
     diff_parser = commands.add_parser(
         "diff", help="show what a sync would change, without changing anything", epilog=ci.DIFF_EPILOG,
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "children changes, serve /healthz, /readyz and /metrics, optionally as one of "
                     "several replicas with leader election.")
     add_source_flags(run_parser)
+    notify_flags.add(run_parser)
     run_parser.add_argument("--interval", type=flags.number(1, 86400), default=_env("INTERVAL", "60"),
                             help="seconds between scheduled passes; 1 to 86400 (default: 60) "
                                  "[env GITOPS_AGENT_INTERVAL]")
@@ -262,6 +264,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     flags.cache_dir(args.cache_dir)
     try:
         opts = options_from(args)
+        notify = notify_flags.settings(args, opts.source_id) if args.command in ("sync", "run") else None
         kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds,
                     dry_run=ci.is_dry_run(args), concurrency=args.concurrency, qps=args.kube_api_qps,
                     burst=args.kube_api_burst)
@@ -271,13 +274,15 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         logs.problem(redact(str(err)))
         return exitcodes.FAILED
     if args.command == "run":
-        return run_forever(kube, opts, args, secret)
-    return ci.run_pass(kube, opts, args)
+        return run_forever(kube, opts, args, secret, notify)
+    return ci.run_pass(kube, opts, args, notify)
 
 
-def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret: bytes | None = None) -> int:
+def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret: bytes | None = None,
+                notify=None) -> int:
     """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM.
-    ``secret``: the webhook's (``webhook.load_secret``), None for no webhook."""
+    ``secret``: the webhook's (``webhook.load_secret``), None for no webhook; ``notify``:
+    ``notifier.Settings`` (None: no notifications, no commit status)."""
     from agent.server import webhook
     from agent.server.endpoints import Health, Metrics, listen_problem, serve
     from agent.server.runner import Runner
@@ -287,8 +292,13 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
+    notifier = None
+    if notify is not None:
+        from agent.notify.notifier import Notifier
+
+        notifier = Notifier(notify, kube=kube, counters=metrics.notifications)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
-                    health=health, watch=args.watch,
+                    health=health, watch=args.watch, notifier=notifier,
                     retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
     hook = webhook.create(secret, opts, runner, metrics) if secret else None
     try:

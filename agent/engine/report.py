@@ -55,6 +55,14 @@ class Report:
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
     backing_off: dict = field(default_factory=dict)
     """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
+    notices: list = field(default_factory=list)
+    """``news.Notice`` of every Application whose stored status moved in a way worth telling
+    (``news.news``, at a status write that succeeded) or that the pass pruned; in the order
+    the statuses were written (Application key order), prunes first."""
+    readiness: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """``namespace/name`` -> (``Ready`` condition status ``True``/``False``, its reason) as the
+    pass wrote or kept it, for each Application from Git (not hand-applied ones); read by the
+    commit status (``agent.notify.commitstatus.verdict``)."""
 
     @property
     def ok(self) -> bool:

@@ -15,7 +15,7 @@ import datetime
 from collections.abc import Mapping
 
 from agent.api.schema import GROUP, KIND, PLURAL
-from agent.engine import backoff, status as status_, suspend, sync_now
+from agent.engine import backoff, news as news_, status as status_, suspend, sync_now
 from agent.engine.report import FAILED, Report
 from agent.kube.client import ApiError, Kube
 
@@ -84,9 +84,15 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
     """Write the Application's new status when it differs from the stored one (``children``:
     its live children by kind, as ``status.compute`` reads them); returns the
     status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
-    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool)."""
+    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool).
+    Records in ``report.readiness`` the ``Ready`` condition of an Application from Git
+    (``outcome.commit`` set), and, once the write is stored, its ``news.news`` in
+    ``report.notices`` (the status is the record of what was told: issue 32)."""
     new = new_status(app, outcome, children, failed, retry)
     next_retry = new.get(backoff.NEXT_RETRY)
+    if outcome.commit:
+        ready = next((c for c in new["conditions"] if c["type"] == status_.READY), {})
+        report.readiness[key] = (ready.get("status", "False"), ready.get("reason", ""))
     if not status_.differs(app.get("status"), new):
         return next_retry
     old = app.get("status") or {}
@@ -101,6 +107,9 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
     if stored is None or stored.get("status") != new:
         report.add(key, f"{KIND}/{key}", FAILED, not_stored(new, (stored or {}).get("status")))
         return next_retry
+    meta = app["metadata"]
+    report.notices += news_.news(app.get("status"), new, namespace=meta.get("namespace", ""), name=meta["name"],
+                                 uid=meta.get("uid", ""), changed=outcome.changed)
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
     return next_retry

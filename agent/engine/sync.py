@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
-from agent.engine import (apply, backoff, conditions, events, guards, plan, scope, status as status_, statuswrite,
+from agent.engine import (apply, backoff, conditions, events, guards, news, plan, scope, status as status_, statuswrite,
                           suspend, writes)
 from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
                                  UNCHANGED, Report)
@@ -66,7 +66,7 @@ def _key(obj: dict) -> str:
 
 
 def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
-        retry: backoff.Policy = backoff.ONE_SHOT) -> Report:
+        retry: backoff.Policy = backoff.ONE_SHOT, on_commit=None) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
@@ -75,6 +75,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     remote at all (passes triggered by cluster changes between scheduled passes).
     ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
     whose retry time has not come are skipped and reported, everything else is attempted.
+    ``on_commit(sha)``: called once the commit is read, before anything is applied (a commit
+    status ``pending``: ``agent.notify``); it must not block.
     """
     report = Report()
     started = time.monotonic()
@@ -119,6 +121,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     if opts.allowed_namespaces is not None:
         kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
+    if on_commit is not None and report.commit:
+        on_commit(report.commit)
     try:
         with kube.sharing():  # the pass's live objects share equal parts (share.py)
             _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside))
@@ -428,6 +432,16 @@ def _prune_all(p: _Pass) -> None:
             if pruned:
                 kube.change(step.live if step.identity[1] == KIND else p.in_scope.get(owner), owner, PRUNED,
                             step.subject)
+                if step.identity[1] == KIND:  # its status goes with it: the prune itself is the news
+                    report.notices.append(_pruned_notice(step.live, report.commit))
+
+
+def _pruned_notice(app: dict, commit: str | None) -> news.Notice:
+    """The ``Pruned`` notice of the live Application ``app`` deleted at ``commit``."""
+    meta, old = app["metadata"], app.get("status") or {}
+    return news.pruned(meta.get("namespace", ""), meta["name"], commit=commit, uid=meta.get("uid", ""),
+                       previous_commit=news.content(old)[1] or old.get("lastSyncedCommit"),
+                       source_path=old.get("sourcePath") or (meta.get("annotations") or {}).get(labels.SOURCE_PATH))
 
 
 def _write_statuses(p: _Pass) -> None:

@@ -38,7 +38,7 @@ WINDOW_PER_WORKER = 64  # tasks handed to the pool at once, per worker (see ``or
 
 class Scratch:
     """What one task recorded, in the shape of the pass's ``Report`` (``add``, ``failed``,
-    ``notes``) plus its own ``failures`` and ``reasons`` (Application key -> message or
+    ``notes``, ``notices``, ``readiness``) plus its own ``failures`` and ``reasons`` (Application key -> message or
     condition reason), to be replayed in order by ``ordered``."""
 
     def __init__(self):
@@ -47,13 +47,16 @@ class Scratch:
         self.notes: list[str] = []
         self.failures: dict[str, str] = {}
         self.reasons: dict[str, str] = {}
+        self.notices: list = []  # news.Notice, as ``Report.notices``
+        self.readiness: dict[str, tuple[str, str]] = {}  # as ``Report.readiness``
 
     def add(self, *args, **kwargs) -> None:
         self.added.append((args, kwargs))
 
     def __bool__(self) -> bool:
         """False when nothing was recorded (then there is nothing to replay)."""
-        return bool(self.added or self.failed or self.notes or self.failures or self.reasons)
+        return bool(self.added or self.failed or self.notes or self.failures or self.reasons or self.notices
+                    or self.readiness)
 
     def replay(self, report, failures: dict | None = None, reasons: dict | None = None) -> None:
         """Apply what was recorded to the real ``report`` and dicts, in recording order."""
@@ -61,6 +64,8 @@ class Scratch:
             report.add(*args, **kwargs)
         report.failed |= self.failed
         report.notes += self.notes
+        report.notices += self.notices
+        report.readiness.update(self.readiness)
         if failures is not None:
             failures.update(self.failures)
         if reasons is not None:

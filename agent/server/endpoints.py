@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from agent.notify.outbox import Counters
 from agent.server.webhook import PATH as WEBHOOK_PATH
 
 
@@ -39,6 +40,10 @@ class Metrics:
         self.webhook_requests = Counter("gitops_agent_webhook_requests_total",
                                         "POST /hooks/git requests by result (accepted, ignored, unauthorized, ...).",
                                         ["result"], registry=r)
+        self.notifications = Counters(r)  # the notifier's (agent/notify/outbox.py), named here for the reference
+        self.notifications_sent = self.notifications.sent
+        self.notifications_failed = self.notifications.failed
+        self.notifications_dropped = self.notifications.dropped
         self.rate_limit_wait = Histogram(
             "gitops_agent_kube_api_rate_limit_wait_seconds",
             "Seconds each API request waited for the client-side rate limit (--kube-api-qps, --kube-api-burst).",

@@ -52,8 +52,9 @@ class Runner:
 
     def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
                  metrics: Metrics, health: Health, watch: bool = True,
-                 retry: backoff.Policy = backoff.Policy(skip=True)):
+                 retry: backoff.Policy = backoff.Policy(skip=True), notifier=None):
         self.kube, self.opts, self.retry = kube, opts, retry
+        self.notifier = notifier  # agent.notify.notifier.Notifier: told of each pass, never waited for
         self.interval, self.jitter = interval, jitter
         self.metrics, self.health = metrics, health
         self.watch_enabled = watch
@@ -224,13 +225,16 @@ class Runner:
                 self._last_online_start = started
             try:
                 report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
-                                  offline=offline and self.last_commit is not None, retry=self.retry)
+                                  offline=offline and self.last_commit is not None, retry=self.retry,
+                                  on_commit=self.notifier.started if self.notifier else None)
             except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
                 log.exception("the pass stopped on an internal error")
                 report = Report()
                 report.errors.append(f"internal error: {type(err).__name__}: {err}; the pass stopped, nothing "
                                      "further was changed, pruned or recorded")
             duration = time.monotonic() - started
+            if self.notifier is not None:
+                self.notifier.finished(report)  # queued: sent by the notifier's own thread
             self._schedule_retry(report)
             if report.commit and not report.fetch_failed:
                 self.last_commit = report.commit
@@ -287,6 +291,8 @@ class Runner:
         self.stopping.set()
         self._trigger.set()
         self.kube.interrupt.set()
+        if self.notifier is not None:
+            self.notifier.close()
         gitproc.cancel()  # a fetch from a remote that never answers fails now, not at --fetch-timeout
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)

@@ -3,6 +3,7 @@ dropped, by path, and the cause (an older CRD), never "no status subresource".""
 
 import pytest
 
+from agent.engine import statuswrite
 from agent.engine.statuswrite import dropped, not_stored
 
 SENT = {"health": {"status": "Healthy", "message": "ok"}, "replicas": 1,
@@ -34,3 +35,52 @@ def test_values_stored_otherwise_are_not_called_dropped():
     message = not_stored(SENT, {**SENT, "replicas": 3})
     assert message == ("the API server accepted the status write but stored other values for status.replicas "
                        "than were sent")
+
+
+class _Kube:
+    """Stores a status write as the API server does (``stored``: what it gives back, None: as sent)."""
+
+    def __init__(self, stored=None):
+        self.stored, self.sent = stored, []
+
+    def patch_status(self, app, patch):
+        self.sent.append(patch)
+        return {"status": self.stored if self.stored is not None else {k: v for k, v in patch.items() if v is not None}}
+
+    def event(self, *args):
+        pass
+
+
+def _write(kube, old_status=None, commit="1" * 40):
+    from agent.engine import status
+    from agent.engine.report import Report
+
+    report = Report()
+    app = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+           "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 1}, "spec": {},
+           "status": old_status or {}}
+    statuswrite.write(kube, report, "ns/web", app, status.Outcome(True, True, commit, "Synced", "ok", "a.yaml"), {})
+    return report
+
+
+def test_a_stored_write_records_its_news_and_readiness():
+    report = _write(_Kube())
+    assert [(n.application, n.reason, n.uid) for n in report.notices] == [("ns/web", "Deployed", "u1")]
+    assert report.readiness == {"ns/web": ("False", "Missing")}
+
+
+def test_a_write_not_stored_tells_nothing():
+    report = _write(_Kube(stored={"other": 1}))
+    assert report.notices == []
+    assert report.failed == {"ns/web"}
+
+
+def test_a_status_that_does_not_move_tells_nothing_but_records_readiness():
+    kube = _Kube()
+    first = _write(kube)
+    report = _write(kube, old_status=kube.sent[0])
+    assert (report.notices, len(kube.sent), first.readiness) == ([], 1, report.readiness)
+
+
+def test_a_hand_applied_application_has_no_readiness():
+    assert _write(_Kube(), commit=None).readiness == {}

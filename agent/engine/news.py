@@ -1,0 +1,163 @@
+"""What is worth telling about an Application: the change of its persisted status. Pure.
+
+Why a module of its own (issue 32): a notification is about a change of an Application's state,
+never about a pass. Flux re-sends the same error every few minutes and Argo CD re-notifies after
+a restart because they remember what they told somewhere else (or nowhere). Here the record of
+what was told is the status itself: ``news`` compares the status an Application had before its
+status write with the status that write stored, and is called only when the write succeeded
+(``statuswrite.write``). So a restart of ``run``, a re-run of ``sync --once`` or a second replica
+sees the old status equal to the new one and says nothing; nothing else is written to the
+Application; an Application a commit did not change has nothing to tell.
+
+The reasons, each on a transition (old -> new):
+
+- ``Deployed`` (info): what the Application deploys changed: ``status.history[0].digest`` moved,
+  else ``status.lastChangedCommit`` moved; with neither field in the status, the pass's own
+  ``changed`` (it created or updated an object for it) and ``Synced`` True.
+- ``Ready`` (info): condition ``Ready`` became True, from a state that was not a failure.
+- ``Recovered`` (info): it was failing (``failing``) and is not any more.
+- ``Degraded`` (error): health became ``Degraded``.
+- ``Stalled`` (error): condition ``Stalled`` became True for any reason but ``Degraded``.
+- ``ApplyFailed`` (error): condition ``Synced`` became False with a failure reason (not
+  ``PruneSkipped``, not ``Suspended``) and it is not ``Stalled``.
+- ``Pruned`` (info): made by the prune step (``pruned``), not from a status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEPLOYED, READY, RECOVERED = "Deployed", "Ready", "Recovered"
+DEGRADED, STALLED, APPLY_FAILED, PRUNED = "Degraded", "Stalled", "ApplyFailed", "Pruned"
+REASONS = (DEPLOYED, READY, RECOVERED, DEGRADED, STALLED, APPLY_FAILED, PRUNED)
+INFO, ERROR = "info", "error"
+SEVERITY = {DEPLOYED: INFO, READY: INFO, RECOVERED: INFO, PRUNED: INFO,
+            DEGRADED: ERROR, STALLED: ERROR, APPLY_FAILED: ERROR}
+NOT_FAILURES = frozenset({"Synced", "PruneSkipped", "Suspended"})
+"""``Synced`` condition reasons that are no failure: a state a person chose or the success."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """One thing worth telling. ``namespace``/``name``: the Application; ``uid``: its uid (for
+    a Warning Event about the notice; "" when unknown); ``reason``: one of ``REASONS``;
+    ``severity``: ``info`` or ``error``; ``message``: one sentence, the same for the same
+    transition (no times, no durations); ``commit``: the full SHA it is about (None for a
+    hand-applied Application); ``previous_commit``: the commit of the content before (None when
+    unknown); ``source_path``: its file in Git (None when unknown)."""
+
+    namespace: str
+    name: str
+    reason: str
+    severity: str
+    message: str
+    commit: str | None = None
+    previous_commit: str | None = None
+    source_path: str | None = None
+    uid: str = ""
+
+    @property
+    def application(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+def _condition(status: dict, type_: str) -> dict:
+    """The condition ``type_`` of ``status`` ({} when absent)."""
+    return next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == type_), {})
+
+
+def _is(status: dict, type_: str) -> bool:
+    return _condition(status, type_).get("status") == "True"
+
+
+def _health(status: dict) -> str | None:
+    health = status.get("health")
+    return health.get("status") if isinstance(health, dict) else None
+
+
+def failing(status: dict) -> bool:
+    """True when ``status`` says the Application needs attention: ``Synced`` False with a failure
+    reason (``NOT_FAILURES`` are none), ``Stalled`` True, or health ``Degraded``."""
+    synced = _condition(status, "Synced")
+    return (synced.get("status") == "False" and synced.get("reason") not in NOT_FAILURES) \
+        or _is(status, "Stalled") or _health(status) == "Degraded"
+
+
+def content(status: dict) -> tuple[str | None, str | None]:
+    """(marker of what the Application deploys, the commit it came from) read from ``status``:
+    ``history[0]``'s (digest, revision) when there is a history, else (``lastChangedCommit``,
+    ``lastChangedCommit``), else (None, None): unknown."""
+    history = status.get("history")
+    if isinstance(history, list) and history and isinstance(history[0], dict):
+        return history[0].get("digest"), history[0].get("revision")
+    changed = status.get("lastChangedCommit")
+    return changed, changed
+
+
+def _deployed(old: dict, new: dict, changed: bool) -> bool:
+    """Did what the Application deploys change (see the module's ``Deployed``)?"""
+    if not _is(new, "Synced"):
+        return False
+    marker, _ = content(new)
+    if marker is not None or content(old)[0] is not None:
+        return marker != content(old)[0]
+    return changed
+
+
+def _short(sha: str | None) -> str:
+    return sha[:7] if sha else "none"
+
+
+def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "",
+         changed: bool = False) -> list[Notice]:
+    """The notices the write of ``new`` over ``old`` (the Application's status before; None or
+    {} when it had none) is worth, in the order of ``REASONS``; [] when nothing worth telling
+    moved. ``changed``: the pass created or updated an object for it (used for ``Deployed`` only
+    when the status has no content marker, see ``content``). Messages name the condition's
+    reason and message as stored, e.g. ``Degraded: Deployment: progress deadline exceeded``."""
+    old = old or {}
+    commit = new.get("lastAttemptedCommit") or new.get("lastSyncedCommit")
+    previous = content(old)[1] or old.get("lastSyncedCommit")
+    where = {"namespace": namespace, "name": name, "uid": uid, "commit": commit, "previous_commit": previous,
+             "source_path": new.get("sourcePath")}
+    out: list[Notice] = []
+
+    def tell(reason: str, message: str) -> None:
+        out.append(Notice(reason=reason, severity=SEVERITY[reason], message=message, **where))
+
+    if _deployed(old, new, changed):
+        revision = content(new)[1] or new.get("lastSyncedCommit")
+        tell(DEPLOYED, f"deployed commit {_short(revision)} (before: {_short(previous)})")
+    was_failing, is_failing = failing(old), failing(new)
+    ready = _condition(new, "Ready")
+    if _is(new, "Ready") and not _is(old, "Ready") and not was_failing:
+        tell(READY, f"ready: {ready.get('message') or 'healthy'}")
+    if was_failing and not is_failing:
+        tell(RECOVERED, "recovered: " + (f"ready: {ready.get('message') or 'healthy'}" if _is(new, "Ready")
+                                         else f"synced, {ready.get('reason') or 'not ready yet'}"))
+    health = new.get("health") if isinstance(new.get("health"), dict) else {}
+    if _health(new) == "Degraded" and _health(old) != "Degraded":
+        tell(DEGRADED, f"Degraded: {health.get('message') or 'a child is degraded'}")
+    stalled = _condition(new, "Stalled")
+    if stalled.get("status") == "True" and stalled.get("reason") != "Degraded" and not _is(old, "Stalled"):
+        tell(STALLED, f"{stalled.get('reason')}: {stalled.get('message', '')}")
+    synced, old_synced = _condition(new, "Synced"), _condition(old, "Synced")
+    if synced.get("status") == "False" and synced.get("reason") not in NOT_FAILURES \
+            and not (old_synced.get("status") == "False" and old_synced.get("reason") not in NOT_FAILURES) \
+            and stalled.get("status") != "True":
+        tell(APPLY_FAILED, f"{synced.get('reason')}: {synced.get('message', '')}")
+    return out
+
+
+def pruned(namespace: str, name: str, *, commit: str | None, previous_commit: str | None = None,
+           source_path: str | None = None, uid: str = "") -> Notice:
+    """The ``Pruned`` notice of an Application the prune step deleted at ``commit``."""
+    return Notice(namespace, name, PRUNED, SEVERITY[PRUNED], f"pruned: no longer in Git at commit {_short(commit)}",
+                  commit, previous_commit, source_path, uid)
+
+
+def wanted(notice: Notice, reasons: frozenset[str] | None, severity: str | None) -> bool:
+    """True when ``notice`` passes the filters: its reason is in ``reasons`` (None: every
+    reason) and, with ``severity`` ``error``, it is an error (``info``: everything)."""
+    return (reasons is None or notice.reason in reasons) and (severity != ERROR or notice.severity == ERROR)

@@ -1,0 +1,245 @@
+"""Commit status on the Git host: GitHub, GitLab or Gitea. One small class per host.
+
+What is posted, per pass and context (issue 32; ``verdict`` is pure):
+
+- ``pending`` when a pass starts applying a commit no status was posted for yet;
+- ``success`` when every Application from Git the pass wrote is synced and ``Ready``
+  (suspended and kept ones count as done);
+- ``failure`` when any failed (or is Degraded), the description naming how many and the first
+  few, at most 140 characters (GitHub's limit);
+- nothing new while some are still rolling out: a later pass that sees them ``Ready`` posts
+  ``success`` once.
+
+``Poster`` never posts the same (commit, context, state, description) twice: it remembers the
+last one posted per commit, and after a restart reads the host's statuses of the commit first.
+A ``pending`` never follows another status of the same commit. So GitHub's limit of 1,000
+statuses per commit and context (then HTTP 422) is never near.
+
+The hosts' APIs (their documentation):
+
+- GitHub: ``POST /repos/{owner}/{repo}/statuses/{sha}`` with ``state`` (error, failure, pending,
+  success), ``target_url``, ``description``, ``context``; ``GET
+  /repos/{owner}/{repo}/commits/{sha}/statuses`` (newest first); ``Authorization: Bearer``.
+- GitLab: ``POST /projects/:id/statuses/:sha`` with ``state`` (pending, running, success,
+  failed, canceled), ``name``, ``target_url``, ``description``; ``GET
+  /projects/:id/repository/commits/:sha/statuses``; header ``PRIVATE-TOKEN``; ``:id`` is the
+  URL-encoded path ``group/project``.
+- Gitea: ``POST /repos/{owner}/{repo}/statuses/{sha}`` with ``state`` (pending, success, error,
+  failure, warning), ``context``, ``target_url``, ``description``; ``GET
+  /repos/{owner}/{repo}/commits/{sha}/statuses``; ``Authorization: token``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+
+from agent.notify import http
+
+PENDING, SUCCESS, FAILURE = "pending", "success", "failure"
+MAX_DESCRIPTION = 140
+HOSTS = ("github", "gitlab", "gitea")
+NAMED = 3  # failed Applications named in a failure's description
+PENDING_TEXT = "applying this commit; waiting for its Applications to be ready"
+DONE_REASONS = frozenset({"Suspended", "PruneSkipped"})  # Ready False, but nothing to wait for
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
+
+
+def failure_text(failed: list[str], total: int) -> str:
+    """``2 of 5 Applications failed: ns/a, ns/b`` (the first ``NAMED``, then ``and N more``),
+    cut to ``MAX_DESCRIPTION`` characters."""
+    names = ", ".join(failed[:NAMED]) + (f" and {len(failed) - NAMED} more" if len(failed) > NAMED else "")
+    noun = "Application" if total == 1 else "Applications"
+    return _fit(f"{len(failed)} of {total} {noun} failed: {names}")
+
+
+def verdict(report) -> tuple[str, str] | None:
+    """(state, description) for the pass ``report`` (``Report``: ``commit``, ``readiness``,
+    ``failing()``, ``failed_files()``, ``ok``), None when there is nothing to post (no commit).
+    ``failure`` when an Application failed or is Degraded/Stalled (by readiness), or the pass
+    failed otherwise; ``pending`` while one is not yet ready; else ``success``."""
+    if not report.commit:
+        return None
+    ready = report.readiness
+    apps = sorted(set(ready) | set(report.failing()))
+    failed = sorted(set(report.failing()) | {k for k, (_, reason) in ready.items() if reason in ("Degraded", "Stalled")})
+    if failed:
+        return FAILURE, failure_text(failed, len(apps))
+    if report.failed_files():
+        files = report.failed_files()
+        return FAILURE, _fit(f"{len(files)} file{'s' if len(files) != 1 else ''} failed: {', '.join(files[:NAMED])}")
+    if not report.ok:
+        return FAILURE, "the sync failed; the agent's log and the Applications' status say why"
+    waiting = [k for k, (status, reason) in ready.items() if status != "True" and reason not in DONE_REASONS]
+    if waiting:
+        return PENDING, PENDING_TEXT
+    noun = "Application" if len(apps) == 1 else "Applications"
+    return SUCCESS, _fit(f"{len(apps)} {noun} synced and ready")
+
+
+class Host:
+    """One host's API. ``api_url``: its base (``https://api.github.com``); ``repository``:
+    ``owner/name`` (GitLab: the project's path); ``token``: sent in the host's header."""
+
+    name = "host"
+    states = {PENDING: PENDING, SUCCESS: SUCCESS, FAILURE: FAILURE}
+
+    def __init__(self, api_url: str, repository: str, token: str):
+        self.api_url, self.repository, self._token = api_url.rstrip("/"), repository, token
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def post_url(self, sha: str) -> str:
+        return f"{self.api_url}/repos/{self.repository}/statuses/{sha}"
+
+    def list_url(self, sha: str) -> str:
+        return f"{self.api_url}/repos/{self.repository}/commits/{sha}/statuses"
+
+    def body(self, state: str, description: str, context: str, target_url: str | None) -> dict:
+        out = {"state": self.states[state], "description": description, "context": context}
+        if target_url:
+            out["target_url"] = target_url
+        return out
+
+    def existing(self, items: list, context: str) -> tuple[str, str] | None:
+        """(state in our words, description) of the newest status of ``context`` in the host's
+        list (newest first), None when there is none."""
+        back = {v: k for k, v in self.states.items()}
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("context") == context:
+                return back.get(item.get("state") or item.get("status"), item.get("state")), item.get("description") or ""
+        return None
+
+    def post(self, sha: str, state: str, description: str, context: str, target_url: str | None,
+             timeout: float) -> None:
+        body = json.dumps(self.body(state, description, context, target_url)).encode()
+        http.request("POST", self.post_url(sha), body=body, timeout=timeout,
+                     headers={"Content-Type": "application/json", "Accept": "application/json", **self.headers()})
+
+    def read(self, sha: str, context: str, timeout: float) -> tuple[str, str] | None:
+        answer = http.request("GET", self.list_url(sha), timeout=timeout,
+                              headers={"Accept": "application/json", **self.headers()})
+        try:
+            items = json.loads(answer.body or b"[]")
+        except ValueError:
+            return None
+        return self.existing(items, context)
+
+
+class GitHub(Host):
+    name = "github"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json"}
+
+
+class Gitea(Host):
+    name = "gitea"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self._token}"}
+
+
+class GitLab(Host):
+    name = "gitlab"
+    states = {PENDING: "running", SUCCESS: "success", FAILURE: "failed"}
+
+    def headers(self) -> dict[str, str]:
+        return {"PRIVATE-TOKEN": self._token}
+
+    def _project(self) -> str:
+        return urllib.parse.quote(self.repository, safe="")
+
+    def post_url(self, sha: str) -> str:
+        return f"{self.api_url}/projects/{self._project()}/statuses/{sha}"
+
+    def list_url(self, sha: str) -> str:
+        return f"{self.api_url}/projects/{self._project()}/repository/commits/{sha}/statuses"
+
+    def body(self, state: str, description: str, context: str, target_url: str | None) -> dict:
+        out = super().body(state, description, context, target_url)
+        out["name"] = out.pop("context")
+        return out
+
+    def existing(self, items: list, context: str) -> tuple[str, str] | None:
+        renamed = [{**i, "context": i.get("name")} for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        return super().existing(renamed, context)
+
+
+HOST_CLASSES = {"github": GitHub, "gitlab": GitLab, "gitea": Gitea}
+
+
+class Poster:
+    """Posts a commit's status through ``host`` under ``context``, each (commit, context, state,
+    description) once. ``post(sha, state, description, timeout)`` runs in the outbox's thread:
+    it reads the host's statuses of ``sha`` the first time it meets it (after a restart they are
+    the record), then posts unless the same was posted, or a ``pending`` would follow another
+    status of that commit. Thread-safe."""
+
+    def __init__(self, host: Host, context: str, target_url: str | None):
+        self.host, self.context, self.target_url = host, context, target_url
+        self._last: dict[str, tuple[str, str] | None] = {}
+        self._lock = threading.Lock()
+
+    def wanted(self, sha: str, state: str, description: str) -> bool:
+        """False when posting would repeat what is known to be there (pure on what is known)."""
+        with self._lock:
+            if sha not in self._last:
+                return True
+            last = self._last[sha]
+        return not (last == (state, description) or (state == PENDING and last is not None))
+
+    def post(self, sha: str, state: str, description: str, timeout: float) -> bool:
+        """Post unless ``wanted`` says no (after reading the host once); True when posted."""
+        with self._lock:
+            known = sha in self._last
+        if not known:
+            found = self.host.read(sha, self.context, timeout)
+            with self._lock:
+                self._last.setdefault(sha, found)
+        if not self.wanted(sha, state, description):
+            return False
+        self.host.post(sha, state, description, self.context, self.target_url, timeout)
+        with self._lock:
+            self._last[sha] = (state, description)
+            if len(self._last) > 100:  # old commits are done with
+                self._last.pop(next(iter(self._last)))
+        return True
+
+
+def _host_and_path(repo: str) -> tuple[str, str] | None:
+    """(host, path without ``.git`` and slashes) of a remote URL: ``https://``, ``http://``,
+    ``ssh://`` or scp-like ``git@host:path``; None for a local path or ``file://``."""
+    parts = urllib.parse.urlsplit(repo)
+    if parts.scheme in ("http", "https", "ssh", "git") and parts.hostname:
+        host, path = parts.hostname, parts.path
+    elif not parts.scheme and "@" in repo.split(":", 1)[0] and ":" in repo:
+        userhost, path = repo.split(":", 1)
+        host = userhost.rsplit("@", 1)[1]
+    else:
+        return None
+    path = path.strip("/").removesuffix(".git").strip("/")
+    return (host.lower(), path) if host and path else None
+
+
+def from_repo(kind: str, repo: str) -> tuple[str | None, str | None]:
+    """(API base URL, repository) for ``--commit-status KIND`` derived from ``--repo``: GitHub
+    ``github.com/o/r`` -> (``https://api.github.com``, ``o/r``), another GitHub host (Enterprise)
+    -> ``https://HOST/api/v3``; GitLab -> ``https://HOST/api/v4`` and the project's whole path
+    (``group/sub/project``); Gitea -> ``https://HOST/api/v1``. (None, None) when ``repo`` is no
+    remote URL; the repository is None for GitHub or Gitea when the path is not ``owner/name``."""
+    found = _host_and_path(repo)
+    if found is None:
+        return None, None
+    host, path = found
+    two = path if path.count("/") == 1 else None
+    if kind == "github":
+        return ("https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"), two
+    if kind == "gitlab":
+        return f"https://{host}/api/v4", path
+    return f"https://{host}/api/v1", two

@@ -1,0 +1,193 @@
+"""Notifications and commit status against the real control plane (issue 32): ``sync --once``
+and ``run`` tell each change once, through a signed webhook and a commit status on a stand-in
+GitHub, GitLab or Gitea (real HTTP servers on loopback, tests/notify_servers.py); a restart
+tells nothing again; a commit touching 1 of 500 Applications sends 1 message; a receiver that
+is down or hangs costs a pass at most --notify-timeout; no secret shows anywhere."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.notify_servers import GitHost, Receiver
+from tests.support import app_yaml, wait_for
+from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("crd")
+SECRET = "webhook-signing-key-5f2"
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver(SECRET.encode())
+    yield r
+    r.stop()
+
+
+@pytest.fixture
+def github():
+    host = GitHost("github")
+    yield host
+    host.stop()
+
+
+@pytest.fixture
+def files(tmp_path, receiver, github):
+    """The secret files, and the flags that name them."""
+    (tmp_path / "url").write_text(receiver.hook_url + "\n")
+    (tmp_path / "secret").write_text(SECRET + "\n")
+    (tmp_path / "token").write_text(github.token + "\n")
+    return ["--notify-url-file", str(tmp_path / "url"), "--notify-secret-file", str(tmp_path / "secret"),
+            "--commit-status", "github", "--commit-status-token-file", str(tmp_path / "token"),
+            "--commit-status-api-url", github.api_url, "--commit-status-repository", github.repository,
+            "--commit-status-context", "gitops-agent/test", "--status-page-url", "https://status.example.com/agent"]
+
+
+def observed(objects, namespace, *names):
+    """Wait until each Deployment's controller observed its generation (then it is Healthy)."""
+    def done():
+        deps = [objects.deployment(namespace, n) for n in names]
+        return all(d and d.get("status", {}).get("observedGeneration") == d["metadata"]["generation"] for d in deps)
+    wait_for(done, timeout=30, what="the Deployments observed")
+
+
+def told(receiver) -> list[tuple[str, str]]:
+    return [(n["application"]["name"], n["reason"]) for n in receiver.notifications()]
+
+
+def no_secret(text: str, receiver, github) -> None:
+    for secret in (receiver.path, SECRET, github.token):
+        assert secret not in text
+
+
+def test_sync_once_tells_each_change_once_with_a_commit_status(agent, repo, namespace, receiver, github, files,
+                                                               objects):
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    repo.write("b.yaml", app_yaml("b", replicas=0))
+    first = repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, *files)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(told(receiver)) == [("a", "Deployed"), ("b", "Deployed")]  # rolling out: not Ready yet
+    doc = receiver.notifications()[0]
+    assert (doc["commit"], doc["previousCommit"], doc["statusPageUrl"]) == (first, None, "https://status.example.com/agent")
+    assert doc["source"] and doc["severity"] == "info" and doc["sourcePath"] in ("a.yaml", "b.yaml")
+    assert receiver.refused == []
+    pending = ("pending", "applying this commit; waiting for its Applications to be ready")
+    assert github.posted(first) == [pending]
+    observed(objects, namespace, "a", "b")
+    ready = agent.sync(repo.path, "--namespace", namespace, *files)  # the pass that sees them ready
+    assert sorted(told(receiver)[2:]) == [("a", "Ready"), ("b", "Ready")]
+    assert github.posted(first) == [pending, ("success", "2 Applications synced and ready")]
+    assert github.statuses[first][1]["target_url"] == "https://status.example.com/agent"
+
+    again = agent.sync(repo.path, "--namespace", namespace, *files)  # a re-run: nothing moved, nothing told
+    assert again.returncode == 0 and len(receiver.notifications()) == 4 and len(github.posted(first)) == 2
+
+    repo.remove("b.yaml")
+    repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.27"))
+    second = repo.commit()
+    third = agent.sync(repo.path, "--namespace", namespace, *files)
+    assert third.returncode == 0, third.stderr
+    assert sorted(told(receiver)[4:]) == [("a", "Deployed"), ("b", "Pruned")]
+    deployed = next(n for n in receiver.notifications()[4:] if n["reason"] == "Deployed")
+    assert (deployed["commit"], deployed["previousCommit"]) == (second, first)
+    assert github.posted(second)[0][0] == "pending"
+    for p in (proc, ready, again, third):
+        no_secret(p.stdout + p.stderr, receiver, github)
+    no_secret(str(objects.app(namespace, "a")) + str(objects.events(namespace)), receiver, github)
+
+
+def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files):
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 0
+    before = len(receiver.notifications())
+    repo.write("a.yaml", app_yaml("a", replicas=0, port=70000))  # valid YAML the schema refuses: stalled
+    bad = repo.commit()
+    for _ in range(2):
+        assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 2
+    assert [r for _, r in told(receiver)[before:]] == ["Stalled"]
+    assert [n["severity"] for n in receiver.notifications()[before:]] == ["error"]
+    state, text = github.posted(bad)[-1]
+    assert state == "failure" and len(text) <= 140 and "failed" in text
+    assert len(github.posted(bad)) == 2  # pending, failure: never the same twice
+
+
+def test_a_receiver_that_hangs_costs_sync_at_most_the_timeout(agent, repo, namespace, receiver, github, files,
+                                                              objects):
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace).returncode == 0
+    receiver.mode = github.mode = "hang"
+    repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.26"))
+    repo.commit()
+    started = time.monotonic()
+    proc = agent.sync(repo.path, "--namespace", namespace, *files, "--notify-timeout", "2")
+    hanging = time.monotonic() - started
+    repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.25"))
+    repo.commit()
+    started = time.monotonic()
+    assert agent.sync(repo.path, "--namespace", namespace).returncode == 0
+    plain = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    assert hanging <= plain + 2 + 1.5, f"{hanging:.1f}s with a hanging receiver, {plain:.1f}s without"
+    dropped = [line for line in proc.stderr.splitlines() if "dropped" in line]
+    assert len(dropped) == 2, proc.stderr  # the notification and the pending status (the verdict is pending too)
+    assert any("to webhook" in line for line in dropped) and any("to github" in line for line in dropped)
+    no_secret(proc.stdout + proc.stderr, receiver, github)
+    reasons = [e["reason"] for e in objects.events(namespace)]
+    assert reasons.count("NotificationDropped") == 1  # on the Application; a pending status names none
+
+
+def test_run_tells_once_across_a_restart_and_counts_drops(start_agent, repo, remote, namespace, receiver,  # noqa: F811
+                                                          github, files, tmp_path):
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    sha = remote.push()
+    agent = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files)
+    wait_for(lambda: len(told(receiver)) >= 2 and github.posted(sha)[-1:] == [("success", "1 Application synced and "
+                                                                                           "ready")],
+             timeout=60, what="Deployed, Ready and the success status")
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 3, timeout=30, what="3 passes")
+    assert sorted(told(receiver)) == [("a", "Deployed"), ("a", "Ready")]
+    assert agent.metric("gitops_agent_notifications_sent_total", destination="webhook") == 2
+    assert agent.stop() == 0
+    again = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files)
+    wait_for(lambda: again.metric("gitops_agent_passes_total", result="success") >= 3, timeout=30, what="3 passes")
+    assert sorted(told(receiver)) == [("a", "Deployed"), ("a", "Ready")]
+    assert len(github.posted(sha)) == 2  # pending and success, each once, across the restart
+    assert again.stop() == 0
+
+    receiver.mode = "down"
+    repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.26"))
+    remote.push()
+    third = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files, "--notify-timeout", "1")
+    wait_for(lambda: third.metric("gitops_agent_notifications_dropped_total", destination="webhook") >= 1,
+             timeout=60, what="a dropped notification")
+    assert third.metric("gitops_agent_notifications_failed_total", destination="webhook") >= 2
+    assert third.stop() == 0
+    for a in (agent, again, third):
+        no_secret(a.output() + a.get("/metrics")[1], receiver, github)
+    assert "dropped 1 notification (Deployed of" in third.output()
+
+
+def test_one_of_500_applications_changed_sends_one_message(agent, repo, namespace, receiver, files, objects):
+    for i in range(500):
+        repo.write(f"apps/app-{i:03}.yaml", app_yaml(f"app-{i:03}", replicas=0))
+    repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace, "--concurrency", "16", timeout=600).returncode == 0
+
+    def all_observed():
+        items = objects.apps.list_namespaced_deployment(namespace).items
+        return len(items) == 500 and all(d.status.observed_generation == d.metadata.generation for d in items)
+    wait_for(all_observed, timeout=120, what="500 Deployments observed")
+    # the pass that records them Ready (a monorepo's steady state)
+    assert agent.sync(repo.path, "--namespace", namespace, "--concurrency", "16", timeout=600).returncode == 0
+    repo.write("apps/app-123.yaml", app_yaml("app-123", replicas=0, image="nginx:1.27"))
+    sha = repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, "--concurrency", "16", *files[:4], "--notify-batch",
+                      timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert len(receiver.accepted) == 1
+    assert [(n["application"]["name"], n["reason"], n["commit"]) for n in receiver.notifications()] == [
+        ("app-123", "Deployed", sha)]

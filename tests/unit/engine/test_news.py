@@ -1,0 +1,199 @@
+"""news: what a status transition is worth telling, once per change (issue 32)."""
+
+import pytest
+
+from agent.engine import news
+from agent.engine.news import Notice
+
+SHA1, SHA2 = "1" * 40, "2" * 40
+
+
+def cond(type_, status, reason, message=""):
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": "T", "observedGeneration": 1}
+
+
+def status(ready=("True", "Healthy", "all 1 ready"), synced=("True", "Synced", "applied"), stalled=None,
+           health="Healthy", health_message="", commit=SHA1, synced_commit=None, **extra):
+    conditions = [cond("Ready", *ready)]
+    if stalled:
+        conditions.append(cond("Stalled", "True", *stalled))
+    conditions.append(cond("Synced", *synced))
+    out = {"lastAttemptedCommit": commit, "lastSyncedCommit": synced_commit or commit, "sourcePath": "apps/web.yaml",
+           "health": {"status": health, "message": health_message}, "conditions": conditions}
+    out.update(extra)
+    return out
+
+
+PROGRESSING = dict(ready=("False", "Progressing", "0 of 1 ready"), health="Progressing")
+FAILED = dict(ready=("False", "SyncFailed", "boom"), synced=("False", "SyncFailed", "boom"))
+
+
+def tell(old, new, changed=False):
+    return [(n.reason, n.severity, n.message) for n in news.news(old, new, namespace="ns", name="web", changed=changed)]
+
+
+def hist(digest, revision):
+    return [{"digest": digest, "revision": revision, "firstSyncedAt": "T", "lastSyncedAt": "T", "passes": 1}]
+
+
+def test_the_same_status_again_tells_nothing():
+    assert tell(status(), status()) == []
+    assert tell(status(**FAILED), status(**FAILED)) == []
+
+
+def test_first_status_ready_at_once():
+    assert tell(None, status()) == [("Ready", "info", "ready: all 1 ready")]
+    assert tell({}, status(**PROGRESSING)) == []
+
+
+def test_becoming_ready_after_a_rollout():
+    assert tell(status(**PROGRESSING), status()) == [("Ready", "info", "ready: all 1 ready")]
+    assert tell(status(), status(**PROGRESSING)) == []
+
+
+def test_ready_with_no_message_says_healthy():
+    assert tell(status(**PROGRESSING), status(ready=("True", "Healthy", ""))) == [("Ready", "info", "ready: healthy")]
+
+
+def test_a_new_commit_that_changes_nothing_tells_nothing():
+    assert tell(status(commit=SHA1), status(commit=SHA2)) == []
+
+
+def test_deployed_by_the_history_digest():
+    old = status(history=hist("sha256:a", SHA1))
+    new = status(commit=SHA2, history=hist("sha256:b", SHA2))
+    assert tell(old, new) == [("Deployed", "info", "deployed commit 2222222 (before: 1111111)")]
+    assert tell(old, status(commit=SHA2, history=hist("sha256:a", SHA1))) == []
+    # the digest is the truth: the pass's own changed does not count then
+    assert tell(old, status(commit=SHA2, history=hist("sha256:a", SHA1)), changed=True) == []
+
+
+def test_deployed_when_history_appears():
+    assert tell(status(), status(history=hist("sha256:a", SHA1))) == [
+        ("Deployed", "info", "deployed commit 1111111 (before: 1111111)")]
+
+
+def test_deployed_by_last_changed_commit():
+    new = status(commit=SHA2, lastChangedCommit=SHA2)
+    assert tell(status(lastChangedCommit=SHA1), new) == [
+        ("Deployed", "info", "deployed commit 2222222 (before: 1111111)")]
+    assert tell(status(commit=SHA1, lastChangedCommit=SHA1), status(commit=SHA2, lastChangedCommit=SHA1)) == []
+
+
+def test_deployed_without_a_marker_falls_back_to_changed():
+    assert tell(status(), status(commit=SHA2), changed=True) == [
+        ("Deployed", "info", "deployed commit 2222222 (before: 1111111)")]
+    assert tell(None, status(), changed=True) == [("Deployed", "info", "deployed commit 1111111 (before: none)"),
+                                                  ("Ready", "info", "ready: all 1 ready")]
+
+
+def test_not_deployed_when_the_sync_failed():
+    assert [r for r, *_ in tell(status(), status(**FAILED), changed=True)] == ["ApplyFailed"]
+    assert tell(status(history=hist("a", SHA1)), status(**FAILED, history=hist("b", SHA2))) == [
+        ("ApplyFailed", "error", "SyncFailed: boom")]
+
+
+def test_apply_failed_once_then_recovered():
+    assert tell(status(), status(**FAILED)) == [("ApplyFailed", "error", "SyncFailed: boom")]
+    assert tell(status(**FAILED), status()) == [("Recovered", "info", "recovered: ready: all 1 ready")]
+    assert tell(status(**FAILED), status(**PROGRESSING)) == [("Recovered", "info", "recovered: synced, Progressing")]
+
+
+def test_recovered_without_a_ready_reason():
+    new = status(ready=("False", "", ""), health="Progressing")
+    assert tell(status(**FAILED), new) == [("Recovered", "info", "recovered: synced, not ready yet")]
+
+
+def test_prune_skipped_and_suspended_are_no_failures():
+    for reason in ("PruneSkipped", "Suspended"):
+        new = status(ready=("False", reason, "x"), synced=("False", reason, "x"))
+        assert tell(status(), new) == []
+        assert tell(new, status()) == [("Ready", "info", "ready: all 1 ready")]
+
+
+def test_stalled_reason_is_told_as_stalled_not_apply_failed():
+    new = status(ready=("False", "InvalidManifest", "bad"), synced=("False", "InvalidManifest", "bad"),
+                 stalled=("InvalidManifest", "bad"))
+    assert tell(status(), new) == [("Stalled", "error", "InvalidManifest: bad")]
+    assert tell(new, new) == []
+    # already failing to apply: stalled is still news, a second apply failure is not
+    assert tell(status(**FAILED), new) == [("Stalled", "error", "InvalidManifest: bad")]
+    assert tell(new, status(**FAILED)) == []
+
+
+def test_degraded_once_and_recovered():
+    new = status(ready=("False", "Degraded", "deadline"), stalled=("Degraded", "deadline"), health="Degraded",
+                 health_message="Deployment: progress deadline exceeded")
+    assert tell(status(**PROGRESSING), new) == [("Degraded", "error", "Degraded: Deployment: progress deadline exceeded")]
+    assert tell(new, new) == []
+    assert tell(new, status()) == [("Recovered", "info", "recovered: ready: all 1 ready")]
+
+
+def test_degraded_with_no_message():
+    new = status(ready=("False", "Degraded", ""), health="Degraded")
+    assert tell(status(), new) == [("Degraded", "error", "Degraded: a child is degraded")]
+
+
+def test_failing():
+    assert news.failing(status(**FAILED))
+    assert news.failing(status(stalled=("Invalid", "x")))
+    assert news.failing(status(health="Degraded"))
+    assert not news.failing(status())
+    assert not news.failing({})
+    assert not news.failing({"health": "Degraded", "conditions": ["x"]})
+
+
+def test_notice_fields():
+    [notice] = news.news(status(commit=SHA1), status(commit=SHA2, history=hist("b", SHA2)), namespace="ns",
+                         name="web", uid="u-1")
+    assert notice == Notice("ns", "web", "Deployed", "info", "deployed commit 2222222 (before: 1111111)",
+                            commit=SHA2, previous_commit=SHA1, source_path="apps/web.yaml", uid="u-1")
+    assert notice.application == "ns/web"
+
+
+def test_previous_commit_comes_from_the_old_content():
+    old = status(commit=SHA2, synced_commit=SHA2, history=hist("a", SHA1))
+    [notice] = news.news(old, status(commit=SHA2, history=hist("b", SHA2)), namespace="ns", name="web")
+    assert notice.previous_commit == SHA1
+
+
+def test_commit_prefers_the_attempted_one():
+    [notice] = news.news(status(), status(**FAILED, commit=SHA2, synced_commit=SHA1), namespace="ns", name="web")
+    assert (notice.commit, notice.previous_commit) == (SHA2, SHA1)
+    [notice] = news.news(None, {"lastSyncedCommit": SHA1, "conditions": [cond("Ready", "True", "Healthy")]},
+                         namespace="ns", name="web")
+    assert notice.commit == SHA1
+
+
+def test_content():
+    assert news.content({}) == (None, None)
+    assert news.content({"history": []}) == (None, None)
+    assert news.content({"history": hist("d", SHA1), "lastChangedCommit": SHA2}) == ("d", SHA1)
+    assert news.content({"lastChangedCommit": SHA2}) == (SHA2, SHA2)
+
+
+def test_pruned():
+    notice = news.pruned("ns", "web", commit=SHA2, previous_commit=SHA1, source_path="a.yaml", uid="u")
+    assert notice == Notice("ns", "web", "Pruned", "info", "pruned: no longer in Git at commit 2222222", SHA2, SHA1,
+                            "a.yaml", "u")
+    assert news.pruned("ns", "web", commit=None).message == "pruned: no longer in Git at commit none"
+
+
+@pytest.mark.parametrize("reasons, severity, reason, want", [
+    (None, None, "Ready", True),
+    (frozenset({"Ready"}), None, "Ready", True),
+    (frozenset({"Deployed"}), None, "Ready", False),
+    (None, "error", "Ready", False),
+    (None, "error", "Degraded", True),
+    (None, "info", "Degraded", True),
+    (frozenset({"Degraded"}), "error", "Degraded", True),
+])
+def test_wanted(reasons, severity, reason, want):
+    notice = Notice("ns", "web", reason, news.SEVERITY[reason], "m")
+    assert news.wanted(notice, reasons, severity) is want
+
+
+def test_severities():
+    assert {r for r, s in news.SEVERITY.items() if s == "error"} == {"Degraded", "Stalled", "ApplyFailed"}
+    assert set(news.SEVERITY) == set(news.REASONS)

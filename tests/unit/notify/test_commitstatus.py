@@ -1,0 +1,159 @@
+"""commitstatus: the verdict of a pass, the hosts' requests, repository from --repo."""
+
+import json
+
+import pytest
+
+from agent.engine.report import Report
+from agent.notify import commitstatus as cs
+
+SHA = "a" * 40
+
+
+def report(readiness=None, failed=(), errors=(), invalid=(), commit=SHA):
+    r = Report(commit=commit)
+    r.readiness = dict(readiness or {})
+    for key in failed:
+        r.add(key, f"Application/{key}", "failed", "boom")
+    r.errors += list(errors)
+    r.invalid += list(invalid)
+    return r
+
+
+def test_success_when_all_ready():
+    assert cs.verdict(report({"ns/a": ("True", "Healthy"), "ns/b": ("True", "Healthy")})) == (
+        "success", "2 Applications synced and ready")
+    assert cs.verdict(report({"ns/a": ("True", "Healthy")})) == ("success", "1 Application synced and ready")
+
+
+def test_suspended_and_kept_count_as_done():
+    assert cs.verdict(report({"ns/a": ("True", "Healthy"), "ns/s": ("False", "Suspended"),
+                              "ns/k": ("False", "PruneSkipped")}))[0] == "success"
+
+
+def test_pending_while_rolling_out():
+    assert cs.verdict(report({"ns/a": ("True", "Healthy"), "ns/b": ("False", "Progressing")})) == (
+        "pending", cs.PENDING_TEXT)
+
+
+def test_failure_names_how_many_and_the_first_few():
+    ready = {f"ns/app-{i}": ("False", "SyncFailed") for i in range(5)} | {"ns/ok": ("True", "Healthy")}
+    state, text = cs.verdict(report(ready, failed=[f"ns/app-{i}" for i in range(5)]))
+    assert (state, text) == ("failure", "5 of 6 Applications failed: ns/app-0, ns/app-1, ns/app-2 and 2 more")
+
+
+def test_degraded_is_a_failure():
+    assert cs.verdict(report({"ns/a": ("False", "Degraded"), "ns/b": ("True", "Healthy")})) == (
+        "failure", "1 of 2 Applications failed: ns/a")
+
+
+def test_one_of_one():
+    assert cs.verdict(report({"ns/a": ("False", "Stalled")})) == ("failure", "1 of 1 Application failed: ns/a")
+
+
+def test_description_is_at_most_140_characters():
+    names = [f"team-{i}/" + "x" * 60 for i in range(3)]
+    state, text = cs.verdict(report({n: ("False", "SyncFailed") for n in names}, failed=names))
+    assert len(text) == 140 and text.endswith("...") and text.startswith("3 of 3 Applications failed: team-0/")
+
+
+def test_failed_files_and_other_errors():
+    assert cs.verdict(report({}, invalid=[("a.yaml:1", "bad"), ("b.yaml", "bad")], errors=["x"])) == (
+        "failure", "2 files failed: a.yaml, b.yaml")
+    assert cs.verdict(report({}, invalid=[("a.yaml:1", "bad")], errors=["x"])) == ("failure", "1 file failed: a.yaml")
+    assert cs.verdict(report({"ns/a": ("True", "Healthy")}, errors=["too many prunes"])) == (
+        "failure", "the sync failed; the agent's log and the Applications' status say why")
+
+
+def test_no_commit_nothing_to_post():
+    assert cs.verdict(report({}, commit=None)) is None
+
+
+def test_no_applications_is_success():
+    assert cs.verdict(report({})) == ("success", "0 Applications synced and ready")
+
+
+@pytest.mark.parametrize("kind, repo, want", [
+    ("github", "https://github.com/team/apps.git", ("https://api.github.com", "team/apps")),
+    ("github", "git@github.com:team/apps.git", ("https://api.github.com", "team/apps")),
+    ("github", "ssh://git@GHE.example.com:2222/team/apps", ("https://ghe.example.com/api/v3", "team/apps")),
+    ("github", "https://github.com/team/sub/apps", ("https://api.github.com", None)),
+    ("gitlab", "https://gitlab.com/group/sub/apps.git", ("https://gitlab.com/api/v4", "group/sub/apps")),
+    ("gitea", "https://git.example.com/team/apps/", ("https://git.example.com/api/v1", "team/apps")),
+    ("gitea", "/srv/repos/apps", (None, None)),
+    ("github", "file:///srv/apps", (None, None)),
+    ("github", "https://github.com/", (None, None)),
+])
+def test_from_repo(kind, repo, want):
+    assert cs.from_repo(kind, repo) == want
+
+
+def test_request_shapes_per_host():
+    gh = cs.GitHub("https://api.github.com/", "team/apps", "t0k")
+    assert gh.post_url(SHA) == f"https://api.github.com/repos/team/apps/statuses/{SHA}"
+    assert gh.list_url(SHA) == f"https://api.github.com/repos/team/apps/commits/{SHA}/statuses"
+    assert gh.body("failure", "d", "ctx", "https://s/") == {"state": "failure", "description": "d", "context": "ctx",
+                                                             "target_url": "https://s/"}
+    assert gh.headers()["Authorization"] == "Bearer t0k"
+    gl = cs.GitLab("https://gitlab.com/api/v4", "group/sub/apps", "t0k")
+    assert gl.post_url(SHA) == f"https://gitlab.com/api/v4/projects/group%2Fsub%2Fapps/statuses/{SHA}"
+    assert gl.list_url(SHA) == f"https://gitlab.com/api/v4/projects/group%2Fsub%2Fapps/repository/commits/{SHA}/statuses"
+    assert gl.body("pending", "d", "ctx", None) == {"state": "running", "description": "d", "name": "ctx"}
+    assert gl.body("failure", "d", "ctx", None)["state"] == "failed"
+    assert gl.headers() == {"PRIVATE-TOKEN": "t0k"}
+    gt = cs.Gitea("https://git.example.com/api/v1", "team/apps", "t0k")
+    assert gt.post_url(SHA) == f"https://git.example.com/api/v1/repos/team/apps/statuses/{SHA}"
+    assert gt.headers() == {"Authorization": "token t0k"}
+
+
+def test_existing_reads_the_newest_of_our_context():
+    gh = cs.GitHub("u", "r", "t")
+    items = [{"state": "success", "context": "other", "description": "x"},
+             {"state": "failure", "context": "ctx", "description": "2 failed"},
+             {"state": "pending", "context": "ctx", "description": "p"}]
+    assert gh.existing(items, "ctx") == ("failure", "2 failed")
+    assert gh.existing(items, "none") is None
+    assert gh.existing({"message": "x"}, "ctx") is None
+    gl = cs.GitLab("u", "r", "t")
+    assert gl.existing([{"status": "running", "name": "ctx", "description": None}], "ctx") == ("pending", "")
+    gt = cs.Gitea("u", "r", "t")
+    assert gt.existing([{"status": "success", "context": "ctx", "description": "ok"}], "ctx") == ("success", "ok")
+
+
+class _Host(cs.GitHub):
+    """Records posts; ``found`` is what the host has for every commit."""
+
+    def __init__(self, found=None):
+        super().__init__("u", "r", "t")
+        self.found, self.posts, self.reads = found, [], 0
+
+    def read(self, sha, context, timeout):
+        self.reads += 1
+        return self.found
+
+    def post(self, sha, state, description, context, target_url, timeout):
+        self.posts.append((sha, state, description))
+
+
+def test_poster_posts_each_state_once_and_no_pending_after_another():
+    host = _Host()
+    poster = cs.Poster(host, "ctx", None)
+    assert poster.post(SHA, "pending", "p", 1) is True
+    assert poster.post(SHA, "pending", "p", 1) is False
+    assert poster.post(SHA, "success", "ok", 1) is True
+    assert poster.post(SHA, "success", "ok", 1) is False
+    assert poster.post(SHA, "pending", "p", 1) is False
+    assert poster.post(SHA, "failure", "1 failed", 1) is True
+    assert poster.post(SHA, "success", "ok", 1) is True
+    assert (host.posts, host.reads) == ([(SHA, "pending", "p"), (SHA, "success", "ok"), (SHA, "failure", "1 failed"),
+                                         (SHA, "success", "ok")], 1)
+
+
+def test_poster_after_a_restart_reads_the_host_first():
+    host = _Host(found=("success", "ok"))
+    poster = cs.Poster(host, "ctx", None)
+    assert poster.wanted(SHA, "pending", "p") is True  # unknown until read
+    assert poster.post(SHA, "pending", "p", 1) is False
+    assert poster.post(SHA, "success", "ok", 1) is False
+    assert poster.post(SHA, "failure", "x", 1) is True
+    assert host.posts == [(SHA, "failure", "x")]

@@ -1,0 +1,194 @@
+"""outbox and notifier against real HTTP servers on loopback: retries, Retry-After, drops,
+bounded waits, signatures, commit statuses, and no secret in any line."""
+
+import time
+
+import pytest
+
+from agent.engine.news import Notice
+from agent.engine.report import Report
+from agent.notify import http, outbox
+from agent.notify.notifier import Notifier, Settings
+from tests.notify_servers import GitHost, Receiver
+
+SHA = "b" * 40
+SECRET = b"signing-key-456"
+
+
+def notice(name="web", reason="Deployed", severity="info"):
+    return Notice("ns", name, reason, severity, f"{reason} {name}", SHA, None, "a.yaml", "uid-1")
+
+
+class Events:
+    def __init__(self):
+        self.sent = []
+
+    def event(self, obj, type_, reason, message):
+        self.sent.append((obj["metadata"]["namespace"], obj["metadata"]["name"], type_, reason, message))
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver(SECRET)
+    yield r
+    r.stop()
+
+
+def value(counter, destination):
+    return counter.labels(destination=destination)._value.get()
+
+
+def report_of(*notices, readiness=None):
+    r = Report(commit=SHA)
+    r.notices = list(notices)
+    r.readiness = readiness or {}
+    return r
+
+
+def test_signed_notices_arrive_and_the_receiver_refuses_a_replay(receiver):
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=5, source="src"))
+    n.finished(report_of(notice("a"), notice("b")))
+    assert n.drain() == []
+    assert [d["application"]["name"] for d in receiver.notifications()] == ["a", "b"]
+    method, path, headers, body = receiver.requests[0]
+    assert receiver.check(headers["x-gitops-agent-signature"], body) == "replayed"
+    assert receiver.check(headers["x-gitops-agent-signature"], body, now=time.time() + 301) == "too old"
+    assert value(n.counters.sent, "webhook") == 2
+
+
+def test_batch_filters_and_severity(receiver):
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, batch=True, severity="error",
+                          on=frozenset({"Degraded", "Ready"})))
+    n.finished(report_of(notice("a"), notice("b", "Degraded", "error"), notice("c", "Stalled", "error")))
+    n.drain()
+    assert len(receiver.accepted) == 1
+    assert [(d["application"]["name"], d["reason"]) for d in receiver.notifications()] == [("b", "Degraded")]
+
+
+def test_retry_after_is_honoured(receiver):
+    receiver.mode, receiver.failures = "retry", 1
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=5))
+    started = time.monotonic()
+    n.finished(report_of(notice()))
+    assert n.drain() == []
+    assert time.monotonic() - started >= 0.9
+    assert len(receiver.notifications()) == 1
+    assert (value(n.counters.failed, "webhook"), value(n.counters.sent, "webhook")) == (1, 1)
+
+
+def test_a_receiver_that_is_down_is_retried_then_dropped_with_one_line_and_an_event(receiver, caplog):
+    receiver.mode = "down"
+    events = Events()
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=1.5), kube=events)
+    started = time.monotonic()
+    n.finished(report_of(notice()))
+    dropped = n.drain()
+    assert time.monotonic() - started < 2.5
+    assert dropped == ["dropped 1 notification (Deployed of ns/web) to webhook: HTTP 503 (Service Unavailable)"]
+    assert len(receiver.requests) >= 2
+    assert events.sent == [("ns", "web", "Warning", "NotificationDropped", dropped[0])]
+    assert value(n.counters.dropped, "webhook") == 1
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == dropped
+
+
+def test_a_hanging_receiver_costs_at_most_the_timeout(receiver, caplog):
+    receiver.mode = "hang"
+    n = Notifier(Settings(url=receiver.hook_url, timeout=1))
+    started = time.monotonic()
+    n.finished(report_of(notice("a"), notice("b")))
+    dropped = n.drain()
+    assert time.monotonic() - started < 1.8
+    assert len(dropped) == 2
+    assert receiver.path not in caplog.text and "s3cr3t" not in " ".join(dropped)
+
+
+def test_nothing_listening(caplog):
+    n = Notifier(Settings(url="http://127.0.0.1:9/secret-path-token", timeout=0.5))
+    n.finished(report_of(notice()))
+    [line] = n.drain()
+    assert line.startswith("dropped 1 notification (Deployed of ns/web) to webhook: ")
+    assert "secret-path-token" not in caplog.text + line
+
+
+def test_a_refusal_is_not_retried(receiver):
+    n = Notifier(Settings(url=receiver.hook_url, secret=b"wrong", timeout=5))
+    n.finished(report_of(notice()))
+    [line] = n.drain()
+    assert line.endswith("refused: HTTP 401 (Unauthorized)")
+    assert len(receiver.requests) == 1
+
+
+def test_a_full_queue_drops_at_once():
+    dropped = []
+    box = outbox.Outbox(1, outbox.Counters(), lambda m, why: dropped.append(why), capacity=1)
+    box._stop.set()  # nothing is taken from the queue
+    box.put(outbox.Message("webhook", "x", lambda t: None))
+    assert dropped == ["the agent is stopping"]
+
+
+def test_wait_seconds_prefers_retry_after():
+    import tenacity
+
+    state = tenacity.RetryCallState(None, None, (), {})
+    state.attempt_number = 1
+    state.set_exception((http.Failed, http.Failed("x", transient=True, retry_after=7), None))
+    assert outbox.wait_seconds(state) == 7
+    state.set_exception((http.Failed, http.Failed("x", transient=True), None))
+    assert outbox.wait_seconds(state) == 0.25
+
+
+def test_retry_after_header_values():
+    assert http.retry_after("3") == 3
+    assert http.retry_after(None) is None
+    assert http.retry_after("soon") is None
+    assert http.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470) == 10
+    assert http.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490) == 0
+
+
+@pytest.mark.parametrize("kind", ["github", "gitlab", "gitea"])
+def test_commit_status_pending_then_success_once_each(kind):
+    host = GitHost(kind)
+    try:
+        settings = Settings(commit_status=kind, token=host.token, api_url=host.api_url, repository=host.repository,
+                            context="gitops-agent/src", status_page_url="https://status.example.com/", timeout=5)
+        n = Notifier(settings)
+        n.started(SHA)
+        n.finished(report_of(readiness={"ns/a": ("False", "Progressing")}))
+        n.drain()
+        n = Notifier(settings)  # a restart: the host's statuses are the record
+        n.started(SHA)
+        n.finished(report_of(readiness={"ns/a": ("True", "Healthy")}))
+        n.finished(report_of(readiness={"ns/a": ("True", "Healthy")}))
+        n.drain()
+        pending = "running" if kind == "gitlab" else "pending"
+        assert host.posted(SHA) == [(pending, "applying this commit; waiting for its Applications to be ready"),
+                                    ("success", "1 Application synced and ready")]
+        name = "name" if kind == "gitlab" else "context"
+        assert {s[name] for s in host.statuses[SHA]} == {"gitops-agent/src"}
+        assert host.statuses[SHA][1]["target_url"] == "https://status.example.com/"
+    finally:
+        host.stop()
+
+
+def test_github_over_the_limit_is_dropped_with_its_reason():
+    host = GitHost("github", limit=0)
+    try:
+        n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=5))
+        n.finished(report_of(readiness={"ns/a": ("True", "Healthy")}))
+        assert n.drain() == ["dropped commit status success for bbbbbbbbbbbb to github: refused: HTTP 422 "
+                             "(Unprocessable Entity)"]
+    finally:
+        host.stop()
+
+
+def test_a_wrong_token_never_shows(caplog):
+    host = GitHost("gitea")
+    try:
+        n = Notifier(Settings(commit_status="gitea", token="wrong-token-789", api_url=host.api_url,
+                              repository=host.repository, timeout=5))
+        n.finished(report_of(readiness={"ns/a": ("True", "Healthy")}))
+        [line] = n.drain()
+        assert line.endswith("refused: HTTP 401 (Unauthorized)") and "wrong-token-789" not in caplog.text
+    finally:
+        host.stop()
