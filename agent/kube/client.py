@@ -50,6 +50,7 @@ RESOURCES = {
     (GROUP, "Application"): (f"/apis/{GROUP}/{VERSION}", PLURAL, True),
     ("", "Namespace"): ("/api/v1", "namespaces", False),
     ("", "Event"): ("/api/v1", "events", True),
+    ("", "Pod"): ("/api/v1", "pods", True),  # watched only for the status page (agent.server.cache)
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
