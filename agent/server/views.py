@@ -19,7 +19,7 @@ from agent.server import rowview as appview  # agent.engine.appview once merged
 HEALTHS = ("Degraded", "Missing", "Progressing", "Suspended", "Healthy", "Unknown")  # worst first
 SORTS = ("name", "namespace", "health", "sync", "ready", "reason", "commit", "changed", "suspended", "age",
          "message")
-PER_PAGE = (25, 50, 100, 200)
+PER_PAGE = (10, 25, 50, 100, 200)
 
 
 def sync_state(app: dict) -> str:

@@ -9,6 +9,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,12 @@ def test_loopback_without_token_answers_loopback_host_names_only(server):
     base = server()
     assert fetch(base + "/", headers={"Host": "evil.example.com"})[0] == 421
     assert fetch(base + "/", headers={"Host": "localhost:1234"})[0] == 200
+
+
+def test_run_refuses_a_non_loopback_page_without_a_token_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "agent", "run", "--repo", str(tmp_path), "--ui-address", "0.0.0.0:0"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--ui-token-file" in proc.stderr and "not a loopback" in proc.stderr
