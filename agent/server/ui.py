@@ -86,13 +86,22 @@ class Source:
         self.commits = commits or gitinfo.Commits(None)
         self._lock = threading.Lock()
         self._rows: tuple[int, list[dict]] = (-1, [])
+        self._memo: dict[int, tuple[dict, dict]] = {}  # id(Application) -> (it, its row)
 
     def rows(self, now: datetime.datetime) -> list[dict]:
-        """Every Application's row (``views.row``), rebuilt only when the cache changed."""
+        """Every Application's row (``views.row``). The list is rebuilt only when the cache
+        changed, and then only the rows of Applications that changed are made again (the cache
+        replaces an object's dict when it changes), so a watch event costs one row, not N."""
         version = self.cache.version
         with self._lock:
             if self._rows[0] != version:
-                self._rows = (version, [views.row(a, now) for a in self.cache.of_kind("Application")])
+                memo, rows = {}, []
+                for app in self.cache.of_kind("Application"):
+                    kept = self._memo.get(id(app))
+                    row = kept[1] if kept is not None and kept[0] is app else views.row(app, now)
+                    memo[id(app)] = (app, row)
+                    rows.append(row)
+                self._memo, self._rows = memo, (version, rows)
             return self._rows[1]
 
     def last_pass(self) -> dict:
