@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import sys
 
 from agent.cli import commands as ci, flags, nametypes
 from agent.cli.get_cmd import RESOURCE, server_error
@@ -67,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         app = inspect.application(kube, namespace, args.name)
         if app is None:
-            logs.problem(f'Error from server (NotFound): {RESOURCE} "{args.name}" not found')
+            print(f'Error from server (NotFound): {RESOURCE} "{args.name}" not found', file=sys.stderr)
             return exitcodes.FAILED
         children, pods, events = inspect.cluster_parts(kube, app)
     except ApiError as err:
-        logs.problem(server_error(err))
+        print(server_error(err), file=sys.stderr)
         return exitcodes.FAILED
     url = inspect.repository_url(app, args.repo)
     if url:
