@@ -15,7 +15,7 @@ import sys
 import threading
 
 from agent.api.labels import AGENT_NAME
-from agent.cli import commands as ci, flags, nametypes, reconcile_cmd
+from agent.cli import commands as ci, explain_cmd, flags, get_cmd, nametypes, reconcile_cmd
 from agent.common import exitcodes, logs
 from agent.engine import backoff, guards, sync, writes
 from agent.kube import ratelimit
@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_output_flags(diff_parser, _env)
     ci.add_validate_parser(commands, _env, default_cache_dir())
     reconcile_cmd.add_parser(commands, _env)
+    get_cmd.add_parser(commands, _env)
+    explain_cmd.add_parser(commands, _env)
     run_parser = commands.add_parser(
         "run", help="run passes on a schedule (the in-cluster Deployment)", epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -281,6 +283,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     _setup_logging(args)
     if args.command == "reconcile":
         return reconcile_cmd.run(args)
+    if args.command == "get":
+        return get_cmd.run(args)
+    if args.command == "explain":
+        return explain_cmd.run(args)
     secret = None
     if args.command == "run":
         if args.min_retry_delay > args.max_retry_delay:

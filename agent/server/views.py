@@ -14,7 +14,7 @@ import datetime
 import math
 from dataclasses import dataclass
 
-from agent.server import rowview as appview  # agent.engine.appview once merged
+from agent.engine import appview
 
 HEALTHS = ("Degraded", "Missing", "Progressing", "Suspended", "Healthy", "Unknown")  # worst first
 SORTS = ("name", "namespace", "health", "sync", "ready", "reason", "commit", "changed", "suspended", "age",
