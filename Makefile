@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: test demo cluster unit mutation clean lock bench docs
+.PHONY: test demo cluster unit mutation clean lock bench docs screenshots
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: cluster $(VENV)/.bench-installed
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
+
+# screenshots - the status page's pictures in docs/images, taken by its browser test (headless chromium)
+screenshots: cluster
+	bash scripts/test-deps.sh
+	GITOPS_AGENT_SCREENSHOTS=docs/images $(PY) -m pytest -n 0 tests/test_status_page.py
 
 demo: cluster
 	PY=$(PY) bash scripts/demo.sh

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import agent_run, report, stats, workload
+from . import agent_run, page, report, stats, workload
 from .api import Api
 from .run import Bench, OutOfTime
 
@@ -70,12 +70,16 @@ def parse(argv=None) -> argparse.Namespace:
                    help="label of the tree for the scale-out (default: the first)")
     p.add_argument("--profile-n", type=int, default=int(env("BENCH_PROFILE_N", "-1")),
                    help="N of the cProfile'd cold pass (default: the largest size; 0: none)")
+    p.add_argument("--page-n", type=_sizes, default=env("BENCH_PAGE_N", "1000,10000"),
+                   help="sizes of the status page's figure (bench/page.py; no control plane) (default: 1000,10000)")
     p.add_argument("--stop-at", type=_stop_at, default=env("BENCH_STOP_AT", ""),
                    help="HH:MM UTC: abandon what is still running then, keep what was measured")
     p.add_argument("--state-dir", default=env("BENCH_STATE_DIR", ""),
                    help="a running control plane to reuse (default: start one under /tmp, stop it after)")
     p.add_argument("--out", default=env("BENCH_OUT", str(ROOT)), help="where BENCHMARKS.md goes (default: the checkout) [env BENCH_OUT]")
     opts = p.parse_args(argv)
+    if isinstance(opts.page_n, str):
+        opts.page_n = _sizes(opts.page_n)
     if isinstance(opts.n, str):
         opts.n = _sizes(opts.n)
     if isinstance(opts.repeats, str):
@@ -143,6 +147,7 @@ def main(argv=None) -> int:
                    "trees": [{"label": t.label, "path": str(t.path), "commit": t.commit,
                               "concurrency_flag": t.concurrency_flag} for t in trees],
                    "concurrency": opts.concurrency, "repeats": {}, "incomplete": []}
+        results["page"] = measure_page(opts.page_n)  # cheap, and needs no control plane
         bench.remove_leftovers()
         for t in trees:
             bench.say(f"agent:{t.label} = {t.path} at {t.commit} ({t.python}); --concurrency: {t.concurrency_flag}")
@@ -223,6 +228,16 @@ def write(results: dict, samples: stats.Samples, out: Path) -> None:
     target.write_text(text)
 
 
+def measure_page(sizes: list[int]) -> list[dict]:
+    """The status page's figures (``bench/page.py``) at each of ``sizes``."""
+    rows = []
+    for n in sizes:
+        rows.append(page.measure(n))
+        print(f"bench: status page at N={n:,}: {rows[-1]['server_ms']} ms median, "
+              f"{rows[-1]['page_bytes'] / 1024:.0f} KB", file=sys.stderr)
+    return rows
+
+
 def rewrite(results_path: Path, out: Path) -> None:
     """Render BENCHMARKS.md and the plot again from a saved results.json."""
     results = json.loads(results_path.read_text())
@@ -234,6 +249,13 @@ def rewrite(results_path: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["page"]:  # only the status page's figures, into the saved results
+        sys.path.insert(0, str(ROOT))
+        saved = json.loads((ROOT / "bench" / "results.json").read_text())
+        saved["page"] = measure_page(_sizes(os.environ.get("BENCH_PAGE_N", "1000,10000")))
+        (ROOT / "bench" / "results.json").write_text(json.dumps(saved, indent=1, default=str) + "\n")
+        rewrite(ROOT / "bench" / "results.json", ROOT)
+        sys.exit(0)
     if sys.argv[1:2] == ["render"]:
         rewrite(ROOT / "bench" / "results.json", ROOT)
         sys.exit(0)

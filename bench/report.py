@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import stats
+from . import page, stats
 
 NOTES_MARK = "<!-- notes -->"
 PHASES = [("cold", "cold pass"), ("settle", "second pass (controllers caught up)"),
@@ -203,6 +203,11 @@ def markdown(results: dict, samples: stats.Samples, old_text: str | None) -> str
         "include one LIST of the Applications (their uids, for the children's ownerReferences).", "",
         *table(samples, results["details"]), "",
         "![pass time against N](bench/pass-time.png)", "",
+        "## Status page: the list's server time (issue 31)", "",
+        "From `bench/page.py`: the cache of `run` filled with N Applications, `/` requested 100 times "
+        "(one Application changed before each request); medians. A page request sends no request to the API "
+        "server, so no control plane is involved.", "",
+        *page.table(results.get("page") or []),
         "## Scale-out: two agents on disjoint paths against one", "", *scale_out(samples, results.get("scale_out")), "",
         "## Profile: top 20 functions by own time", "", *(profiles or ["Not measured in this run.", ""]),
         "## How it is measured", "",

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# System packages the test suite needs beyond Go, Python, git, openssl and make: an OpenSSH
-# server (the ssh:// repository test runs its own sshd on loopback). Installs it with apt-get
-# when it is missing and this runs as root; otherwise says what to install.
+# System packages the test suite needs beyond Go, Python, git, openssl and make:
+# - an OpenSSH server (the ssh:// repository test runs its own sshd on loopback);
+# - Debian's chromium (the status page's browser tests drive it headless through the playwright
+#   Python package, launched with executable_path=/usr/bin/chromium: no browser download).
+# Installs what is missing with apt-get when this runs as root; otherwise says what to install.
 set -euo pipefail
-if [ -x /usr/sbin/sshd ]; then exit 0; fi
+missing=()
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} = 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing openssh-server for the ssh:// repository test"
+  echo "installing ${missing[*]} for the ssh:// repository test and the status page's browser tests"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
-  echo "note: /usr/sbin/sshd is missing; install openssh-server, or the ssh:// test is skipped" >&2
+  echo "note: missing ${missing[*]}; install them, or the ssh:// and browser tests are skipped" >&2
 fi

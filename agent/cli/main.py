@@ -15,13 +15,13 @@ import sys
 import threading
 
 from agent.api.labels import AGENT_NAME
-from agent.cli import commands as ci, flags, nametypes, notify_flags, reconcile_cmd
+from agent.cli import commands as ci, explain_cmd, flags, get_cmd, nametypes, notify_flags, reconcile_cmd
 from agent.common import exitcodes, logs
 from agent.engine import backoff, guards, sync, writes
 from agent.kube import ratelimit
 from agent.kube.client import ApiError, Kube
 from agent.source.cachedir import default_cache_dir
-from agent.source.mirror import redact, source_id
+from agent.source.mirror import cache_path, redact, source_id
 
 EPILOG = """exit codes:
   0  success: the cluster matches the commit
@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     ci.add_output_flags(diff_parser, _env)
     ci.add_validate_parser(commands, _env, default_cache_dir())
     reconcile_cmd.add_parser(commands, _env)
+    get_cmd.add_parser(commands, _env)
+    explain_cmd.add_parser(commands, _env)
     run_parser = commands.add_parser(
         "run", help="run passes on a schedule (the in-cluster Deployment)", epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -185,7 +187,42 @@ def build_parser() -> argparse.ArgumentParser:
                             default=_env("MAX_RETRY_DELAY", f"{backoff.MAX_SECONDS:g}"),
                             help="the longest wait between retries, seconds; at least --min-retry-delay, at most "
                                  f"86400 (default: {backoff.MAX_SECONDS:g}) [env GITOPS_AGENT_MAX_RETRY_DELAY]")
+    add_ui_flags(run_parser)
     return parser
+
+
+def add_ui_flags(run_parser: argparse.ArgumentParser) -> None:
+    """``run``'s status page flags (``agent/server/ui.py``); checked together by ``ui_token``."""
+    run_parser.add_argument("--ui-address", default=_env("UI_ADDRESS"), type=nametypes.http_addr,
+                            help="HOST:PORT of the read-only status page (/, /applications/NS/NAME, /api/v1/...); "
+                                 "off when unset; a non-loopback address needs --ui-token-file or --ui-anonymous "
+                                 "(default: off) [env GITOPS_AGENT_UI_ADDRESS]")
+    run_parser.add_argument("--ui-token-file", default=_env("UI_TOKEN_FILE"), type=flags.readable_file,
+                            help="file holding the bearer token every status page request must carry "
+                                 "(Authorization: Bearer TOKEN, or as the password a browser asks for) "
+                                 "[env GITOPS_AGENT_UI_TOKEN_FILE]")
+    flags.switch(run_parser, "--ui-anonymous", variable="UI_ANONYMOUS", default=False, negatable=False,
+                 help="serve the status page without a token on a non-loopback --ui-address (default: off) "
+                      "[env GITOPS_AGENT_UI_ANONYMOUS]")
+
+
+def ui_token(args: argparse.Namespace) -> str | None:
+    """The status page's token (None: none needed). Raises UsageError when ``--ui-address`` is
+    not loopback and neither ``--ui-token-file`` nor ``--ui-anonymous`` is given, or both are."""
+    from agent.server.ui import is_loopback
+
+    if not args.ui_address:
+        return None
+    if args.ui_token_file and args.ui_anonymous:
+        raise flags.UsageError("--ui-anonymous is not allowed with --ui-token-file: choose one", flag="--ui-anonymous")
+    if args.ui_token_file:
+        return flags.read_token_file(args.ui_token_file, flag="--ui-token-file")
+    host = args.ui_address.rpartition(":")[0]
+    if not args.ui_anonymous and not (host and is_loopback(host)):
+        raise flags.UsageError(f"{flags.shown(args.ui_address)} is not allowed without a token: it is not a loopback "
+                               "address, so give --ui-token-file (or --ui-anonymous to serve it to anyone who can "
+                               "reach it)", flag="--ui-address")
+    return None
 
 
 def options_from(args: argparse.Namespace) -> sync.Options:
@@ -248,6 +285,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     _setup_logging(args)
     if args.command == "reconcile":
         return reconcile_cmd.run(args)
+    if args.command == "get":
+        return get_cmd.run(args)
+    if args.command == "explain":
+        return explain_cmd.run(args)
     secret = None
     if args.command == "run":
         if args.min_retry_delay > args.max_retry_delay:
@@ -259,6 +300,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
 
         # popped: Git and SSH, started by the passes, never inherit the secret
         secret = webhook.load_secret(args.webhook_secret_file, os.environ.pop("GITOPS_AGENT_WEBHOOK_SECRET", None))
+        args.ui_token = ui_token(args)
     if args.command == "validate":
         return ci.run_validate(args)
     flags.cache_dir(args.cache_dir)
@@ -278,12 +320,31 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     return ci.run_pass(kube, opts, args, notify)
 
 
+def _serve_ui(args: argparse.Namespace, opts: sync.Options, cache, runner) -> bool:
+    """Start the status page on ``--ui-address``; False (after one problem line) when it cannot listen."""
+    from agent.server import gitinfo, ui, uiserver
+    from agent.server.endpoints import listen_problem
+
+    commits = gitinfo.Commits(cache_path(opts.cache_dir, opts.repo, opts.credentials))
+    source = ui.Source(cache, runner, commits, repo_url=opts.repo)
+    try:
+        page = uiserver.serve(args.ui_address, source, args.ui_token, args.ui_anonymous)
+    except OSError as err:
+        given = getattr(args.ui_address, "variable", "--ui-address")
+        logs.problem(f"cannot listen on {args.ui_address} ({given}): {listen_problem(args.ui_address, err)}")
+        return False
+    logging.getLogger("agent.run").info("serving the status page on http://%s:%d/ (%s)", *page.server_address[:2],
+                                        "token required" if args.ui_token else "no token")
+    return True
+
+
 def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret: bytes | None = None,
                 notify=None) -> int:
     """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM.
     ``secret``: the webhook's (``webhook.load_secret``), None for no webhook; ``notify``:
     ``notifier.Settings`` (None: no notifications, no commit status)."""
     from agent.server import webhook
+    from agent.server.cache import Cache
     from agent.server.endpoints import Health, Metrics, listen_problem, serve
     from agent.server.runner import Runner
 
@@ -292,13 +353,14 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
+    cache = Cache() if args.ui_address else None
     notifier = None
     if notify is not None:
         from agent.notify.notifier import Notifier
 
         notifier = Notifier(notify, kube=kube, counters=metrics.notifications)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
-                    health=health, watch=args.watch, notifier=notifier,
+                    health=health, watch=args.watch, notifier=notifier, cache=cache,
                     retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
     hook = webhook.create(secret, opts, runner, metrics) if secret else None
     try:
@@ -311,6 +373,11 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         return exitcodes.FAILED
     logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
                                         ", /hooks/git" if secret else "", *server.server_address[:2])
+    if cache is not None and not _serve_ui(args, opts, cache, runner):
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.shutdown()
+        return exitcodes.FAILED
     election = None
     if args.leader_elect:
         election = kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,

@@ -12,8 +12,9 @@ Application; an Application a commit did not change has nothing to tell.
 The reasons, each on a transition (old -> new):
 
 - ``Deployed`` (info): what the Application deploys changed: ``status.history[0].digest`` moved,
-  else ``status.lastChangedCommit`` moved; with neither field in the status, the pass's own
-  ``changed`` (it created or updated an object for it) and ``Synced`` True.
+  else ``status.lastChangedCommit`` moved; when the stored status has neither (a first sync, or
+  a status an agent without history wrote: an upgrade tells nothing), the pass's own
+  ``changed`` (it created or updated an object for it); and ``Synced`` True.
 - ``Ready`` (info): condition ``Ready`` became True, from a state that was not a failure.
 - ``Recovered`` (info): it was failing (``failing``) and is not any more.
 - ``Degraded`` (error): health became ``Degraded``.
@@ -99,10 +100,10 @@ def _deployed(old: dict, new: dict, changed: bool) -> bool:
     """Did what the Application deploys change (see the module's ``Deployed``)?"""
     if not _is(new, "Synced"):
         return False
-    marker, _ = content(new)
-    if marker is not None or content(old)[0] is not None:
-        return marker != content(old)[0]
-    return changed
+    before = content(old)[0]
+    if before is None:  # first sync, or a status written before the history existed (an upgrade)
+        return changed
+    return content(new)[0] != before
 
 
 def _short(sha: str | None) -> str:

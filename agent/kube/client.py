@@ -50,6 +50,7 @@ RESOURCES = {
     (GROUP, "Application"): (f"/apis/{GROUP}/{VERSION}", PLURAL, True),
     ("", "Namespace"): ("/api/v1", "namespaces", False),
     ("", "Event"): ("/api/v1", "events", True),
+    ("", "Pod"): ("/api/v1", "pods", True),  # read only: get and explain, and the status page's watch
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
@@ -175,7 +176,8 @@ class Kube:
     request passes, each retry and each watch (re)connection included; ``on_wait(seconds)``,
     when set, is told how long each request waited for it (the Prometheus metric). With both
     None (neither given), Flux's 50/300 holds until an answer carries the server's
-    flow-control header, and is then lifted (``limit_auto`` until then).
+    flow-control header, and is then lifted (``limit_auto`` until then). ``namespace``: the
+    namespace a command without ``-n`` works in, as kubectl picks it (``clusterconfig.load``).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
@@ -192,7 +194,7 @@ class Kube:
         self._memo: share.Memo | None = None  # a pass's shared parts (``sharing``)
         configuration = client.Configuration()
         try:
-            clusterconfig.load(configuration, kubeconfig, context)
+            self.namespace = clusterconfig.load(configuration, kubeconfig, context)
         except clusterconfig.ConfigError as err:
             where = f" from {kubeconfig}" if kubeconfig else ""
             raise NoConfiguration(str(err), f"loading the cluster configuration{where}") from None

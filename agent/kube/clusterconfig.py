@@ -47,7 +47,10 @@ SCHEMES = ("https", "http")
 NOT_A_KUBECONFIG = "not a kubeconfig file (YAML with clusters, users and contexts)"
 
 
-def load(configuration, kubeconfig: str | None = None, context: str | None = None) -> None:
+IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def load(configuration, kubeconfig: str | None = None, context: str | None = None) -> str:
     """Fill ``configuration`` (a ``kubernetes.client.Configuration``) from ``kubeconfig`` (a
     file) and ``context``; with neither, from the in-cluster service account when there is
     one, else from ``$KUBECONFIG`` (a list of files, as kubectl reads it) or ``~/.kube/config``.
@@ -57,7 +60,11 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     ``https://`` or ``http://`` URL, a user whose credentials cannot all be sent (a file missing,
     a half of a pair, an exec credential plugin missing or failing), a proxy that is not an
     ``http://`` or ``https://`` URL. A user's tokenFile is read again while ``configuration`` is
-    used, at most once a minute, as kubectl reads it (``agent/kube/tokenfile.py``)."""
+    used, at most once a minute, as kubectl reads it (``agent/kube/tokenfile.py``).
+
+    Returns the namespace a command without ``-n`` works in, as kubectl chooses it (client-go's
+    ``clientcmd``): the chosen context's ``namespace``, else ``default``; in the cluster
+    ``$POD_NAMESPACE``, else the service account's namespace file, else ``default``."""
     if not kubeconfig and not context:
         try:
             config.load_incluster_config(client_configuration=configuration)
@@ -65,7 +72,7 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
             pass
         else:
             check_proxy(configuration, None, {}, _choose_proxy(configuration, {}))
-            return
+            return _in_cluster_namespace()
     if kubeconfig:
         try:
             os.stat(kubeconfig)
@@ -112,6 +119,19 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
     check_tls(configuration, chosen)
     check_proxy(configuration, chosen.cluster_name, chosen.cluster, _choose_proxy(configuration, chosen.cluster))
     tokenfile.install(configuration, chosen)
+    namespace = (loader.current_context.get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _in_cluster_namespace() -> str:
+    """The namespace of the pod this runs in (client-go's ``inClusterClientConfig.Namespace``)."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        with open(IN_CLUSTER_NAMESPACE_FILE, encoding="utf-8") as file:
+            return file.read().strip() or "default"
+    except OSError:
+        return "default"
 
 
 def _choose_proxy(configuration, cluster: dict) -> str | None:

@@ -27,7 +27,7 @@ import time
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
 from agent.api.schema import GROUP
 from agent.engine import backoff, sync, sync_now
 from agent.engine.report import Report
@@ -52,9 +52,12 @@ class Runner:
 
     def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
                  metrics: Metrics, health: Health, watch: bool = True,
-                 retry: backoff.Policy = backoff.Policy(skip=True), notifier=None):
+                 retry: backoff.Policy = backoff.Policy(skip=True), notifier=None, cache=None):
         self.kube, self.opts, self.retry = kube, opts, retry
         self.notifier = notifier  # agent.notify.notifier.Notifier: told of each pass, never waited for
+        self.cache = cache  # the status page's (``agent.server.cache.Cache``), None without the page
+        self.last_report: Report | None = None  # the newest finished pass's, for the status page
+        self.last_pass: dict = {}  # its commit, result, trigger, end (Unix time) and duration
         self.interval, self.jitter = interval, jitter
         self.metrics, self.health = metrics, health
         self.watch_enabled = watch
@@ -92,6 +95,11 @@ class Runner:
                                                            self.stopping, self._listed(listed)),
                                  name=f"watch-{kind}", daemon=True).start()
             self._first_lists = lists  # the first pass waits for them (_await_first_lists)
+            if self.cache is not None:  # pods: only for the page, never a trigger
+                threading.Thread(target=watches.run, args=(self.kube, "", "Pod", APPLICATION_LABEL,
+                                                           lambda t, o: self.cache.event(t, o), self.stopping,
+                                                           lambda kind, items, first: self.cache.listed(kind, items)),
+                                 name="watch-Pod", daemon=True).start()
         self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
                                 max_instances=1, coalesce=True, misfire_grace_time=None,
                                 next_run_time=datetime.datetime.now(datetime.timezone.utc))
@@ -113,6 +121,8 @@ class Runner:
         """``on_list`` for a watch: its first list, read before the first pass started, is not news
         (that pass reads after it); a later re-list is judged like events (``Known.relisted``)."""
         def on_list(kind: str, items: list[dict], first: bool) -> None:
+            if self.cache is not None:
+                self.cache.listed(kind, items)
             for item in items:
                 if item.get("kind") == "Application" and sync_now.pending(item):
                     self._on_event("ADDED", item)  # a token set while no agent ran
@@ -124,6 +134,8 @@ class Runner:
         return on_list
 
     def _on_event(self, event_type: str, obj: dict | None) -> None:
+        if self.cache is not None:
+            self.cache.event(event_type, obj)
         if obj and obj.get("kind") == "Application" and event_type in ("ADDED", "MODIFIED") \
                 and sync_now.pending(obj):
             key, token = f"{obj['metadata'].get('namespace')}/{obj['metadata'].get('name')}", sync_now.token(obj)
@@ -224,7 +236,8 @@ class Runner:
             if not offline:
                 self._last_online_start = started
             try:
-                report = sync.run(triggers.Recording(self.kube, self.known), self.opts, known_commit=self.last_commit,
+                report = sync.run(triggers.Recording(self.kube, self.known, self.cache), self.opts,
+                                  known_commit=self.last_commit,
                                   offline=offline and self.last_commit is not None, retry=self.retry,
                                   on_commit=self.notifier.started if self.notifier else None)
             except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
@@ -239,6 +252,9 @@ class Runner:
             if report.commit and not report.fetch_failed:
                 self.last_commit = report.commit
             self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
+            self.last_report = report
+            self.last_pass = {"commit": report.commit, "ok": report.ok, "trigger": trigger, "end": time.time(),
+                              "seconds": round(duration, 3), "errors": len(report.errors)}
         return report
 
     def _await_first_lists(self) -> None:

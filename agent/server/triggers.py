@@ -109,25 +109,28 @@ class Known:
 
 class Recording(Wrapper):
     """Wraps the ``Kube`` of ``run``'s passes: every object listed, read or written is recorded
-    in ``known`` (deletions as gone). Every other verb is the wrapped one's (``Wrapper``)."""
+    in ``known`` (deletions as gone), and in ``cache`` (an ``agent.server.cache.Cache``, the status
+    page's) when given. Every other verb is the wrapped one's (``Wrapper``)."""
 
-    def __init__(self, kube, known: Known):
-        self._kube, self.known = kube, known
+    def __init__(self, kube, known: Known, cache=None):
+        self._kube, self.known, self.cache = kube, known, cache
 
     def _seen(self, obj):
         self.known.seen(obj)
+        if self.cache is not None:
+            self.cache.seen(obj)
         return obj
 
     def list(self, group, kind, *args, **kwargs):
         items = self._kube.list(group, kind, *args, **kwargs)
         for item in items:
-            self.known.seen(item)
+            self._seen(item)
         return items
 
     def list_in(self, group, kind, namespace, *args, **kwargs):
         items = self._kube.list_in(group, kind, namespace, *args, **kwargs)
         for item in items:
-            self.known.seen(item)
+            self._seen(item)
         return items
 
     def get(self, obj):
@@ -150,4 +153,6 @@ class Recording(Wrapper):
 
     def delete(self, obj, *args, **kwargs):
         self.known.gone(obj)  # before the request: its DELETED event may come before the answer
+        if self.cache is not None:
+            self.cache.gone(obj)
         return self._kube.delete(obj, *args, **kwargs)

@@ -42,6 +42,11 @@ KWOK_STAGES = (
     "kustomize/stage/pod/fast/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
+TEST_STAGES = HERE / "stages.yaml"
+"""The tests' own kwok stages: pods labelled ``FAIL_LABEL`` fail to pull or crash (see the file)."""
+FAIL_LABEL = "kwok.gitops-agent.test/fail"
+"""Pod label choosing a failing stage: ``image-pull`` (ImagePullBackOff) or ``crash-loop``
+(CrashLoopBackOff). Unlabelled pods become Ready as before."""
 NODE_NAME = "kwok-node-0"
 TOKEN = "gitops-agent-test-admin-token"
 START_TIMEOUT = 120.0  # seconds, per wait
@@ -284,7 +289,7 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         ])
         procs.start("kwok", [
             str(binaries.kwok), f"--kubeconfig={kubeconfig}", "--manage-all-nodes=true",
-            "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1", f"--config={binaries.stages}",
+            "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1", f"--config={_stages(binaries.stages, state)}",
             f"--server-address=127.0.0.1:{free_port()}",
         ])
         _api(server, ca, "/api/v1/nodes", "POST", {
@@ -301,6 +306,22 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
         down(state, remove=False)  # keep the logs for the error's reader
         raise
     return Cluster(state_dir=state, kubeconfig=kubeconfig, server=server, binaries=binaries)
+
+
+def _stages(defaults: Path, state: Path) -> Path:
+    """``state/stages.yaml``: kwok's default stages (``defaults``, built by ``build``) with its
+    ``pod-ready`` stage kept off pods labelled ``FAIL_LABEL``, then ``TEST_STAGES``. kwok picks
+    one stage at random among those that match a pod, so the failing ones must be alone."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(defaults.read_text()) if d]
+    for doc in docs:
+        if doc["metadata"]["name"] == "pod-ready":
+            doc["spec"]["selector"]["matchExpressions"].append(
+                {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "DoesNotExist"})
+    target = state / "stages.yaml"
+    target.write_text(yaml.safe_dump_all(docs, sort_keys=False) + "---\n" + TEST_STAGES.read_text())
+    return target
 
 
 def down(state_dir: Path | str, timeout: float = 15.0, remove: bool = True) -> None:

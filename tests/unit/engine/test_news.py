@@ -69,8 +69,10 @@ def test_deployed_by_the_history_digest():
     assert tell(old, status(commit=SHA2, history=hist("sha256:a", SHA1)), changed=True) == []
 
 
-def test_deployed_when_history_appears():
-    assert tell(status(), status(history=hist("sha256:a", SHA1))) == [
+def test_history_appearing_tells_only_what_the_pass_changed():
+    """An upgrade from an agent without history writes the first entry: nothing new is deployed."""
+    assert tell(status(), status(history=hist("sha256:a", SHA1))) == []
+    assert tell(status(), status(history=hist("sha256:a", SHA1)), changed=True) == [
         ("Deployed", "info", "deployed commit 1111111 (before: 1111111)")]
 
 
@@ -145,8 +147,8 @@ def test_failing():
 
 
 def test_notice_fields():
-    [notice] = news.news(status(commit=SHA1), status(commit=SHA2, history=hist("b", SHA2)), namespace="ns",
-                         name="web", uid="u-1")
+    [notice] = news.news(status(commit=SHA1, history=hist("a", SHA1)), status(commit=SHA2, history=hist("b", SHA2)),
+                         namespace="ns", name="web", uid="u-1")
     assert notice == Notice("ns", "web", "Deployed", "info", "deployed commit 2222222 (before: 1111111)",
                             commit=SHA2, previous_commit=SHA1, source_path="apps/web.yaml", uid="u-1")
     assert notice.application == "ns/web"

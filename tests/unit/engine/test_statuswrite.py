@@ -51,7 +51,7 @@ class _Kube:
         pass
 
 
-def _write(kube, old_status=None, commit="1" * 40):
+def _write(kube, old_status=None, commit="1" * 40, changed=True):
     from agent.engine import status
     from agent.engine.report import Report
 
@@ -59,7 +59,7 @@ def _write(kube, old_status=None, commit="1" * 40):
     app = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
            "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 1}, "spec": {},
            "status": old_status or {}}
-    statuswrite.write(kube, report, "ns/web", app, status.Outcome(True, True, commit, "Synced", "ok", "a.yaml"), {})
+    statuswrite.write(kube, report, "ns/web", app, status.Outcome(True, changed, commit, "Synced", "ok", "a.yaml"), {})
     return report
 
 
@@ -78,7 +78,7 @@ def test_a_write_not_stored_tells_nothing():
 def test_a_status_that_does_not_move_tells_nothing_but_records_readiness():
     kube = _Kube()
     first = _write(kube)
-    report = _write(kube, old_status=kube.sent[0])
+    report = _write(kube, old_status=kube.sent[0], changed=False)
     assert (report.notices, len(kube.sent), first.readiness) == ([], 1, report.readiness)
 
 

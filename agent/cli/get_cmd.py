@@ -1,0 +1,181 @@
+"""``python -m agent get [NAME]``: list Applications as ``kubectl get`` does, with what the agent knows.
+
+Reads the cluster only (never Git): one list or get of Applications, each row made by
+``agent/engine/appview.py`` (the status page shows the same rows). Spelling and behaviour follow
+kubectl: ``-n``/``-A``/``-l``/``-w``/``-o wide|json|yaml|name``/``--no-headers``; the namespace
+defaults to the kubeconfig context's; a missing Application is ``Error from server (NotFound):
+applications.heumsi.github.io "NAME" not found`` (exit 1); an empty list says ``No resources
+found in NS namespace.`` on stderr (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import sys
+import threading
+
+import yaml
+
+from agent.api.schema import GROUP, KIND, PLURAL
+from agent.cli import flags, nametypes
+from agent.common import exitcodes, logs
+from agent.engine import appview, inspect
+from agent.kube import watch
+from agent.kube.client import ApiError, Kube
+
+RESOURCE = f"{PLURAL}.{GROUP}"
+OUTPUTS = ("wide", "json", "yaml", "name")
+EPILOG = """exit codes:
+  0  listed (also when nothing matched: "No resources found" on stderr); -w: stopped by
+     Ctrl-C or SIGTERM
+  1  the server answered with an error, as kubectl: the Application was not found (NotFound),
+     the request was refused or the cluster could not be reached
+  2  a flag was wrong
+"""
+
+
+def add_parser(commands, env) -> argparse.ArgumentParser:
+    """The ``get`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>`` (``flags.env``)."""
+    parser = commands.add_parser(
+        "get", help="list Applications with health, readiness, commits and age (as kubectl get)", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="List Applications as kubectl get does, with the columns NAME, HEALTH, READY, REASON, COMMIT "
+                    "(last synced), CHANGED (last changed), SUSPENDED, AGE and MESSAGE. Reads the cluster only.")
+    parser.add_argument("name", metavar="NAME", nargs="?", type=nametypes.dns_subdomain,
+                        help="one Application (default: all in the namespace)")
+    parser.add_argument("-n", "--namespace", type=nametypes.dns_label,
+                        help="the namespace (default: the kubeconfig context's namespace, else default)")
+    parser.add_argument("-A", "--all-namespaces", action="store_true",
+                        help="Applications of every namespace, with a NAMESPACE column")
+    parser.add_argument("-l", "--selector", type=flags.non_empty,
+                        help="label selector, as kubectl takes it (app=web,tier!=db)")
+    parser.add_argument("-w", "--watch", action="store_true",
+                        help="after the list, print each Application whose row changes, until Ctrl-C or SIGTERM")
+    parser.add_argument("-o", "--output", type=flags.choice(*OUTPUTS), metavar="{" + ",".join(OUTPUTS) + "}",
+                        help="wide (adds SOURCE, IMAGE, REPLICAS), json or yaml (a v1 List of the Applications) "
+                             "or name (application.heumsi.github.io/NAME) (default: a table)")
+    parser.add_argument("--no-headers", action="store_true", help="no header line in tables")
+    flags.add_kubeconfig_flags(parser)
+    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
+                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
+                        metavar="{text,json}",
+                        help="stderr as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out ``get`` (see EPILOG for the exit codes)."""
+    if args.all_namespaces and args.name:
+        raise flags.UsageError("a resource cannot be retrieved by name across all namespaces", flag="--all-namespaces")
+    try:
+        kube = Kube(args.kubeconfig, args.context)
+    except ApiError as err:
+        logs.problem(str(err))
+        return exitcodes.CHANGED  # 1: as kubectl, whatever the error
+    namespace = None if args.all_namespaces else args.namespace or kube.namespace
+    try:
+        if args.name:
+            found = inspect.application(kube, namespace, args.name)
+            if found is None:
+                print(f'Error from server (NotFound): {RESOURCE} "{args.name}" not found', file=sys.stderr)
+                return exitcodes.CHANGED
+            items, version = [inspect.without_managed_fields(found)], found["metadata"].get("resourceVersion")
+        else:
+            items, version = inspect.applications(kube, namespace, args.selector)
+    except ApiError as err:
+        print(server_error(err), file=sys.stderr)
+        return exitcodes.CHANGED
+    if not items and not args.watch:
+        print(f"No resources found in {namespace} namespace." if namespace else "No resources found", file=sys.stderr)
+    elif items:
+        print(render(items, args, datetime.datetime.now(datetime.timezone.utc)), flush=True)
+    if args.watch:
+        return follow(kube, args, namespace, items)
+    return exitcodes.OK
+
+
+def server_error(err: ApiError) -> str:
+    """kubectl's line for an error answer: ``Error from server (Reason): message``; for no answer
+    the agent's own message."""
+    if err.status == 0:
+        return f"error: {err}"
+    reason = err.reason if err.reason and err.reason != "Error" else {
+        400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}.get(err.status, "InternalError")
+    return f"Error from server ({reason}): {err.message}"
+
+
+def render(items: list[dict], args: argparse.Namespace, now: datetime.datetime, headers: bool | None = None) -> str:
+    """``items`` (Applications) in ``args.output``: a table (``appview.table``), a v1 List as
+    JSON or YAML, or one ``application.heumsi.github.io/NAME`` line each."""
+    if args.output in ("json", "yaml"):
+        doc = items[0] if args.name and len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": items,
+                                                              "metadata": {"resourceVersion": ""}}
+        return json.dumps(doc, indent=4, ensure_ascii=False) if args.output == "json" else \
+            yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).rstrip("\n")
+    if args.output == "name":
+        return "\n".join(f"{KIND.lower()}.{GROUP}/{i['metadata']['name']}" for i in items)
+    keys = appview.columns(args.output == "wide", args.all_namespaces)
+    rows = [appview.row(i, now) for i in items]
+    show = not args.no_headers if headers is None else headers
+    return "\n".join(appview.table(rows, keys, show))
+
+
+def follow(kube: Kube, args: argparse.Namespace, namespace: str | None, items: list[dict]) -> int:
+    """``-w``: watch Applications from the list on and print each whose row (age aside) or, for
+    ``-o json|yaml|name``, whose object changed, until SIGINT or SIGTERM; returns 0. The watch
+    is cluster-wide and filtered here by namespace and name (the label selector is the server's)."""
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    shown = {_key(i): _seen(i, args) for i in items}
+    lock = threading.Lock()
+
+    def show(obj: dict | None) -> None:
+        if not isinstance(obj, dict) or not _wanted(obj, args, namespace):
+            return
+        inspect.without_managed_fields(obj)
+        with lock:
+            seen = _seen(obj, args)
+            if shown.get(_key(obj)) == seen:
+                return
+            shown[_key(obj)] = seen
+            print(render([obj], args, datetime.datetime.now(datetime.timezone.utc), headers=not shown_any[0]
+                         and not args.no_headers and args.output not in OUTPUTS[1:]), flush=True)
+            shown_any[0] = True
+
+    shown_any = [bool(items)]
+    thread = threading.Thread(target=watch.run, daemon=True, kwargs={
+        "kube": kube, "group": GROUP, "kind": KIND, "label_selector": args.selector, "stop": done,
+        "on_event": lambda _type, obj: show(obj),
+        "on_list": lambda _kind, listed, _first: [show(o) for o in listed]})
+    thread.start()
+    done.wait()
+    sys.stdout.flush()
+    os._exit(exitcodes.OK)  # the watch thread may be blocked in a read: do not wait for it
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+def _seen(obj: dict, args: argparse.Namespace):
+    """What of ``obj`` a change must touch to be printed again: its row without the age for a
+    table, its name for ``-o name``, the object less its resourceVersion otherwise."""
+    if args.output in ("json", "yaml"):
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+        return json.dumps({**obj, "metadata": meta}, sort_keys=True)
+    if args.output == "name":
+        return obj["metadata"].get("name")
+    row = appview.row(obj, datetime.datetime.now(datetime.timezone.utc))
+    return tuple(v for k, v in row.items() if k != "age")
+
+
+def _wanted(obj: dict, args: argparse.Namespace, namespace: str | None) -> bool:
+    meta = obj.get("metadata") or {}
+    return (namespace is None or meta.get("namespace") == namespace) and (not args.name or meta.get("name") == args.name)

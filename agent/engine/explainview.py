@@ -1,0 +1,363 @@
+"""What ``explain`` says of one Application: is it live, and if not, why. Pure.
+
+``explanation`` turns what was read (the Application, its children, their pods, Events, and
+what Git says, see ``agent/engine/inspect.py``) into one plain dict, the data of
+``gitops-agent explain -o json`` and of the status page's Application page::
+
+    {"application": {"namespace": "shop", "name": "web"},
+     "verdict": {"state": "Degraded", "text": "Degraded: Deployment/web: ...", "ok": False},
+     "source": {"path": "apps/web.yaml", "line": 3, "repository": "github.com/o/r", "ref": "main"},
+     "commits": {"synced": COMMIT or None, "changed": COMMIT or None},
+     "git": {"available": True, "reason": None, "url": "https://github.com/o/r"},
+     "diff": "diff --git ..." or None,
+     "children": [{"kind": "Deployment", "name": "web", "exists": True,
+                   "health": {"status": "Progressing", "message": "..."}, "message": "Available: 2/3"}],
+     "pods": [{"name": "web-5d9c-x", "phase": "Pending", "ready": False,
+               "problems": [{"container": "app", "state": "waiting", "reason": "ImagePullBackOff",
+                             "message": "...", "exitCode": None, "restarts": 0}]}],
+     "drift": [{"object": "Deployment/web", "field": "spec.replicas", "git": 2, "live": 5,
+                "managers": ["kubectl-scale"]}],
+     "events": [{"time": "...", "type": "Warning", "reason": "...", "object": "Pod/web-x",
+                 "message": "...", "count": 1}],
+     "history": [{"digest": "sha256:...", "revision": SHA, "firstSyncedAt": "...",
+                  "lastSyncedAt": "...", "passes": 3}],
+     "conditions": [status.conditions as written]}
+
+A COMMIT is ``{"sha", "short", "author", "date", "subject"}`` (author, date and subject None
+when Git was not read). ``verdict.ok`` is True only for ``Synced and healthy``: ``explain``
+exits 0 then, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+
+from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
+from agent.engine.appview import condition, parse_time, short, suspended
+from agent.kinds import health as health_, registry
+
+SYNCED, PROGRESSING, DEGRADED, SUSPENDED = "Synced", "Progressing", "Degraded", "Suspended"
+BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT = (
+    "Backoff", "PruneBlocked", "ApplyFailed", "OwnershipConflict", "NotInGit")
+STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT)
+"""``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
+``Progressing``, ``Degraded: WHY``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
+held back``, ``Apply failed at FIELD``, ``Ownership conflict`` or ``Not in Git``."""
+
+EVENTS_SHOWN = 5
+HISTORY_KEYS = ("digest", "revision", "firstSyncedAt", "lastSyncedAt", "passes")
+_FIELD = re.compile(r"(?<![\w.])((?:metadata|spec|data)(?:\.[A-Za-z0-9_-]+(?:\[[^\]\s]*\])?)+)")
+
+
+def field_in(message) -> str | None:
+    """The first field path in an error ``message`` (``spec.template.spec.containers[0].image``
+    in the API server's 422 text, ``spec.replicas`` in a manifest error); None when none."""
+    found = _FIELD.search(message) if isinstance(message, str) else None
+    return found.group(1) if found else None
+
+
+def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None) -> dict:
+    """``{"state", "text", "ok"}`` for ``app`` at ``now`` (aware). ``in_git``: False when Git
+    was read and has no document for it (None: not known). The first rule that holds wins:
+
+    1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped``):
+       ``Blocked: pruning held back`` when the pass's pruning was blocked, else ``Not in Git``;
+    2. suspended: ``Suspended``;
+    3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``;
+    4. ``Synced`` False and ``status.nextRetryTime`` after ``now`` with a reason retrying may
+       fix (``SyncFailed``): ``In backoff until T``;
+    5. ``Synced`` False: ``Apply failed at FIELD`` (``field_in`` its message), else
+       ``Apply failed: REASON``;
+    6. health ``Degraded``: ``Degraded: MESSAGE``;
+    7. ``Ready`` True, and the status describes the current generation: ``Synced and healthy``;
+    8. else ``Progressing`` (a rollout, a pass not yet run, a missing child)."""
+    synced, ready = condition(app, "Synced"), condition(app, "Ready")
+    status = app.get("status") or {}
+    failed = synced.get("status") == "False"
+    if in_git is False or (failed and synced.get("reason") == "PruneSkipped"):
+        if "blocked" in str(synced.get("message") or ""):
+            return _verdict(PRUNE_BLOCKED, "Blocked: pruning held back")
+        return _verdict(NOT_IN_GIT, "Not in Git")
+    if suspended(app) or ready.get("reason") == "Suspended":
+        return _verdict(SUSPENDED, "Suspended")
+    if synced.get("reason") == "OwnershipConflict":
+        return _verdict(OWNERSHIP, "Ownership conflict")
+    retry = parse_time(status.get("nextRetryTime"))
+    if failed and retry is not None and retry > now and synced.get("reason") == "SyncFailed":
+        return _verdict(BACKOFF, f"In backoff until {status['nextRetryTime']}")
+    if failed:
+        field = field_in(synced.get("message"))
+        return _verdict(APPLY_FAILED, f"Apply failed at {field}" if field else
+                        f"Apply failed: {synced.get('reason') or 'unknown reason'}")
+    health = status.get("health") if isinstance(status.get("health"), dict) else {}
+    if health.get("status") == health_.DEGRADED:
+        return _verdict(DEGRADED, f"Degraded: {health.get('message') or 'no message'}")
+    current = status.get("observedGeneration") == (app.get("metadata") or {}).get("generation")
+    if ready.get("status") == "True" and current:
+        return _verdict(SYNCED, "Synced and healthy", ok=True)
+    return _verdict(PROGRESSING, "Progressing")
+
+
+def _verdict(state: str, text: str, ok: bool = False) -> dict:
+    return {"state": state, "text": text, "ok": ok}
+
+
+def child_message(obj: dict | None) -> str:
+    """kstatus's message for a child (``sigs.k8s.io/cli-utils/pkg/kstatus/status``, the rules
+    Flux's health checks read): ``not found``; ``Resource scheduled for deletion``; ``KIND
+    generation is G, but latest observed generation is O``; for a Deployment ``Progress deadline
+    exceeded``, ``Replicas: S/N``, ``Updated: U/N``, ``Pending termination: X``, ``Available:
+    A/U``, ``Ready: R/N``, ``Deployment is available. Replicas: S``; for a LoadBalancer Service
+    without an IP ``ClusterIP not set. Service type: LoadBalancer``, else ``Service is ready``;
+    any other kind ``Resource is current``."""
+    if obj is None:
+        return "not found"
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return "Resource scheduled for deletion"
+    observed = status.get("observedGeneration")
+    if isinstance(observed, int) and isinstance(meta.get("generation"), int) and meta["generation"] > observed:
+        return f"{obj.get('kind')} generation is {meta['generation']}, but latest observed generation is {observed}"
+    if obj.get("kind") == "Deployment":
+        return _deployment_message(spec, status)
+    if obj.get("kind") == "Service":
+        if spec.get("type") == "LoadBalancer" and not spec.get("clusterIP"):
+            return "ClusterIP not set. Service type: LoadBalancer"
+        return "Service is ready"
+    return "Resource is current"
+
+
+def _deployment_message(spec: dict, status: dict) -> str:
+    """kstatus's ``deploymentConditions``, in its order."""
+    for item in status.get("conditions") or []:
+        if item.get("type") == "Progressing" and item.get("reason") == "ProgressDeadlineExceeded":
+            return "Progress deadline exceeded"
+    want = spec.get("replicas", 1)
+    have, updated = status.get("replicas", 0), status.get("updatedReplicas", 0)
+    ready, available = status.get("readyReplicas", 0), status.get("availableReplicas", 0)
+    if want > have:
+        return f"Replicas: {have}/{want}"
+    if want > updated:
+        return f"Updated: {updated}/{want}"
+    if have > updated:
+        return f"Pending termination: {have - updated}"
+    if updated > available:
+        return f"Available: {available}/{updated}"
+    if want > ready:
+        return f"Ready: {ready}/{want}"
+    found = {c.get("type"): c for c in status.get("conditions") or []}
+    progressing = found.get("Progressing") or {}
+    if not (progressing.get("status") == "True" and progressing.get("reason") == "NewReplicaSetAvailable"):
+        return "ReplicaSet not Available"
+    if (found.get("Available") or {}).get("status") != "True":
+        return "Deployment not Available"
+    return f"Deployment is available. Replicas: {have}"
+
+
+def child(kind: str, name: str, obj: dict | None) -> dict:
+    """``{"kind", "name", "exists", "health", "message"}`` of one child: its health by the
+    agent's rule for the kind (``registry.BY_KIND``) and ``child_message``."""
+    rule = registry.BY_KIND.get(kind)
+    health = rule.health(obj) if rule else health_.Health(health_.HEALTHY)
+    return {"kind": kind, "name": name, "exists": obj is not None, "health": health.as_status(),
+            "message": child_message(obj)}
+
+
+def pod(obj: dict) -> dict:
+    """``{"name", "phase", "ready", "problems"}`` of a pod. ``problems`` (empty for a ready pod):
+    the scheduler's ``PodScheduled=False`` condition (state ``unscheduled``, e.g. reason
+    ``Unschedulable`` with "0/1 nodes are available: ..."), then each container (init containers
+    first) that is not ready, with its waiting (``ImagePullBackOff``, ``CrashLoopBackOff``) or
+    terminated (``Error``, ``OOMKilled``, with ``exitCode``) reason and message; a waiting
+    container's last termination is added as ``last``; else the pod's own phase and reason."""
+    status = obj.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    ready = (conditions.get("Ready") or {}).get("status") == "True"
+    problems: list[dict] = []
+    if not ready:
+        scheduled = conditions.get("PodScheduled") or {}
+        if scheduled.get("status") == "False":
+            problems.append(_problem(None, "unscheduled", scheduled.get("reason"), scheduled.get("message")))
+        for item in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+            if not item.get("ready"):
+                problems += _container(item)
+        if not problems and status.get("phase") != "Running":
+            problems.append(_problem(None, "pod", status.get("reason") or status.get("phase") or "Pending",
+                                     status.get("message")))
+    return {"name": (obj.get("metadata") or {}).get("name"), "phase": status.get("phase"), "ready": ready,
+            "problems": problems}
+
+
+def _container(item: dict) -> list[dict]:
+    state = item.get("state") or {}
+    restarts = item.get("restartCount", 0)
+    for name in ("waiting", "terminated"):
+        if isinstance(state.get(name), dict):
+            found = state[name]
+            out = _problem(item.get("name"), name, found.get("reason"), found.get("message"),
+                           found.get("exitCode"), restarts)
+            last = (item.get("lastState") or {}).get("terminated")
+            if name == "waiting" and isinstance(last, dict):
+                out["last"] = {"reason": last.get("reason"), "exitCode": last.get("exitCode"),
+                               "message": last.get("message")}
+            return [out]
+    return [] if state.get("running") and item.get("started") is not False else \
+        [_problem(item.get("name"), "running", "NotReady", "running, not ready (its readiness probe fails)",
+                  None, restarts)]
+
+
+def _problem(container, state, reason, message, exit_code=None, restarts=0) -> dict:
+    return {"container": container, "state": state, "reason": reason, "message": message,
+            "exitCode": exit_code, "restarts": restarts}
+
+
+def drift(live: dict | None, desired: dict | None) -> list[dict]:
+    """The fields of ``desired`` (a child as the agent renders it from the live Application's
+    spec) that differ in ``live`` or that a field manager other than ``gitops-agent`` owns
+    while the agent does not (read from ``metadata.managedFields``; the ``status``
+    subresource's entries left out): ``[{"object", "field", "git", "live", "managers"}]``,
+    ``managers`` sorted. A list of mappings with a ``name`` is compared entry by entry (a
+    container), any other list whole. Empty when either object is None."""
+    if live is None or desired is None:
+        return []
+    entries = [e for e in (live.get("metadata") or {}).get("managedFields") or []
+               if isinstance(e, dict) and e.get("subresource", "") != "status"]
+    subject = f"{live.get('kind')}/{(live.get('metadata') or {}).get('name')}"
+    out = []
+    for path, git, now in _leaves({"metadata": desired.get("metadata") or {}, "spec": desired.get("spec"),
+                                   "data": desired.get("data")}, live):
+        owners = sorted({e.get("manager") or "?" for e in entries if _owns(e.get("fieldsV1") or {}, path)})
+        foreign = [m for m in owners if m != AGENT_NAME]
+        if git != now or (foreign and AGENT_NAME not in owners):
+            out.append({"object": subject, "field": _readable(path), "git": git, "live": now, "managers": foreign})
+    return out
+
+
+def _leaves(desired, live, at: tuple = ()):
+    """(path, desired value, live value) of every leaf ``desired`` sets; a path is a tuple of
+    ``("f", key)`` and ``("k", name, live entry or None)``."""
+    if isinstance(desired, dict) and desired:
+        for key, value in desired.items():
+            if value is not None:
+                yield from _leaves(value, live.get(key) if isinstance(live, dict) else None, at + (("f", key),))
+    elif isinstance(desired, list) and desired and all(isinstance(i, dict) and "name" in i for i in desired):
+        by_name = {i.get("name"): i for i in live if isinstance(i, dict)} if isinstance(live, list) else {}
+        for item in desired:
+            yield from _leaves(item, by_name.get(item["name"]), at + (("k", item["name"], by_name.get(item["name"])),))
+    else:
+        yield at, desired, live
+
+
+def _owns(trie: dict, path: tuple) -> bool:
+    """True when the FieldsV1 ``trie`` holds the field at ``path`` (or fields under it). A
+    keyed list entry ``k:{...}`` matches the live entry whose fields hold the key's values."""
+    node = trie
+    for step in path:
+        if not isinstance(node, dict):
+            return False
+        if step[0] == "f":
+            node = node.get(f"f:{step[1]}")
+        else:
+            node = next((sub for key, sub in node.items() if key.startswith("k:") and _matches(key, step[2])), None)
+        if node is None:
+            return False
+    return True
+
+
+def _matches(key: str, entry: dict | None) -> bool:
+    try:
+        fields = json.loads(key[2:])
+    except ValueError:
+        return False
+    return isinstance(entry, dict) and isinstance(fields, dict) and all(entry.get(k) == v for k, v in fields.items())
+
+
+def _readable(path: tuple) -> str:
+    """``spec.template.spec.containers[app].image`` for a path of ``_leaves``."""
+    out = ""
+    for step in path:
+        out += f".{step[1]}" if step[0] == "f" else f"[{step[1]}]"
+    return out.lstrip(".")
+
+
+def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS_SHOWN) -> list[dict]:
+    """The newest ``limit`` Events of ``items`` whose involvedObject (kind, name) is in
+    ``objects``, newest first: ``[{"time", "type", "reason", "object", "message", "count"}]``;
+    the time is ``lastTimestamp``, else ``eventTime``, else the Event's creation time."""
+    found = []
+    for item in items:
+        involved = item.get("involvedObject") or {}
+        if (involved.get("kind"), involved.get("name")) not in objects:
+            continue
+        when = item.get("lastTimestamp") or item.get("eventTime") or (item.get("metadata") or {}).get(
+            "creationTimestamp")
+        found.append({"time": when, "type": item.get("type"), "reason": item.get("reason"),
+                      "object": f"{involved.get('kind')}/{involved.get('name')}",
+                      "message": item.get("message"), "count": item.get("count") or 1})
+    epoch = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+    found.sort(key=lambda e: parse_time(e["time"]) or epoch, reverse=True)
+    return found[:limit]
+
+
+def history(app: dict) -> list[dict]:
+    """``status.history`` (newest first), each entry cut to ``HISTORY_KEYS``; ``[]`` when absent."""
+    items = (app.get("status") or {}).get("history")
+    return [{k: e.get(k) for k in HISTORY_KEYS} for e in items if isinstance(e, dict)] if isinstance(items, list) \
+        else []
+
+
+def changed_commit(app: dict) -> str | None:
+    """The commit that last changed what ``app`` deploys: ``status.lastChangedCommit``, else
+    (before a pass wrote one) the ``heumsi.github.io/source-commit`` annotation, the commit the
+    Application's current content was applied from; None for a hand-applied Application."""
+    sha = (app.get("status") or {}).get("lastChangedCommit")
+    sha = sha or ((app.get("metadata") or {}).get("annotations") or {}).get(SOURCE_COMMIT)
+    return sha if isinstance(sha, str) and sha else None
+
+
+def explanation(app: dict, children: dict, pods: list[dict], event_items: list[dict], now: datetime.datetime,
+                git: dict | None = None) -> dict:
+    """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
+    ``children`` ``{kind: live object or None}``, ``pods`` (the Application's), ``event_items``
+    (Events of its namespace) and ``git`` (``agent/engine/inspect.py``'s ``read_git``: keys
+    ``available``, ``reason``, ``url``, ``ref``, ``line``, ``in_git``, ``synced``, ``changed``
+    (author, date, subject), ``diff``; None: not read)."""
+    meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}
+    name, namespace = meta.get("name"), meta.get("namespace")
+    annotations = meta.get("annotations") or {}
+    git = git or {}
+    kinds = registry.wanted(spec if isinstance(spec, dict) else {})
+    try:
+        desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""), spec)}
+    except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
+        desired = {}
+    pod_views = [pod(p) for p in pods]
+    involved = {("Application", name)} | {(k.kind, name) for k in kinds} | {("Pod", p["name"]) for p in pod_views}
+    return {
+        "application": {"namespace": namespace, "name": name},
+        "verdict": verdict(app, now, git.get("in_git")),
+        "source": {"path": status.get("sourcePath") or annotations.get(SOURCE_PATH), "line": git.get("line"),
+                   "repository": annotations.get(REPOSITORY), "ref": git.get("ref")},
+        "commits": {"synced": commit(status.get("lastSyncedCommit"), git.get("synced")),
+                    "changed": commit(changed_commit(app), git.get("changed"))},
+        "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
+        "diff": git.get("diff"),
+        "children": [child(k.kind, name, children.get(k.kind)) for k in kinds],
+        "pods": pod_views,
+        "drift": [d for k in kinds for d in drift(children.get(k.kind), desired.get(k.kind))],
+        "events": events(event_items, involved),
+        "history": history(app),
+        "conditions": [c for c in status.get("conditions") or [] if isinstance(c, dict)],
+    }
+
+
+def commit(sha, info: dict | None = None) -> dict | None:
+    """A COMMIT (see the module docstring) for ``sha`` with Git's ``info`` (``author``,
+    ``date``, ``subject``) when known; None without a SHA."""
+    if not isinstance(sha, str) or not sha:
+        return None
+    info = info or {}
+    return {"sha": sha, "short": short(sha), "author": info.get("author"), "date": info.get("date"),
+            "subject": info.get("subject")}

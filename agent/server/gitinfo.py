@@ -1,0 +1,150 @@
+"""Commits for the status page: subject, author and date of a commit, the diff it made to a file,
+and its address on the Git host. Read from ``run``'s own bare mirror (no network, no API server).
+
+Why a cache: a commit never changes, so what is read of it is kept (bounded: ``LIMIT`` entries);
+the list page asks for the subjects of the rows it shows, at most one ``git log`` per request for
+the commits not yet known. A commit the mirror does not hold (not fetched yet, or a shallow
+history) reads as None, never an error.
+
+Web addresses (``commit_url``) are built from the repository's identity (``repository.identity``:
+``host/path`` for every URL form, ``https://``, ``ssh://`` and scp-like ``git@host:org/repo``)
+for hosts that are known to be GitHub, GitLab or Gitea (by name: ``github``, ``gitlab``,
+``gitea``, ``codeberg``, ``forgejo`` in the host). Always ``https://``: a link never takes a
+scheme from the outside, so it can never be ``javascript:``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import urllib.parse
+from pathlib import Path
+
+from agent.source import gitproc
+from agent.source.repository import identity
+
+LIMIT = 10000  # commits (or diffs) kept; the cache is emptied when it grows past this
+DIFF_LIMIT = 64 * 1024  # characters of a diff kept and shown
+TIMEOUT = 5.0  # seconds for one git command
+_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+_HOST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?$")
+ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def host_kind(host: str) -> str | None:
+    """``github``, ``gitlab`` or ``gitea`` for a host name that says so, else None."""
+    name = host.lower()
+    for word, kind in (("github", "github"), ("gitlab", "gitlab"), ("gitea", "gitea"), ("codeberg", "gitea"),
+                       ("forgejo", "gitea")):
+        if word in name:
+            return kind
+    return None
+
+
+def shown(repo_url: str | None) -> str | None:
+    """The repository as the page shows it: its identity (``host/path`` or a local path), so
+    user-info in ``--repo`` (a token) never appears."""
+    return identity(repo_url) if repo_url else None
+
+
+def web_base(repo_url: str | None) -> tuple[str, str] | None:
+    """(kind, ``https://host/path``) of ``repo_url`` on a known Git host, else None (a local
+    path, an unknown host, a host or path with characters no such host uses)."""
+    if not repo_url:
+        return None
+    ident = identity(repo_url)
+    host, _, path = ident.partition("/")
+    kind = host_kind(host)
+    if ident.startswith("/") or not path or kind is None or not _HOST.match(host):
+        return None
+    return kind, f"https://{host}/{urllib.parse.quote(path, safe='/')}"
+
+
+def commit_url(repo_url: str | None, sha: str | None) -> str | None:
+    """The web page of commit ``sha`` (it shows the commit's diff) on GitHub, GitLab or Gitea;
+    None when the host is not one of them or ``sha`` is not a hexadecimal SHA."""
+    base = web_base(repo_url)
+    if base is None or not isinstance(sha, str) or not _SHA.match(sha):
+        return None
+    kind, root = base
+    return f"{root}/-/commit/{sha}" if kind == "gitlab" else f"{root}/commit/{sha}"
+
+
+def file_url(repo_url: str | None, sha: str | None, path: str | None) -> str | None:
+    """The web page of file ``path`` at commit ``sha`` on a known host, else None."""
+    base = web_base(repo_url)
+    if base is None or not path or not isinstance(sha, str) or not _SHA.match(sha):
+        return None
+    kind, root = base
+    where = "-/blob" if kind == "gitlab" else "src/commit" if kind == "gitea" else "blob"
+    return f"{root}/{where}/{sha}/{urllib.parse.quote(path.lstrip('/'))}"
+
+
+class Commits:
+    """Reads commits from the bare mirror at ``mirror`` (a directory; it may not exist yet).
+    Thread-safe."""
+
+    def __init__(self, mirror: Path | None):
+        self.mirror = mirror
+        self._lock = threading.Lock()
+        self._info: dict[str, dict | None] = {}
+        self._diffs: dict[tuple[str, str], str | None] = {}
+
+    def _git(self, *args: str) -> str | None:
+        if self.mirror is None or not Path(self.mirror).is_dir():
+            return None
+        try:
+            return gitproc.run(list(args), cwd=self.mirror, env=ENV, timeout=TIMEOUT)
+        except gitproc.Failed:
+            return None
+
+    def info(self, shas) -> dict[str, dict | None]:
+        """{sha: {sha, subject, author, date} or None} for each hexadecimal SHA in ``shas``,
+        reading the unknown ones with one ``git log``."""
+        wanted = {s for s in shas if isinstance(s, str) and _SHA.match(s)}
+        with self._lock:
+            unknown = sorted(s for s in wanted if s not in self._info)
+        if unknown:
+            found = self._read(unknown)
+            with self._lock:
+                if len(self._info) > LIMIT:
+                    self._info.clear()
+                for sha in unknown:
+                    self._info[sha] = found.get(sha)
+        with self._lock:
+            return {s: self._info.get(s) for s in wanted}
+
+    def _read(self, shas: list[str]) -> dict[str, dict]:
+        """Each of ``shas`` the mirror holds: one ``git log --no-walk`` (``--ignore-missing``
+        leaves out the ones it does not)."""
+        out = self._git("log", "--no-walk=unsorted", "--ignore-missing", "--format=%H%x00%s%x00%an%x00%aI%x1e",
+                        *shas, "--")
+        if out is None and len(shas) > 1:  # an old git without --ignore-missing: one by one
+            return {k: v for s in shas for k, v in self._read([s]).items()}
+        found: dict[str, dict] = {}
+        for record in (out or "").split("\x1e"):
+            parts = record.strip("\n").split("\x00")
+            if len(parts) == 4:
+                full, subject, author, date = parts
+                entry = {"sha": full, "subject": subject, "author": author, "date": date}
+                for sha in shas:
+                    if full.startswith(sha):
+                        found[sha] = entry
+        return found
+
+    def diff(self, sha: str | None, path: str | None) -> str | None:
+        """The unified diff commit ``sha`` made to ``path`` (against its first parent; the whole
+        file for a root commit), at most ``DIFF_LIMIT`` characters; None when unknown or not read."""
+        if not isinstance(sha, str) or not _SHA.match(sha) or not path:
+            return None
+        with self._lock:
+            if (sha, path) in self._diffs:
+                return self._diffs[(sha, path)]
+        text = self._git("show", "--format=", "--no-color", "--no-ext-diff", "--first-parent", sha, "--", path)
+        if text is not None and len(text) > DIFF_LIMIT:
+            text = text[:DIFF_LIMIT] + "\n... (cut at 64 KB)\n"
+        with self._lock:
+            if len(self._diffs) > LIMIT:
+                self._diffs.clear()
+            self._diffs[(sha, path)] = text
+        return text

@@ -1,0 +1,180 @@
+"""The status page in a real browser: headless Debian chromium driven by playwright, against a real
+``python -m agent run --ui-address`` on the real control plane and a real Git remote.
+
+Set ``GITOPS_AGENT_SCREENSHOTS=DIR`` to also save a screenshot of each page there (``make
+screenshots`` writes them into ``docs/images``). Skipped when chromium or playwright is missing
+(``scripts/test-deps.sh`` installs chromium; playwright is in the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster import free_port
+from tests.support import app_yaml, wait_for
+from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.usefixtures("crd")
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HOSTILE = "<script>alert('subject')</script> \"quoted\" <img src=x onerror=alert(2)> \u202edesrever\u202c"
+TOO_BIG = """\
+apiVersion: v1
+kind: LimitRange
+metadata: {name: more-than-the-node-has}
+spec:
+  limits:
+  - type: Container
+    defaultRequest: {cpu: "100"}
+    default: {cpu: "100"}
+"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (scripts/test-deps.sh installs it)")
+    profile = tempfile.mkdtemp(prefix="chromium-")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=ARGS, headless=True,
+                                                       viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+def hostile_app(name: str, namespace: str) -> str:
+    doc = yaml.safe_load(app_yaml(name, namespace=namespace))
+    doc["metadata"]["annotations"] = {"note": HOSTILE + " javascript:alert(3) " + "long " * 300}
+    return yaml.safe_dump(doc)
+
+
+def requests_made(agent) -> float:
+    """Requests the agent's client has sent so far: every request and watch (re)connection
+    waits for the rate limit once, and that histogram counts each wait."""
+    return agent.metric("gitops_agent_kube_api_rate_limit_wait_seconds_count")
+
+
+def shoot(page, name: str) -> None:
+    where = os.environ.get("GITOPS_AGENT_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(where) / f"{name}.png"))
+
+
+def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namespaces, objects, cluster):
+    shop, broken = namespaces(), namespaces()
+    cluster.kubectl("-n", broken, "apply", "-f", "-", input=TOO_BIG)
+    for i in range(11):
+        repo.write(f"shop/web-{i:02d}.yaml", app_yaml(f"web-{i:02d}", namespace=shop))
+    repo.write("broken/stuck.yaml", app_yaml("stuck", namespace=broken, replicas=1))
+    repo.write("shop/evil.yaml", hostile_app("evil", shop))
+    remote.push()
+    repo.write("broken/stuck.yaml", app_yaml("stuck", namespace=broken, replicas=2))  # the diff to show
+    first = remote.push()
+    port = free_port()
+    agent = start_agent(remote.url, "--path", ".", "--interval", "2", "--ui-address", f"127.0.0.1:{port}")
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: (objects.app(shop, "web-00") or {}).get("status", {}).get("lastSyncedCommit") == first,
+             timeout=60, what="the first pass")
+    dialogs: list[str] = []
+    page = browser.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    # the list shows the Applications of the commit
+    page.goto(base + "/")
+    rows = page.locator("#rows tr")
+    assert rows.count() == 13
+    assert page.locator("#rows tr", has_text="web-00").locator(".c-commit").inner_text() == first[:8]
+
+    # a push changes a row without a reload
+    page.evaluate("window.__marker = 'kept'")
+    repo.write("shop/web-00.yaml", app_yaml("web-00", namespace=shop, image="nginx:1.27"))
+    second = remote.push()
+    changed = page.locator("#rows tr", has_text="web-00").locator(".c-changed")
+    wait_for(lambda: changed.inner_text() == second[:8], timeout=60, what="the row to show the new commit")
+    assert page.evaluate("window.__marker") == "kept"
+    assert int(page.evaluate("document.body.dataset.refreshed")) >= 1
+
+    # filters and paging (through the script: still no reload)
+    page.select_option("select[name=namespace]", broken)
+    wait_for(lambda: rows.count() == 1 and "stuck" in rows.first.inner_text(), timeout=10, what="the namespace filter")
+    page.select_option("select[name=namespace]", "")
+    page.fill("input[name=name]", "WEB-0")
+    page.click("#filters button")
+    wait_for(lambda: rows.count() == 10, timeout=10, what="the name filter")
+    page.select_option("select[name=per]", "10")
+    page.fill("input[name=name]", "")
+    page.click("#filters button")
+    wait_for(lambda: rows.count() == 10 and "page 1 of 2" in page.inner_text("#where"), timeout=10, what="page 1")
+    page.click("#pager a[rel=next]")
+    wait_for(lambda: rows.count() == 3 and "page 2 of 2" in page.inner_text("#where"), timeout=10, what="page 2")
+    assert "page=2" in page.url and page.evaluate("window.__marker") == "kept"
+    page.click("th[data-key=name] a")  # sort by name, descending
+    wait_for(lambda: rows.first.locator(".c-name").inner_text() == "web-10", timeout=10, what="sorting")
+
+    # a failing Application's page: the pod's reason and the diff
+    wait_for(lambda: (objects.deployment(broken, "stuck") or {}).get("status", {}).get("replicas") == 2,
+             timeout=60, what="the stuck pods")
+    page.goto(f"{base}/applications/{broken}/stuck")
+    wait_for(lambda: "Unschedulable" in page.inner_text(".pods") if page.locator(".pods").count() else
+             page.reload() and False, timeout=60, what="the pod reason")
+    diff = page.inner_text("#diff")
+    assert "-  replicas: 1" in diff and "+  replicas: 2" in diff
+    assert page.inner_text("#verdict").startswith("Progressing")
+    shoot(page, "status-page-application")
+
+    # hostile content is shown as text: an annotation, and the subject of the commit that changed it
+    repo.write("shop/evil.yaml", hostile_app("evil", shop).replace("replicas: 1", "replicas: 2"))
+    repo.commit(HOSTILE)
+    repo.git("push", "-q", "-f", str(remote.path), "main")
+    wait_for(lambda: objects.app(shop, "evil")["status"].get("lastChangedCommit") == repo.head(), timeout=60,
+             what="the hostile commit synced")
+    page.goto(f"{base}/applications/{shop}/evil")
+    text = page.inner_text("main")
+    assert "<script>alert('subject')</script>" in text and "<img src=x onerror=alert(2)>" in text
+    assert page.locator("main script, main img").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    assert HOSTILE in page.inner_text("dl.facts .subject")  # the commit that changed it
+    page.goto(base + "/?name=evil")
+    assert page.locator("#rows .c-subject").inner_text() == HOSTILE
+    assert page.locator("#rows script, #rows img").count() == 0
+    time.sleep(0.5)
+    assert dialogs == []
+    if os.environ.get("GITOPS_AGENT_SCREENSHOTS"):  # the docs' picture: once the pods are ready
+        page.goto(base + "/")
+        wait_for(lambda: page.locator("#rows .c-health", has_text="Healthy").count() >= 12, timeout=60,
+                 what="the web pods ready")
+        shoot(page, "status-page-list")
+
+    # a page request sends no request to the API server
+    for attempt in range(3):
+        before = requests_made(agent)
+        for path in ("/", f"/applications/{broken}/stuck", "/api/v1/applications", f"/api/v1/applications/{shop}/evil"):
+            for _ in range(5):
+                urllib.request.urlopen(base + path, timeout=5).read()
+        if requests_made(agent) == before:
+            break
+    else:
+        pytest.fail("page requests went with API server requests three times in a row")
+
+    # a phone's width
+    phone = browser.new_page()
+    phone.set_viewport_size({"width": 390, "height": 844})
+    phone.goto(base + "/")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+    shoot(phone, "status-page-phone")
+    phone.close()
+    page.close()
+    assert re.search(r"serving the status page on http://127\.0\.0\.1:\d+/", agent.output())

@@ -1,0 +1,250 @@
+"""``explain``'s pure parts: the verdict, kstatus messages, pod reasons, drift, Events."""
+
+import copy
+import datetime
+
+import pytest
+
+from agent.engine import explainview as ev
+from agent.kinds import registry
+
+NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def app(ready=("True", "Healthy", "all children healthy"), synced=("True", "Synced", "ok"), health="Healthy",
+        health_message="", generation=1, observed=1, **status):
+    conditions = [{"type": "Ready", "status": ready[0], "reason": ready[1], "message": ready[2]},
+                  {"type": "Synced", "status": synced[0], "reason": synced[1], "message": synced[2]}]
+    return {"metadata": {"name": "web", "namespace": "shop", "generation": generation, "uid": "u1"},
+            "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80},
+            "status": {"observedGeneration": observed, "health": {"status": health, "message": health_message},
+                       "conditions": conditions, **status}}
+
+
+def text(obj, in_git=None):
+    return ev.verdict(obj, NOW, in_git)["text"]
+
+
+def test_synced_and_healthy_is_the_only_ok_verdict():
+    assert ev.verdict(app(), NOW) == {"state": "Synced", "text": "Synced and healthy", "ok": True}
+    assert ev.verdict(app(generation=2), NOW) == {"state": "Progressing", "text": "Progressing", "ok": False}
+
+
+def test_progressing_and_degraded():
+    assert text(app(ready=("False", "Progressing", "m"), health="Progressing")) == "Progressing"
+    assert text(app(ready=("False", "Degraded", "m"), health="Degraded",
+                    health_message="Deployment: progress deadline exceeded")) == \
+        "Degraded: Deployment: progress deadline exceeded"
+    assert text({"metadata": {"name": "web", "namespace": "shop", "generation": 1}}) == "Progressing"
+
+
+def test_suspended():
+    assert text(app(suspended=True)) == "Suspended"
+    assert text(app(ready=("False", "Suspended", "m"))) == "Suspended"
+
+
+def test_not_in_git_and_blocked_pruning():
+    kept = ("False", "PruneSkipped", "no longer in Git at commit abc; kept because pruning is off (--no-prune)")
+    assert ev.verdict(app(synced=kept), NOW) == {"state": "NotInGit", "text": "Not in Git", "ok": False}
+    blocked = ("False", "PruneSkipped", "no longer in Git at commit abc; kept because pruning was blocked this pass")
+    assert ev.verdict(app(synced=blocked), NOW)["text"] == "Blocked: pruning held back"
+    assert text(app(), in_git=False) == "Not in Git"
+    assert text(app(), in_git=True) == "Synced and healthy"
+
+
+def test_ownership_conflict():
+    assert text(app(synced=("False", "OwnershipConflict", "Deployment/shop/web: exists ..."))) == "Ownership conflict"
+
+
+def test_backoff_only_for_a_failure_retrying_may_fix_and_a_retry_ahead():
+    failed = ("False", "SyncFailed", "Deployment/shop/web: 500 InternalError: etcd timeout")
+    assert ev.verdict(app(synced=failed, nextRetryTime="2026-12-01T12:00:40Z"), NOW) == \
+        {"state": "Backoff", "text": "In backoff until 2026-12-01T12:00:40Z", "ok": False}
+    assert text(app(synced=failed, nextRetryTime="2026-12-01T11:59:00Z")) == "Apply failed: SyncFailed"
+    assert text(app(synced=failed)) == "Apply failed: SyncFailed"
+
+
+def test_apply_failed_names_the_field():
+    invalid = ("False", "Invalid", 'Deployment.apps "web" is invalid: spec.template.spec.containers[0].image: '
+                                   "Required value")
+    assert ev.verdict(app(synced=invalid, nextRetryTime="2026-12-01T12:00:40Z"), NOW) == \
+        {"state": "ApplyFailed", "text": "Apply failed at spec.template.spec.containers[0].image", "ok": False}
+    manifest = ("False", "InvalidManifest", "apps/web.yaml:5: spec.replicas: must be at least 0")
+    assert text(app(synced=manifest)) == "Apply failed at spec.replicas"
+
+
+@pytest.mark.parametrize("message, field", [
+    ("metadata.namspace: unknown field", "metadata.namspace"),
+    ("x.spec.replicas: no", None),
+    ('"web" is invalid: data.key-1: Invalid value', "data.key-1"),
+    ("nothing here", None), (None, None),
+])
+def test_field_in(message, field):
+    assert ev.field_in(message) == field
+
+
+def deployment(want=3, generation=1, observed=1, **status):
+    return {"kind": "Deployment", "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": want}, "status": {"observedGeneration": observed, **status}}
+
+
+AVAILABLE = [{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+             {"type": "Available", "status": "True"}]
+
+
+@pytest.mark.parametrize("obj, message", [
+    (None, "not found"),
+    ({"kind": "Deployment", "metadata": {"deletionTimestamp": "x"}}, "Resource scheduled for deletion"),
+    (deployment(generation=3, observed=2), "Deployment generation is 3, but latest observed generation is 2"),
+    (deployment(conditions=[{"type": "Progressing", "reason": "ProgressDeadlineExceeded"}]),
+     "Progress deadline exceeded"),
+    (deployment(replicas=2), "Replicas: 2/3"),
+    (deployment(replicas=3, updatedReplicas=1), "Updated: 1/3"),
+    (deployment(want=3, replicas=4, updatedReplicas=3), "Pending termination: 1"),
+    (deployment(replicas=3, updatedReplicas=3, availableReplicas=2), "Available: 2/3"),
+    (deployment(replicas=3, updatedReplicas=3, availableReplicas=3, readyReplicas=2), "Ready: 2/3"),
+    (deployment(replicas=3, updatedReplicas=3, availableReplicas=3, readyReplicas=3), "ReplicaSet not Available"),
+    (deployment(replicas=3, updatedReplicas=3, availableReplicas=3, readyReplicas=3, conditions=AVAILABLE[:1]),
+     "Deployment not Available"),
+    (deployment(replicas=3, updatedReplicas=3, availableReplicas=3, readyReplicas=3, conditions=AVAILABLE),
+     "Deployment is available. Replicas: 3"),
+    ({"kind": "Service", "spec": {"type": "LoadBalancer"}}, "ClusterIP not set. Service type: LoadBalancer"),
+    ({"kind": "Service", "spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1"}}, "Service is ready"),
+    ({"kind": "ConfigMap", "metadata": {}}, "Resource is current"),
+])
+def test_child_message_is_kstatus(obj, message):
+    assert ev.child_message(obj) == message
+
+
+def test_a_deployment_without_spec_replicas_wants_one():
+    obj = deployment(replicas=1, updatedReplicas=1, availableReplicas=0)
+    del obj["spec"]["replicas"]
+    assert ev.child_message(obj) == "Available: 0/1"
+
+
+def test_child_reads_health_by_kind():
+    assert ev.child("Service", "web", None) == {"kind": "Service", "name": "web", "exists": False,
+                                                "health": registry.BY_KIND["Service"].health(None).as_status(),
+                                                "message": "not found"}
+    assert ev.child("Service", "web", None)["health"]["status"] == "Missing"
+    assert ev.child("Unknown", "web", {"kind": "Unknown"})["health"] == {"status": "Healthy", "message": ""}
+
+
+def pod(phase="Pending", ready="False", conditions=(), statuses=(), init=()):
+    return {"metadata": {"name": "web-1"},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}, *conditions],
+                       "containerStatuses": list(statuses), "initContainerStatuses": list(init)}}
+
+
+def test_a_ready_pod_has_no_problems():
+    assert ev.pod(pod("Running", "True")) == {"name": "web-1", "phase": "Running", "ready": True, "problems": []}
+
+
+def test_an_unscheduled_pod_carries_the_schedulers_message():
+    unscheduled = pod(conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                   "message": "0/1 nodes are available: 1 Insufficient cpu."}])
+    assert ev.pod(unscheduled)["problems"] == [
+        {"container": None, "state": "unscheduled", "reason": "Unschedulable",
+         "message": "0/1 nodes are available: 1 Insufficient cpu.", "exitCode": None, "restarts": 0}]
+
+
+def test_waiting_and_terminated_containers():
+    pulling = {"name": "app", "ready": False, "restartCount": 0,
+               "state": {"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "x"'}}}
+    crashing = {"name": "app", "ready": False, "restartCount": 4,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 1, "message": "boom"}}}
+    done = {"name": "init", "ready": False, "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}
+    assert ev.pod(pod(statuses=[pulling]))["problems"] == [
+        {"container": "app", "state": "waiting", "reason": "ImagePullBackOff", "message": 'Back-off pulling image "x"',
+         "exitCode": None, "restarts": 0}]
+    assert ev.pod(pod("Running", statuses=[crashing], init=[done]))["problems"] == [
+        {"container": "init", "state": "terminated", "reason": "OOMKilled", "message": None, "exitCode": 137,
+         "restarts": 0},
+        {"container": "app", "state": "waiting", "reason": "CrashLoopBackOff", "message": "back-off 40s",
+         "exitCode": None, "restarts": 4, "last": {"reason": "Error", "exitCode": 1, "message": "boom"}}]
+
+
+def test_a_running_container_not_ready_and_a_bare_pending_pod():
+    running = {"name": "app", "ready": False, "restartCount": 1, "state": {"running": {}}}
+    assert ev.pod(pod("Running", statuses=[running]))["problems"] == [
+        {"container": "app", "state": "running", "reason": "NotReady",
+         "message": "running, not ready (its readiness probe fails)", "exitCode": None, "restarts": 1}]
+    assert ev.pod(pod())["problems"] == [
+        {"container": None, "state": "pod", "reason": "Pending", "message": None, "exitCode": None, "restarts": 0}]
+
+
+def test_drift_names_the_field_and_the_manager_that_took_it():
+    desired = registry.children("web", "shop", "u1", {"image": "nginx:1.27", "replicas": 2, "port": 80})[0]
+    live = copy.deepcopy(desired)
+    live["spec"]["replicas"] = 5
+    live["metadata"]["managedFields"] = [
+        {"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {"f:spec": {"f:selector": {}}}},
+        {"manager": "kubectl-scale", "operation": "Update", "subresource": "scale",
+         "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+        {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+         "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+    found = ev.drift(live, desired)
+    assert {"object": "Deployment/web", "field": "spec.replicas", "git": 2, "live": 5,
+            "managers": ["kubectl-scale"]} in found
+
+
+def test_drift_matches_keyed_list_entries_and_reads_no_drift_in_an_equal_object():
+    desired = {"kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}
+    live = copy.deepcopy(desired)
+    live["metadata"]["managedFields"] = [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {
+        "f:metadata": {"f:name": {}}, "f:spec": {"f:template": {"f:spec": {"f:containers": {
+            'k:{"name":"app"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}}]
+    assert ev.drift(live, desired) == []
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:evil"
+    live["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {
+        "f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:image": {}}}}}}}})
+    assert ev.drift(live, desired) == [{"object": "Deployment/web", "field": "spec.template.spec.containers[app].image",
+                                        "git": "nginx:1.27", "live": "nginx:evil",
+                                        "managers": ["kubectl-edit"]}]
+    assert ev.drift(None, desired) == [] and ev.drift(live, None) == []
+
+
+def test_events_newest_first_of_the_applications_objects_only():
+    items = [
+        {"involvedObject": {"kind": "Pod", "name": "web-1"}, "type": "Warning", "reason": "FailedScheduling",
+         "message": "m1", "lastTimestamp": "2026-12-01T11:00:00Z", "count": 3},
+        {"involvedObject": {"kind": "Pod", "name": "other"}, "type": "Normal", "reason": "X", "message": "no",
+         "lastTimestamp": "2026-12-01T11:59:00Z"},
+        {"involvedObject": {"kind": "Application", "name": "web"}, "type": "Normal", "reason": "Created",
+         "message": "m2", "eventTime": "2026-12-01T11:30:00.123456Z"},
+        {"involvedObject": {"kind": "Deployment", "name": "web"}, "type": "Normal", "reason": "Scaled",
+         "message": "m3", "metadata": {"creationTimestamp": "2026-12-01T10:00:00Z"}},
+    ]
+    objects = {("Application", "web"), ("Deployment", "web"), ("Pod", "web-1")}
+    assert [(e["reason"], e["object"], e["count"]) for e in ev.events(items, objects)] == [
+        ("Created", "Application/web", 1), ("FailedScheduling", "Pod/web-1", 3), ("Scaled", "Deployment/web", 1)]
+    assert len(ev.events(items * 3, objects)) == 5
+    assert len(ev.events(items, objects, limit=1)) == 1
+
+
+def test_history_and_the_changed_commit():
+    entry = {"digest": "sha256:ab", "revision": "c" * 40, "firstSyncedAt": "a", "lastSyncedAt": "b", "passes": 2,
+             "extra": 1}
+    assert ev.history(app(history=[entry, "junk"])) == [{k: entry[k] for k in ev.HISTORY_KEYS}]
+    assert ev.history(app()) == []
+    assert ev.changed_commit(app(lastChangedCommit="d" * 40)) == "d" * 40
+    annotated = app()
+    annotated["metadata"]["annotations"] = {"heumsi.github.io/source-commit": "e" * 40}
+    assert ev.changed_commit(annotated) == "e" * 40
+    assert ev.changed_commit(app()) is None
+    assert ev.commit(None) is None
+    assert ev.commit("f" * 40, {"author": "A", "date": "D", "subject": "S"}) == {
+        "sha": "f" * 40, "short": "ffffffff", "author": "A", "date": "D", "subject": "S"}
+
+
+def test_an_explanation_gathers_everything():
+    found = ev.explanation(app(sourcePath="apps/web.yaml"), {"Deployment": None, "Service": None}, [], [], NOW,
+                           {"available": False, "reason": "no repository", "url": None})
+    assert found["verdict"]["text"] == "Synced and healthy"
+    assert found["source"] == {"path": "apps/web.yaml", "line": None, "repository": None, "ref": None}
+    assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]
+    assert found["git"] == {"available": False, "reason": "no repository", "url": None}
+    assert sorted(found) == ["application", "children", "commits", "conditions", "diff", "drift", "events", "git",
+                             "history", "pods", "source", "verdict"]

@@ -1,0 +1,190 @@
+"""The status page without a cluster: its data (rows, filters, sorting, paging), its HTML (hostile
+values stay text), its links to Git hosts, and its HTTP guards (read-only, headers, token, Host)."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agent.server import cache as cachemod, detail, detailpage, gitinfo, pages, ui, uiserver, views
+
+NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+HOSTILE = '<script>alert(1)</script>"\'><img src=x onerror=alert(2)> javascript:alert(3) \u202eevil\u202c ' + "x" * 500
+
+
+def app(name: str, ns: str = "shop", health: str = "Healthy", synced: str = "True", **extra) -> dict:
+    status = {"health": {"status": health, "message": extra.pop("message", "")},
+              "lastSyncedCommit": "a" * 40, "lastChangedCommit": "b" * 40, "sourcePath": "apps/web.yaml",
+              "conditions": [{"type": "Synced", "status": synced, "reason": "Synced" if synced == "True" else "SyncFailed",
+                              "message": extra.pop("sync_message", "")},
+                             {"type": "Ready", "status": "True" if health == "Healthy" else "False", "reason": health,
+                              "message": extra.pop("ready_message", "")}]}
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": "2026-01-02T03:00:00Z",
+                         "resourceVersion": "1", "labels": extra.pop("labels", {}),
+                         "annotations": extra.pop("annotations", {})},
+            "spec": {"image": "nginx:1", "replicas": 1}, "status": status}
+
+
+def source_with(*apps: dict) -> ui.Source:
+    c = cachemod.Cache()
+    c.listed("Application", list(apps))
+    return ui.Source(c, None, gitinfo.Commits(None), repo_url="git@github.com:Org/apps.git")
+
+
+def test_rows_filter_sort_page_and_count():
+    apps = [app(f"web-{i:02d}", ns="a" if i % 2 else "b", health="Degraded" if i % 5 == 0 else "Healthy")
+            for i in range(60)]
+    src = source_with(*apps)
+    out = src.listing(views.Query(), NOW)
+    assert out["total"] == 60 and out["pages"] == 2 and len(out["items"]) == 50
+    assert out["counts"]["health"] == {"Degraded": 12, "Healthy": 48}
+    assert [r["name"] for r in out["items"][:2]] == ["web-00", "web-01"]
+    q = views.Query.parse({"namespace": ["a"], "health": ["Degraded"], "sort": ["name"], "order": ["desc"]})
+    out = src.listing(q, NOW)
+    assert [r["name"] for r in out["items"]] == ["web-55", "web-45", "web-35", "web-25", "web-15", "web-05"]
+    assert src.listing(views.Query(page=2), NOW)["items"][0]["name"] == "web-50"
+    assert src.listing(views.Query(name="WEB-1"), NOW)["total"] == 10
+    assert src.listing(views.Query(page=99), NOW)["page"] == 2  # past the end: the last page
+
+
+def test_query_parse_falls_back_on_bad_values():
+    q = views.Query.parse({"sort": ["__class__"], "page": ["-1"], "per": ["100000"], "name": ["x" * 999]})
+    assert (q.sort, q.page, q.per, len(q.name)) == ("name", 1, 50, 253)
+
+
+def test_hostile_values_are_text_in_the_list_and_the_detail():
+    bad = app(HOSTILE[:50].replace("<", "a"), ns="x", health="Degraded", ready_message=HOSTILE, sync_message=HOSTILE,
+              labels={"evil": HOSTILE}, annotations={HOSTILE[:30]: HOSTILE})
+    bad["status"]["health"]["status"] = HOSTILE
+    src = source_with(bad)
+    html = pages.list_page(src.listing(views.Query(), NOW), views.Query(name=HOSTILE), {}, NOW)
+    d = src.detail("x", bad["metadata"]["name"], NOW)
+    d["changed"] = detail.commit({"subject": HOSTILE, "author": HOSTILE, "date": "x"}, "b" * 40, "javascript:alert(1)")
+    page = detailpage.detail_page(d)
+    for doc in (html, page):
+        assert "<script>" not in doc.replace('<script src="/static/page.js" defer></script>', "")
+        assert "<img" not in doc and "onerror=alert" not in doc.replace("onerror=alert(2)&gt;", "")
+        assert not re.search(r'href="\s*javascript:', doc, re.I)
+        assert "&lt;script&gt;" in doc
+    assert "\u202e" in page and "<bdi>" in page  # right-to-left text kept, isolated
+
+
+def test_commit_links_for_known_hosts_and_url_forms():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    for url in ("https://github.com/Org/apps.git", "ssh://git@github.com/Org/apps.git", "git@github.com:Org/apps.git",
+                "https://user:secret@github.com/Org/apps"):
+        assert gitinfo.commit_url(url, sha) == f"https://github.com/Org/apps/commit/{sha}"
+    assert gitinfo.commit_url("git@gitlab.com:group/sub/apps.git", sha) == \
+        f"https://gitlab.com/group/sub/apps/-/commit/{sha}"
+    assert gitinfo.commit_url("https://gitea.example.com:3000/o/r", sha) == f"https://gitea.example.com:3000/o/r/commit/{sha}"
+    assert gitinfo.commit_url("https://codeberg.org/o/r.git", sha) == f"https://codeberg.org/o/r/commit/{sha}"
+    assert gitinfo.commit_url("https://git.example.com/o/r", sha) is None  # unknown host
+    assert gitinfo.commit_url("/srv/git/apps", sha) is None
+    assert gitinfo.commit_url("https://github.com/o/r", "javascript:alert(1)") is None
+    assert gitinfo.shown("https://user:secret@github.com/Org/apps") == "github.com/Org/apps"
+
+
+def test_pod_reasons_and_verdict():
+    waiting = {"metadata": {"name": "p1"}, "status": {"phase": "Pending", "containerStatuses": [
+        {"state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}}
+    unscheduled = {"metadata": {"name": "p2"}, "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}
+    assert detail.pod(waiting)["reason"] == "ImagePullBackOff"
+    assert detail.pod(unscheduled)["message"] == "0/1 nodes are available"
+    a = app("web", health="Degraded", message="Deployment: progress deadline exceeded")
+    assert detail.verdict(a, views.row(a, NOW)) == "Degraded: Deployment: progress deadline exceeded"
+    assert detail.verdict(app("ok"), views.row(app("ok"), NOW)) == "Synced and healthy"
+
+
+def test_cache_keeps_the_newest_copy_and_counts_versions():
+    c = cachemod.Cache()
+    new = app("web")
+    new["metadata"]["resourceVersion"] = "10"
+    c.seen(new)
+    old = app("web")
+    old["metadata"]["resourceVersion"] = "9"
+    c.seen(old)
+    assert c.get("Application", "shop", "web")["metadata"]["resourceVersion"] == "10"
+    v = c.version
+    c.event("DELETED", new)
+    assert c.get("Application", "shop", "web") is None and c.version == v + 1
+
+
+@pytest.fixture
+def server():
+    started = []
+
+    def start(token=None, anonymous=False, apps=(app("web"),)):
+        s = uiserver.serve("127.0.0.1:0", source_with(*apps), token, anonymous)
+        started.append(s)
+        return f"http://127.0.0.1:{s.server_address[1]}"
+    yield start
+    for s in started:
+        s.shutdown()
+        s.server_close()
+
+
+def fetch(url: str, method: str = "GET", headers: dict | None = None) -> tuple[int, dict, bytes]:
+    req = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read()
+
+
+def test_every_answer_has_the_security_headers_and_other_methods_are_405(server):
+    base = server()
+    for path in ("/", "/applications/shop/web", "/api/v1/applications", "/api/v1/applications/shop/web",
+                 "/static/page.js", "/static/page.css", "/nope"):
+        code, headers, _ = fetch(base + path)
+        assert code == (404 if path == "/nope" else 200), path
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        assert "'unsafe-inline'" not in headers["Content-Security-Policy"]
+        assert headers["X-Content-Type-Options"] == "nosniff"
+    for method in ("POST", "PUT", "PATCH", "DELETE", "OPTIONS", "FOO"):
+        code, headers, _ = fetch(base + "/api/v1/applications", method=method)
+        assert (code, headers.get("Allow")) == (405, "GET, HEAD"), method
+
+
+def test_json_has_an_etag_and_answers_304(server):
+    base = server()
+    code, headers, body = fetch(base + "/api/v1/applications")
+    data = json.loads(body)
+    assert (data["apiVersion"], data["kind"], data["items"][0]["name"]) == ("v1", "List", "web")
+    assert fetch(base + "/api/v1/applications", headers={"If-None-Match": headers["ETag"]})[0] == 304
+    assert json.loads(fetch(base + "/api/v1/applications/shop/web")[2])["verdict"] == "Synced and healthy"
+    assert fetch(base + "/api/v1/applications/shop/nope")[0] == 404
+
+
+def test_token_is_required_as_bearer_or_basic(server):
+    base = server(token="s3cret-token")
+    assert fetch(base + "/")[0] == 401
+    assert fetch(base + "/", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert fetch(base + "/", headers={"Authorization": "Bearer s3cret-token"})[0] == 200
+    basic = base64.b64encode(b"any:s3cret-token").decode()
+    code, _, body = fetch(base + "/", headers={"Authorization": f"Basic {basic}"})
+    assert code == 200 and b"s3cret-token" not in body
+
+
+def test_loopback_without_token_answers_loopback_host_names_only(server):
+    base = server()
+    assert fetch(base + "/", headers={"Host": "evil.example.com"})[0] == 421
+    assert fetch(base + "/", headers={"Host": "localhost:1234"})[0] == 200
+
+
+def test_run_refuses_a_non_loopback_page_without_a_token_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "agent", "run", "--repo", str(tmp_path), "--ui-address", "0.0.0.0:0"],
+                          capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--ui-token-file" in proc.stderr and "not a loopback" in proc.stderr
