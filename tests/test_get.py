@@ -41,7 +41,7 @@ def test_the_table_lists_the_namespaces_applications(agent, repo, namespace, clu
     assert [line.split()[0] for line in lines[1:]] == ["api", "web"]
     web = lines[2].split()
     assert web[4:8] == [head[:8], CHANGED[:8], "False", web[7]] and web[7].endswith("s")
-    assert lines[1].split()[5] == "-"  # api: no lastChangedCommit
+    assert lines[1].split()[5] == head[:8]  # api: changed by the commit that created it
     assert get(agent, "-n", namespace, "--no-headers").stdout.splitlines()[0].split()[0] == "api"
 
 
@@ -52,7 +52,7 @@ def test_wide_all_namespaces_and_a_selector(agent, repo, namespace, crd_with_his
     assert lines[0].split()[:2] == ["NAMESPACE", "NAME"]
     assert lines[0].split()[-4:] == ["SOURCE", "IMAGE", "REPLICAS", "MESSAGE"]
     web = next(line.split() for line in lines if line.split()[:2] == [namespace, "web"])
-    assert web[9:12] == ["apps.yaml", "nginx:latest", web[11]] and web[11].endswith("/2")
+    assert web[9:12] == ["apps.yaml:1", "nginx:latest", web[11]] and web[11].endswith("/2")
     proc = get(agent, "-n", namespace, "-l", "tier=backend", "-o", "name")
     assert proc.stdout == "application.heumsi.github.io/api\n"
 

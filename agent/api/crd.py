@@ -103,6 +103,11 @@ STATUS_SCHEMA: dict = {
             "type": "string",
             "description": "Repository path of the file this Application came from."
         },
+        "sourceLine": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Line of this Application's document in sourcePath (1-based)."
+        },
         "lastHandledReconcileAt": {
             "type": "string",
             "description": "The token of the newest sync-now request (annotation heumsi.github.io/reconcile-requested-at) a pass handled, as given."

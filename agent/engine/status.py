@@ -25,7 +25,8 @@ class Outcome:
     ``ok``: every step for it succeeded. ``changed``: something was created or updated.
     ``commit``: the full SHA the pass worked from (None for a hand-applied Application).
     ``reason``/``message``: a CamelCase reason and a sentence for the Synced condition.
-    ``source_path``: the file it came from in Git, if any.
+    ``source_path``: the file it came from in Git, if any; ``source_line``: the 1-based line of
+    its document in that file.
     ``health``: the health to record instead of the children's (a suspended Application, see
     ``suspend.outcome``); ``suspended``: write ``status.suspended: true`` (absent otherwise).
     """
@@ -38,6 +39,7 @@ class Outcome:
     source_path: str | None = None
     health: health_.Health | None = None
     suspended: bool = False
+    source_line: int | None = None
 
 
 def _condition(old: list[dict], type_: str, status: bool, reason: str, message: str,
@@ -78,6 +80,8 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
             status["lastSyncedCommitShort"] = synced_commit[:7]
     if outcome.source_path:
         status["sourcePath"] = outcome.source_path
+        if outcome.source_line:
+            status["sourceLine"] = outcome.source_line
     advanced = outcome.ok and (outcome.changed or synced_commit != old.get("lastSyncedCommit"))
     last_sync = now if advanced or (outcome.ok and not old.get("lastSyncTime")) else old.get("lastSyncTime")
     if last_sync:

@@ -152,6 +152,7 @@ class _Pass:
     desired_apps: list | None = None  # rendered Applications, let go once applied
     app_steps: list = field(default_factory=list)  # plan.Step of Applications; only prunes after the apply
     git_paths: dict[str, str] = field(default_factory=dict)  # key -> file in Git
+    git_lines: dict[str, int] = field(default_factory=dict)  # key -> line of its document in that file
     waiting: dict = field(default_factory=dict)  # key -> backoff.Waiting: skipped this pass
     in_scope: dict[str, dict] = field(default_factory=dict)  # key -> live Application whose children sync
     failed_apps: dict[str, dict] = field(default_factory=dict)  # live Applications whose own apply failed
@@ -226,6 +227,7 @@ def _plan_applications(p: _Pass) -> bool:
             "run again with --allow-empty")
         return False
     p.git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in p.wanted}  # the keys ``_key`` returns
+    p.git_lines = {f"{m.namespace}/{m.name}": m.line for m in p.wanted}
     p.waiting = _waiting(report, p.live_apps, p.git_paths, opts.source_id, p.retry)  # in backoff: skipped
     app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id)
     where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
@@ -450,13 +452,19 @@ def _write_statuses(p: _Pass) -> None:
     broken_files = {problem.path: str(problem) for problem in p.problems}
     synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
-    statuses = [(key, app, _outcome(p, key, app, broken_files, synced), p.live_of.get(key, {}), key in p.failures)
-                for key, app in sorted({**p.failed_apps, **p.in_scope}.items())]
+    statuses = [(key, app, _located(p, key, _outcome(p, key, app, broken_files, synced)), p.live_of.get(key, {}),
+                 key in p.failures) for key, app in sorted({**p.failed_apps, **p.in_scope}.items())]
     kube, retry, report = p.kube, p.retry, p.report
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
             kube, scratch, *st[:4], failed=st[4], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
+
+
+def _located(p: _Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
+    """``outcome`` with the line of the Application's document in its file, when it is in Git."""
+    line = p.git_lines.get(key)
+    return replace(outcome, source_line=line) if line and outcome.source_path == p.git_paths.get(key) else outcome
 
 
 def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced: dict[bool, str]) -> status_.Outcome:

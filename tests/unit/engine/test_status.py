@@ -185,3 +185,13 @@ def test_status_names_only_the_children_the_application_has(spec, named):
     assert {k for k in out if k in children} == named and all(out[k] == "web" for k in named)
     missing = named - {"deployment", "service"}
     assert out["health"]["status"] == ("Missing" if missing else "Healthy")
+
+
+def test_the_source_line_goes_with_the_source_path_only():
+    children = {"Deployment": deployment(), "Service": SERVICE}
+    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml", source_line=7), children, "T")
+    assert (out["sourcePath"], out["sourceLine"]) == ("a.yaml", 7)
+    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", None, source_line=7), children, "T")
+    assert "sourcePath" not in out and "sourceLine" not in out
+    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), children, "T")
+    assert "sourceLine" not in out
