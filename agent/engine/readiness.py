@@ -60,6 +60,14 @@ def verdict(states: dict[str, str]) -> str:
     return HEALTHY if values <= {HEALTHY} else WAITING
 
 
+def count_ready(health: dict[str, dict], failing: list[str]) -> int:
+    """How many of the Applications in ``health`` (``namespace/name`` -> ``{status, message}``,
+    ``Report.health``) are Ready: Healthy and not among ``failing`` (``Report.failing``), as the
+    ``Ready`` condition says (``conditions.kstatus``). Pure."""
+    failed = set(failing)
+    return sum(h.get("status") == health_.HEALTHY and key not in failed for key, h in health.items())
+
+
 @dataclass
 class Result:
     """How the wait ended: ``result`` (``HEALTHY``, ``FAILED``, ``TIMEOUT``, ``INTERRUPTED`` or
