@@ -114,6 +114,15 @@ def test_a_bad_wait_is_one_line_and_exit_2(agent, repo, namespace, args, says):
     assert len(lines) == 1 and says in lines[0], proc.stderr
 
 
+def test_the_wait_variable_is_ignored_by_a_dry_run(agent, repo, namespace):
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, "--dry-run", env={"GITOPS_AGENT_WAIT": "1m"})
+    assert proc.returncode == 1 and "waiting" not in proc.stderr  # would create: a plan, no wait
+    bad = agent.sync(repo.path, "--namespace", namespace, "--dry-run", env={"GITOPS_AGENT_WAIT": "later"})
+    assert bad.returncode == 2 and "GITOPS_AGENT_WAIT='later' is not allowed" in bad.stderr
+
+
 def test_diff_has_no_wait(agent, repo, namespace):
     repo.write("web.yaml", app_yaml("web"))
     repo.commit()
@@ -191,6 +200,8 @@ def test_run_marks_an_unreachable_source_and_serves_its_last_success(start_agent
     remote.push()
     running = start_agent(remote.url, "--interval", "1", "--namespace", namespace, "--fetch-timeout", "5")
     wait_for(lambda: running.metric("gitops_agent_passes_total", result="success") >= 1, timeout=30, what="a pass")
+    wait_for(lambda: {c["type"]: c["status"] for c in (objects.app(namespace, "web").get("status") or {}).get(
+        "conditions", [])}.get("Ready") == "True", timeout=60, what="Ready (so no rollout moves the status later)")
     source = objects.app(namespace, "web")["metadata"]["labels"]["heumsi.github.io/source"]
     seen = running.metric("gitops_agent_source_last_success_timestamp_seconds", source=source)
     assert seen > time.time() - 60
@@ -202,7 +213,9 @@ def test_run_marks_an_unreachable_source_and_serves_its_last_success(start_agent
             return {c["type"]: c for c in app["status"]["conditions"]}.get("SourceAvailable")
         condition = wait_for(down, timeout=30, what="SourceAvailable=False")
         assert (condition["status"], condition["reason"]) == ("False", "FetchFailed")
+        time.sleep(1.5)  # the watch pass the write itself starts (offline: it keeps the condition) is done
         version = objects.app(namespace, "web")["metadata"]["resourceVersion"]
+        assert down() == condition
         failures = running.metric("gitops_agent_git_fetch_failures_total")
         wait_for(lambda: running.metric("gitops_agent_git_fetch_failures_total") >= failures + 3, timeout=30,
                  what="three more failed passes")

@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the pass, wait until every Application it synced from Git is healthy (Ready=True), one is "
              "Degraded or Stalled, or DURATION is up (90s, 2m, 1h; a number is seconds; alone: 5m), rewriting each "
              "one's status as its children become ready; exit 1 when not all are healthy; refused with --dry-run "
-             "(nothing is applied to wait for) [env GITOPS_AGENT_WAIT]")
+             "(nothing is applied to wait for; the variable is ignored there) [env GITOPS_AGENT_WAIT]")
     add_source_flags(sync_parser)
     ci.add_output_flags(sync_parser, _env)
     diff_parser = commands.add_parser(
@@ -271,8 +271,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.command == "validate":
         return ci.run_validate(args)
     if getattr(args, "wait", None) is not None and args.dry_run:
-        raise flags.UsageError("--wait is not allowed with --dry-run: a dry run applies nothing to wait for "
-                               "(use one or the other)", flag="--wait")
+        if any(a == "--wait" or a.startswith("--wait=") for a in argv):
+            raise flags.UsageError("--wait is not allowed with --dry-run: a dry run applies nothing to wait for "
+                                   "(use one or the other)", flag="--wait")
+        args.wait = None  # GITOPS_AGENT_WAIT, set for the job's sync, does not stop its dry run
     flags.cache_dir(args.cache_dir)
     try:
         opts = options_from(args)
