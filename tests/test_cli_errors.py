@@ -163,6 +163,7 @@ EVERY_VARIABLE = [
     ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
     ("WEBHOOK_SECRET", " ", "run", "--webhook-secret-file"), ("MIN_RETRY_DELAY", "0", "run", "--min-retry-delay"),
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
+    ("WAIT", "soon", "sync", "--wait"),
     ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
     ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
     ("GIT_TOKEN", "", "sync", "--git-token-file"), ("GIT_TOKEN", " \n", "run", "--git-token-file"),

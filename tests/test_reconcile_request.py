@@ -56,7 +56,8 @@ def test_reconcile_wait_picks_up_a_commit_pushed_after_the_agent_started(
     token = token_of(proc)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", token)
     lines = proc.stdout.splitlines()
-    assert len(lines) == 2 and lines[1].startswith(f"Application/{namespace}/web: handled: Ready=")
+    assert len(lines) == 3 and lines[1].startswith(f"Application/{namespace}/web: handled: Ready=")
+    assert lines[2].startswith(f"Application/{namespace}/web: healthy: Ready=True (Healthy: ")  # then healthy
     assert f"lastSyncedCommit {head}" in lines[1] and proc.stderr == ""
     app = objects.app(namespace, "web")
     assert app["status"]["lastHandledReconcileAt"] == token

@@ -203,11 +203,14 @@ def run_pass(kube, opts, args, notify=None) -> int:
     """``sync`` or ``diff``: one pass (a dry run for ``diff`` and ``--dry-run``, with ``kube``
     built with ``dry_run=True``), the report printed in ``args.output``. Returns the exit
     code: 2 on any error; else for dry runs 1 when something would change, for ``sync`` 1
-    when something changed and ``--exit-code`` was given; else 0. Closes ``kube``.
-    ``notify``: ``notifier.Settings``: the pass's notices and commit status are sent, waiting
-    at most ``--notify-timeout`` at the end; what could not be sent is one warning line each."""
+    when something changed and ``--exit-code`` was given; else 0. With ``--wait`` (``sync``
+    only) a pass that succeeded is followed by ``wait_healthy``: 1 when its Applications were
+    not all healthy in time. Closes ``kube``.
+    ``notify``: ``notifier.Settings``: the pass's notices (those of the wait included) and the
+    commit status are sent after the wait, waiting at most ``--notify-timeout`` at the end; what
+    could not be sent is one warning line each."""
     from agent.cli import progress
-    from agent.engine import diff as diff_, sync
+    from agent.engine import diff as diff_, readiness, sync
 
     started = time.monotonic()
     dry = is_dry_run(args)
@@ -219,25 +222,73 @@ def run_pass(kube, opts, args, notify=None) -> int:
 
         notifier = Notifier(notify, kube=kube)
     try:
-        report = sync.run(wrapped, opts, on_commit=notifier.started if notifier else None)
+        try:
+            report = sync.run(wrapped, opts, on_commit=notifier.started if notifier else None)
+        finally:
+            wrapped.bar.close()
+        timeout = getattr(args, "wait", None)
+        waited = None
+        if timeout is not None and not dry and report.ok:
+            if args.output == "text":
+                _emit(source.redact(report.summary(), opts.repo))  # what the pass did, before waiting
+            waited = wait_healthy(kube, report, timeout)
         if notifier is not None:
             notifier.finished(report)
             notifier.drain()  # at most --notify-timeout; each dropped message is a warning line
     finally:
-        wrapped.close()
+        kube.close()
     diffs = recording.diffs() if recording else {}
+    wait_doc = output.wait_document(waited, report.health) if waited else None
     doc = output.pass_document(report, command=args.command, dry_run=dry, exit_code=exitcodes.FAILED,
                                source=_source(opts.repo, opts.ref, opts.path), diffs=diffs,
-                               seconds=time.monotonic() - started)
-    if not report.ok:
+                               seconds=time.monotonic() - started, wait=wait_doc)
+    if not report.ok or (waited and waited.result == readiness.ERROR):
         code = exitcodes.FAILED
     elif dry:
         code = exitcodes.CHANGED if doc["changes"] else exitcodes.OK
+    elif waited and not waited.ok:
+        code = exitcodes.CHANGED  # not healthy in time, Degraded or Stalled, or interrupted
     else:
         code = exitcodes.CHANGED if args.exit_code and doc["changes"] else exitcodes.OK
     doc["exitCode"] = code
-    text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
+    if waited and args.output == "text":
+        text = "\n".join(output.wait_lines(wait_doc))
+    else:
+        text = report.summary() if args.output == "text" and not dry else output.render(doc, args.output)
     _emit(source.redact(text, opts.repo))
     for error in report.errors:  # one line each, whatever a file name holds
         logs.problem(printable(source.redact(error, opts.repo)))
     return code
+
+
+def wait_healthy(kube, report, timeout: float):
+    """``--wait``: wait up to ``timeout`` seconds for the pass's Applications to be healthy
+    (``readiness.wait``), one line on stderr when it starts and one each time an Application's
+    health changes. SIGTERM and SIGINT end the wait at once (result ``interrupted``): their
+    handlers are this function's only while it runs. Returns the ``readiness.Result``."""
+    import signal
+    import threading
+
+    from agent.engine import readiness
+
+    stop = threading.Event()
+
+    def interrupted(*_):
+        stop.set()
+        kube.interrupt.set()  # an API retry in flight ends now, too
+
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
+    count = sum(outcome is not None for outcome in report.synced.values())
+    print(f"waiting up to {output.duration(timeout)} for {count} Application{'s' if count != 1 else ''} "
+          "to be healthy", file=sys.stderr, flush=True)
+    started = time.monotonic()
+
+    def changed(key: str, health: dict) -> None:
+        print(printable(f"{key}: {health['status']} ({health['message']}) after "
+                        f"{output.duration(time.monotonic() - started)}"), file=sys.stderr, flush=True)
+
+    try:
+        return readiness.wait(kube, report, timeout, stop, on_change=changed)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -17,18 +17,22 @@ import threading
 from agent.api.labels import AGENT_NAME
 from agent.cli import commands as ci, explain_cmd, flags, get_cmd, nametypes, notify_flags, reconcile_cmd
 from agent.common import exitcodes, logs
-from agent.engine import backoff, guards, sync, writes
+from agent.engine import backoff, guards, readiness, sync, writes
 from agent.kube import ratelimit
 from agent.kube.client import ApiError, Kube
 from agent.source.cachedir import default_cache_dir
 from agent.source.mirror import cache_path, redact, source_id
 
 EPILOG = """exit codes:
-  0  success: the cluster matches the commit
+  0  success: the cluster matches the commit; with --wait: and every Application of the pass
+     is healthy (Ready=True)
   1  success, and the pass changed something (only with --exit-code); with --dry-run:
-     something would change (nothing was written)
+     something would change (nothing was written); with --wait: an Application was not
+     healthy when the time was up, one is Degraded or Stalled (waiting cannot help), or the
+     wait was ended by SIGTERM or SIGINT (the report is printed all the same)
   2  failure: the source could not be fetched, a file or Application was invalid, an API call
-     failed, or pruning was refused; failing Applications and files are named on stderr
+     failed, or pruning was refused (with --wait: nothing is waited for); failing Applications
+     and files are named on stderr
 """
 
 
@@ -122,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     sync_parser.add_argument("--dry-run", action="store_true",
                              help="the whole pass as a server-side dry run: nothing is written (no "
                                   "changes, events, status or namespaces); exit 1 when something would change")
+    sync_parser.add_argument(
+        "--wait", nargs="?", metavar="DURATION", const=readiness.DEFAULT_SECONDS, default=_env("WAIT"),
+        type=flags.number(0, 86400, above=True),
+        help="after the pass, wait until every Application it synced from Git is healthy (Ready=True), one is "
+             "Degraded or Stalled, or DURATION is up (90s, 2m, 1h; a number is seconds; alone: 5m), rewriting each "
+             "one's status as its children become ready; exit 1 when not all are healthy; refused with --dry-run "
+             "(nothing is applied to wait for; the variable is ignored there) [env GITOPS_AGENT_WAIT]")
     add_source_flags(sync_parser)
     notify_flags.add(sync_parser)
     ci.add_output_flags(sync_parser, _env)
@@ -303,6 +314,11 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         args.ui_token = ui_token(args)
     if args.command == "validate":
         return ci.run_validate(args)
+    if getattr(args, "wait", None) is not None and args.dry_run:
+        if any(a == "--wait" or a.startswith("--wait=") for a in argv):
+            raise flags.UsageError("--wait is not allowed with --dry-run: a dry run applies nothing to wait for "
+                                   "(use one or the other)", flag="--wait")
+        args.wait = None  # GITOPS_AGENT_WAIT, set for the job's sync, does not stop its dry run
     flags.cache_dir(args.cache_dir)
     try:
         opts = options_from(args)

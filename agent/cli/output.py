@@ -26,11 +26,14 @@ FORMATS = ("text", "json", "markdown")
 
 
 def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int, source: dict,
-                  diffs: dict[str, str] | None = None, seconds: float = 0.0) -> dict:
+                  diffs: dict[str, str] | None = None, seconds: float = 0.0, wait: dict | None = None) -> dict:
     """The document for ``sync`` or ``diff``: ``report`` of the pass, ``diffs`` (subject ->
     unified diff, from ``diff.Recording.diffs``), ``source`` ({repo (redacted), ref, path}),
-    ``seconds`` the whole command's wall time. Objects are ``report.outcomes()``, so ``counts``
-    equal the text summary's; file errors are only in ``errors``."""
+    ``seconds`` the whole command's wall time, ``wait`` the ``--wait`` result (``wait_document``;
+    None without ``--wait``). Objects are ``report.outcomes()``, so ``counts`` equal the text
+    summary's; file errors are only in ``errors``. Each Application's ``health`` is the one its
+    status holds (``{status, message}``), null in a dry run (nothing was written) or when the
+    pass wrote no status for it."""
     diffs = diffs or {}
     apps: dict[str, list[dict]] = {}
     for change in report.outcomes():  # a refused Application is one failed Application object
@@ -50,11 +53,68 @@ def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int
         "schemaVersion": SCHEMA_VERSION, "command": command, "dryRun": dry_run,
         "ok": report.ok, "changes": changes, "exitCode": exit_code,
         "commit": report.commit, "source": source,
-        "applications": [{"name": name, "objects": objs} for name, objs in sorted(apps.items())],
+        "applications": [{"name": name, "health": None if dry_run else report.health.get(name), "objects": objs}
+                         for name, objs in sorted(apps.items())],
         "errors": _errors(report), "notes": list(report.notes), "counts": counts,
         "timings": {"totalSeconds": round(seconds, 3),
                     "fetchSeconds": None if report.fetch_seconds is None else round(report.fetch_seconds, 3)},
+        "wait": wait,
     }
+
+
+def wait_document(result, health: dict[str, dict]) -> dict:
+    """``--wait``'s part of the document from a ``readiness.Result``: ``result`` (healthy,
+    failed, timeout, interrupted or error), ``seconds`` waited, ``timeoutSeconds``, ``error``
+    (for error), ``notHealthy`` (each Application not healthy at the end, with its health from
+    ``health``: ``namespace/name`` -> ``{status, message}``) and ``skipped`` (Applications of the
+    pass not waited for: suspended, or a child held by its annotation)."""
+    return {"result": result.result, "seconds": round(result.seconds, 3), "timeoutSeconds": result.timeout,
+            "error": result.error,
+            "notHealthy": [{"name": key, "health": health.get(key)} for key in result.not_healthy()],
+            "skipped": list(result.skipped)}
+
+
+def wait_lines(wait: dict) -> list[str]:
+    """The closing lines of ``sync --wait``'s text summary (``printable``): one per Application
+    not healthy at the end (its health), then the verdict, e.g. ``wait succeeded: every
+    Application healthy after 4.2s`` or ``wait failed: 1 Application not healthy after
+    1m30s (timed out): ns/web``."""
+    lines = [printable(f"  {a['name']}: {_health_words(a['health'])}") for a in wait["notHealthy"]]
+    lines += [printable(f"  {key}: not waited for (suspended, or a child held by its annotation)")
+              for key in wait["skipped"]]
+    return lines + [printable(wait_verdict(wait))]
+
+
+def wait_verdict(wait: dict) -> str:
+    """One line for how ``--wait`` ended (see ``wait_lines``)."""
+    after = duration(wait["seconds"])
+    names = [a["name"] for a in wait["notHealthy"]]
+    which = f"{len(names)} Application{'s' if len(names) != 1 else ''} not healthy after {after}"
+    if wait["result"] == "healthy":
+        return f"wait succeeded: every Application healthy after {after}"
+    if wait["result"] == "error":
+        return f"wait failed: {wait['error']}"
+    why = {"failed": "Degraded or Stalled: waiting cannot help",
+           "timeout": f"timed out: --wait={duration(wait['timeoutSeconds'])}",
+           "interrupted": "interrupted by a signal"}[wait["result"]]
+    return f"wait failed: {which} ({why}): {', '.join(names)}"
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as ``4.2s``, ``1m30s`` or ``1h2m3s`` (whole seconds from a minute on), as
+    kubectl and Go print a duration."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
+
+
+def _health_words(health: dict | None) -> str:
+    if not health:
+        return "health unknown"
+    return f"{health['status']} ({health['message']})" if health.get("message") else health["status"]
 
 
 def validate_document(result, *, exit_code: int, source: dict) -> dict:
@@ -186,39 +246,90 @@ def cell(markdown_text: str) -> str:
     return markdown_text.replace("|", "\\|")
 
 
-def markdown(doc: dict) -> str:
+MARKDOWN_LIMIT = 60_000
+"""Characters a markdown plan may have: GitHub refuses a comment over 65,536 characters (and
+GitLab's notes over 1,000,000), so a plan stays well under it (issue 32: 40 new Applications
+made 104 KB)."""
+
+
+def markdown(doc: dict, limit: int = MARKDOWN_LIMIT) -> str:
     """A compact plan for a pull-request comment: a heading with the verdict, the commit, a
-    table of Applications and their objects' actions, errors as a list, and each diff folded
-    in ``<details>``. Names, files and fields are ``code`` spans, messages and notes ``plain``
-    text, and table cells ``cell``s, so any file name or message reads as it is."""
+    summary table of Applications and their objects' actions (and, for ``sync``, each one's
+    health), the ``--wait`` result, errors as a list, notes, and each diff folded in
+    ``<details>``. Names, files and fields are ``code`` spans, messages and notes ``plain``
+    text, and table cells ``cell``s, so any file name or message reads as it is.
+    At most ``limit`` characters: what does not fit is cut at a whole row, line or diff (never
+    inside one, ``_capped``) with a closing line saying how much was left out and where to
+    see it all."""
     title = {"validate": "validate", "diff": "diff", "sync": "sync"}[doc["command"]]
-    out = [f"### gitops-agent {title}: {_verdict(doc).split(': ', 1)[1]}", ""]
+    blocks: list[tuple[str, str]] = [("", f"### gitops-agent {title}: {_verdict(doc).split(': ', 1)[1]}\n")]
     if doc["commit"]:
-        out += [f"Commit {code(doc['commit'][:12])}", ""]
+        blocks.append(("", f"Commit {code(doc['commit'][:12])}\n"))
     if doc["command"] == "validate":
         if doc["applications"]:
-            out += ["| Application | File |", "|---|---|"]
-            out += [f"| {cell(code(a['name']))} | {cell(code(a['file'] + ':' + str(a['line'])))} |"
-                    for a in doc["applications"]]
-            out.append("")
+            blocks.append(("", "| Application | File |\n|---|---|"))
+            blocks += [("row", f"| {cell(code(a['name']))} | {cell(code(a['file'] + ':' + str(a['line'])))} |")
+                       for a in doc["applications"]]
+            blocks.append(("", ""))
     elif doc["applications"]:
-        out += ["| Application | Changes | Unchanged |", "|---|---|---|"]
+        healthy = doc["command"] == "sync" and not doc["dryRun"]
+        blocks.append(("", "| Application | Changes | Unchanged |" + (" Health |" if healthy else "")
+                       + "\n|---|---|---|" + ("---|" if healthy else "")))
         for app in doc["applications"]:
             changed = [f"{plain(o['kind'])} **{plain(o['action'])}**" for o in app["objects"] if o["action"] != "unchanged"]
             same = sum(o["action"] == "unchanged" for o in app["objects"])
-            out.append(f"| {cell(code(app['name']))} | {cell(', '.join(changed)) or '-'} | {same} |")
-        out.append("")
+            row = f"| {cell(code(app['name']))} | {cell(', '.join(changed)) or '-'} | {same} |"
+            if healthy:
+                health = app.get("health")
+                row += f" {cell(plain(_health_words(health))) if health else '-'} |"
+            blocks.append(("row", row))
+        blocks.append(("", ""))
+    if doc.get("wait"):
+        blocks.append(("", f"**Wait**: {plain(wait_verdict(doc['wait']))}\n"))
     if doc["errors"]:
-        out += ["**Errors**", ""]
-        out += [f"- {code(_where(e)) + ': ' if _where(e) else ''}{plain(e['message'])}" for e in doc["errors"]]
-        out.append("")
-    for note in doc["notes"]:  # one quote each: lines of one quote would run into one paragraph
-        out += [f"> {plain(note)}", ""]
+        blocks.append(("", "**Errors**\n"))
+        blocks += [("error", f"- {code(_where(e)) + ': ' if _where(e) else ''}{plain(e['message'])}")
+                   for e in doc["errors"]]
+        blocks.append(("", ""))
+    blocks += [("note", f"> {plain(note)}\n") for note in doc["notes"]]  # one quote each: no running together
     for app in doc["applications"]:
         for obj in app["objects"]:
             if obj.get("diff"):
                 diff = obj["diff"].rstrip("\n")
                 fence = "`" * max(3, max(map(len, re.findall("`+", diff)), default=0) + 1)  # longer than any inside
                 summary = html.escape(printable(f"{obj['subject']} ({obj['action']})"), quote=False)
-                out += [f"<details><summary>{summary}</summary>", "", f"{fence}diff", diff, fence, "", "</details>", ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+                blocks.append(("diff", "\n".join([f"<details><summary>{summary}</summary>", "", f"{fence}diff", diff,
+                                                  fence, "", "</details>", ""])))
+    return _capped(blocks, limit)
+
+
+_WHAT = {"row": ("table row", "table rows"), "error": ("error", "errors"), "note": ("note", "notes"),
+         "diff": ("diff", "diffs")}
+
+
+def _capped(blocks: list[tuple[str, str]], limit: int) -> str:
+    """The markdown of ``blocks`` (``(what, text)``, each ending a line; ``what``: ``row``,
+    ``error``, ``note``, ``diff`` or ``""`` for structure), whole, when it has at most ``limit``
+    characters; else the blocks that fit in order, then a line naming how many of each kind,
+    and how many characters, were left out, and how to see them all. Pure."""
+    full = "\n".join(text for _, text in blocks).rstrip("\n") + "\n"
+    if len(full) <= limit:
+        return full
+    room = limit - 400  # the closing line, with room to spare
+    kept: list[str] = []
+    left: dict[str, int] = {}
+    size = 0
+    for what, text in blocks:
+        if not left and size + len(text) + 1 <= room:
+            kept.append(text)
+            size += len(text) + 1
+        elif what:
+            left[what] = left.get(what, 0) + 1
+        elif not left:  # structure: no room for it, nor for anything after it
+            left.setdefault("", 0)
+    gone = ", ".join(f"{n} {_WHAT[w][n != 1]}" for w, n in left.items() if w and n)
+    text = "\n".join(kept).rstrip("\n")
+    closing = (f"**Cut to stay under {limit:,} characters** (GitHub refuses a comment over 65,536): "
+               f"{gone or 'the rest'} left out ({len(full) - len(text):,} characters). The full report is in "
+               "the CI log (`-o text`) or `-o json`.")
+    return f"{text}\n\n{closing}\n"

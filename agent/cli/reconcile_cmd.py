@@ -6,26 +6,31 @@ a JSON merge patch under its own field manager (``sync_now.FIELD_MANAGER``, neve
 so the agent's server-side apply never owns or removes it). The agent's ``run`` watches
 Applications, sees a token it has not handled and runs a pass that asks Git; that pass copies
 the token to ``status.lastHandledReconcileAt``. With ``--wait`` the command polls until the two
-match and prints the result.
+match and then until the Application is healthy (``Ready`` True), as ``flux reconcile`` and
+``argocd app wait`` do, and prints the result.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 import time
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND
 from agent.cli import flags, nametypes
 from agent.common import exitcodes, logs
-from agent.engine import suspend, sync_now
+from agent.engine import readiness, suspend, sync_now
 from agent.engine.report import printable
 from agent.kube.client import ApiError, Kube, path
 
 POLL_SECONDS = 0.5
 EPILOG = """exit codes:
-  0  the request was set (without --wait); with --wait: the agent handled it and the
-     Application's Synced condition is True
+  0  the request was set (without --wait); with --wait: the agent handled it, its sync
+     succeeded and the Application is healthy (Ready=True)
+  1  with --wait: handled and synced, but not healthy (Ready=True) within --timeout, or it is
+     Degraded or Stalled (waiting cannot help), or the wait was ended by SIGTERM or SIGINT
   2  the Application does not exist, a flag was wrong, the request could not be set; with
      --wait: it was not handled within --timeout (no agent run seems to be handling requests),
      or the agent handled it and the sync failed
@@ -45,8 +50,8 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
     parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=nametypes.dns_label,
                         help="the Application's namespace (default: default) [env GITOPS_AGENT_NAMESPACE]")
     flags.switch(parser, "--wait", variable="RECONCILE_WAIT", default=False, negatable=False,
-                 help="wait until the agent handled the request and print the result "
-                      "[env GITOPS_AGENT_RECONCILE_WAIT]")
+                 help="wait until the agent handled the request and the Application is healthy (Ready=True), "
+                      "Degraded or Stalled, then print the result [env GITOPS_AGENT_RECONCILE_WAIT]")
     parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=env("RECONCILE_TIMEOUT", "300"),
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
@@ -105,7 +110,22 @@ def run(args: argparse.Namespace) -> int:
     print(f"{subject}: sync requested ({labels.RECONCILE_REQUESTED_AT}={token})", flush=True)
     if not args.wait:
         return exitcodes.OK
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: (stop.set(), kube.interrupt.set()))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return _wait(kube, url, subject, token, args, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _wait(kube: Kube, url: str, subject: str, token: str, args: argparse.Namespace, stop: threading.Event) -> int:
+    """``--wait``: poll the Application until the request is handled and then until it is
+    healthy, Degraded or Stalled (``readiness.state``), ``--timeout`` or ``stop`` (a signal).
+    Returns the exit code (EPILOG)."""
     deadline = time.monotonic() + args.timeout
+    handled = False
     while True:
         try:
             app = kube.request("GET", url)
@@ -115,17 +135,34 @@ def run(args: argparse.Namespace) -> int:
         if app is None:
             logs.problem(f"{subject} was deleted while waiting for the request to be handled")
             return exitcodes.FAILED
-        if sync_now.handled(app) == token:
+        if not handled and sync_now.handled(app) == token:
             ok, line = describe(app)
-            if ok:
-                print(f"{subject}: handled: {line}")
+            if not ok:
+                logs.problem(printable(f"{subject}: handled, {line}"))  # a status message may hold a newline
+                return exitcodes.FAILED
+            handled = True
+            print(printable(f"{subject}: handled: {line}"), flush=True)
+        if handled:
+            now = readiness.state(app.get("status"))
+            if now == readiness.HEALTHY:
+                print(printable(f"{subject}: healthy: {describe(app)[1]}"), flush=True)
                 return exitcodes.OK
-            logs.problem(printable(f"{subject}: handled, {line}"))  # a status message may hold a newline
-            return exitcodes.FAILED
-        if time.monotonic() >= deadline:
-            logs.problem(f"{subject}: the request was not handled within {args.timeout:g}s: no agent run seems "
-                         f"to be handling requests (is it running, leading and allowed to see namespace "
-                         f"{args.namespace}? A pass that fails before writing status handles none; see its log)")
-            return exitcodes.FAILED
-        time.sleep(POLL_SECONDS)
+            if now == readiness.FAILED:
+                logs.problem(printable(f"{subject}: Degraded or Stalled, waiting cannot help: {describe(app)[1]}"))
+                return exitcodes.CHANGED
+        if stop.is_set() or time.monotonic() >= deadline:
+            return _gave_up(subject, app, handled, args, stop.is_set())
+        stop.wait(POLL_SECONDS)
 
+
+def _gave_up(subject: str, app: dict, handled: bool, args: argparse.Namespace, interrupted: bool) -> int:
+    """The line and exit code when ``--wait`` ends unfinished: 2 when the request was never
+    handled (no agent seems to run), else 1 (handled and synced, not healthy in time)."""
+    why = "before the wait was interrupted by a signal" if interrupted else f"within {args.timeout:g}s"
+    if not handled:
+        logs.problem(f"{subject}: the request was not handled {why}: no agent run seems "
+                     f"to be handling requests (is it running, leading and allowed to see namespace "
+                     f"{args.namespace}? A pass that fails before writing status handles none; see its log)")
+        return exitcodes.FAILED
+    logs.problem(printable(f"{subject}: handled and synced, but not healthy {why}: {describe(app)[1]}"))
+    return exitcodes.CHANGED

@@ -21,6 +21,15 @@ from dataclasses import dataclass
 from agent.kinds import health as health_
 
 READY, RECONCILING, STALLED, SYNCED = "Ready", "Reconciling", "Stalled", "Synced"
+SOURCE_AVAILABLE = "SourceAvailable"
+"""Present, ``False``, only while the Application's source cannot be fetched or its commit
+cannot be read (``source_conditions``); removed by the first pass that reads the source again
+(as Flux removes a ``FetchFailed`` condition), so a healthy Application carries only ``Ready``
+and ``Synced``. ``Ready`` is left as the last pass wrote it: the cluster still runs the last
+commit read (Flux's Kustomization keeps its Ready of the last artifact the same way)."""
+FETCH_FAILED, READ_FAILED = "FetchFailed", "ReadFailed"
+"""``SourceAvailable`` reasons: the remote could not be fetched; the commit could not be read
+(a missing path, a broken object, a submodule that could not be read)."""
 
 INVALID_MANIFEST = "InvalidManifest"
 """The Application's file in Git failed to parse or validate (sync.py)."""
@@ -99,3 +108,22 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
         out.append(Condition(STALLED, True, health_.DEGRADED, health.message))
     out.append(Condition(SYNCED, ok, reason, message))
     return out
+
+
+def source_conditions(old: list[dict], reason: str, message: str, generation: int, now: str) -> list[dict] | None:
+    """The conditions an Application whose source failed (``reason``: ``FETCH_FAILED`` or
+    ``READ_FAILED``; ``message``: the error, already redacted) carries: ``old`` (its stored
+    conditions, in order) with ``SourceAvailable`` status ``False`` put before ``Synced`` (last
+    when there is none). ``lastTransitionTime`` is ``now`` (RFC 3339) when the condition was not
+    ``False`` before, else kept: it says since when. None when ``old`` already says the same
+    (status, reason, message): a failing source is written once, not on every pass. Pure."""
+    previous = next((c for c in old if c.get("type") == SOURCE_AVAILABLE), None)
+    if previous and (previous.get("status"), previous.get("reason"), previous.get("message")) == \
+            ("False", reason, message):
+        return None
+    since = previous.get("lastTransitionTime") if previous and previous.get("status") == "False" else None
+    condition = {"type": SOURCE_AVAILABLE, "status": "False", "reason": reason, "message": message,
+                 "lastTransitionTime": since or now, "observedGeneration": generation}
+    rest = [c for c in old if c.get("type") != SOURCE_AVAILABLE]
+    at = next((i for i, c in enumerate(rest) if c.get("type") == SYNCED), len(rest))
+    return rest[:at] + [condition] + rest[at:]

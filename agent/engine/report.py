@@ -63,6 +63,16 @@ class Report:
     """``namespace/name`` -> (``Ready`` condition status ``True``/``False``, its reason) as the
     pass wrote or kept it, for each Application from Git (not hand-applied ones); read by the
     commit status (``agent.notify.commitstatus.verdict``)."""
+    health: dict[str, dict] = field(default_factory=dict)
+    """``namespace/name`` -> ``{"status", "message"}``: the health the pass wrote to each
+    Application's status (``status.health_of``); updated by ``sync --wait`` as it waits."""
+    synced: dict = field(default_factory=dict)
+    """``namespace/name`` -> ``status.Outcome`` (``changed`` False) of each Application from this
+    source's Git that the pass synced: what ``sync --wait`` waits for, rewriting its status with
+    this outcome (``readiness``); None for one it does not wait for (suspended, a child held)."""
+    source_seen: bool = False
+    """The pass asked the source and read its commit (False: it failed, or reused the last
+    commit without asking Git): only then is a ``SourceAvailable`` condition dropped."""
 
     @property
     def ok(self) -> bool:
@@ -115,7 +125,8 @@ class Report:
         return out
 
     def summary(self) -> str:
-        """Multi-line text: the commit, per Application its objects and actions, notes, the
+        """Multi-line text: the commit, per Application its objects and actions and its health
+        (``  health: Progressing (message)``, when the pass wrote its status), notes, the
         refused documents and files with their reasons, and a closing line with the counts of
         objects per action (``counts``), the Applications that failed and the files that failed,
         e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml:1, x.yaml:5``
@@ -132,6 +143,9 @@ class Report:
             for change in by_app[app]:
                 suffix = f" ({change.message})" if change.message else ""
                 lines.append(f"  {change.subject} {change.action}{suffix}")
+            if app in self.health:
+                health = self.health[app]
+                lines.append(f"  health: {health['status']}" + (f" ({health['message']})" if health.get("message") else ""))
         lines += [f"note: {n}" for n in self.notes]
         if self.invalid:
             lines.append("invalid (not applied):")

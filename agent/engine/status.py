@@ -29,6 +29,9 @@ class Outcome:
     its document in that file.
     ``health``: the health to record instead of the children's (a suspended Application, see
     ``suspend.outcome``); ``suspended``: write ``status.suspended: true`` (absent otherwise).
+    ``source_seen``: the pass asked the source and read its commit, so a ``SourceAvailable``
+    condition is dropped; False (a pass that reused the last commit without asking Git) keeps
+    it as it is (``conditions.SOURCE_AVAILABLE``).
     """
 
     ok: bool
@@ -40,6 +43,7 @@ class Outcome:
     health: health_.Health | None = None
     suspended: bool = False
     source_line: int | None = None
+    source_seen: bool = True
 
 
 def _condition(old: list[dict], type_: str, status: bool, reason: str, message: str,
@@ -89,14 +93,25 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     status.update(history.fields(old, spec, outcome.commit, outcome.ok, advanced, now))
     for kind in registry.CHILD_KINDS:
         status.update(kind.observed(children.get(kind.kind)))
-    health = health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
+    health = health_of(app, outcome, children)
     status["health"] = health.as_status()
     if outcome.suspended:
         status["suspended"] = True
     old_conditions = old.get("conditions") or []
     status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
                             for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]
+    kept = next((c for c in old_conditions if c.get("type") == conditions_.SOURCE_AVAILABLE), None)
+    if kept is not None and not outcome.source_seen:
+        status["conditions"].insert(-1, kept)  # before Synced, as ``source_conditions`` places it
     return status
+
+
+def health_of(app: dict, outcome: Outcome, children: Mapping[str, dict | None]) -> health_.Health:
+    """The health ``compute`` records for ``app``: "pending deletion" when the Application is
+    being deleted, else the outcome's own (a suspended Application), else the worst of its
+    spec's children's (``registry.health``; ``children`` by kind, as ``compute`` reads them)."""
+    spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
+    return health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
 
 
 def differs(old: dict | None, new: dict) -> bool:

@@ -15,7 +15,7 @@ import datetime
 from collections.abc import Mapping
 
 from agent.api.schema import GROUP, KIND, PLURAL
-from agent.engine import backoff, news as news_, status as status_, suspend, sync_now
+from agent.engine import backoff, conditions as conditions_, news as news_, status as status_, suspend, sync_now
 from agent.engine.report import FAILED, Report
 from agent.kube.client import ApiError, Kube
 
@@ -113,3 +113,30 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
     return next_retry
+
+
+def write_source_unavailable(kube: Kube, report: Report, key: str, app: dict, reason: str, message: str) -> bool:
+    """Record on the Application ``app`` (``key``: ``namespace/name``) that its source could not
+    be fetched or read: its conditions with ``SourceAvailable`` False (``reason``, ``message``:
+    the redacted error; ``conditions.source_conditions``), written through the status
+    subresource like ``write`` (a merge patch: the list replaces the stored one whole) and read
+    back. Nothing is sent when the stored condition already says the same. Returns True when a
+    write was sent and stored. A refusal or a dropped field is a note of the pass (the pass
+    already failed for its source); a gone Application is nothing; an unreachable API server
+    (status 0) re-raises."""
+    old = (app.get("status") or {}).get("conditions") or []
+    new = conditions_.source_conditions(old, reason, message, app["metadata"].get("generation", 0), now())
+    if new is None:
+        return False
+    try:
+        stored = kube.patch_status(app, {"conditions": new})
+    except ApiError as err:
+        if err.status == 0:
+            raise
+        if err.status != 404:
+            report.notes.append(f"{KIND}/{key}: could not record that its source is unavailable: {err}")
+        return False
+    if stored is None or (stored.get("status") or {}).get("conditions") != new:
+        report.notes.append(f"{KIND}/{key}: {not_stored({'conditions': new}, (stored or {}).get('status'))}")
+        return False
+    return True

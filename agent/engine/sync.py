@@ -80,6 +80,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     """
     report = Report()
     started = time.monotonic()
+    if opts.allowed_namespaces is not None:
+        kube = scope.ScopedKube(kube, opts.allowed_namespaces)
+    reason = conditions.FETCH_FAILED
     try:
         if offline and known_commit:
             report.commit = known_commit
@@ -87,8 +90,10 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             fetched = source.fetch(opts.repo, opts.ref, opts.cache_dir, opts.fetch_timeout,
                                    credentials=opts.credentials, known_commit=known_commit)
             report.commit = fetched.commit
+            report.source_seen = True
             if fetched.fetched:
                 report.fetch_seconds = time.monotonic() - started
+        reason = conditions.READ_FAILED
         cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
         try:
             snapshot = snapshots.read(opts.repo, report.commit, opts.cache_dir, opts.path,
@@ -102,8 +107,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             report.notes.append(f"{err}; --allow-empty: treated as no Applications")
             snapshot = snapshots.Snapshot(commit=report.commit)
     except source.SourceError as err:
-        report.fetch_failed = True
+        report.fetch_failed, report.source_seen = True, False
         report.errors.append(f"{err}; nothing was changed or pruned")
+        _source_unavailable(kube, opts, report, reason, str(err))
         return report
     loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
     cache.save()
@@ -118,8 +124,6 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
     del snapshot, loaded  # the files' bytes: not needed once parsed (a pass holds what it still reads)
-    if opts.allowed_namespaces is not None:
-        kube = scope.ScopedKube(kube, opts.allowed_namespaces)
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     if on_commit is not None and report.commit:
         on_commit(report.commit)
@@ -131,6 +135,36 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
         return report
     batch.flush(lambda items: list(writes.ordered(kube, items, lambda e, _: kube.event(*e), report)))
     return report
+
+
+def _source_unavailable(kube: Kube, opts: Options, report: Report, reason: str, error: str) -> None:
+    """Say on each live Application of this source (its ``heumsi.github.io/source`` label, owned:
+    ``plan.owned``) that the source could not be fetched (``reason`` ``FetchFailed``) or its
+    commit read (``ReadFailed``): ``SourceAvailable`` False with the redacted ``error`` and since
+    when (``statuswrite.write_source_unavailable``; written only when it changes). Nothing else is
+    written, nothing pruned; none in a dry run. A failed list is a note: the pass failed already."""
+    if kube.dry_run:
+        return
+    message = redacted(error, opts)
+    try:
+        apps = [a for a in kube.list(GROUP, KIND, f"{labels.SOURCE_LABEL}={opts.source_id}")
+                if plan.owned(a, opts.source_id) and not a["metadata"].get("deletionTimestamp")]
+        marked = sum(statuswrite.write_source_unavailable(kube, report, _key(app), app, reason, message)
+                     for app in apps)
+    except ApiError as err:
+        report.notes.append(f"could not record on this source's Applications that the source is unavailable: {err}")
+        return
+    if marked:
+        report.notes.append(f"{marked} Application{'s' if marked != 1 else ''} marked {conditions.SOURCE_AVAILABLE}=False "
+                            f"({reason})")
+
+
+def redacted(text: str, opts: Options) -> str:
+    """``text`` with the repository URL's user-info and the token of ``opts.credentials`` (a
+    ``--git-token-file``'s) removed (``source.redact``): what may be written to the cluster."""
+    text = source.redact(text, opts.repo)
+    token = opts.credentials.token if opts.credentials else None
+    return text.replace(token, "***") if token and len(token) >= 4 else text
 
 
 @dataclass
@@ -454,6 +488,9 @@ def _write_statuses(p: _Pass) -> None:
               False: "children applied from the live Application"}
     statuses = [(key, app, _located(p, key, _outcome(p, key, app, broken_files, synced)), p.live_of.get(key, {}),
                  key in p.failures) for key, app in sorted({**p.failed_apps, **p.in_scope}.items())]
+    if not p.report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
+        statuses = [(key, app, replace(outcome, source_seen=False), *rest) for key, app, outcome, *rest in statuses]
+    _record_health(p, statuses)
     kube, retry, report = p.kube, p.retry, p.report
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
             kube, scratch, *st[:4], failed=st[4], retry=retry), report,
@@ -465,6 +502,18 @@ def _located(p: _Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
     """``outcome`` with the line of the Application's document in its file, when it is in Git."""
     line = p.git_lines.get(key)
     return replace(outcome, source_line=line) if line and outcome.source_path == p.git_paths.get(key) else outcome
+
+
+def _record_health(p: _Pass, statuses: list[tuple]) -> None:
+    """Put each Application's health (``status.health_of``) in ``report.health``, and in
+    ``report.synced`` each one from this source's Git that synced: its outcome with ``changed``
+    False (what ``sync --wait`` rewrites its status with when a child's readiness moves,
+    ``readiness``), or None when its health is not its children's (suspended, a child held)."""
+    for key, app, outcome, children, _ in statuses:
+        p.report.health[key] = status_.health_of(app, outcome, children).as_status()
+        if outcome.ok and key in p.git_paths:
+            waits = outcome.health is None and not outcome.suspended and key not in p.held_children
+            p.report.synced[key] = replace(outcome, changed=False) if waits else None
 
 
 def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced: dict[bool, str]) -> status_.Outcome:

@@ -32,6 +32,14 @@ class Metrics:
                                ["kind", "action"], registry=r)
         self.last_synced = Gauge("gitops_agent_last_synced_commit_timestamp_seconds",
                                  "Unix time when a commit was last fully synced.", registry=r)
+        self.source_last_success = Gauge(
+            "gitops_agent_source_last_success_timestamp_seconds",
+            "Unix time when the source was last fetched and its commit read, by source id (0 until the first time: "
+            "alert on its age; see deploy/alerts/).", ["source"], registry=r)
+        self.applications = Gauge(
+            "gitops_agent_applications",
+            "Applications whose status the last pass that read the source wrote, by source id and Ready (true: synced "
+            "and healthy; false: failed, progressing, degraded, missing or suspended).", ["source", "ready"], registry=r)
         self.leader = Gauge("gitops_agent_leader", "1 when this replica leads and syncs, else 0.", registry=r)
         self.fetch_duration = Histogram("gitops_agent_git_fetch_duration_seconds", "Duration of a Git fetch.",
                                         registry=r, buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))

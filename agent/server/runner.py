@@ -29,7 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
 from agent.api.schema import GROUP
-from agent.engine import backoff, sync, sync_now
+from agent.engine import backoff, readiness, sync, sync_now
 from agent.engine.report import Report
 from agent.kinds import registry
 from agent.kube import watch as watches
@@ -84,6 +84,7 @@ class Runner:
         log.info("leading: starting passes every %.0fs", self.interval)
         self.health.leading = True
         self.metrics.leader.set(1)
+        self.metrics.source_last_success.labels(source=self.opts.source_id)  # served as 0 until the first success
         if self.watch_enabled:
             selector = f"{MANAGED_BY}={AGENT_NAME}"
             lists = []
@@ -284,6 +285,12 @@ class Runner:
             m.fetch_duration.observe(report.fetch_seconds)
         if report.fetch_failed:
             m.fetch_failures.inc()
+        if report.source_seen:  # fetched (or found unchanged on the remote) and read: Git was seen
+            m.source_last_success.labels(source=self.opts.source_id).set(time.time())
+        if report.health:  # a pass that wrote statuses (not one that stopped before)
+            ready = readiness.count_ready(report.health, report.failing())
+            for value, count in (("true", ready), ("false", len(report.health) - ready)):
+                m.applications.labels(source=self.opts.source_id, ready=value).set(count)
         if ok:
             m.last_synced.set(time.time())
         self.health.pass_finished()

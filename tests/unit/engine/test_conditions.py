@@ -79,3 +79,40 @@ def test_failure_reason(http_status, immutable, reason):
 def test_condition_is_a_plain_record():
     assert conditions.kstatus(True, "Synced", "m", HEALTHY)[0] == Condition("Ready", True, "Healthy",
                                                                            "all children healthy")
+
+
+READY = {"type": "Ready", "status": "True", "reason": "Healthy", "message": "ok", "lastTransitionTime": "T0",
+         "observedGeneration": 1}
+SYNCED = {"type": "Synced", "status": "True", "reason": "Synced", "message": "m", "lastTransitionTime": "T0",
+          "observedGeneration": 1}
+
+
+def unavailable(reason="FetchFailed", message="boom", since="T1", generation=2):
+    return {"type": "SourceAvailable", "status": "False", "reason": reason, "message": message,
+            "lastTransitionTime": since, "observedGeneration": generation}
+
+
+def test_a_failing_source_is_put_before_synced_since_now():
+    assert conditions.source_conditions([READY, SYNCED], "FetchFailed", "boom", 2, "T1") == [
+        READY, unavailable(), SYNCED]
+
+
+def test_without_synced_it_goes_last_and_with_none_it_is_alone():
+    assert conditions.source_conditions([READY], "ReadFailed", "x", 2, "T1") == [READY, unavailable("ReadFailed", "x")]
+    assert conditions.source_conditions([], "FetchFailed", "boom", 2, "T1") == [unavailable()]
+
+
+def test_the_same_failure_again_writes_nothing():
+    assert conditions.source_conditions([READY, unavailable(since="T0"), SYNCED], "FetchFailed", "boom", 2, "T9") is None
+
+
+@pytest.mark.parametrize("reason, message", [("ReadFailed", "boom"), ("FetchFailed", "other")])
+def test_another_failure_keeps_since_when_and_replaces_the_condition(reason, message):
+    out = conditions.source_conditions([READY, unavailable(since="T0"), SYNCED], reason, message, 2, "T9")
+    assert out == [READY, unavailable(reason, message, since="T0"), SYNCED]
+
+
+def test_a_condition_that_was_true_moves_its_transition_time():
+    old = {**unavailable(since="T0"), "status": "True"}
+    assert conditions.source_conditions([old, SYNCED], "FetchFailed", "boom", 2, "T5") == [
+        unavailable(since="T5"), SYNCED]

@@ -195,3 +195,37 @@ def test_the_source_line_goes_with_the_source_path_only():
     assert "sourcePath" not in out and "sourceLine" not in out
     out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), children, "T")
     assert "sourceLine" not in out
+
+
+SOURCE_DOWN = {"type": "SourceAvailable", "status": "False", "reason": "FetchFailed", "message": "boom",
+               "lastTransitionTime": "T0", "observedGeneration": 3}
+
+
+def test_a_pass_that_read_the_source_drops_source_available():
+    out = status.compute(app({"conditions": [SOURCE_DOWN]}), status.Outcome(True, False, SHA1, "Synced", "ok"),
+                         {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    assert [c["type"] for c in out["conditions"]] == ["Ready", "Synced"]
+
+
+def test_a_pass_that_did_not_ask_git_keeps_source_available_before_synced():
+    out = status.compute(app({"conditions": [SOURCE_DOWN]}),
+                         status.Outcome(True, False, SHA1, "Synced", "ok", source_seen=False),
+                         {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    assert [c["type"] for c in out["conditions"]] == ["Ready", "SourceAvailable", "Synced"]
+    assert out["conditions"][1] == SOURCE_DOWN
+    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", source_seen=False),
+                         {"Deployment": deployment(), "Service": SERVICE}, "T1")
+    assert [c["type"] for c in out["conditions"]] == ["Ready", "Synced"]  # none to keep
+
+
+def test_health_of_is_what_compute_records():
+    children = {"Deployment": deployment(ready=1), "Service": SERVICE}
+    outcome = status.Outcome(True, False, SHA1, "Synced", "ok")
+    health = status.health_of(app(), outcome, children)
+    assert (health.status, health.message) == ("Progressing",
+                                               "Deployment: waiting for rollout to finish: 1 of 2 replicas available")
+    assert status.compute(app(), outcome, children, "T1")["health"] == health.as_status()
+    deleting = app()
+    deleting["metadata"]["deletionTimestamp"] = "T0"
+    assert status.health_of(deleting, outcome, children).as_status() == {
+        "status": "Progressing", "message": "Application web is pending deletion (since T0); a pass after it is gone creates it again"}

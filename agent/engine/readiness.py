@@ -1,0 +1,155 @@
+"""``sync --once --wait``: after the pass, wait until its Applications are healthy, keeping their status true.
+
+Why: a pass applies and returns; a Deployment it just applied may never become ready, and the
+status the pass wrote is a snapshot (``Progressing``) taken before the pods were up. Like
+``kubectl rollout status``, ``flux reconcile`` and ``argocd app wait``, the wait ends when every
+Application the pass synced from Git is healthy (``Ready`` True), when one is ``Degraded`` or
+``Stalled`` (waiting cannot help: only a person or a new commit can), or when the time is up.
+
+While it waits it polls, every ``POLL_SECONDS``, with one LIST of Applications and one LIST per
+child kind they use (the agent's ``managed-by`` label) in each namespace they are in, and writes
+each Application's status through ``statuswrite.write``, the pass's own status write, with the
+pass's outcome: a child that became ready rewrites the Application's ``health`` and ``Ready``
+condition, and a status that did not move sends nothing. A suspended Application, or one with a
+child held by its annotation, is not waited for: the agent leaves it as it is.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.api.schema import GROUP, KIND
+from agent.engine import backoff, conditions, plan, statuswrite
+from agent.engine.report import Report
+from agent.kinds import health as health_, registry
+from agent.kube.client import ApiError, Kube
+
+POLL_SECONDS = 1.0
+"""Seconds between two looks: a rollout on a real cluster takes seconds to minutes."""
+DEFAULT_SECONDS = 300.0
+"""``--wait`` without a value: 5 minutes, as ``flux reconcile`` and ``kubectl wait``'s usual timeout."""
+
+HEALTHY, FAILED, WAITING = "healthy", "failed", "waiting"
+"""What one Application's status says for the wait (``state``)."""
+TIMEOUT, INTERRUPTED, ERROR = "timeout", "interrupted", "error"
+"""How a wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled)."""
+
+
+def state(status: dict | None) -> str:
+    """``HEALTHY`` when the Application's ``status`` has ``Ready`` True; ``FAILED`` when its
+    health is ``Degraded`` or its ``Stalled`` condition is True (kstatus: retrying cannot help);
+    else ``WAITING`` (Progressing, Missing, no status yet). Pure."""
+    status = status or {}
+    found = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    if found.get(conditions.READY) == "True":
+        return HEALTHY
+    if (status.get("health") or {}).get("status") == health_.DEGRADED or found.get(conditions.STALLED) == "True":
+        return FAILED
+    return WAITING
+
+
+def verdict(states: dict[str, str]) -> str:
+    """The wait's result so far from each Application's ``state``: ``FAILED`` when any failed,
+    ``HEALTHY`` when all are healthy (also when there are none), else ``WAITING``. Pure."""
+    values = set(states.values())
+    if FAILED in values:
+        return FAILED
+    return HEALTHY if values <= {HEALTHY} else WAITING
+
+
+def count_ready(health: dict[str, dict], failing: list[str]) -> int:
+    """How many of the Applications in ``health`` (``namespace/name`` -> ``{status, message}``,
+    ``Report.health``) are Ready: Healthy and not among ``failing`` (``Report.failing``), as the
+    ``Ready`` condition says (``conditions.kstatus``). Pure."""
+    failed = set(failing)
+    return sum(h.get("status") == health_.HEALTHY and key not in failed for key, h in health.items())
+
+
+@dataclass
+class Result:
+    """How the wait ended: ``result`` (``HEALTHY``, ``FAILED``, ``TIMEOUT``, ``INTERRUPTED`` or
+    ``ERROR``), ``seconds`` waited, ``timeout`` (seconds allowed), ``states`` (``namespace/name``
+    -> ``state`` at the end), ``error`` (for ``ERROR``: the sentence), ``skipped``
+    (``namespace/name`` of Applications of the pass not waited for: suspended or held)."""
+
+    result: str
+    seconds: float
+    timeout: float
+    states: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.result == HEALTHY
+
+    def not_healthy(self) -> list[str]:
+        """Sorted ``namespace/name`` of the Applications that were not healthy at the end."""
+        return sorted(k for k, s in self.states.items() if s != HEALTHY)
+
+
+def wait(kube: Kube, report: Report, timeout: float, stop: threading.Event, *,
+         poll: float = POLL_SECONDS, on_change=None) -> Result:
+    """Wait up to ``timeout`` seconds for the Applications in ``report.synced`` to be healthy,
+    rewriting their status as their children move (``statuswrite.write``) and keeping
+    ``report.health`` current. ``stop`` (set by SIGTERM or SIGINT) ends the wait at once
+    (``INTERRUPTED``). ``on_change(key, health)`` is called when an Application's health
+    changes (``health``: ``{"status", "message"}``). Never raises for API faults: an API error
+    ends the wait with ``ERROR``; a deleted Application counts as failed."""
+    started = time.monotonic()
+    pending = {key: outcome for key, outcome in report.synced.items() if outcome is not None}
+    skipped = sorted(key for key, outcome in report.synced.items() if outcome is None)
+    states: dict[str, str] = {}
+
+    def result(kind: str, error: str | None = None) -> Result:
+        return Result(kind, time.monotonic() - started, timeout, dict(states), error, skipped)
+
+    while True:
+        try:
+            _look(kube, report, pending, states, on_change)
+        except ApiError as err:
+            return result(ERROR, f"reading the Applications while waiting failed: {err}")
+        now = verdict(states)
+        if now != WAITING:
+            return result(now)
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            return result(TIMEOUT)
+        if stop.wait(min(poll, left)):
+            return result(INTERRUPTED)
+
+
+def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_change) -> None:
+    """One look: list the Applications and their children in their namespaces, write each
+    status that moved and record each Application's ``state``. Raises ``ApiError``."""
+    namespaces = sorted({key.partition("/")[0] for key in pending})
+    apps = {f"{ns}/{a['metadata']['name']}": a for ns in namespaces for a in kube.list_in(GROUP, KIND, ns)}
+    kinds = {k for key in pending if (app := apps.get(key)) for k in registry.wanted(app.get("spec"))}
+    children: dict[str, dict[str, dict]] = {}
+    for ns in namespaces:
+        for kind in sorted(kinds, key=registry.CHILD_KINDS.index):
+            for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
+                if plan.owned(child):
+                    children.setdefault(plan.owner_key(child), {})[kind.kind] = child
+    for key, outcome in sorted(pending.items()):
+        app = apps.get(key)
+        if app is None or app["metadata"].get("deletionTimestamp"):
+            states[key] = FAILED
+            _moved(report, key, {"status": health_.MISSING, "message": "the Application was deleted while waiting"},
+                   on_change)
+            continue
+        kids = children.get(key, {})
+        new = statuswrite.new_status(app, outcome, kids, False, backoff.ONE_SHOT)
+        statuswrite.write(kube, report, key, app, outcome, kids)
+        states[key] = state(new)
+        _moved(report, key, new["health"], on_change)
+
+
+def _moved(report: Report, key: str, health: dict, on_change) -> None:
+    if report.health.get(key) != health:
+        report.health[key] = health
+        if on_change is not None:
+            on_change(key, health)
