@@ -98,6 +98,22 @@ def test_sync_once_tells_each_change_once_with_a_commit_status(agent, repo, name
     no_secret(str(objects.app(namespace, "a")) + str(objects.events(namespace)), receiver, github)
 
 
+def test_sync_once_wait_tells_ready_and_posts_success_in_the_same_run(agent, repo, namespace, receiver, github,
+                                                                      files):
+    """The CI gate: with --wait the run that applies a commit also tells each Application's
+    readiness and moves the commit status from pending to success; a re-run tells nothing."""
+    repo.write("a.yaml", app_yaml("a"))
+    repo.write("b.yaml", app_yaml("b", replicas=2))
+    head = repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *files)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(told(receiver)) == [("a", "Deployed"), ("a", "Ready"), ("b", "Deployed"), ("b", "Ready")]
+    assert github.posted(head) == [("pending", "applying this commit; waiting for its Applications to be ready"),
+                                   ("success", "2 Applications synced and ready")]
+    again = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *files)
+    assert again.returncode == 0 and len(receiver.notifications()) == 4 and len(github.posted(head)) == 2
+
+
 def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files):
     repo.write("a.yaml", app_yaml("a", replicas=0))
     repo.commit()
