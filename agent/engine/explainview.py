@@ -333,7 +333,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""), spec)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
-    pod_views = [pod(p) for p in pods]
+    pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
     involved = {("Application", name)} | {(k.kind, name) for k in kinds} | {("Pod", p["name"]) for p in pod_views}
     return {
         "application": {"namespace": namespace, "name": name},
