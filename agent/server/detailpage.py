@@ -92,7 +92,8 @@ def facts(e: dict, row: dict, repo_url: str | None) -> str:
 def sections(e: dict) -> str:
     """Children, pods, drift, Events, conditions and history, each a table."""
     children = [{"kind": c["kind"], "name": c["name"], "health": c["health"]["status"],
-                 "message": " ".join(filter(None, [c["message"], c["health"]["message"]]))} for c in e["children"]]
+                 "message": c["message"] + (f' ({c["health"]["message"]})' if c["health"]["message"] else "")}
+                for c in e["children"]]  # as explain writes it
     pods = [{"name": p["name"], "phase": p["phase"], "ready": p["ready"],
              "reason": "; ".join(problem(q) for q in p["problems"]) or None,
              "message": "; ".join(q["message"] for q in p["problems"] if q.get("message")) or None} for p in e["pods"]]
