@@ -8,9 +8,12 @@ screenshots`` writes them into ``docs/images``). Skipped when chromium or playwr
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -24,6 +27,7 @@ from tests.support import app_yaml, wait_for
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("crd")
+ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -73,7 +77,35 @@ def shoot(page, name: str) -> None:
         page.screenshot(path=str(Path(where) / f"{name}.png"))
 
 
-def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namespaces, objects, cluster):
+def cli(cluster, tmp_path, *args: str) -> dict:
+    """``gitops-agent ARGS -o json`` against the cluster, parsed (its own Git cache)."""
+    proc = subprocess.run([sys.executable, "-m", "agent", *args, "-o", "json", "--kubeconfig", str(cluster.kubeconfig)]
+                          + (["--cache-dir", str(tmp_path / "cli-cache")] if args[0] == "explain" else []),
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("GITOPS_AGENT_")})
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def api(base: str, path: str) -> dict:
+    return json.loads(urllib.request.urlopen(base + path, timeout=5).read())
+
+
+def same_as_cli(read_api, read_cli, what: str) -> None:
+    """Wait until the API's answer equals the command's (both read again each time: a pass or an
+    Event may come between the two reads); on timeout, compare the last two to show the difference."""
+    last: list = []
+
+    def equal() -> bool:
+        last[:] = [read_api(), read_cli()]
+        return last[0] == last[1]
+    try:
+        wait_for(equal, timeout=60, interval=1, what=what)
+    except AssertionError:
+        assert last[0] == last[1], what
+
+
+def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namespaces, objects, cluster, tmp_path):
     shop, broken = namespaces(), namespaces()
     cluster.kubectl("-n", broken, "apply", "-f", "-", input=TOO_BIG)
     for i in range(11):
@@ -98,14 +130,25 @@ def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namesp
     assert rows.count() == 13
     assert page.locator("#rows tr", has_text="web-00").locator(".c-commit").inner_text() == first[:8]
 
-    # a push changes a row without a reload
+    # a push changes a row, and the open page of its Application, without a reload
     page.evaluate("window.__marker = 'kept'")
+    detail = browser.new_page()
+    detail.goto(f"{base}/applications/{shop}/web-00")
+    detail.evaluate("window.__marker = 'kept'")
+    assert first[:12] in detail.inner_text("dl.facts")
     repo.write("shop/web-00.yaml", app_yaml("web-00", namespace=shop, image="nginx:1.27"))
     second = remote.push()
     changed = page.locator("#rows tr", has_text="web-00").locator(".c-changed")
     wait_for(lambda: changed.inner_text() == second[:8], timeout=60, what="the row to show the new commit")
     assert page.evaluate("window.__marker") == "kept"
     assert int(page.evaluate("document.body.dataset.refreshed")) >= 1
+    wait_for(lambda: second[:12] in detail.inner_text("dl.facts"), timeout=30, what="the page to show the new commit")
+    assert "nginx:1.27" in detail.inner_text("#diff") and detail.evaluate("window.__marker") == "kept"
+    detail.close()
+
+    # the API: /api/v1/applications lists as get -o json prints, one Application as explain -o json says
+    same_as_cli(lambda: api(base, f"/api/v1/applications?namespace={shop}&per=200")["items"],
+                lambda: cli(cluster, tmp_path, "get", "-n", shop)["items"], "the list API to equal get -o json")
 
     # filters and paging (through the script: still no reload)
     page.select_option("select[name=namespace]", broken)
@@ -133,6 +176,15 @@ def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namesp
     diff = page.inner_text("#diff")
     assert "-  replicas: 1" in diff and "+  replicas: 2" in diff
     assert page.inner_text("#verdict").startswith("Progressing")
+    assert first[:12] in page.inner_text(".history")
+    same_as_cli(lambda: api(base, f"/api/v1/applications/{broken}/stuck"),
+                lambda: cli(cluster, tmp_path, "explain", "stuck", "-n", broken, "--repo", remote.url),
+                "the Application API to equal explain -o json")
+    explained = api(base, f"/api/v1/applications/{broken}/stuck")
+    assert page.inner_text("#verdict") == explained["verdict"]["text"]
+    assert explained["pods"][0]["problems"][0]["reason"] == "Unschedulable"
+    assert "FailedScheduling" in {e["reason"] for e in explained["events"]}  # the scheduler's, kept by run's watch
+    wait_for(lambda: "FailedScheduling" in page.inner_text(".events"), timeout=10, what="the Events on the page")
     shoot(page, "status-page-application")
 
     # hostile content is shown as text: an annotation, and the subject of the commit that changed it

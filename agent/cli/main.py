@@ -342,7 +342,8 @@ def _serve_ui(args: argparse.Namespace, opts: sync.Options, cache, runner) -> bo
     from agent.server.endpoints import listen_problem
 
     commits = gitinfo.Commits(cache_path(opts.cache_dir, opts.repo, opts.credentials))
-    source = ui.Source(cache, runner, commits, repo_url=opts.repo)
+    git = gitinfo.Explained(opts.repo, opts.ref, opts.cache_dir, opts.credentials, opts.fetch_timeout)
+    source = ui.Source(cache, runner, commits, repo_url=opts.repo, git=git)
     try:
         page = uiserver.serve(args.ui_address, source, args.ui_token, args.ui_anonymous)
     except OSError as err:

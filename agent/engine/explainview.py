@@ -284,7 +284,8 @@ def _readable(path: tuple) -> str:
 
 def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS_SHOWN) -> list[dict]:
     """The newest ``limit`` Events of ``items`` whose involvedObject (kind, name) is in
-    ``objects``, newest first: ``[{"time", "type", "reason", "object", "message", "count"}]``;
+    ``objects``, newest first (then by object, reason and message):
+    ``[{"time", "type", "reason", "object", "message", "count"}]``;
     the time is ``lastTimestamp``, else ``eventTime``, else the Event's creation time."""
     found = []
     for item in items:
@@ -297,7 +298,8 @@ def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS
                       "object": f"{involved.get('kind')}/{involved.get('name')}",
                       "message": item.get("message"), "count": item.get("count") or 1})
     epoch = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
-    found.sort(key=lambda e: parse_time(e["time"]) or epoch, reverse=True)
+    found.sort(key=lambda e: (parse_time(e["time"]) or epoch, e["object"], str(e["reason"]), str(e["message"])),
+               reverse=True)  # ties (times are to the second) in one order whatever order they were read in
     return found[:limit]
 
 
@@ -333,7 +335,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""), spec)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
-    pod_views = [pod(p) for p in pods]
+    pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
     involved = {("Application", name)} | {(k.kind, name) for k in kinds} | {("Pod", p["name"]) for p in pod_views}
     return {
         "application": {"namespace": namespace, "name": name},

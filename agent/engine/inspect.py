@@ -88,25 +88,35 @@ def read_git(app: dict, url: str | None, ref: str | None, cache_dir: str,
         return {"available": False, "reason": "no repository known: give --repo (the Application has no "
                                               f"{REPOSITORY} annotation naming a reachable one)", "url": None}
     shown = mirror.redact(url)
-    status = app.get("status") or {}
-    changed, synced = changed_commit(app), status.get("lastSyncedCommit")
     try:
         head = mirror.fetch(url, ref, cache_dir, timeout, credentials=credentials).commit
+        changed = changed_commit(app)
         repo, _ = mirror.mirror(mirror.effective(url, credentials)[0], cache_dir, timeout,
                                 credentials=mirror.effective(url, credentials)[1],
                                 what=f"fetching {shown}", want=changed or head)
-        out = {"available": True, "reason": None, "url": shown, "ref": ref or "HEAD", "head": head,
-               "synced": history.commit_info(repo, synced) if synced else None,
-               "changed": history.commit_info(repo, changed) if changed else None}
-        file = status.get("sourcePath")
-        out["diff"] = history.file_diff(repo, changed, file) if changed and file else None
-        out["in_git"], out["line"] = _find(repo, url, head, cache_dir, app, file, credentials, timeout)
-        return out
+        return from_mirror(app, repo, shown, ref, head,
+                           lambda file: find(repo, url, head, cache_dir, app, file, credentials, timeout))
     except mirror.SourceError as err:
         return {"available": False, "reason": str(err), "url": shown}
 
 
-def _find(repo, url, head: str, cache_dir: str, app: dict, file: str | None, credentials, timeout) -> tuple[bool, int | None]:
+def from_mirror(app: dict, repo, shown: str, ref: str | None, head: str, locate) -> dict:
+    """``read_git``'s answer from a mirror already fetched (``repo``, a ``git.Repo``) at
+    commit ``head`` of ``ref``; ``shown``: the URL without credentials; ``locate(file)``:
+    ``(in_git, line)`` (``find``). Fetches nothing: the status page reads ``run``'s own mirror
+    with it. Raises SourceError when the mirror lacks a commit."""
+    status = app.get("status") or {}
+    changed, synced = changed_commit(app), status.get("lastSyncedCommit")
+    out = {"available": True, "reason": None, "url": shown, "ref": ref or "HEAD", "head": head,
+           "synced": history.commit_info(repo, synced) if synced else None,
+           "changed": history.commit_info(repo, changed) if changed else None}
+    file = status.get("sourcePath")
+    out["diff"] = history.file_diff(repo, changed, file) if changed and file else None
+    out["in_git"], out["line"] = locate(file)
+    return out
+
+
+def find(repo, url, head: str, cache_dir: str, app: dict, file: str | None, credentials, timeout) -> tuple[bool, int | None]:
     """(whether commit ``head`` has a document for ``app``, its line in ``file`` there): its
     file first, then every manifest of the commit (a file moved)."""
     meta = app["metadata"]

@@ -1,32 +1,46 @@
-"""The HTML of ``/applications/NS/NAME``: ``detail.detail``'s answer as a page. Pure; escaping
-as in ``pages`` (every value through ``pages.t``/``pages.attr``, links only ``https://``)."""
+"""The HTML of ``/applications/NS/NAME``: ``explain -o json``'s answer (``explainview.explanation``,
+the same dict ``/api/v1/applications/NS/NAME`` serves) as a page, with the Application's row
+(``views.row``: health, sync, image, replicas) and its labels and annotations. Pure; escaping as
+in ``pages`` (every value through ``pages.t``/``pages.attr``, links only ``https://`` ones of
+``gitinfo``). Times are shown as written (not as ages), so an unchanged Application renders the
+same bytes and the script's poll of ``parts`` answers 304.
+"""
 
 from __future__ import annotations
 
-from agent.server.pages import attr, layout, link, t
+import json
+
+from agent.server import gitinfo
+from agent.server.pages import attr, fragment, layout, link, t
 
 HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)  # large and shown elsewhere
 
 
-def commit_block(label: str, c: dict | None) -> str:
+def commit_block(label: str, c: dict | None, repo_url: str | None) -> str:
+    """A ``<dt>``/``<dd>`` pair for a COMMIT of the explanation (sha linked to the Git host)."""
     if not c:
         return f"<dt>{label}</dt><dd>-</dd>"
-    sha = link(c["url"], c["sha"][:12])
+    sha = link(gitinfo.commit_url(repo_url, c["sha"]), c["sha"][:12])
     who = f' by {t(c["author"])}' if c.get("author") else ""
     when = f' on {t(c["date"])}' if c.get("date") else ""
     subject = f'<div class="subject">{t(c["subject"])}</div>' if c.get("subject") else ""
     return f"<dt>{label}</dt><dd><code>{sha}</code>{who}{when}{subject}</dd>"
 
 
-def diff_block(diff: dict, changed: dict | None) -> str:
-    if diff["text"] is None:
-        return f'<p class="muted">No diff: {t(diff["why"])}.</p>'
+def diff_block(e: dict, repo_url: str | None) -> str:
+    """The diff of the last change to the Application's file, or why there is none."""
+    changed = e["commits"]["changed"]
+    if not e["diff"]:
+        why = ("Git was not read: " + (e["git"]["reason"] or "unknown")) if not e["git"]["available"] else \
+            "no change recorded yet" if not changed else "the change did not touch its file"
+        return f'<p class="muted">No diff: {t(why)}.</p>'
     lines = []
-    for line in diff["text"].splitlines():
+    for line in e["diff"].splitlines():
         cls = "add" if line.startswith("+") and not line.startswith("+++") else \
             "del" if line.startswith("-") and not line.startswith("---") else "hunk" if line.startswith("@@") else ""
         lines.append(f'<span class="{cls}">{attr(line)}</span>' if cls else attr(line))
-    more = f' <span class="muted">(also on {link(changed["url"], "the Git host")})</span>' if changed and changed.get("url") else ""
+    url = gitinfo.commit_url(repo_url, changed["sha"]) if changed else None
+    more = f' <span class="muted">(also on {link(url, "the Git host")})</span>' if url else ""
     return f'<p>The change to this file{more}:</p><pre class="diff" id="diff">' + "\n".join(lines) + "</pre>"
 
 
@@ -46,29 +60,83 @@ def pairs(values: dict) -> str:
     return '<ul class="pairs">' + "".join(f"<li><code>{t(k)}</code>: {t(v)}</li>" for k, v in items) + "</ul>"
 
 
-def detail_page(d: dict) -> str:
-    r = d["row"]
-    healthy = d["verdict"] == "Synced and healthy"
-    source = link(d["source"]["url"], d["source"]["path"])
-    body = (f'<p class="crumbs"><a href="/">Applications</a> / {t(d["namespace"])}</p>'
-            f'<h1>{t(d["name"])}</h1>'
-            f'<p id="verdict" class="verdict {"ok" if healthy else "bad"}">{t(d["verdict"])}</p>'
-            f'<dl class="facts"><dt>Health</dt><dd class="s-{attr(r["health"])}">{t(r["health"])}</dd>'
-            f'<dt>Sync</dt><dd class="s-{attr(r["sync"])}">{t(r["sync"])}</dd>'
-            f'<dt>Ready</dt><dd>{t(r["ready"])} {t(r["reason"])}</dd><dt>Message</dt><dd>{t(r["message"])}</dd>'
-            f'<dt>Source</dt><dd>{source} in {t(d["source"]["repository"])}</dd>'
-            f'<dt>Image</dt><dd>{t(r["image"])}</dd><dt>Replicas</dt><dd>{t(r["replicas"])}</dd>'
-            f'{commit_block("Synced commit", d["synced"])}{commit_block("Last changed by", d["changed"])}</dl>'
-            f'<h2>Last change</h2>{diff_block(d["diff"], d["changed"])}'
-            '<h2>Children</h2>' + table(("Kind", "Name", "Health", "Message"), ("kind", "name", "health", "message"),
-                                        d["children"], "No children.") +
-            '<h2>Pods</h2>' + table(("Pod", "Phase", "Ready", "Reason", "Message"),
-                                    ("name", "phase", "ready", "reason", "message"), d["pods"], "No pods.", "pods") +
-            '<h2>Conditions</h2>' + table(("Type", "Status", "Reason", "Message", "Since"),
-                                          ("type", "status", "reason", "message", "lastTransitionTime"),
-                                          d["conditions"], "No conditions yet.") +
-            '<h2>History</h2>' + table(("Commit", "First synced", "Last synced", "Passes"),
-                                       ("revision", "firstSyncedAt", "lastSyncedAt", "passes"), d["history"],
-                                       "No history yet.") +
-            f'<h2>Labels</h2>{pairs(d["labels"])}<h2>Annotations</h2>{pairs(d["annotations"])}')
-    return layout(f'{d["namespace"]}/{d["name"]}', body, "detail")
+def problem(p: dict) -> str:
+    """One pod problem as ``explain`` words it: ``container: Reason (exit code N)``."""
+    text = (f"{p['container']}: " if p["container"] else "") + str(p["reason"] or p["state"])
+    if p.get("exitCode") is not None:
+        text += f" (exit code {p['exitCode']})"
+    return text + (f"; restarted {p['restarts']} times" if p.get("restarts") else "")
+
+
+def value(v) -> str:
+    return "absent" if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+
+def facts(e: dict, row: dict, repo_url: str | None) -> str:
+    """The ``<dl class="facts">``: health, sync, readiness, source, image, replicas, commits."""
+    src, git = e["source"], e["git"]
+    where = (src["path"] or "-") + (f":{src['line']}" if src["path"] and src["line"] else "")
+    synced = (e["commits"]["synced"] or {}).get("sha")
+    source = link(gitinfo.file_url(repo_url, synced, src["path"]), where)
+    ref = f' ref {t(src["ref"])}' if src["ref"] else ""
+    unread = "" if git["available"] else f'<dt>Git</dt><dd class="muted">not read: {t(git["reason"])}</dd>'
+    return (f'<dl class="facts"><dt>Health</dt><dd class="s-{attr(row["health"])}">{t(row["health"])}</dd>'
+            f'<dt>Sync</dt><dd class="s-{attr(row["sync"])}">{t(row["sync"])}</dd>'
+            f'<dt>Ready</dt><dd>{t(row["ready"])} {t(row["reason"])}</dd><dt>Message</dt><dd>{t(row["message"])}</dd>'
+            f'<dt>Source</dt><dd>{source} in {t(git["url"] or src["repository"])}{ref}</dd>'
+            f'<dt>Image</dt><dd>{t(row["image"])}</dd><dt>Replicas</dt><dd>{t(row["replicas"])}</dd>'
+            f'{commit_block("Synced commit", e["commits"]["synced"], repo_url)}'
+            f'{commit_block("Last changed by", e["commits"]["changed"], repo_url)}{unread}</dl>')
+
+
+def sections(e: dict) -> str:
+    """Children, pods, drift, Events, conditions and history, each a table."""
+    children = [{"kind": c["kind"], "name": c["name"], "health": c["health"]["status"],
+                 "message": c["message"] + (f' ({c["health"]["message"]})' if c["health"]["message"] else "")}
+                for c in e["children"]]  # as explain writes it
+    pods = [{"name": p["name"], "phase": p["phase"], "ready": p["ready"],
+             "reason": "; ".join(problem(q) for q in p["problems"]) or None,
+             "message": "; ".join(q["message"] for q in p["problems"] if q.get("message")) or None} for p in e["pods"]]
+    drift = [{**d, "git": value(d["git"]), "live": value(d["live"]), "managers": ", ".join(d["managers"]) or None}
+             for d in e["drift"]]
+    history = [{**h, "revision": (h["revision"] or "")[:12] or None, "digest": (h["digest"] or "")[:19] or None}
+               for h in e["history"]]
+    return ('<h2>Children</h2>' + table(("Kind", "Name", "Health", "Message"), ("kind", "name", "health", "message"),
+                                        children, "No children.")
+            + '<h2>Pods</h2>' + table(("Pod", "Phase", "Ready", "Reason", "Message"),
+                                      ("name", "phase", "ready", "reason", "message"), pods, "No pods.", "pods")
+            + '<h2>Drift from Git</h2>' + table(("Object", "Field", "Git", "Live", "Changed by"),
+                                                ("object", "field", "git", "live", "managers"), drift,
+                                                "No field differs from Git.", "drift")
+            + '<h2>Events</h2>' + table(("Time", "Type", "Reason", "Object", "Message", "Count"),
+                                        ("time", "type", "reason", "object", "message", "count"), e["events"],
+                                        "No Events.", "events")
+            + '<h2>Conditions</h2>' + table(("Type", "Status", "Reason", "Message", "Since"),
+                                            ("type", "status", "reason", "message", "lastTransitionTime"),
+                                            e["conditions"], "No conditions yet.")
+            + '<h2>History</h2>' + table(("Commit", "First synced", "Last synced", "Passes", "Digest"),
+                                         ("revision", "firstSyncedAt", "lastSyncedAt", "passes", "digest"), history,
+                                         "No history yet.", "history"))
+
+
+def body(e: dict, app: dict, row: dict, repo_url: str | None) -> str:
+    """``<div id="detail" data-part>``: everything of the page below its title (what ``parts`` swaps)."""
+    meta = app.get("metadata") or {}
+    ok = e["verdict"]["ok"]
+    return (f'<div id="detail" data-part><p id="verdict" class="verdict {"ok" if ok else "bad"}">'
+            f'{t(e["verdict"]["text"])}</p>{facts(e, row, repo_url)}'
+            f'<h2>Last change</h2>{diff_block(e, repo_url)}{sections(e)}'
+            f'<h2>Labels</h2>{pairs(meta.get("labels") or {})}'
+            f'<h2>Annotations</h2>{pairs(meta.get("annotations") or {})}</div>')
+
+
+def detail_page(e: dict, app: dict, row: dict, repo_url: str | None) -> str:
+    """The whole document of ``/applications/NS/NAME`` for explanation ``e`` of ``app``."""
+    ns, name = e["application"]["namespace"], e["application"]["name"]
+    head = f'<p class="crumbs"><a href="/">Applications</a> / {t(ns)}</p><h1>{t(name)}</h1>'
+    return layout(f"{ns}/{name}", head + body(e, app, row, repo_url), "detail")
+
+
+def parts(e: dict, app: dict, row: dict, repo_url: str | None) -> str:
+    """``/_parts/applications/NS/NAME``: ``body`` alone, for the script to swap in."""
+    return fragment(body(e, app, row, repo_url))

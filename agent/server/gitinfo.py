@@ -20,7 +20,10 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from agent.source import gitproc
+import git
+
+from agent.engine import explainview, inspect
+from agent.source import gitproc, mirror
 from agent.source.repository import identity
 
 LIMIT = 10000  # commits (or diffs) kept; the cache is emptied when it grows past this
@@ -148,3 +151,55 @@ class Commits:
                 self._diffs.clear()
             self._diffs[(sha, path)] = text
         return text
+
+
+class Explained:
+    """What Git says of an Application for its page (``inspect.read_git``'s answer, the ``git``
+    argument of ``explainview.explanation``), read from ``run``'s own mirror of ``url`` at the
+    commit its last pass fetched: never a fetch. ``url``, ``ref``, ``cache_dir``,
+    ``credentials`` and ``timeout`` are ``run``'s (``sync.Options``).
+
+    Why a cache: a page refreshes itself every few seconds, and the answer depends only on the
+    Application's commits and file and on the head commit, which change with passes. Kept per
+    (namespace, name, synced, changed, file, head), at most ``LIMIT`` answers. Git reads are
+    serialized (GitPython's object reader is one process)."""
+
+    def __init__(self, url: str | None, ref: str | None, cache_dir: str | None, credentials=None,
+                 timeout: float = 60.0):
+        self.url, self.ref, self.cache_dir, self.credentials, self.timeout = url, ref, cache_dir, credentials, timeout
+        self._lock = threading.Lock()
+        self._answers: dict[tuple, dict] = {}
+        self._repo = None
+
+    def _open(self):
+        if self._repo is None and self.url and self.cache_dir:
+            where = mirror.cache_path(self.cache_dir, self.url, self.credentials)
+            if Path(where).is_dir():
+                self._repo = git.Repo(where)
+        return self._repo
+
+    def of(self, app: dict, head: str | None) -> dict:
+        """The ``git`` dict for ``app`` at ``head`` (None: no pass fetched yet); unavailable, with a
+        reason, when there is no mirror or commit yet, or the mirror lacks a commit."""
+        if not self.url:
+            return {"available": False, "reason": "no repository", "url": None}
+        shown = mirror.redact(self.url)
+        meta, status = app.get("metadata") or {}, app.get("status") or {}
+        key = (meta.get("namespace"), meta.get("name"), status.get("lastSyncedCommit"),
+               explainview.changed_commit(app), status.get("sourcePath"), head)
+        with self._lock:
+            if key not in self._answers:
+                if len(self._answers) > LIMIT:
+                    self._answers.clear()
+                self._answers[key] = self._read(app, head, shown)
+            return self._answers[key]
+
+    def _read(self, app: dict, head: str | None, shown: str) -> dict:
+        repo = self._open()
+        if repo is None or not head:
+            return {"available": False, "reason": "no pass has fetched the repository yet", "url": shown}
+        try:
+            return inspect.from_mirror(app, repo, shown, self.ref, head, lambda file: inspect.find(
+                repo, self.url, head, self.cache_dir, app, file, self.credentials, self.timeout))
+        except mirror.SourceError as err:
+            return {"available": False, "reason": str(err), "url": shown}

@@ -5,8 +5,9 @@ Every value from Git or the cluster goes through ``t`` (``html.escape`` with quo
 ones this module builds (``/applications/...`` with each part percent-encoded) or the ``https://``
 addresses of ``gitinfo``. No inline script or style: the page's one script and style sheet are
 ``/static/page.js`` and ``/static/page.css`` (``agent/server/static``), so the
-Content-Security-Policy can forbid everything else. The script re-renders the table from the
-JSON API with the same columns (``COLUMNS``): keep the two in step.
+Content-Security-Policy can forbid everything else. The script never renders a value itself:
+it asks ``/_parts/`` for ``list_parts`` (this module's HTML of the parts that change, each
+marked ``data-part`` with an ``id``) and swaps them in, so there is one row implementation.
 """
 
 from __future__ import annotations
@@ -54,13 +55,21 @@ def layout(title: str, body: str, page: str) -> str:
             f'<main>{body}</main></body></html>\n')
 
 
-def last_pass(info: dict, now: datetime.datetime) -> str:
+def fragment(parts: str) -> str:
+    """A document of ``parts`` alone (elements with ``data-part`` and an ``id``) for the script
+    to parse and swap in; tables' parts inside a ``<table>`` so the parser keeps them."""
+    return f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"></head><body>{parts}</body></html>\n'
+
+
+def last_pass(info: dict) -> str:
+    """The last pass's line; its end as a UTC time, not an age, so that the list's parts change
+    only when something did (the script's poll then answers 304)."""
     if not info:
-        return '<p class="pass" id="pass">No pass has finished yet.</p>'
-    ago = int(now.timestamp() - info["end"])
+        return '<p class="pass" id="pass" data-part>No pass has finished yet.</p>'
+    end = datetime.datetime.fromtimestamp(info["end"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     result = "succeeded" if info["ok"] else "failed"
     commit = (info.get("commit") or "")[:8] or "-"
-    return (f'<p class="pass" id="pass">Last pass {result} {ago}s ago at commit <code>{t(commit)}</code> '
+    return (f'<p class="pass" id="pass" data-part>Last pass {result} at {end}, commit <code>{t(commit)}</code> '
             f'({t(info["trigger"])}, {info["seconds"]:.1f}s).</p>')
 
 
@@ -70,7 +79,7 @@ def counts(listing: dict, q: views.Query) -> str:
         chips = "".join(f'<a class="chip s-{attr(state)}" href="/?{attr(urllib.parse.urlencode(q.params(**{group: state}, page=1)))}">'
                         f'{t(state)} <b>{n}</b></a>' for state, n in listing["counts"][group].items())
         parts.append(f'<div class="counts" data-group="{group}"><span class="label">{label}</span>{chips}</div>')
-    return '<section id="counts">' + "".join(parts) + "</section>"
+    return '<section id="counts" data-part>' + "".join(parts) + "</section>"
 
 
 def _options(values, chosen: str, everything: str) -> str:
@@ -106,7 +115,7 @@ def head(q: views.Query) -> str:
         mark = (" ▼" if q.desc else " ▲") if q.sort == key else ""
         href = "/?" + urllib.parse.urlencode(q.params(sort=key, order="desc" if desc else "", page=1))
         cells.append(f'<th data-key="{key}"><a class="sort" href="{attr(href)}">{label}{mark}</a></th>')
-    return "<thead><tr>" + "".join(cells) + "</tr></thead>"
+    return '<thead id="head" data-part><tr>' + "".join(cells) + "</tr></thead>"
 
 
 def cell(key: str, r: dict) -> str:
@@ -119,8 +128,9 @@ def cell(key: str, r: dict) -> str:
 
 def rows(items: list[dict]) -> str:
     if not items:
-        return f'<tbody id="rows"><tr><td class="empty" colspan="{len(COLUMNS)}">No Application matches.</td></tr></tbody>'
-    return '<tbody id="rows">' + "".join(
+        return (f'<tbody id="rows" data-part><tr><td class="empty" colspan="{len(COLUMNS)}">'
+                'No Application matches.</td></tr></tbody>')
+    return '<tbody id="rows" data-part>' + "".join(
         "<tr>" + "".join(cell(k, r) for k, _ in COLUMNS) + "</tr>" for r in items) + "</tbody>"
 
 
@@ -130,11 +140,19 @@ def pager(listing: dict, q: views.Query) -> str:
         return f'<a class="page" rel="{text.lower()}" href="{attr(href)}">{text}</a>'
     prev = go(listing["page"] - 1, "Prev") if listing["page"] > 1 else '<span class="page off">Prev</span>'
     nxt = go(listing["page"] + 1, "Next") if listing["page"] < listing["pages"] else '<span class="page off">Next</span>'
-    return (f'<nav id="pager" aria-label="pages">{prev}<span id="where">page {listing["page"]} of {listing["pages"]}, '
+    return (f'<nav id="pager" data-part aria-label="pages">{prev}<span id="where">page {listing["page"]} of {listing["pages"]}, '
             f'{listing["total"]} Applications</span>{nxt}</nav>')
 
 
-def list_page(listing: dict, q: views.Query, pass_info: dict, now: datetime.datetime) -> str:
-    body = (f'<h1>Applications</h1>{last_pass(pass_info, now)}{counts(listing, q)}{filters(listing, q)}'
+def list_page(listing: dict, q: views.Query, pass_info: dict) -> str:
+    """The whole document of ``/`` for ``listing`` (``views.listing``) of query ``q``."""
+    body = (f'<h1>Applications</h1>{last_pass(pass_info)}{counts(listing, q)}{filters(listing, q)}'
             f'<div class="scroll"><table id="apps">{head(q)}{rows(listing["items"])}</table></div>{pager(listing, q)}')
     return layout("Applications", body, "list")
+
+
+def list_parts(listing: dict, q: views.Query, pass_info: dict) -> str:
+    """``/_parts/``: the list's parts that change (the last pass, counts, headings with their
+    sort links, rows, pager) for query ``q``, as ``list_page`` renders them."""
+    return fragment(f'{last_pass(pass_info)}{counts(listing, q)}'
+                    f'<table>{head(q)}{rows(listing["items"])}</table>{pager(listing, q)}')

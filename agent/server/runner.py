@@ -96,16 +96,32 @@ class Runner:
                                                            self.stopping, self._listed(listed)),
                                  name=f"watch-{kind}", daemon=True).start()
             self._first_lists = lists  # the first pass waits for them (_await_first_lists)
-            if self.cache is not None:  # pods: only for the page, never a trigger
-                threading.Thread(target=watches.run, args=(self.kube, "", "Pod", APPLICATION_LABEL,
-                                                           lambda t, o: self.cache.event(t, o), self.stopping,
-                                                           lambda kind, items, first: self.cache.listed(kind, items)),
-                                 name="watch-Pod", daemon=True).start()
+            if self.cache is not None:
+                self._watch_for_page()
         self._scheduler.add_job(self.scheduled_pass, "interval", id="interval", seconds=self.interval, jitter=self.jitter,
                                 max_instances=1, coalesce=True, misfire_grace_time=None,
                                 next_run_time=datetime.datetime.now(datetime.timezone.utc))
         self._scheduler.start()
         threading.Thread(target=self._trigger_loop, name="trigger", daemon=True).start()
+
+    def _watch_for_page(self) -> None:
+        """The status page's own watches, never a trigger: the Applications' pods (label
+        ``heumsi.github.io/application``), and Events, kept only when about an Application, a
+        child kind or a Pod and cut to what ``explain`` shows (``cache.slim_event``)."""
+        from agent.server.cache import slim_event
+        cache = self.cache
+
+        def event(event_type: str, obj: dict | None) -> None:
+            kept = obj if event_type == "DELETED" else slim_event(obj)
+            if kept is not None:
+                cache.event(event_type, kept)
+
+        for kind, labels, on_event, on_list in (
+                ("Pod", APPLICATION_LABEL, cache.event, lambda k, items, _first: cache.listed(k, items)),
+                ("Event", None, event,
+                 lambda k, items, _first: cache.listed(k, [e for e in map(slim_event, items) if e is not None]))):
+            threading.Thread(target=watches.run, args=(self.kube, "", kind, labels, on_event, self.stopping, on_list),
+                             name=f"watch-{kind}", daemon=True).start()
 
     def stop_leading(self) -> None:
         """The lease was lost: stop at once (another replica now syncs). Ignored once shutting

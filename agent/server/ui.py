@@ -5,9 +5,14 @@ Routes (GET and HEAD; any other method answers 405 and changes nothing; there is
 
 - ``/``: the list (``pages.list_page``); query ``namespace``, ``health``, ``sync``, ``name``,
   ``sort``, ``order=desc``, ``page``, ``per`` (``views.Query``);
-- ``/applications/NS/NAME``: one Application (``detailpage``);
-- ``/api/v1/applications`` (same query) and ``/api/v1/applications/NS/NAME``: the same data as
-  JSON, with an ETag (``If-None-Match`` answers 304), which the page's script polls;
+- ``/applications/NS/NAME``: one Application (``detailpage``): what ``explain`` says;
+- ``/api/v1/applications`` (same query): the Applications as ``get -o json`` prints them
+  (``Source.applications``); ``/api/v1/applications/NS/NAME``: ``explain -o json``'s answer
+  (``explainview.explanation``);
+- ``/_parts/`` and ``/_parts/applications/NS/NAME`` (same query): internal, the parts of those
+  two pages that change, rendered and escaped by the server as the pages are
+  (``pages.list_parts``, ``detailpage.parts``); the page's script polls them and swaps them in.
+  Every one of these answers has an ETag (``If-None-Match`` answers 304);
 - ``/static/page.js``, ``/static/page.css``: the page's only script and style (package data,
   read once at start).
 
@@ -32,8 +37,10 @@ import threading
 import urllib.parse
 from importlib import resources
 
+from agent.api.labels import APPLICATION_LABEL
+from agent.engine import explainview
 from agent.kinds import registry
-from agent.server import detail, gitinfo, views
+from agent.server import gitinfo, views
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -77,13 +84,17 @@ def authorized(header: str | None, token: str) -> bool:
 
 
 class Source:
-    """What the page reads: ``cache`` (``cache.Cache``), ``runner`` (its ``last_pass``; None in
-    tests), ``commits`` (``gitinfo.Commits``) and ``repo_url`` (for links; credentials are never
-    shown: ``--repo``'s user-info is dropped by ``repository.identity``)."""
+    """What the page reads: ``cache`` (``cache.Cache``), ``runner`` (its ``last_pass`` and
+    ``last_commit``; None in tests), ``commits`` (``gitinfo.Commits``: the list's subjects),
+    ``git`` (``gitinfo.Explained``: an Application's commits and diff) and ``repo_url`` (for
+    links; credentials are never shown: ``--repo``'s user-info is dropped by
+    ``repository.identity``)."""
 
-    def __init__(self, cache, runner=None, commits: gitinfo.Commits | None = None, repo_url: str | None = None):
+    def __init__(self, cache, runner=None, commits: gitinfo.Commits | None = None, repo_url: str | None = None,
+                 git: gitinfo.Explained | None = None):
         self.cache, self.runner, self.repo_url = cache, runner, repo_url
         self.commits = commits or gitinfo.Commits(None)
+        self.git = git or gitinfo.Explained(None, None, None)
         self._lock = threading.Lock()
         self._rows: tuple[int, list[dict]] = (-1, [])
         self._memo: dict[int, tuple[dict, dict]] = {}  # id(Application) -> (it, its row)
@@ -118,27 +129,32 @@ class Source:
         out["items"] = items
         return out
 
-    def detail(self, namespace: str, name: str, now: datetime.datetime) -> dict | None:
+    def applications(self, q: views.Query, now: datetime.datetime) -> dict:
+        """``/api/v1/applications``: the Applications of ``q``'s page as ``get -o json`` prints them
+        (a v1 ``List``, managedFields dropped), filtered, sorted and paged as the list is. Its
+        ``metadata`` says what remains as the API server's chunked lists do: ``continue`` (the next
+        page's number, for ``page=``) and ``remainingItemCount``, when more follow."""
+        out = views.listing(self.rows(now), q)
+        items = [self.cache.get("Application", r["namespace"] or "", r["name"] or "") for r in out["items"]]
+        meta: dict = {"resourceVersion": ""}
+        remaining = out["total"] - out["page"] * out["per"]
+        if remaining > 0:
+            meta.update({"continue": str(out["page"] + 1), "remainingItemCount": remaining})
+        return {"apiVersion": "v1", "kind": "List", "items": [i for i in items if i is not None], "metadata": meta}
+
+    def explain(self, namespace: str, name: str, now: datetime.datetime) -> tuple[dict, dict] | None:
+        """(``explain -o json``'s answer for the Application, the Application), or None when the
+        cache has none: ``explainview.explanation`` of the cache's Application, children (with
+        their managedFields, for drift), pods and Events, and of what ``run``'s mirror says at the
+        commit of its last pass (``gitinfo.Explained``)."""
         app = self.cache.get("Application", namespace, name)
         if app is None:
             return None
-        children = [{"kind": k.kind, "name": name, "object": self.cache.get(k.kind, namespace, name)}
-                    for k in registry.CHILD_KINDS if k.kind in ("Deployment", "Service")
-                    or self.cache.get(k.kind, namespace, name) is not None]
-        pods = self.cache.where("Pod", namespace, "heumsi.github.io/application", name)
-        status = app.get("status") or {}
-        shas = [status.get("lastSyncedCommit"), status.get("lastChangedCommit")]
-        diff = self.commits.diff(status.get("lastChangedCommit"), status.get("sourcePath"))
-        return detail.detail(app, children, pods, self.commits.info(shas), diff, self.repo_url, now)
-
-
-def api_list(listing: dict, q: views.Query, pass_info: dict) -> dict:
-    """The JSON of ``/api/v1/applications``: a ``List`` as ``get -o json`` prints, its paging,
-    counts and the last pass in ``metadata``."""
-    meta = {k: listing[k] for k in ("total", "page", "pages", "per", "counts", "namespaces")}
-    meta["query"] = q.params()
-    meta["lastPass"] = pass_info or None
-    return {"apiVersion": "v1", "kind": "List", "metadata": meta, "items": listing["items"]}
+        children = {k.kind: self.cache.whole(k.kind, namespace, name) for k in registry.CHILD_KINDS}
+        pods = self.cache.where("Pod", namespace, APPLICATION_LABEL, name)
+        events = self.cache.in_namespace("Event", namespace)
+        git = self.git.of(app, getattr(self.runner, "last_commit", None))
+        return explainview.explanation(app, children, pods, events, now, git), app
 
 
 def static_files() -> dict[str, bytes]:

@@ -1,5 +1,5 @@
 """The status page's HTTP server (``--ui-address``): routes of ``ui`` answered with ``pages``,
-``detailpage`` and JSON; every answer with ``ui.HEADERS``. A ``ThreadingHTTPServer`` of its own,
+``detailpage`` and JSON; every answer with ``ui.HEADERS``, every 200 with an ETag. A ``ThreadingHTTPServer`` of its own,
 beside ``endpoints``' (probes and metrics stay reachable whatever the page does)."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from agent.server import detailpage, pages, ui, views
 
 API = "/api/v1/applications"
+PARTS = "/_parts"  # internal: the parts of a page its script swaps in
+HTML, JSON, TEXT = "text/html; charset=utf-8", "application/json", "text/plain; charset=utf-8"
 
 
 def _now() -> datetime.datetime:
@@ -32,22 +34,28 @@ def answer(source: ui.Source, path: str, query: str) -> tuple[int, bytes, str]:
     """(status, body, content type) of a GET of ``path`` with ``query`` (raw query string)."""
     now = _now()
     q = views.Query.parse(urllib.parse.parse_qs(query))
-    if path == "/":
-        html = pages.list_page(source.listing(q, now), q, source.last_pass(), now)
-        return 200, html.encode(), "text/html; charset=utf-8"
+    if path in ("/", PARTS + "/"):
+        render = pages.list_page if path == "/" else pages.list_parts
+        return 200, render(source.listing(q, now), q, source.last_pass()).encode(), HTML
     if path == API:
-        body = ui.api_list(source.listing(q, now), q, source.last_pass())
-        return 200, json.dumps(body, separators=(",", ":")).encode(), "application/json"
-    for prefix, is_api in (("/applications/", False), (API + "/", True)):
+        return 200, json.dumps(source.applications(q, now), separators=(",", ":")).encode(), JSON
+    for prefix, kind in (("/applications/", "page"), (PARTS + "/applications/", "parts"), (API + "/", "api")):
         if path.startswith(prefix) and (key := _split_app(path[len(prefix):])) is not None:
-            found = source.detail(*key, now)
-            if found is None:
-                return 404, (b'{"error":"no such Application"}' if is_api else b"no such Application\n"), \
-                    "application/json" if is_api else "text/plain; charset=utf-8"
-            if is_api:
-                return 200, json.dumps(found, separators=(",", ":")).encode(), "application/json"
-            return 200, detailpage.detail_page(found).encode(), "text/html; charset=utf-8"
-    return 404, b"not found\n", "text/plain; charset=utf-8"
+            return _application(source, key, kind, now)
+    return 404, b"not found\n", TEXT
+
+
+def _application(source: ui.Source, key: tuple[str, str], kind: str, now: datetime.datetime) -> tuple[int, bytes, str]:
+    """One Application's answer: ``explain -o json``'s for ``api``, else its page or its parts."""
+    found = source.explain(*key, now)
+    if found is None:
+        return (404, b'{"error":"no such Application"}', JSON) if kind == "api" else \
+            (404, b"no such Application\n", TEXT)
+    explained, app = found
+    if kind == "api":
+        return 200, json.dumps(explained, separators=(",", ":"), ensure_ascii=False).encode(), JSON
+    render = detailpage.detail_page if kind == "page" else detailpage.parts
+    return 200, render(explained, app, views.row(app, now), source.repo_url).encode(), HTML
 
 
 def serve(address: str, source: ui.Source, token: str | None, anonymous: bool) -> ThreadingHTTPServer:
@@ -76,7 +84,7 @@ def serve(address: str, source: ui.Source, token: str | None, anonymous: bool) -
             if path in static:
                 return self._send(200, static[path], ui.STATIC[path], head=head, cache="max-age=300")
             code, body, kind = answer(source, path, query)
-            if kind == "application/json" and code == 200:
+            if code == 200:  # pages, their parts and the API: the script polls with If-None-Match
                 tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
                 if tag in (self.headers.get("If-None-Match") or ""):
                     return self._send(304, b"", kind, head=True, extra={"ETag": tag})

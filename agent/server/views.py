@@ -61,7 +61,8 @@ class Query:
     @classmethod
     def parse(cls, params: dict[str, list[str]]) -> "Query":
         """From a parsed query string (``urllib.parse.parse_qs``); an unknown sort, a bad page or
-        size falls back to the default, never an error. Each filter is cut at 253 characters."""
+        size falls back to the default, never an error. Each filter is cut at 253 characters.
+        ``continue`` (the API's ``metadata.continue``) is the page when ``page`` is not given."""
         def one(name: str) -> str:
             return (params.get(name) or [""])[0][:253]
 
@@ -71,7 +72,7 @@ class Query:
         per = number("per", 50)
         return cls(namespace=one("namespace"), health=one("health"), sync=one("sync"), name=one("name").strip(),
                    sort=one("sort") if one("sort") in SORTS else "name", desc=one("order") == "desc",
-                   page=max(1, number("page", 1)), per=per if per in PER_PAGE else 50)
+                   page=max(1, number("page", number("continue", 1))), per=per if per in PER_PAGE else 50)
 
     def params(self, **changes) -> dict[str, str]:
         """The query string's parameters of this query with ``changes``, defaults left out."""

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.server import cache as cachemod, detail, detailpage, gitinfo, pages, ui, uiserver, views
+from agent.engine import explainview
+from agent.server import cache as cachemod, detailpage, gitinfo, pages, ui, uiserver, views
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 HOSTILE = '<script>alert(1)</script>"\'><img src=x onerror=alert(2)> javascript:alert(3) \u202eevil\u202c ' + "x" * 500
@@ -65,11 +66,14 @@ def test_hostile_values_are_text_in_the_list_and_the_detail():
               labels={"evil": HOSTILE}, annotations={HOSTILE[:30]: HOSTILE})
     bad["status"]["health"]["status"] = HOSTILE
     src = source_with(bad)
-    html = pages.list_page(src.listing(views.Query(), NOW), views.Query(name=HOSTILE), {}, NOW)
-    d = src.detail("x", bad["metadata"]["name"], NOW)
-    d["changed"] = detail.commit({"subject": HOSTILE, "author": HOSTILE, "date": "x"}, "b" * 40, "javascript:alert(1)")
-    page = detailpage.detail_page(d)
-    for doc in (html, page):
+    html = pages.list_page(src.listing(views.Query(), NOW), views.Query(name=HOSTILE), {})
+    e, found = src.explain("x", bad["metadata"]["name"], NOW)
+    e["commits"]["changed"] = explainview.commit("b" * 40, {"subject": HOSTILE, "author": HOSTILE, "date": "x"})
+    e["diff"] = HOSTILE
+    e["events"] = [{"time": "t", "type": HOSTILE, "reason": HOSTILE, "object": "Pod/x", "message": HOSTILE, "count": 1}]
+    page = detailpage.detail_page(e, found, views.row(found, NOW), "javascript:alert(1)")
+    parts = detailpage.parts(e, found, views.row(found, NOW), "javascript:alert(1)")
+    for doc in (html, page, parts):
         assert "<script>" not in doc.replace('<script src="/static/page.js" defer></script>', "")
         assert "<img" not in doc and "onerror=alert" not in doc.replace("onerror=alert(2)&gt;", "")
         assert not re.search(r'href="\s*javascript:', doc, re.I)
@@ -92,16 +96,37 @@ def test_commit_links_for_known_hosts_and_url_forms():
     assert gitinfo.shown("https://user:secret@github.com/Org/apps") == "github.com/Org/apps"
 
 
-def test_pod_reasons_and_verdict():
-    waiting = {"metadata": {"name": "p1"}, "status": {"phase": "Pending", "containerStatuses": [
-        {"state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}}
-    unscheduled = {"metadata": {"name": "p2"}, "status": {"phase": "Pending", "conditions": [
-        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/1 nodes are available"}]}}
-    assert detail.pod(waiting)["reason"] == "ImagePullBackOff"
-    assert detail.pod(unscheduled)["message"] == "0/1 nodes are available"
-    a = app("web", health="Degraded", message="Deployment: progress deadline exceeded")
-    assert detail.verdict(a, views.row(a, NOW)) == "Degraded: Deployment: progress deadline exceeded"
-    assert detail.verdict(app("ok"), views.row(app("ok"), NOW)) == "Synced and healthy"
+def test_the_page_explains_from_the_cache_as_explain_does():
+    """``Source.explain`` is ``explainview.explanation`` of what the cache holds: the child with
+    its managedFields (drift names the manager), the pods, the namespace's Events."""
+    a = app("web", health="Progressing")
+    a["metadata"]["uid"], a["spec"]["port"] = "u1", 80
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "web", "namespace": "shop", "resourceVersion": "5", "managedFields": [
+            {"manager": "kubectl-scale", "operation": "Update", "subresource": "scale",
+             "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+            {"manager": "kube-controller-manager", "subresource": "status", "fieldsV1": {"f:status": {}}}]},
+        "spec": {"replicas": 5}, "status": {}}
+    waiting = {"kind": "Pod", "metadata": {"name": "web-1", "namespace": "shop",
+                                           "labels": {"heumsi.github.io/application": "web"}},
+               "status": {"phase": "Pending", "containerStatuses": [
+                   {"name": "app", "ready": False, "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}}
+    event = {"kind": "Event", "metadata": {"name": "e1", "namespace": "shop", "creationTimestamp": "2026-01-02T03:00:00Z"},
+             "involvedObject": {"kind": "Pod", "name": "web-1", "uid": "x"}, "type": "Warning", "reason": "Failed",
+             "message": "pull failed", "count": 2, "source": {"component": "kubelet"}}
+    src = source_with(a)
+    src.cache.event("ADDED", deployment)
+    src.cache.listed("Pod", [waiting])
+    src.cache.listed("Event", [cachemod.slim_event(event)])
+    assert cachemod.slim_event({**event, "involvedObject": {"kind": "ReplicaSet", "name": "x"}}) is None
+    e, _ = src.explain("shop", "web", NOW)
+    children = {"Deployment": {**deployment, "metadata": {**deployment["metadata"],
+                                                          "managedFields": deployment["metadata"]["managedFields"][:1]}}}
+    assert e == explainview.explanation(a, children, [waiting], [event], NOW, {
+        "available": False, "reason": "no repository", "url": None})
+    assert e["pods"][0]["problems"][0]["reason"] == "ImagePullBackOff"
+    assert e["events"][0]["message"] == "pull failed"
+    assert {d["field"]: d["managers"] for d in e["drift"]}["spec.replicas"] == ["kubectl-scale"]
 
 
 def test_cache_keeps_the_newest_copy_and_counts_versions():
@@ -113,6 +138,14 @@ def test_cache_keeps_the_newest_copy_and_counts_versions():
     old["metadata"]["resourceVersion"] = "9"
     c.seen(old)
     assert c.get("Application", "shop", "web")["metadata"]["resourceVersion"] == "10"
+    same = app("web", ns="shop")
+    same["metadata"]["resourceVersion"] = "10"
+    same["spec"]["replicas"] = 9  # a pass's copy (cut) at the same version: the watch's stays
+    c.event("MODIFIED", new)
+    c.seen(same)
+    assert c.get("Application", "shop", "web")["spec"]["replicas"] == 1
+    c.event("MODIFIED", same)  # ... and the watch's replaces a pass's
+    assert c.get("Application", "shop", "web")["spec"]["replicas"] == 9
     v = c.version
     c.event("DELETED", new)
     assert c.get("Application", "shop", "web") is None and c.version == v + 1
@@ -159,10 +192,28 @@ def test_json_has_an_etag_and_answers_304(server):
     base = server()
     code, headers, body = fetch(base + "/api/v1/applications")
     data = json.loads(body)
-    assert (data["apiVersion"], data["kind"], data["items"][0]["name"]) == ("v1", "List", "web")
+    assert (data["apiVersion"], data["kind"], data["items"][0]["metadata"]["name"]) == ("v1", "List", "web")
+    assert data["items"][0] == app("web") and data["metadata"] == {"resourceVersion": ""}
     assert fetch(base + "/api/v1/applications", headers={"If-None-Match": headers["ETag"]})[0] == 304
-    assert json.loads(fetch(base + "/api/v1/applications/shop/web")[2])["verdict"] == "Synced and healthy"
+    assert json.loads(fetch(base + "/api/v1/applications/shop/web")[2])["verdict"]["text"] == "Synced and healthy"
     assert fetch(base + "/api/v1/applications/shop/nope")[0] == 404
+    for path in ("/_parts/", "/_parts/applications/shop/web"):
+        code, headers, body = fetch(base + path)
+        assert code == 200 and b"data-part" in body and b"<script" not in body
+        assert fetch(base + path, headers={"If-None-Match": headers["ETag"]})[0] == 304
+
+
+def test_the_api_list_filters_sorts_and_pages_as_get_prints(server):
+    base = server(apps=[app(f"web-{i}", ns="a" if i % 2 else "b") for i in range(7)])
+    data = json.loads(fetch(base + "/api/v1/applications?namespace=a&sort=name&order=desc&per=10")[2])
+    assert [i["metadata"]["name"] for i in data["items"]] == ["web-5", "web-3", "web-1"]
+    data = json.loads(fetch(base + "/api/v1/applications?per=10&name=web")[2])
+    assert len(data["items"]) == 7 and "continue" not in data["metadata"]
+    src = source_with(*[app(f"web-{i:02d}") for i in range(25)])
+    first = src.applications(views.Query(per=10), NOW)
+    assert first["metadata"] == {"resourceVersion": "", "continue": "2", "remainingItemCount": 15}
+    then = src.applications(views.Query.parse({"continue": ["3"], "per": ["10"]}), NOW)
+    assert [i["metadata"]["name"] for i in then["items"]] == [f"web-{i}" for i in range(20, 25)]
 
 
 def test_token_is_required_as_bearer_or_basic(server):
