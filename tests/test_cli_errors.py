@@ -136,6 +136,18 @@ def test_a_bad_variable_of_another_command_is_not_read(main, variable):
 # argparse names it). The commands that read a variable are spread over the rows; validate reads
 # a few of sync's variables and gets rows of its own.
 EVERY_VARIABLE = [
+    ("COMMIT_STATUS", "bitbucket", "sync", "--commit-status"),
+    ("COMMIT_STATUS_API_URL", "ftp://x", "run", "--commit-status-api-url"),
+    ("COMMIT_STATUS_CONTEXT", "", "sync", "--commit-status-context"),
+    ("COMMIT_STATUS_REPOSITORY", "nope", "sync", "--commit-status-repository"),
+    ("COMMIT_STATUS_TOKEN_FILE", "/nonexistent/t", "run", "--commit-status-token-file"),
+    ("NOTIFY_BATCH", "maybe", "sync", "--notify-batch"),
+    ("NOTIFY_ON", "Bogus", "run", "--notify-on"), ("NOTIFY_SECRET_FILE", "/nonexistent/s", "sync", "--notify-secret-file"),
+    ("NOTIFY_SEVERITY", "loud", "sync", "--notify-severity"), ("NOTIFY_TIMEOUT", "0", "run", "--notify-timeout"),
+    ("NOTIFY_URL_FILE", "/nonexistent/u", "sync", "--notify-url-file"),
+    ("STATUS_PAGE_URL", "javascript:alert(1)", "sync", "--status-page-url"),
+    ("UI_ADDRESS", "127.0.0.1:99999", "run", "--ui-address"), ("UI_ANONYMOUS", "maybe", "run", "--ui-anonymous"),
+    ("UI_TOKEN_FILE", "/nonexistent/t", "run", "--ui-token-file"),
     ("REPO", "", "sync", "--repo"), ("REF", "", "diff", "--ref"), ("PATH", "", "run", "--path"),
     ("NAMESPACE", "Default", "sync", "--namespace"), ("NAMESPACE", "a_b", "reconcile", "-n/--namespace"),
     ("NAMESPACE", "Bad", "validate", "--namespace"), ("SOURCE_ID", "-x", "diff", "--source-id"),

@@ -99,11 +99,7 @@ def add_validate_parser(commands, env, default_cache_dir: str) -> argparse.Argum
                              "[env GITOPS_AGENT_FETCH_TIMEOUT]")
     flags.add_credential_flags(parser)
     flags.add_submodules_switch(parser)
-    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
-                        metavar="{text,json}",
-                        help="log lines as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
+    flags.add_log_flags(parser, env)
     add_output_flags(parser, env)
     return parser
 

@@ -49,11 +49,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                         help=f"where Git mirrors are kept (default: {default_cache_dir()}) [env GITOPS_AGENT_CACHE_DIR]")
     flags.add_credential_flags(parser)
     flags.add_kubeconfig_flags(parser)
-    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
-                        metavar="{text,json}",
-                        help="stderr as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
+    flags.add_log_flags(parser, env)
     return parser
 
 

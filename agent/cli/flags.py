@@ -295,6 +295,17 @@ log_level = choice(*LOG_LEVELS)
 """Type for ``--log-level``: DEBUG, INFO, WARNING or ERROR (any case)."""
 
 
+def add_log_flags(parser, env, default_level: str = "WARNING") -> None:
+    """``--log-level`` and ``--log-format``, as every command takes them; ``env(name, default)``
+    reads ``GITOPS_AGENT_<name>``; ``default_level``: what the help names as the default."""
+    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=log_level,
+                        help=f"DEBUG, INFO, WARNING or ERROR (default: {default_level}) [env GITOPS_AGENT_LOG_LEVEL]")
+    parser.add_argument("--log-format", type=choice("text", "json"), default=env("LOG_FORMAT", "text"),
+                        metavar="{text,json}",
+                        help="log lines and errors on stderr as text or one JSON object per line (default: text) "
+                             "[env GITOPS_AGENT_LOG_FORMAT]")
+
+
 def non_empty(text: str) -> str:
     """Type for a string that must not be empty or blank."""
     if not text.strip():

@@ -60,11 +60,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                              "or name (application.heumsi.github.io/NAME) (default: a table)")
     parser.add_argument("--no-headers", action="store_true", help="no header line in tables")
     flags.add_kubeconfig_flags(parser)
-    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
-                        metavar="{text,json}",
-                        help="stderr as text or one JSON object per line [env GITOPS_AGENT_LOG_FORMAT]")
+    flags.add_log_flags(parser, env)
     return parser
 
 

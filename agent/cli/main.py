@@ -48,13 +48,7 @@ _env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked by the fl
 
 def add_source_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by every command that syncs: source, scope, cluster connection, logging."""
-    parser.add_argument("--log-level", default=_env("LOG_LEVEL"), type=flags.log_level,
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING for sync, INFO for run) "
-                             "[env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=_env("LOG_FORMAT", "text"),
-                        metavar="{text,json}",
-                        help="log lines as text or one JSON object per line (default: text) "
-                             "[env GITOPS_AGENT_LOG_FORMAT]")
+    flags.add_log_flags(parser, _env, "WARNING for sync, INFO for run")
     def flag(name, env, help_, **kw):
         parser.add_argument(name, help=f"{help_} [env GITOPS_AGENT_{env}]", **kw)
 

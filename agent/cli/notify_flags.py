@@ -8,6 +8,7 @@ refused URL is described, not printed.
 from __future__ import annotations
 
 import argparse
+import re
 import urllib.parse
 
 from agent.cli import flags
@@ -33,6 +34,19 @@ def http_url(text: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise flags.not_allowed(text, "an http:// or https:// URL")
     return text.strip()
+
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+
+
+def repository(text: str) -> str:
+    """Type for ``--commit-status-repository``: ``OWNER/NAME``, or for GitLab a project path with
+    subgroups (``group/sub/project``): segments of letters, digits, ``_``, ``.`` and ``-``
+    (GitHub's, GitLab's and Gitea's rules for owner and repository names), no leading ``-``."""
+    parts = text.strip().removesuffix(".git").split("/")
+    if len(parts) < 2 or not all(_SEGMENT.fullmatch(p) and p not in (".", "..") for p in parts):
+        raise flags.not_allowed(text, "OWNER/NAME (GitLab: the project's path, group/subgroup/project)")
+    return "/".join(parts)
 
 
 def add(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +78,7 @@ def add(parser: argparse.ArgumentParser) -> None:
         "https://api.github.com, https://HOST/api/v3, https://HOST/api/v4 for GitLab, https://HOST/api/v1 for Gitea)",
         type=http_url)
     opt(parser, "--commit-status-repository", "COMMIT_STATUS_REPOSITORY", "OWNER/NAME (GitLab: the project's path) "
-        "(default: from --repo)", type=flags.non_empty)
+        "(default: from --repo)", type=repository)
 
 
 def _url(path: str) -> str:

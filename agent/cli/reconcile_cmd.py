@@ -56,12 +56,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
     flags.add_kubeconfig_flags(parser)
-    parser.add_argument("--log-level", default=env("LOG_LEVEL"), type=flags.log_level,
-                        help="DEBUG, INFO, WARNING or ERROR (default: WARNING) [env GITOPS_AGENT_LOG_LEVEL]")
-    parser.add_argument("--log-format", type=flags.choice("text", "json"), default=env("LOG_FORMAT", "text"),
-                        metavar="{text,json}",
-                        help="stderr as text or one JSON object per line, errors included (default: text) "
-                             "[env GITOPS_AGENT_LOG_FORMAT]")
+    flags.add_log_flags(parser, env)
     return parser
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import datetime
 
+from agent.common import rfc3339
+
 SHORT_SHA = 8
 """Characters of a commit SHA in a column (as ``git log --oneline`` abbreviates at least 7)."""
 
@@ -75,16 +77,7 @@ def _two(big: int, big_unit: str, small: int, small_unit: str) -> str:
     return f"{big}{big_unit}" if small == 0 else f"{big}{big_unit}{small}{small_unit}"
 
 
-def parse_time(text) -> datetime.datetime | None:
-    """An RFC 3339 timestamp (``Z`` or an offset, fractions allowed) as an aware datetime; None
-    when ``text`` is not a string holding one."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
+parse_time = rfc3339.parse
 
 
 def age_since(timestamp, now: datetime.datetime) -> str:

@@ -28,6 +28,7 @@ import random as random_
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agent.common import rfc3339
 from agent.engine import sync_now
 
 FAILURES, NEXT_RETRY = "failures", "nextRetryTime"
@@ -82,16 +83,7 @@ def format_time(moment: datetime.datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text) -> datetime.datetime | None:
-    """An RFC 3339 timestamp (``Z`` or an offset) as an aware datetime; None when ``text`` is
-    missing or not such a timestamp (a garbled status is treated as no backoff)."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else None
+parse_time = rfc3339.parse
 
 
 def failures(app: dict) -> int:

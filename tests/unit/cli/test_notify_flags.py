@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent.cli import main
+from agent.cli import main, notify_flags
 
 
 def run(capsys, *args):
@@ -44,3 +44,16 @@ def test_notify_on_reads_any_case():
     from agent.cli.notify_flags import reasons
 
     assert reasons("deployed, DEGRADED") == frozenset({"Deployed", "Degraded"})
+
+
+@pytest.mark.parametrize("text, expected", [("octo/web", "octo/web"), ("group/sub/project", "group/sub/project"),
+                                            (" a.b/c_d-e.git ", "a.b/c_d-e"), ("o/.hidden", "o/.hidden")])
+def test_a_repository_is_owner_and_name_or_a_gitlab_path(text, expected):
+    assert notify_flags.repository(text) == expected
+
+
+@pytest.mark.parametrize("text", ["nope", "", "/web", "octo/", "octo//web", "octo/-web", "octo/../web",
+                                  "octo/w eb", "https://github.com/octo/web"])
+def test_a_repository_that_is_no_path_is_refused(text):
+    with pytest.raises(Exception, match="OWNER/NAME"):
+        notify_flags.repository(text)
