@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from agent.server import gitinfo
-from agent.server.pages import attr, fragment, layout, link, t
+from agent.server.pages import attr, fragment, layout, link, state_class, t
 
 HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)  # large and shown elsewhere
 
@@ -48,9 +48,17 @@ def table(headings: tuple[str, ...], keys: tuple[str, ...], items: list[dict], e
     if not items:
         return f'<p class="muted">{empty}</p>'
     head = "".join(f"<th>{h}</th>" for h in headings)
-    body = "".join("<tr>" + "".join(f'<td class="c-{k} s-{attr(i.get(k))}">{t(i.get(k))}</td>' for k in keys) + "</tr>"
+    body = "".join("<tr>" + "".join(f'<td class="c-{k}{_state(k, i.get(k))}">{t(i.get(k))}</td>' for k in keys) + "</tr>"
                    for i in items)
     return f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+STATE_KEYS = ("health", "type", "status")
+"""The table columns whose value may colour the cell (through ``pages.state_class``)."""
+
+
+def _state(key: str, value) -> str:
+    return f" {state_class(value)}" if key in STATE_KEYS else ""
 
 
 def pairs(values: dict) -> str:
@@ -80,8 +88,8 @@ def facts(e: dict, row: dict, repo_url: str | None) -> str:
     source = link(gitinfo.file_url(repo_url, synced, src["path"]), where)
     ref = f' ref {t(src["ref"])}' if src["ref"] else ""
     unread = "" if git["available"] else f'<dt>Git</dt><dd class="muted">not read: {t(git["reason"])}</dd>'
-    return (f'<dl class="facts"><dt>Health</dt><dd class="s-{attr(row["health"])}">{t(row["health"])}</dd>'
-            f'<dt>Sync</dt><dd class="s-{attr(row["sync"])}">{t(row["sync"])}</dd>'
+    return (f'<dl class="facts"><dt>Health</dt><dd class="{state_class(row["health"])}">{t(row["health"])}</dd>'
+            f'<dt>Sync</dt><dd class="{state_class(row["sync"])}">{t(row["sync"])}</dd>'
             f'<dt>Ready</dt><dd>{t(row["ready"])} {t(row["reason"])}</dd><dt>Message</dt><dd>{t(row["message"])}</dd>'
             f'<dt>Source</dt><dd>{source} in {t(git["url"] or src["repository"])}{ref}</dd>'
             f'<dt>Image</dt><dd>{t(row["image"])}</dd><dt>Replicas</dt><dd>{t(row["replicas"])}</dd>'

@@ -33,6 +33,18 @@ def attr(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+STATE_CLASSES = frozenset((
+    "Healthy", "Synced", "True", "Normal", "Progressing", "Suspended", "Missing", "Unknown", "Warning", "Degraded",
+    "SyncFailed", "InvalidManifest", "InvalidSpec", "OwnershipConflict", "ImmutableConflict", "Invalid", "False"))
+"""The values (health, sync, condition status, Event type) that have a ``s-VALUE`` class."""
+
+
+def state_class(value) -> str:
+    """The class for a state ``value``: ``s-VALUE`` when ``value`` is exactly one of
+    ``STATE_CLASSES``, else the neutral ``s-other``. Never any other text of a value in a class."""
+    return f"s-{value}" if isinstance(value, str) and value in STATE_CLASSES else "s-other"
+
+
 def app_href(namespace: str, name: str) -> str:
     return "/applications/" + urllib.parse.quote(namespace or "", safe="") + "/" + urllib.parse.quote(name or "", safe="")
 
@@ -76,7 +88,7 @@ def last_pass(info: dict) -> str:
 def counts(listing: dict, q: views.Query) -> str:
     parts = []
     for group, label in (("health", "Health"), ("sync", "Sync")):
-        chips = "".join(f'<a class="chip s-{attr(state)}" href="/?{attr(urllib.parse.urlencode(q.params(**{group: state}, page=1)))}">'
+        chips = "".join(f'<a class="chip {state_class(state)}" href="/?{attr(urllib.parse.urlencode(q.params(**{group: state}, page=1)))}">'
                         f'{t(state)} <b>{n}</b></a>' for state, n in listing["counts"][group].items())
         parts.append(f'<div class="counts" data-group="{group}"><span class="label">{label}</span>{chips}</div>')
     return '<section id="counts" data-part>' + "".join(parts) + "</section>"
@@ -121,7 +133,7 @@ def head(q: views.Query) -> str:
 def cell(key: str, r: dict) -> str:
     if key == "name":
         return f'<td class="c-name"><a href="{attr(app_href(r["namespace"], r["name"]))}">{t(r["name"])}</a></td>'
-    cls = f' s-{attr(r[key])}' if key in ("health", "sync") else ""
+    cls = f" {state_class(r[key])}" if key in ("health", "sync") else ""
     title = f' title="{attr(r[key])}"' if key in ("message", "subject") and r[key] else ""
     return f'<td class="c-{key}{cls}"{title}>{t(r[key])}</td>'
 

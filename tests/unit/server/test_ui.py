@@ -239,3 +239,38 @@ def test_run_refuses_a_non_loopback_page_without_a_token_in_one_line(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "--ui-token-file" in proc.stderr and "not a loopback" in proc.stderr
+
+
+STRUCTURE_CLASSES = {"home", "pass", "counts", "label", "chip", "sort", "empty", "page", "off", "scroll", "pods",
+                     "drift", "events", "history", "muted", "verdict", "ok", "bad", "warn", "facts", "diff", "add",
+                     "del", "hunk", "subject", "pairs", "crumbs"}
+
+
+def test_class_names_come_from_an_allow_list_whatever_the_values():
+    """Text from Events, pods, commits or a status never becomes a class: a state outside
+    ``pages.STATE_CLASSES`` gets the neutral ``s-other``."""
+    hostile = "Warning s-Healthy verdict ok\" onclick=x"
+    bad = app("web", health="Degraded", message=hostile)
+    bad["status"]["health"]["status"] = "Healthy s-Synced bad"
+    src = source_with(bad)
+    listing = src.listing(views.Query(), NOW)
+    e, found = src.explain("shop", "web", NOW)
+    e["events"] = [{"time": "t", "type": hostile, "reason": hostile, "object": "Pod/x", "message": hostile, "count": 1},
+                   {"time": "t", "type": "Warning", "reason": "Healthy", "object": "Pod/x", "message": "Healthy",
+                    "count": 1}]
+    e["conditions"] = [{"type": hostile, "status": hostile, "reason": hostile, "message": hostile}]
+    e["pods"] = [{"name": hostile, "phase": hostile, "ready": hostile, "problems": []}]
+    row = views.row(found, NOW)
+    allowed = STRUCTURE_CLASSES | {f"c-{k}" for k, _ in pages.COLUMNS} | {f"s-{v}" for v in pages.STATE_CLASSES} | {
+        "s-other", "c-kind", "c-phase", "c-type", "c-status", "c-object", "c-field", "c-git", "c-live", "c-managers",
+        "c-time", "c-count", "c-lastTransitionTime", "c-revision", "c-firstSyncedAt", "c-lastSyncedAt", "c-passes",
+        "c-digest"}
+    for doc in (pages.list_page(listing, views.Query(), {}), pages.list_parts(listing, views.Query(), {}),
+                detailpage.detail_page(e, found, row, None)):
+        used = {c for found_ in re.findall(r'class="([^"]*)"', doc) for c in found_.split()}
+        assert used <= allowed, used - allowed
+    page = detailpage.detail_page(e, found, row, None)
+    assert '<td class="c-type s-other">' in page and '<td class="c-type s-Warning">' in page
+    assert '<td class="c-reason">' in page and '<td class="c-message">' in page  # text columns never coloured
+    assert pages.state_class("Healthy") == "s-Healthy" and pages.state_class("healthy x") == "s-other"
+    assert pages.state_class(None) == "s-other"
