@@ -92,6 +92,22 @@ def test_drift_names_the_field_and_who_changed_it(agent, repo, namespace, cluste
     assert proc.returncode == 1
 
 
+def test_a_patched_application_drifts_from_its_spec_in_git(agent, repo, namespace, cluster, crd_with_history):
+    """``kubectl patch app`` (Git says 1 replica): explain compares the live spec with Git's,
+    names the manager, and says Drifted (exit 1) until the next pass puts it back."""
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit()
+    sync(agent, repo, namespace)
+    cluster.kubectl("-n", namespace, "patch", "applications.heumsi.github.io", "web", "--type=merge", "-p",
+                    json.dumps({"spec": {"replicas": 4}}))
+    proc = explain(agent, "web", namespace, "--repo", str(repo.path))
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("Drifted: ") and "differ" in lines[0] and "from Git" in lines[0], lines
+    assert "  Application/web spec.replicas: Git 1, live 4 (changed by kubectl-patch)" in lines
+    assert not any(line.startswith("  Deployment/web spec.replicas: Git 4") for line in lines)
+    assert proc.returncode == 1
+
+
 def test_history_and_the_last_changed_commit_from_status(agent, repo, namespace, cluster, crd_with_history):
     repo.write("web.yaml", app_yaml("web"))
     first = repo.commit("first")

@@ -19,8 +19,8 @@ from agent.kube.client import ApiError, Kube
 from agent.source.cachedir import default_cache_dir
 
 EPILOG = """exit codes:
-  0  synced and healthy
-  1  not (yet) synced or healthy: the first line says why
+  0  synced and healthy, and no field differs from Git
+  1  not (yet) synced or healthy, or drifted from Git: the first line says why
   2  a flag was wrong, the Application does not exist, or the cluster could not be read
 """
 
@@ -118,9 +118,9 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
                                    for c in found["children"]])
     lines += _section("Pods not ready", [f"{p['name']}  {_text(p['phase'])}  {_problem(q)}"
                                          for p in found["pods"] for q in p["problems"]])
-    lines += _section("Drift from Git", [f"{d['object']} {d['field']}: Git {_value(d['git'])}, live {_value(d['live'])}"
-                                         + (f" (changed by {', '.join(d['managers'])})" if d["managers"] else "")
-                                         for d in found["drift"]])
+    lines += _section(drift_title(found["drift"]), [
+        f"{d['object']} {d['field']}: {d['against']} {_value(d['want'])}, live {_value(d['live'])}"
+        + (f" (changed by {', '.join(d['managers'])})" if d["managers"] else "") for d in found["drift"]])
     lines += _section("Events (newest first)", [
         f"{appview.age_since(e['time'], now):>6}  {_text(e['type'])}  {_text(e['reason'])}  {e['object']}  "
         f"{_text(e['message'])}" + (f" (x{e['count']})" if e["count"] > 1 else "") for e in found["events"]])
@@ -134,6 +134,13 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
         lines += ["  " + "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
                   for line in found["diff"].splitlines()]
     return lines
+
+
+def drift_title(drift: list[dict]) -> str:
+    """``Drift from Git`` when Git was read, else what the drift is against."""
+    if drift and drift[0]["against"] != explainview.GIT:
+        return "Drift from what the agent renders from the live Application (Git not read)"
+    return "Drift from Git"
 
 
 def _section(title: str, items: list[str]) -> list[str]:

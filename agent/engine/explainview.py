@@ -15,13 +15,18 @@ what Git says, see ``agent/engine/inspect.py``) into one plain dict, the data of
      "pods": [{"name": "web-5d9c-x", "phase": "Pending", "ready": False,
                "problems": [{"container": "app", "state": "waiting", "reason": "ImagePullBackOff",
                              "message": "...", "exitCode": None, "restarts": 0}]}],
-     "drift": [{"object": "Deployment/web", "field": "spec.replicas", "git": 2, "live": 5,
-                "managers": ["kubectl-scale"]}],
+     "drift": [{"object": "Deployment/web", "field": "spec.replicas", "against": "Git", "want": 2,
+                "live": 5, "managers": ["kubectl-scale"]}],
      "events": [{"time": "...", "type": "Warning", "reason": "...", "object": "Pod/web-x",
                  "message": "...", "count": 1}],
      "history": [{"digest": "sha256:...", "revision": SHA, "firstSyncedAt": "...",
                   "lastSyncedAt": "...", "passes": 3}],
      "conditions": [status.conditions as written]}
+
+``drift``: when Git was read, the fields of the live Application's spec that differ from its
+spec in Git, then those of its children that differ from what the agent renders from Git's spec
+(``against`` ``"Git"``); else those of its children that differ from what the agent renders from
+the live Application's spec (``against`` ``"rendered"``). See ``drift``.
 
 A COMMIT is ``{"sha", "short", "author", "date", "subject"}`` (author, date and subject None
 when Git was not read). ``verdict.ok`` is True only for ``Synced and healthy``: ``explain``
@@ -38,13 +43,19 @@ from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.engine.appview import condition, parse_time, short, suspended
 from agent.kinds import health as health_, registry
 
-SYNCED, PROGRESSING, DEGRADED, SUSPENDED = "Synced", "Progressing", "Degraded", "Suspended"
+SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED = "Synced", "Progressing", "Degraded", "Suspended", "Drifted"
 BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT = (
     "Backoff", "PruneBlocked", "ApplyFailed", "OwnershipConflict", "NotInGit")
-STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT)
+STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT)
 """``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
-``Progressing``, ``Degraded: WHY``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
+``Progressing``, ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
 held back``, ``Apply failed at FIELD``, ``Ownership conflict`` or ``Not in Git``."""
+
+GIT, RENDERED = "Git", "rendered"
+"""What a drift entry's ``want`` is: the value in Git (the Application's spec in Git, or a child
+rendered from it), or the value the agent renders from the live Application's spec (Git was not
+read, so a change to the Application itself cannot be told from Git's)."""
+
 
 EVENTS_SHOWN = 5
 HISTORY_KEYS = ("digest", "revision", "firstSyncedAt", "lastSyncedAt", "passes")
@@ -58,9 +69,12 @@ def field_in(message) -> str | None:
     return found.group(1) if found else None
 
 
-def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None) -> dict:
+def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drifted: int = 0,
+            against: str = GIT) -> dict:
     """``{"state", "text", "ok"}`` for ``app`` at ``now`` (aware). ``in_git``: False when Git
-    was read and has no document for it (None: not known). The first rule that holds wins:
+    was read and has no document for it (None: not known); ``drifted``: how many fields of the
+    Application and its children differ from Git (``against`` ``GIT``) or from what the agent
+    renders from the live Application (``RENDERED``). The first rule that holds wins:
 
     1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped``):
        ``Blocked: pruning held back`` when the pass's pruning was blocked, else ``Not in Git``;
@@ -71,8 +85,10 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None) -> di
     5. ``Synced`` False: ``Apply failed at FIELD`` (``field_in`` its message), else
        ``Apply failed: REASON``;
     6. health ``Degraded``: ``Degraded: MESSAGE``;
-    7. ``Ready`` True, and the status describes the current generation: ``Synced and healthy``;
-    8. else ``Progressing`` (a rollout, a pass not yet run, a missing child)."""
+    7. ``drifted``: ``Drifted: N fields differ from Git (the next pass puts them back)`` (``from
+       what the agent renders`` when ``against`` is ``RENDERED``);
+    8. ``Ready`` True, and the status describes the current generation: ``Synced and healthy``;
+    9. else ``Progressing`` (a rollout, a pass not yet run, a missing child)."""
     synced, ready = condition(app, "Synced"), condition(app, "Ready")
     status = app.get("status") or {}
     failed = synced.get("status") == "False"
@@ -94,6 +110,10 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None) -> di
     health = status.get("health") if isinstance(status.get("health"), dict) else {}
     if health.get("status") == health_.DEGRADED:
         return _verdict(DEGRADED, f"Degraded: {health.get('message') or 'no message'}")
+    if drifted:
+        what = "Git" if against == GIT else "what the agent renders"
+        fields = "field differs" if drifted == 1 else "fields differ"
+        return _verdict(DRIFTED, f"Drifted: {drifted} {fields} from {what} (the next pass puts them back)")
     current = status.get("observedGeneration") == (app.get("metadata") or {}).get("generation")
     if ready.get("status") == "True" and current:
         return _verdict(SYNCED, "Synced and healthy", ok=True)
@@ -213,26 +233,32 @@ def _problem(container, state, reason, message, exit_code=None, restarts=0) -> d
             "exitCode": exit_code, "restarts": restarts}
 
 
-def drift(live: dict | None, desired: dict | None) -> list[dict]:
-    """The fields of ``desired`` (a child as the agent renders it from the live Application's
-    spec) that differ in ``live`` or that a field manager other than ``gitops-agent`` owns
-    while the agent does not (read from ``metadata.managedFields``; the ``status``
-    subresource's entries left out): ``[{"object", "field", "git", "live", "managers"}]``,
-    ``managers`` sorted. A list of mappings with a ``name`` is compared entry by entry (a
-    container), any other list whole. Empty when either object is None."""
+def drift(live: dict | None, desired: dict | None, against: str = GIT, taken: bool = True) -> list[dict]:
+    """The fields of ``desired`` that differ in ``live`` or (``taken``) that a field manager
+    other than ``gitops-agent`` owns while the agent does not (read from
+    ``metadata.managedFields``; the ``status`` subresource's entries left out):
+    ``[{"object", "field", "against", "want", "live", "managers"}]``: ``want`` is ``desired``'s
+    value, ``against`` says what ``desired`` is (``GIT`` or ``RENDERED``), ``managers`` the
+    other managers that own the field, sorted. A list of mappings with a ``name`` is compared
+    entry by entry (a container), any other list whole. Empty when either object is None."""
     if live is None or desired is None:
         return []
     entries = [e for e in (live.get("metadata") or {}).get("managedFields") or []
                if isinstance(e, dict) and e.get("subresource", "") != "status"]
     subject = f"{live.get('kind')}/{(live.get('metadata') or {}).get('name')}"
     out = []
-    for path, git, now in _leaves({"metadata": desired.get("metadata") or {}, "spec": desired.get("spec"),
-                                   "data": desired.get("data")}, live):
+    for path, want, now in _leaves({k: desired[k] for k in ("metadata", "spec", "data") if desired.get(k)}, live):
         owners = sorted({e.get("manager") or "?" for e in entries if _owns(e.get("fieldsV1") or {}, path)})
         foreign = [m for m in owners if m != AGENT_NAME]
-        if git != now or (foreign and AGENT_NAME not in owners):
-            out.append({"object": subject, "field": _readable(path), "git": git, "live": now, "managers": foreign})
+        if want != now or (taken and foreign and AGENT_NAME not in owners):
+            out.append({"object": subject, "field": _readable(path), "against": against, "want": want, "live": now,
+                        "managers": foreign})
     return out
+
+
+def differing(found: list[dict]) -> int:
+    """How many drift entries have a live value other than the wanted one (not only another owner)."""
+    return sum(1 for d in found if d["want"] != d["live"])
 
 
 def _leaves(desired, live, at: tuple = ()):
@@ -330,16 +356,22 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
     name, namespace = meta.get("name"), meta.get("namespace")
     annotations = meta.get("annotations") or {}
     git = git or {}
+    git_spec = git.get("spec") if isinstance(git.get("spec"), dict) else None
+    against = GIT if git_spec is not None else RENDERED
     kinds = registry.wanted(spec if isinstance(spec, dict) else {})
     try:
-        desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""), spec)}
+        desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""),
+                                                            spec if git_spec is None else git_spec)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
+    in_git = {"metadata": {"name": name}, "spec": git_spec} if git_spec is not None else None
+    drifted = drift(app, in_git, GIT, taken=False) + [
+        d for k in registry.CHILD_KINDS if k.kind in desired for d in drift(children.get(k.kind), desired[k.kind], against)]
     pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
     involved = {("Application", name)} | {(k.kind, name) for k in kinds} | {("Pod", p["name"]) for p in pod_views}
     return {
         "application": {"namespace": namespace, "name": name},
-        "verdict": verdict(app, now, git.get("in_git")),
+        "verdict": verdict(app, now, git.get("in_git"), differing(drifted), against),
         "source": {"path": status.get("sourcePath") or annotations.get(SOURCE_PATH), "line": git.get("line"),
                    "repository": annotations.get(REPOSITORY), "ref": git.get("ref")},
         "commits": {"synced": commit(status.get("lastSyncedCommit"), git.get("synced")),
@@ -348,7 +380,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         "diff": git.get("diff"),
         "children": [child(k.kind, name, children.get(k.kind)) for k in kinds],
         "pods": pod_views,
-        "drift": [d for k in kinds for d in drift(children.get(k.kind), desired.get(k.kind))],
+        "drift": drifted,
         "events": events(event_items, involved),
         "history": history(app),
         "conditions": [c for c in status.get("conditions") or [] if isinstance(c, dict)],

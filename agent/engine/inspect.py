@@ -82,7 +82,8 @@ def read_git(app: dict, url: str | None, ref: str | None, cache_dir: str,
     """What Git says of ``app`` (the ``git`` argument of ``explainview.explanation``): fetch
     ``url`` at ``ref`` (None: the remote's HEAD) into the mirror in ``cache_dir``; the author,
     date and subject of its synced and last-changed commits; the diff of its file in the
-    change; whether ``ref`` still has it (``in_git``) and at which line of its file. Never
+    change; whether ``ref`` still has it (``in_git``), at which line of its file and its
+    ``spec`` there (what its drift is read against). Never
     raises: ``{"available": False, "reason": why}`` when there is no URL or Git fails."""
     if not url:
         return {"available": False, "reason": "no repository known: give --repo (the Application has no "
@@ -103,7 +104,7 @@ def read_git(app: dict, url: str | None, ref: str | None, cache_dir: str,
 def from_mirror(app: dict, repo, shown: str, ref: str | None, head: str, locate) -> dict:
     """``read_git``'s answer from a mirror already fetched (``repo``, a ``git.Repo``) at
     commit ``head`` of ``ref``; ``shown``: the URL without credentials; ``locate(file)``:
-    ``(in_git, line)`` (``find``). Fetches nothing: the status page reads ``run``'s own mirror
+    ``(in_git, line, spec)`` (``find``). Fetches nothing: the status page reads ``run``'s own mirror
     with it. Raises SourceError when the mirror lacks a commit."""
     status = app.get("status") or {}
     changed, synced = changed_commit(app), status.get("lastSyncedCommit")
@@ -112,24 +113,31 @@ def from_mirror(app: dict, repo, shown: str, ref: str | None, head: str, locate)
            "changed": history.commit_info(repo, changed) if changed else None}
     file = status.get("sourcePath")
     out["diff"] = history.file_diff(repo, changed, file) if changed and file else None
-    out["in_git"], out["line"] = locate(file)
+    out["in_git"], out["line"], out["spec"] = locate(file)
     return out
 
 
-def find(repo, url, head: str, cache_dir: str, app: dict, file: str | None, credentials, timeout) -> tuple[bool, int | None]:
-    """(whether commit ``head`` has a document for ``app``, its line in ``file`` there): its
-    file first, then every manifest of the commit (a file moved)."""
+def find(repo, url, head: str, cache_dir: str, app: dict, file: str | None, credentials,
+         timeout) -> tuple[bool, int | None, dict | None]:
+    """(whether commit ``head`` has a document for ``app``, its line in ``file`` there, its
+    ``spec`` there (None when not found)): its file first, then every manifest of the commit
+    (a file moved)."""
     meta = app["metadata"]
     found = _in(loader.load({file: data}, meta["namespace"]).manifests, meta) if file and (
         data := history.file_at(repo, head, file)) is not None else None
     if found is not None:
-        return True, found.line
+        return True, found.line, _spec(found)
     try:
         shot = snapshot.read(url, head, cache_dir, ".", credentials=credentials, timeout=timeout)
     except mirror.SourceError:
-        return False, None
+        return False, None, None
     found = _in(loader.load(shot.files, meta["namespace"]).manifests, meta)
-    return found is not None, None
+    return found is not None, None, _spec(found)
+
+
+def _spec(manifest) -> dict | None:
+    spec = manifest.body.get("spec") if manifest is not None else None
+    return spec if isinstance(spec, dict) else None
 
 
 def _in(manifests, meta: dict):

@@ -29,8 +29,9 @@ import threading
 
 from agent.kinds import registry
 
-FIELDS_KEPT = frozenset(k.kind for k in registry.CHILD_KINDS)
-"""Kinds whose managedFields are kept (as a string): the children, for ``explain``'s drift."""
+FIELDS_KEPT = frozenset(k.kind for k in registry.CHILD_KINDS) | {"Application"}
+"""Kinds whose managedFields are kept (as a string): the Application and its children, for
+``explain``'s drift (who changed a field)."""
 EVENT_KINDS = frozenset({"Application", "Pod"}) | FIELDS_KEPT
 """The involvedObject kinds of the Events kept: what ``explain`` shows Events of."""
 EVENT_KEYS = ("type", "reason", "message", "count", "lastTimestamp", "eventTime")

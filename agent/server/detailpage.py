@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from agent.engine import explainview
 from agent.server import gitinfo
 from agent.server.pages import attr, fragment, layout, link, state_class, t
 
@@ -105,17 +106,19 @@ def sections(e: dict) -> str:
     pods = [{"name": p["name"], "phase": p["phase"], "ready": p["ready"],
              "reason": "; ".join(problem(q) for q in p["problems"]) or None,
              "message": "; ".join(q["message"] for q in p["problems"] if q.get("message")) or None} for p in e["pods"]]
-    drift = [{**d, "git": value(d["git"]), "live": value(d["live"]), "managers": ", ".join(d["managers"]) or None}
+    drift = [{**d, "want": value(d["want"]), "live": value(d["live"]), "managers": ", ".join(d["managers"]) or None}
              for d in e["drift"]]
+    rendered = bool(e["drift"]) and e["drift"][0]["against"] != explainview.GIT
     history = [{**h, "revision": (h["revision"] or "")[:12] or None, "digest": (h["digest"] or "")[:19] or None}
                for h in e["history"]]
     return ('<h2>Children</h2>' + table(("Kind", "Name", "Health", "Message"), ("kind", "name", "health", "message"),
                                         children, "No children.")
             + '<h2>Pods</h2>' + table(("Pod", "Phase", "Ready", "Reason", "Message"),
                                       ("name", "phase", "ready", "reason", "message"), pods, "No pods.", "pods")
-            + '<h2>Drift from Git</h2>' + table(("Object", "Field", "Git", "Live", "Changed by"),
-                                                ("object", "field", "git", "live", "managers"), drift,
-                                                "No field differs from Git.", "drift")
+            + ('<h2>Drift from what the agent renders from the live Application (Git not read)</h2>' if rendered
+               else '<h2>Drift from Git</h2>')
+            + table(("Object", "Field", "Rendered" if rendered else "Git", "Live", "Changed by"),
+                    ("object", "field", "want", "live", "managers"), drift, "No field differs from Git.", "drift")
             + '<h2>Events</h2>' + table(("Time", "Type", "Reason", "Object", "Message", "Count"),
                                         ("time", "type", "reason", "object", "message", "count"), e["events"],
                                         "No Events.", "events")

@@ -147,14 +147,16 @@ class Source:
         cache has none: ``explainview.explanation`` of the cache's Application, children (with
         their managedFields, for drift), pods and Events, and of what ``run``'s mirror says at the
         commit of its last pass (``gitinfo.Explained``)."""
-        app = self.cache.get("Application", namespace, name)
+        app = self.cache.whole("Application", namespace, name)
         if app is None:
             return None
         children = {k.kind: self.cache.whole(k.kind, namespace, name) for k in registry.CHILD_KINDS}
         pods = self.cache.where("Pod", namespace, APPLICATION_LABEL, name)
         events = self.cache.in_namespace("Event", namespace)
         git = self.git.of(app, getattr(self.runner, "last_commit", None))
-        return explainview.explanation(app, children, pods, events, now, git), app
+        found = explainview.explanation(app, children, pods, events, now, git)
+        (app.get("metadata") or {}).pop("managedFields", None)
+        return found, app
 
 
 def static_files() -> dict[str, bytes]:

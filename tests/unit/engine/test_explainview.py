@@ -5,6 +5,7 @@ import datetime
 
 import pytest
 
+from agent.cli import explain_cmd
 from agent.engine import explainview as ev
 from agent.kinds import registry
 
@@ -185,7 +186,7 @@ def test_drift_names_the_field_and_the_manager_that_took_it():
         {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
          "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
     found = ev.drift(live, desired)
-    assert {"object": "Deployment/web", "field": "spec.replicas", "git": 2, "live": 5,
+    assert {"object": "Deployment/web", "field": "spec.replicas", "against": "Git", "want": 2, "live": 5,
             "managers": ["kubectl-scale"]} in found
 
 
@@ -201,7 +202,7 @@ def test_drift_matches_keyed_list_entries_and_reads_no_drift_in_an_equal_object(
     live["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {
         "f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:image": {}}}}}}}})
     assert ev.drift(live, desired) == [{"object": "Deployment/web", "field": "spec.template.spec.containers[app].image",
-                                        "git": "nginx:1.27", "live": "nginx:evil",
+                                        "against": "Git", "want": "nginx:1.27", "live": "nginx:evil",
                                         "managers": ["kubectl-edit"]}]
     assert ev.drift(None, desired) == [] and ev.drift(live, None) == []
 
@@ -248,3 +249,55 @@ def test_an_explanation_gathers_everything():
     assert found["git"] == {"available": False, "reason": "no repository", "url": None}
     assert sorted(found) == ["application", "children", "commits", "conditions", "diff", "drift", "events", "git",
                              "history", "pods", "source", "verdict"]
+
+
+def _synced_app(spec: dict) -> dict:
+    return {"kind": "Application", "metadata": {"name": "api", "namespace": "shop", "uid": "u1", "generation": 2,
+                                                "managedFields": [
+        {"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {"f:spec": {"f:image": {}}}},
+        {"manager": "kubectl-patch", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": spec, "status": {"observedGeneration": 2, "health": {"status": "Healthy"}, "conditions": [
+                {"type": "Synced", "status": "True", "reason": "Synced"},
+                {"type": "Ready", "status": "True", "reason": "Healthy"}]}}
+
+
+def test_drift_of_the_application_is_against_its_spec_in_git_and_the_verdict_says_drifted():
+    """``kubectl patch app api`` to 4 replicas (Git: 1), its Deployment already at 4: the
+    Application and its Deployment both differ from Git, and the verdict says so (exit 1)."""
+    app = _synced_app({"image": "nginx:1.27", "port": 80, "replicas": 4})
+    children = {c["kind"]: c for c in registry.children("api", "shop", "u1", app["spec"])}
+    git = {"available": True, "in_git": True, "spec": {"image": "nginx:1.27", "port": 80, "replicas": 1}}
+    e = ev.explanation(app, children, [], [], NOW, git)
+    assert e["drift"][0] == {"object": "Application/api", "field": "spec.replicas", "against": "Git", "want": 1,
+                             "live": 4, "managers": ["kubectl-patch"]}
+    assert {"object": "Deployment/api", "field": "spec.replicas", "against": "Git", "want": 1, "live": 4,
+            "managers": []} in e["drift"]
+    assert e["verdict"] == {"state": ev.DRIFTED, "ok": False,
+                            "text": "Drifted: 2 fields differ from Git (the next pass puts them back)"}
+    lines = explain_cmd.render(e, NOW)
+    assert "  Application/api spec.replicas: Git 1, live 4 (changed by kubectl-patch)" in lines
+    assert "Drift from Git:" in lines
+
+
+def test_without_git_children_drift_is_against_what_the_live_application_renders():
+    app = _synced_app({"image": "nginx:1.27", "port": 80, "replicas": 4})
+    children = {c["kind"]: c for c in registry.children("api", "shop", "u1", app["spec"])}
+    assert ev.explanation(app, children, [], [], NOW, None)["verdict"]["text"] == "Synced and healthy"
+    children["Deployment"]["spec"]["replicas"] = 1  # scaled by hand
+    e = ev.explanation(app, children, [], [], NOW, {"available": False, "reason": "no repository"})
+    assert [(d["object"], d["against"], d["want"], d["live"]) for d in e["drift"]] == [
+        ("Deployment/api", "rendered", 4, 1)]
+    assert e["verdict"]["text"] == "Drifted: 1 field differs from what the agent renders (the next pass puts them back)"
+    lines = explain_cmd.render(e, NOW)
+    assert "  Deployment/api spec.replicas: rendered 4, live 1" in lines
+    assert "Drift from what the agent renders from the live Application (Git not read):" in lines
+    assert not any("Git 4" in line for line in lines)
+
+
+def test_a_field_only_another_manager_owns_is_listed_but_not_drifted():
+    app = _synced_app({"image": "nginx:1.27", "port": 80, "replicas": 1})
+    children = {c["kind"]: c for c in registry.children("api", "shop", "u1", app["spec"])}
+    children["Deployment"]["metadata"]["managedFields"] = [
+        {"manager": "kubectl-scale", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+    e = ev.explanation(app, children, [], [], NOW, {"available": True, "in_git": True, "spec": dict(app["spec"])})
+    assert e["drift"] and e["verdict"]["ok"]
