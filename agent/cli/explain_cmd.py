@@ -12,7 +12,7 @@ import json
 import sys
 
 from agent.cli import commands as ci, flags, nametypes
-from agent.cli.get_cmd import RESOURCE, server_error
+from agent.cli.get_cmd import READ_ONLY, RESOURCE, server_error
 from agent.common import exitcodes, logs
 from agent.engine import appview, explainview, inspect
 from agent.kube.client import ApiError, Kube
@@ -56,7 +56,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Carry out ``explain`` (see EPILOG for the exit codes); errors are one line on stderr."""
     try:
-        kube = Kube(args.kubeconfig, args.context)
+        kube = Kube(args.kubeconfig, args.context, **READ_ONLY)
     except ApiError as err:
         logs.problem(str(err))
         return exitcodes.FAILED

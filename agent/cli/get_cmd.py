@@ -38,6 +38,12 @@ EPILOG = """exit codes:
 """
 
 
+READ_ONLY = {"retry_seconds": 3.0, "retry_unreachable": False}
+"""How ``get`` and ``explain`` talk to the API server: a fault the server answers (429, 5xx) is
+retried for 3 seconds, no answer at all (refused, unresolvable, timed out) not at all: they
+fail in about a second, as kubectl does."""
+
+
 def add_parser(commands, env) -> argparse.ArgumentParser:
     """The ``get`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>`` (``flags.env``)."""
     parser = commands.add_parser(
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all_namespaces and args.name:
         raise flags.UsageError("a resource cannot be retrieved by name across all namespaces", flag="--all-namespaces")
     try:
-        kube = Kube(args.kubeconfig, args.context)
+        kube = Kube(args.kubeconfig, args.context, **READ_ONLY)
     except ApiError as err:
         logs.problem(str(err))
         return exitcodes.CHANGED  # 1: as kubectl, whatever the error

@@ -12,6 +12,7 @@ import logging
 import sys
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+READ_ONLY = ("get", "explain")
 _json = False  # set by ``setup``: whether stderr carries one JSON object per line
 
 
@@ -42,14 +43,15 @@ class TextFormatter(logging.Formatter):
 
 def setup(log_format: str, log_level: str | None, command: str) -> None:
     """Log to stderr as ``log_format`` (``text`` or ``json``) at ``log_level`` (default: INFO
-    for ``run``, WARNING otherwise); without a level, API retries are still logged at INFO."""
+    for ``run``, WARNING otherwise); without a level, API retries are still logged at INFO, but
+    for the read-only commands (``READ_ONLY``), which fail fast with one line instead."""
     global _json
     _json = log_format == "json"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if _json else TextFormatter(TEXT_FORMAT))
     level = log_level or ("INFO" if command == "run" else "WARNING")
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    if not log_level:  # each API retry says what failed and when the next try is
+    if not log_level and command not in READ_ONLY:  # each API retry says what failed and when the next try is
         logging.getLogger("agent.retry").setLevel(logging.INFO)
     for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -178,11 +178,14 @@ class Kube:
     None (neither given), Flux's 50/300 holds until an answer carries the server's
     flow-control header, and is then lifted (``limit_auto`` until then). ``namespace``: the
     namespace a command without ``-n`` works in, as kubectl picks it (``clusterconfig.load``).
+    ``retry_seconds``: how long transient faults are retried; ``retry_unreachable`` False: a
+    request that got no answer (connection refused, a host that does not resolve, a timeout) is
+    not retried, as kubectl does not (the read-only commands).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
                  retry_seconds: float = 20.0, dry_run: bool = False, *, concurrency: int = 1,
-                 qps: float | None = None, burst: int | None = None):
+                 qps: float | None = None, burst: int | None = None, retry_unreachable: bool = True):
         self.dry_run = dry_run
         self.concurrency = concurrency
         self.limiter = TokenBucket(DEFAULT_QPS if qps is None else qps, DEFAULT_BURST if burst is None else burst)
@@ -207,7 +210,8 @@ class Kube:
         self.api = client.ApiClient(configuration)
         self.interrupt = threading.Event()  # set on shutdown: retries and waits end at once
         self._retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(_transient),
+            retry=tenacity.retry_if_exception(
+                lambda exc: _transient(exc) and (retry_unreachable or getattr(exc, "status", 0) != 0)),
             wait=tenacity.wait_exponential(multiplier=0.2, max=5),
             stop=tenacity.stop_after_delay(retry_seconds) | (lambda _state: self.interrupt.is_set()),
             sleep=self.interrupt.wait,

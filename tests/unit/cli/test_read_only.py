@@ -1,0 +1,37 @@
+"""``get`` and ``explain`` fail fast and quietly when the API server cannot be reached, as kubectl
+does: no retries of a request that got no answer, no INFO retry lines at the default level."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from agent.cli import main
+from agent.common import logs
+from tests.unit.kube.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
+
+
+@pytest.mark.parametrize("argv, code", [(["get"], 1), (["get", "-A"], 1), (["explain", "api"], 2)])
+def test_a_refused_connection_fails_in_one_line_at_once(tmp_path, capsys, argv, code):
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    start = time.monotonic()
+    assert main.main([*argv, "--kubeconfig", str(path)]) == code
+    assert time.monotonic() - start < 2.5
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert "cannot connect to https://127.0.0.1:1: Connection refused" in err
+    assert "agent.retry" not in err
+
+
+def test_retries_are_info_lines_by_default_but_for_the_read_only_commands():
+    try:
+        logs.setup("text", None, "sync")
+        assert logging.getLogger("agent.retry").getEffectiveLevel() == logging.INFO
+        logging.getLogger("agent.retry").setLevel(logging.NOTSET)
+        logs.setup("text", None, "get")
+        assert logging.getLogger("agent.retry").getEffectiveLevel() == logging.WARNING
+    finally:
+        logging.getLogger("agent.retry").setLevel(logging.NOTSET)
