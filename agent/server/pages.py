@@ -156,9 +156,12 @@ def pager(listing: dict, q: views.Query) -> str:
             f'{listing["total"]} Applications</span>{nxt}</nav>')
 
 
-def list_page(listing: dict, q: views.Query, pass_info: dict) -> str:
-    """The whole document of ``/`` for ``listing`` (``views.listing``) of query ``q``."""
-    body = (f'<h1>Applications</h1>{last_pass(pass_info)}{counts(listing, q)}{filters(listing, q)}'
+def list_page(listing: dict, q: views.Query, pass_info: dict, problems: list[str] = ()) -> str:
+    """The whole document of ``/`` for ``listing`` (``views.listing``) of query ``q``;
+    ``problems`` (``views.Query.problems``): the query's values that fell back to a default."""
+    said = (f'<p class="notice" id="notice">Ignored: {t("; ".join(problems))}; the default is shown.</p>'
+            if problems else "")
+    body = (f'<h1>Applications</h1>{said}{last_pass(pass_info)}{counts(listing, q)}{filters(listing, q)}'
             f'<div class="scroll"><table id="apps">{head(q)}{rows(listing["items"])}</table></div>{pager(listing, q)}')
     return layout("Applications", body, "list")
 

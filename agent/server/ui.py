@@ -133,8 +133,9 @@ class Source:
         """``/api/v1/applications``: the Applications of ``q``'s page as ``get -o json`` prints them
         (a v1 ``List``, managedFields dropped), filtered, sorted and paged as the list is. Its
         ``metadata`` says what remains as the API server's chunked lists do: ``continue`` (the next
-        page's number, for ``page=``) and ``remainingItemCount``, when more follow."""
-        out = views.listing(self.rows(now), q)
+        page's number, for ``page=``) and ``remainingItemCount``, when more follow. A page past the
+        end has no items."""
+        out = views.listing(self.rows(now), q, clamp=False)
         items = [self.cache.get("Application", r["namespace"] or "", r["name"] or "") for r in out["items"]]
         meta: dict = {"resourceVersion": ""}
         remaining = out["total"] - out["page"] * out["per"]

@@ -33,11 +33,15 @@ def _split_app(rest: str) -> tuple[str, str] | None:
 def answer(source: ui.Source, path: str, query: str) -> tuple[int, bytes, str]:
     """(status, body, content type) of a GET of ``path`` with ``query`` (raw query string)."""
     now = _now()
-    q = views.Query.parse(urllib.parse.parse_qs(query))
-    if path in ("/", PARTS + "/"):
-        render = pages.list_page if path == "/" else pages.list_parts
-        return 200, render(source.listing(q, now), q, source.last_pass()).encode(), HTML
+    params = urllib.parse.parse_qs(query)
+    q, problems = views.Query.parse(params), views.Query.problems(params)
+    if path == "/":
+        return 200, pages.list_page(source.listing(q, now), q, source.last_pass(), problems).encode(), HTML
+    if path == PARTS + "/":
+        return 200, pages.list_parts(source.listing(q, now), q, source.last_pass()).encode(), HTML
     if path == API:
+        if problems:
+            return 400, json.dumps({"error": problems[0]}).encode() + b"\n", JSON
         return 200, json.dumps(source.applications(q, now), separators=(",", ":")).encode(), JSON
     for prefix, kind in (("/applications/", "page"), (PARTS + "/applications/", "parts"), (API + "/", "api")):
         if path.startswith(prefix) and (key := _split_app(path[len(prefix):])) is not None:

@@ -61,7 +61,7 @@ class Query:
     @classmethod
     def parse(cls, params: dict[str, list[str]]) -> "Query":
         """From a parsed query string (``urllib.parse.parse_qs``); an unknown sort, a bad page or
-        size falls back to the default, never an error. Each filter is cut at 253 characters.
+        size falls back to the default (``problems`` says which). Each filter is cut at 253 characters.
         ``continue`` (the API's ``metadata.continue``) is the page when ``page`` is not given."""
         def one(name: str) -> str:
             return (params.get(name) or [""])[0][:253]
@@ -73,6 +73,27 @@ class Query:
         return cls(namespace=one("namespace"), health=one("health"), sync=one("sync"), name=one("name").strip(),
                    sort=one("sort") if one("sort") in SORTS else "name", desc=one("order") == "desc",
                    page=max(1, number("page", number("continue", 1))), per=per if per in PER_PAGE else 50)
+
+    @staticmethod
+    def problems(params: dict[str, list[str]]) -> list[str]:
+        """What ``parse`` would fall back on in ``params``, one phrase each (``per=1000: must be
+        one of 10, 25, 50, 100, 200``); empty when every value is valid. The API answers 400 with
+        the first, the page shows them above the list."""
+        out = []
+        for key in ("page", "continue"):
+            for text in params.get(key) or []:
+                if not (text.isdigit() and 0 < len(text) < 7 and int(text) > 0):
+                    out.append(f"{key}={text[:40]}: must be a whole number from 1")
+        for text in params.get("per") or []:
+            if not (text.isdigit() and int(text[:7]) in PER_PAGE):
+                out.append(f"per={text[:40]}: must be one of {', '.join(map(str, PER_PAGE))}")
+        for text in params.get("sort") or []:
+            if text not in SORTS:
+                out.append(f"sort={text[:40]}: must be one of {', '.join(SORTS)}")
+        for text in params.get("order") or []:
+            if text not in ("", "asc", "desc"):
+                out.append(f"order={text[:40]}: must be asc or desc")
+        return out
 
     def params(self, **changes) -> dict[str, str]:
         """The query string's parameters of this query with ``changes``, defaults left out."""
@@ -98,14 +119,16 @@ def matches(r: dict, q: Query) -> bool:
             and (not q.sync or r["sync"] == q.sync) and (not q.name or q.name.lower() in (r["name"] or "").lower()))
 
 
-def listing(rows: list[dict], q: Query) -> dict:
+def listing(rows: list[dict], q: Query, clamp: bool = True) -> dict:
     """The list for ``q`` from every row: ``items`` (the page's rows), ``total`` (rows after the
     filters), ``page``, ``pages``, ``per``, ``counts`` ({"health": {state: n}, "sync": {state: n}}
-    over every row, unfiltered) and ``namespaces`` (sorted)."""
+    over every row, unfiltered) and ``namespaces`` (sorted). A page past the end is the last
+    page with ``clamp`` (the HTML page), else itself with no items (the API: a client paging
+    until an empty page stops)."""
     chosen = [r for r in rows if matches(r, q)]
     chosen.sort(key=_sort_key(q.sort), reverse=q.desc != (q.sort == "age"))
     pages = max(1, math.ceil(len(chosen) / q.per))
-    page = min(q.page, pages)
+    page = min(q.page, pages) if clamp else q.page
     return {"items": chosen[(page - 1) * q.per: page * q.per], "total": len(chosen), "page": page,
             "pages": pages, "per": q.per, "counts": counts(rows),
             "namespaces": sorted({r["namespace"] or "" for r in rows})}

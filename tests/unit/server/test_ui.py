@@ -274,3 +274,26 @@ def test_class_names_come_from_an_allow_list_whatever_the_values():
     assert '<td class="c-reason">' in page and '<td class="c-message">' in page  # text columns never coloured
     assert pages.state_class("Healthy") == "s-Healthy" and pages.state_class("healthy x") == "s-other"
     assert pages.state_class(None) == "s-other"
+
+
+def test_the_api_past_the_end_is_empty_and_bad_values_are_400_in_one_line():
+    from agent.server import uiserver
+    src = source_with(*[app(f"web-{i:02d}") for i in range(25)])
+    code, body, _ = uiserver.answer(src, uiserver.API, "per=10&page=3")
+    assert code == 200 and len(json.loads(body)["items"]) == 5 and "continue" not in json.loads(body)["metadata"]
+    for past in ("per=10&page=4", "per=10&page=8", "per=10&continue=99"):
+        code, body, _ = uiserver.answer(src, uiserver.API, past)
+        assert code == 200 and json.loads(body) == {"apiVersion": "v1", "kind": "List", "items": [],
+                                                    "metadata": {"resourceVersion": ""}}, past
+    for bad, said in (("page=abc", "page=abc: must be a whole number from 1"), ("page=0", "page=0: must be"),
+                      ("per=1000", "per=1000: must be one of 10, 25, 50, 100, 200"),
+                      ("sort=bogus", "sort=bogus: must be one of name,"), ("order=up", "order=up: must be asc or desc"),
+                      ("continue=-1", "continue=-1: must be")):
+        code, body, kind = uiserver.answer(src, uiserver.API, bad)
+        assert (code, kind) == (400, uiserver.JSON) and body.count(b"\n") == 1, bad
+        assert json.loads(body)["error"].startswith(said), body
+    code, body, _ = uiserver.answer(src, "/", "per=1000&page=8")  # the page falls back, and says so
+    page = body.decode()
+    assert code == 200 and 'id="notice"' in page and "per=1000: must be one of" in page
+    assert "page 1 of 1, 25 Applications" in page or "page 1 of" in page
+    assert 'id="notice"' not in uiserver.answer(src, "/", "per=10&page=2")[1].decode()
