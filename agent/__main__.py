@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return streams.exit_code(validate_main(argv[1:]), out, err)
     from agent.cli.main import main as cli_main
 
-    return streams.exit_code(cli_main(argv), out, err)
+    return streams.exit_code(cli_main(argv), out, err, read_only=argv[:1] in (["get"], ["explain"]))
 
 
 if __name__ == "__main__":

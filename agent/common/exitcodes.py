@@ -13,6 +13,9 @@ INTERRUPTED = 130
 """Ctrl-C (SIGINT) ended a one-shot command (128 + 2, as a shell reports it)."""
 TERMINATED = 143
 """SIGTERM ended a one-shot command (128 + 15)."""
+CLOSED_PIPE = 141
+"""``get`` or ``explain`` stopped because the reader of its output went away (``| head``):
+128 + 13 (SIGPIPE), as a shell reports kubectl and other tools ended by it; nothing printed."""
 
 CODES: tuple[tuple[int, str], ...] = (
     (OK, "success: in sync, valid, or handled"),
@@ -20,5 +23,6 @@ CODES: tuple[tuple[int, str], ...] = (
     (FAILED, "failure: bad input or flags, unreachable source or cluster, a refused Application"),
     (INTERRUPTED, "interrupted by Ctrl-C (SIGINT)"),
     (TERMINATED, "terminated by SIGTERM"),
+    (CLOSED_PIPE, "`get` or `explain`: the reader closed the pipe (`| head`), quietly, as kubectl"),
 )
 """(code, meaning) for the reference table."""

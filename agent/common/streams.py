@@ -104,13 +104,17 @@ def guard() -> tuple[Guarded, Guarded]:
     return out, err
 
 
-def exit_code(code: int, out: Guarded, err: Guarded) -> int:
+def exit_code(code: int, out: Guarded, err: Guarded, read_only: bool = False) -> int:
     """``code``, or 2 when some output was lost; says so in one line on stderr when stdout
-    failed with an error other than a broken pipe and stderr still works."""
+    failed with an error other than a broken pipe and stderr still works. ``read_only`` (``get``,
+    ``explain``): a broken pipe on stdout (``| head``) is ``exitcodes.CLOSED_PIPE`` (141) instead,
+    quietly, as a shell reports kubectl ended by SIGPIPE: nothing was changed, the reader left."""
     out.flush()
     err.flush()
     if not (out.lost or err.lost):
         return code
+    if read_only and out.lost and out.error is not None and out.error.errno == errno.EPIPE and not err.lost:
+        return exitcodes.CLOSED_PIPE
     if out.lost and not err.lost and out.error is not None and out.error.errno != errno.EPIPE:
         err.write(f"error: writing to stdout failed: {out.error.strerror or out.error}\n")
         err.flush()
