@@ -312,7 +312,9 @@ def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS
     """The newest ``limit`` Events of ``items`` whose involvedObject (kind, name) is in
     ``objects``, newest first (then by object, reason and message):
     ``[{"time", "type", "reason", "object", "message", "count"}]``;
-    the time is ``lastTimestamp``, else ``eventTime``, else the Event's creation time."""
+    the time is ``lastTimestamp``, else ``eventTime``, else the Event's creation time, in one
+    format whichever it is: UTC to the second (``2026-12-01T11:00:00Z``; an ``eventTime``'s
+    fraction dropped)."""
     found = []
     for item in items:
         involved = item.get("involvedObject") or {}
@@ -320,6 +322,8 @@ def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS
             continue
         when = item.get("lastTimestamp") or item.get("eventTime") or (item.get("metadata") or {}).get(
             "creationTimestamp")
+        moment = parse_time(when)
+        when = moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else when
         found.append({"time": when, "type": item.get("type"), "reason": item.get("reason"),
                       "object": f"{involved.get('kind')}/{involved.get('name')}",
                       "message": item.get("message"), "count": item.get("count") or 1})

@@ -14,6 +14,9 @@ from agent.engine import explainview
 from agent.server import gitinfo
 from agent.server.pages import attr, fragment, layout, link, state_class, t
 
+WARN_STATES = (explainview.PROGRESSING, explainview.SUSPENDED, explainview.DRIFTED)
+"""Verdicts shown in the warning colour, as the Health line shows Progressing and Suspended;
+the others but ``Synced`` in the failure colour."""
 HIDDEN_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)  # large and shown elsewhere
 
 
@@ -49,8 +52,8 @@ def table(headings: tuple[str, ...], keys: tuple[str, ...], items: list[dict], e
     if not items:
         return f'<p class="muted">{empty}</p>'
     head = "".join(f"<th>{h}</th>" for h in headings)
-    body = "".join("<tr>" + "".join(f'<td class="c-{k}{_state(k, i.get(k))}">{t(i.get(k))}</td>' for k in keys) + "</tr>"
-                   for i in items)
+    body = "".join("<tr>" + "".join(f'<td class="c-{k}{_state(k, i.get(k))}"{_title(k, i.get(k))}>{t(i.get(k))}</td>'
+                                    for k in keys) + "</tr>" for i in items)
     return f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
@@ -60,6 +63,11 @@ STATE_KEYS = ("health", "type", "status")
 
 def _state(key: str, value) -> str:
     return f" {state_class(value)}" if key in STATE_KEYS else ""
+
+
+def _title(key: str, value) -> str:
+    """The whole text of a cell the style sheet may cut (``…``), as its tooltip."""
+    return f' title="{attr(value)}"' if key in ("message", "reason", "subject") and value else ""
 
 
 def pairs(values: dict) -> str:
@@ -133,8 +141,8 @@ def sections(e: dict) -> str:
 def body(e: dict, app: dict, row: dict, repo_url: str | None) -> str:
     """``<div id="detail" data-part>``: everything of the page below its title (what ``parts`` swaps)."""
     meta = app.get("metadata") or {}
-    ok = e["verdict"]["ok"]
-    return (f'<div id="detail" data-part><p id="verdict" class="verdict {"ok" if ok else "bad"}">'
+    look = "ok" if e["verdict"]["ok"] else "warn" if e["verdict"]["state"] in WARN_STATES else "bad"
+    return (f'<div id="detail" data-part><p id="verdict" class="verdict {look}">'
             f'{t(e["verdict"]["text"])}</p>{facts(e, row, repo_url)}'
             f'<h2>Last change</h2>{diff_block(e, repo_url)}{sections(e)}'
             f'<h2>Labels</h2>{pairs(meta.get("labels") or {})}'

@@ -62,6 +62,7 @@ def layout(title: str, body: str, page: str) -> str:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="color-scheme" content="light dark">'
             f'<title>{html.escape(title)} - gitops-agent</title>'
+            '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">'
             '<link rel="stylesheet" href="/static/page.css"><script src="/static/page.js" defer></script>'
             f'</head><body data-page="{page}"><header><a class="home" href="/">gitops-agent</a></header>'
             f'<main>{body}</main></body></html>\n')
@@ -153,7 +154,7 @@ def pager(listing: dict, q: views.Query) -> str:
     prev = go(listing["page"] - 1, "Prev") if listing["page"] > 1 else '<span class="page off">Prev</span>'
     nxt = go(listing["page"] + 1, "Next") if listing["page"] < listing["pages"] else '<span class="page off">Next</span>'
     return (f'<nav id="pager" data-part aria-label="pages">{prev}<span id="where">page {listing["page"]} of {listing["pages"]}, '
-            f'{listing["total"]} Applications</span>{nxt}</nav>')
+            f'{listing["total"]} Application{"" if listing["total"] == 1 else "s"}</span>{nxt}</nav>')
 
 
 def list_page(listing: dict, q: views.Query, pass_info: dict, problems: list[str] = ()) -> str:

@@ -47,7 +47,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
            "Referrer-Policy": "no-referrer", "Cross-Origin-Opener-Policy": "same-origin",
            "Cross-Origin-Resource-Policy": "same-origin"}
-STATIC = {"/static/page.js": "text/javascript; charset=utf-8", "/static/page.css": "text/css; charset=utf-8"}
+STATIC = {"/static/page.js": "text/javascript; charset=utf-8", "/static/page.css": "text/css; charset=utf-8",
+          "/static/favicon.svg": "image/svg+xml"}
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 

@@ -87,6 +87,8 @@ def serve(address: str, source: ui.Source, token: str | None, anonymous: bool) -
             path, _, query = self.path.partition("?")
             if path in static:
                 return self._send(200, static[path], ui.STATIC[path], head=head, cache="max-age=300")
+            if path == "/favicon.ico":  # the page names /static/favicon.svg; other clients get no icon, no 404
+                return self._send(204, b"", TEXT, head=head, cache="max-age=86400")
             code, body, kind = answer(source, path, query)
             if code == 200:  # pages, their parts and the API: the script polls with If-None-Match
                 tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'

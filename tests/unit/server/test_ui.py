@@ -297,3 +297,30 @@ def test_the_api_past_the_end_is_empty_and_bad_values_are_400_in_one_line():
     assert code == 200 and 'id="notice"' in page and "per=1000: must be one of" in page
     assert "page 1 of 1, 25 Applications" in page or "page 1 of" in page
     assert 'id="notice"' not in uiserver.answer(src, "/", "per=10&page=2")[1].decode()
+
+
+def test_page_details_title_verdict_colour_plural_and_one_event_time_format():
+    a = app("web", health="Progressing")
+    src = source_with(a)
+    e, found = src.explain("shop", "web", NOW)
+    long = "x" * 300 + " <b>"
+    e["events"] = explainview.events([
+        {"involvedObject": {"kind": "Application", "name": "web"}, "type": "Normal", "reason": "R", "message": long,
+         "eventTime": "2026-01-02T03:00:00.123456Z"},
+        {"involvedObject": {"kind": "Application", "name": "web"}, "type": "Normal", "reason": "R", "message": "m",
+         "lastTimestamp": "2026-01-02T03:00:01Z"}], {("Application", "web")})
+    assert [x["time"] for x in e["events"]] == ["2026-01-02T03:00:01Z", "2026-01-02T03:00:00Z"]
+    page = detailpage.detail_page(e, found, views.row(found, NOW), None)
+    assert f'title="{"x" * 300} &lt;b&gt;"' in page
+    assert e["verdict"]["state"] == "Progressing" and 'class="verdict warn"' in page
+    listing = src.listing(views.Query(), NOW)
+    assert "1 Application</span>" in pages.list_page(listing, views.Query(), {})
+    assert '<link rel="icon" href="/static/favicon.svg"' in pages.list_page(listing, views.Query(), {})
+    assert "/static/favicon.svg" in ui.static_files() and ui.static_files()["/static/favicon.svg"].startswith(b"<svg")
+
+
+def test_the_favicon_is_served_and_favicon_ico_is_204(server):
+    base = server()
+    code, headers, body = fetch(base + "/static/favicon.svg")
+    assert code == 200 and headers["Content-Type"] == "image/svg+xml" and body.startswith(b"<svg")
+    assert fetch(base + "/favicon.ico")[0] == 204
