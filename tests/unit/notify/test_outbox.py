@@ -134,7 +134,40 @@ def test_wait_seconds_prefers_retry_after():
     state.set_exception((http.Failed, http.Failed("x", transient=True, retry_after=7), None))
     assert outbox.wait_seconds(state) == 7
     state.set_exception((http.Failed, http.Failed("x", transient=True), None))
-    assert outbox.wait_seconds(state) == 0.25
+    assert outbox.wait_seconds(state) == 1
+
+
+@pytest.mark.parametrize("after", [0, 0.2])
+def test_a_short_retry_after_never_waits_less_than_the_backoff(after):
+    """``Retry-After: 0`` (or a date in the past) must not make hundreds of requests a second."""
+    import tenacity
+
+    state = tenacity.RetryCallState(None, None, (), {})
+    state.set_exception((http.Failed, http.Failed("x", transient=True, retry_after=after), None))
+    for attempt, least in ((1, 1), (2, 2), (3, 4), (6, 4)):
+        state.attempt_number = attempt
+        assert outbox.wait_seconds(state) == least
+
+
+def test_a_receiver_told_retry_after_0_is_not_hammered(receiver):
+    receiver.mode, receiver.failures, receiver.retry_after = "retry", 1000, "0"
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=2.5))
+    n.finished(report_of(notice()))
+    assert len(n.drain()) == 1
+    assert len(receiver.requests) <= 3  # at 0 s, 1 s, (3 s is past the timeout)
+
+
+def test_the_documented_receiver_accepts_a_retry(receiver):
+    """Each retry is signed again with a new ``t``: a receiver that saw (and remembered) the
+    first signature but failed to answer in time still takes the retry."""
+    receiver.mode, receiver.failures = "flaky", 1  # checks the signature, then answers 503
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=5))
+    n.finished(report_of(notice()))
+    assert n.drain() == []
+    assert receiver.refused == [] and len(receiver.requests) == 2
+    first, second = (r[2]["x-gitops-agent-signature"] for r in receiver.requests)
+    assert first.split(",")[0] != second.split(",")[0]
+    assert [d["application"]["name"] for d in receiver.notifications()] == ["web"]
 
 
 def test_retry_after_header_values():
