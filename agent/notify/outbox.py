@@ -143,15 +143,26 @@ class Outbox:
         except http.Failed as err:
             if not err.transient:
                 self.counters.failed.labels(destination=message.destination).inc()
-            if not self._stop.is_set():
+            if self._settle():
                 self._drop(message, str(err) if err.transient or not err.status else f"refused: {err}")
             return
         except Exception as err:  # noqa: BLE001 (a bug in a sender drops its message, not the thread)
             log.exception("sending %s failed", message.what)
-            self._drop(message, f"internal error: {type(err).__name__}")
+            if self._settle():
+                self._drop(message, f"internal error: {type(err).__name__}")
             return
-        if not self._stop.is_set():
+        if self._settle():
             self.counters.sent.labels(destination=message.destination).inc()
+
+    def _settle(self) -> bool:
+        """True when the message in flight is still the thread's to count (sent or dropped):
+        ``drain`` has not stopped the outbox, and now never will drop it. One lock for both, so a
+        message is dropped once, by the thread or by ``drain``, never by both."""
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            self._current = None
+            return True
 
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for every queued message to be delivered or dropped,

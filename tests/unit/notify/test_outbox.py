@@ -118,6 +118,31 @@ def test_a_refusal_is_not_retried(receiver):
     assert len(receiver.requests) == 1
 
 
+def test_a_message_failing_as_drain_gives_up_is_dropped_once():
+    """The thread drops a message that failed while ``drain`` stops the outbox: ``drain`` must
+    not drop it again (two warning lines, two Events, the counter +2)."""
+    import threading
+
+    dropped, release = [], threading.Event()
+
+    def on_drop(message, why):
+        dropped.append(why)
+        if threading.current_thread().name == "notify":
+            release.wait(5)  # the thread is dropping it while drain runs
+
+    def send(timeout):
+        raise http.Failed("no answer within 3.0s", transient=False)
+
+    counters = outbox.Counters()
+    box = outbox.Outbox(1, counters, on_drop)
+    box.put(outbox.Message("webhook", "x", send))
+    assert box.drain(0.3) == 0
+    release.set()
+    box._thread.join(2)
+    assert dropped == ["no answer within 3.0s"]
+    assert value(counters.dropped, "webhook") == 1
+
+
 def test_a_full_queue_drops_at_once():
     dropped = []
     box = outbox.Outbox(1, outbox.Counters(), lambda m, why: dropped.append(why), capacity=1)
