@@ -13,7 +13,7 @@ import urllib.parse
 
 from agent.cli import flags
 from agent.engine import news
-from agent.notify import commitstatus, notifier
+from agent.notify import commitstatus, http, notifier
 
 
 def reasons(text: str) -> frozenset[str]:
@@ -29,10 +29,13 @@ def reasons(text: str) -> frozenset[str]:
 
 def http_url(text: str) -> str:
     """Type for a URL shown to people (``--status-page-url``, ``--commit-status-api-url``):
-    an ``http://`` or ``https://`` URL with a host."""
-    parts = urllib.parse.urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise flags.not_allowed(text, "an http:// or https:// URL")
+    an ``http://`` or ``https://`` URL with a host and a valid port (``http.url_problem``), and
+    no ``user:password@`` (it would be shown)."""
+    why = http.url_problem(text.strip())
+    if why is None and "@" in urllib.parse.urlsplit(text.strip()).netloc:
+        why = "it holds user:password@"
+    if why:
+        raise flags.not_allowed(text, f"an http:// or https:// URL ({why})")
     return text.strip()
 
 
@@ -82,14 +85,18 @@ def add(parser: argparse.ArgumentParser) -> None:
 
 
 def _url(path: str) -> str:
-    """The webhook URL in the file ``path``; UsageError when it is not an http(s) URL (the
-    URL itself is never in the message)."""
-    url = flags.read_token_file(path, "--notify-url-file")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise flags.UsageError(f"{flags.shown(path)} is not allowed: must be a file holding an http:// or https:// "
-                               "URL (its content is not shown)", flag="--notify-url-file")
+    """The webhook URL in the file ``path``; UsageError when it is not an http(s) URL with a
+    host and a valid port (``http.url_problem``; the URL itself is never in the message). A
+    ``user:password@`` in it is sent as HTTP Basic auth."""
+    url = flags.read_token_file(path, "--notify-url-file", URL_RULE)
+    why = http.url_problem(url)
+    if why:
+        raise flags.UsageError(f"{flags.shown(path)} is not allowed: must be a file holding {URL_RULE} ({why}; "
+                               "its content is not shown)", flag="--notify-url-file")
     return url
+
+
+URL_RULE = "one http:// or https:// URL on one line"
 
 
 def settings(args, source: str) -> notifier.Settings | None:
@@ -103,8 +110,10 @@ def settings(args, source: str) -> notifier.Settings | None:
     if not url and args.notify_secret_file:
         raise flags.UsageError(f"{flags.shown(args.notify_secret_file)} is not allowed without --notify-url-file "
                                "(it signs the webhook's requests)", flag="--notify-secret-file")
-    secret = flags.read_token_file(args.notify_secret_file, "--notify-secret-file").encode() \
-        if args.notify_secret_file else None
+    secret = None
+    if args.notify_secret_file:
+        secret = flags.read_token_file(args.notify_secret_file, "--notify-secret-file",
+                                       "one signing key on one line").encode()
     kind = args.commit_status
     if not url and not kind:
         return None

@@ -32,6 +32,17 @@ class EnvValue(str):
 
 
 TOKEN_RULE = "one token on one line"
+MAX_TOKEN_FILE = 64 * 1024
+"""Bytes a token, key or URL file may hold: one is read at most this far (plus one byte, to
+tell a larger one), so ``/dev/zero`` or a huge file is refused, not read until memory runs out."""
+
+
+def read_bounded(path: str, limit: int = MAX_TOKEN_FILE) -> bytes | None:
+    """The bytes of the file ``path``, or None when it holds more than ``limit`` bytes (at most
+    ``limit + 1`` are read). Raises OSError."""
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    return None if len(data) > limit else data
 
 
 def one_line_token(text: str) -> tuple[str, str | None]:

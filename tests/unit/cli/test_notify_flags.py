@@ -57,3 +57,39 @@ def test_a_repository_is_owner_and_name_or_a_gitlab_path(text, expected):
 def test_a_repository_that_is_no_path_is_refused(text):
     with pytest.raises(Exception, match="OWNER/NAME"):
         notify_flags.repository(text)
+
+
+@pytest.mark.parametrize("content, why", [
+    ("http://[::1:18099/hook/secret-token-3", "its host is not valid"),
+    ("http://127.0.0.1:abc/hook/secret-token-3", "its port is not a number"),
+    ("http://127.0.0.1:99999/hook/secret-token-3", "its port is not a number"),
+    ("http://127.0.0.1:8080/hook/secret token-3", "it holds a blank"),
+    ("http:///hook/secret-token-3", "it has no host")])
+def test_a_url_file_whose_url_cannot_work_is_one_line(tmp_path, capsys, content, why):
+    (tmp_path / "url").write_text(content + "\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert why in err and "one http:// or https:// URL on one line" in err and "secret" not in err
+
+
+@pytest.mark.parametrize("flag", ["--commit-status-api-url", "--status-page-url"])
+@pytest.mark.parametrize("value", ["http://[::1:18099/x", "http://h:abc/", "http://h:99999/", "http://u:p@h/"])
+def test_a_bad_url_flag_is_one_clear_line(capsys, flag, value):
+    code, err = run(capsys, flag, value)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument {flag}" in err and "must be an http:// or https:// URL (" in err and "invalid" not in err
+
+
+def test_a_huge_or_endless_file_is_refused_in_one_line(tmp_path, capsys):
+    code, err = run(capsys, "--notify-url-file", "/dev/zero")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "holds more than 64 KiB" in err
+    (tmp_path / "key").write_text("k" * (64 * 1024 + 1))
+    (tmp_path / "url").write_text("http://127.0.0.1:9/hook\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"), "--notify-secret-file", str(tmp_path / "key"))
+    assert code == 2 and "must be a file holding one signing key on one line (it holds more than 64 KiB)" in err
+
+
+def test_an_empty_url_file_names_what_it_should_hold(tmp_path, capsys):
+    (tmp_path / "url").write_text("\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"))
+    assert code == 2 and "must be a file holding one http:// or https:// URL on one line (it is empty)" in err

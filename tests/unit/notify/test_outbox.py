@@ -250,3 +250,24 @@ def test_a_wrong_token_never_shows(caplog):
         assert line.endswith("refused: HTTP 401 (Unauthorized)") and "wrong-token-789" not in caplog.text
     finally:
         host.stop()
+
+
+def test_user_and_password_in_the_url_are_sent_as_basic_auth_and_never_shown(receiver, caplog):
+    import base64
+
+    url = receiver.hook_url.replace("http://", "http://hook%40user:pa%3Ass@")
+    n = Notifier(Settings(url=url, secret=SECRET, timeout=5))
+    n.finished(report_of(notice()))
+    assert n.drain() == []
+    [(method, path, headers, body)] = receiver.requests
+    assert path == receiver.path and headers["authorization"] == "Basic " + base64.b64encode(b"hook@user:pa:ss").decode()
+    assert "pa%3Ass" not in caplog.text
+
+
+def test_an_invalid_url_is_not_retried():
+    n = Notifier(Settings(url="http://127.0.0.1:8080/a b", timeout=5))
+    started = time.monotonic()
+    n.finished(report_of(notice()))
+    [line] = n.drain()
+    assert time.monotonic() - started < 1 and "the URL is not valid" in line
+    assert value(n.counters.failed, "webhook") == 1
