@@ -129,6 +129,9 @@ def settings(args, source: str) -> notifier.Settings | None:
             missing = "--commit-status-api-url" if not api_url else "--commit-status-repository"
             raise flags.UsageError(f"{flags.shown(kind)} is not allowed without {missing}: it cannot be derived from "
                                    "--repo", flag="--commit-status")
+        if kind != "gitlab" and repository.count("/") != 1:
+            raise flags.UsageError(f"{flags.shown(repository)} is not allowed with --commit-status {kind}: must be "
+                                   "OWNER/NAME (only GitLab has subgroups)", flag="--commit-status-repository")
     return notifier.Settings(url=url, secret=secret, on=args.notify_on, severity=args.notify_severity,
                              batch=args.notify_batch, timeout=args.notify_timeout,
                              status_page_url=args.status_page_url, commit_status=kind, token=token,

@@ -93,3 +93,21 @@ def test_an_empty_url_file_names_what_it_should_hold(tmp_path, capsys):
     (tmp_path / "url").write_text("\n")
     code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"))
     assert code == 2 and "must be a file holding one http:// or https:// URL on one line (it is empty)" in err
+
+
+@pytest.mark.parametrize("kind", ["github", "gitea"])
+def test_github_and_gitea_take_only_owner_and_name(tmp_path, capsys, kind):
+    (tmp_path / "t").write_text("tok\n")
+    code, err = run(capsys, "--commit-status", kind, "--commit-status-token-file", str(tmp_path / "t"),
+                    "--commit-status-api-url", "https://git.example.com/api/v1",
+                    "--commit-status-repository", "team/apps/extra")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"'team/apps/extra' is not allowed with --commit-status {kind}: must be OWNER/NAME" in err
+
+
+def test_each_segment_of_the_repository_is_quoted_in_the_api_url():
+    from agent.notify import commitstatus
+
+    host = commitstatus.GitHub("https://api.github.com", "o.w/n%a#me", "t")
+    assert host.post_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/statuses/ab"
+    assert host.list_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/commits/ab/statuses"
