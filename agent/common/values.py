@@ -75,3 +75,16 @@ def version() -> str:
         return metadata.version("gitops-agent")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as ``20s``, ``4.2s``, ``1m30s`` or ``1h2m3s``, as kubectl and Go print a
+    duration (``time.Duration.String``: no trailing ``.0``): tenths of a second below a minute,
+    whole seconds from a minute on. The one way every duration is printed (``--wait=20s``)."""
+    tenths = round(seconds, 1)
+    if tenths < 60:
+        return f"{tenths:.1f}".removesuffix(".0") + "s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"

@@ -20,6 +20,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from agent.common import values
+
 USER_AGENT = "gitops-agent"
 
 
@@ -125,7 +127,7 @@ def request(method: str, url: str, *, body: bytes | None = None, headers: dict[s
         raise Failed(f"HTTP {status}{f' ({reason})' if reason else ''}", transient=transient(status), status=status,
                      retry_after=retry_after(err.headers.get("Retry-After") if err.headers else None)) from None
     except (socket.timeout, TimeoutError):
-        raise Failed(f"no answer within {timeout:.1f}s", transient=True) from None
+        raise Failed(f"no answer within {values.duration(timeout)}", transient=True) from None
     except urllib.error.URLError as err:
         why = err.reason
         text = "no answer within the timeout" if isinstance(why, (socket.timeout, TimeoutError)) else \

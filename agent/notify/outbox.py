@@ -22,6 +22,7 @@ from typing import Callable
 import tenacity
 from prometheus_client import CollectorRegistry, Counter
 
+from agent.common import values
 from agent.notify import http
 
 log = logging.getLogger("agent.notify")
@@ -175,7 +176,7 @@ class Outbox:
             self._stop.set()
             left = ([self._current] if self._current is not None else []) + self._take_all()
         for message in left:
-            self._drop(message, f"not sent within --notify-timeout ({timeout:g}s)")
+            self._drop(message, f"not sent within --notify-timeout ({values.duration(timeout)})")
         return len(left)
 
     def close(self) -> None:

@@ -92,7 +92,8 @@ def test_wait_lines_and_document():
     assert "**Wait**: wait failed: 1 Application not healthy after 1m30s (timed out: --wait=1m30s): ns/web\n" in md
 
 
-@pytest.mark.parametrize("seconds, shown", [(0, "0.0s"), (4.25, "4.2s"), (59.94, "59.9s"), (60, "1m0s"),
+@pytest.mark.parametrize("seconds, shown", [(0, "0s"), (4.25, "4.2s"), (59.94, "59.9s"), (60, "1m0s"), (20.0, "20s"),
+                                            (8.0, "8s"), (59.97, "1m0s"), (0.04, "0s"),
                                             (90.4, "1m30s"), (300, "5m0s"), (3723, "1h2m3s"), (7200, "2h0m0s")])
 def test_duration(seconds, shown):
     assert output.duration(seconds) == shown
