@@ -174,6 +174,9 @@ def _verdict(doc: dict) -> str:
         return f"{head}: failed ({tally})"
     if doc["dryRun"]:
         return f"{head}: {'changes pending' if doc['changes'] else 'no changes'} ({tally})"
+    wait = doc.get("wait")
+    if wait and wait["result"] != "healthy":  # the pass went well, the Applications did not get healthy
+        return f"{head}: {'changed' if doc['changes'] else 'applied'}, but the wait failed: {wait['result']} ({tally})"
     return f"{head}: {'changed' if doc['changes'] else 'in sync'} ({tally})"
 
 
