@@ -111,3 +111,12 @@ def test_each_segment_of_the_repository_is_quoted_in_the_api_url():
     host = commitstatus.GitHub("https://api.github.com", "o.w/n%a#me", "t")
     assert host.post_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/statuses/ab"
     assert host.list_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/commits/ab/statuses"
+
+
+def test_reasons_that_are_no_errors_with_severity_error_are_refused(tmp_path, capsys):
+    (tmp_path / "url").write_text("http://127.0.0.1:9/hook\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"), "--notify-on", "Deployed,Ready",
+                    "--notify-severity", "error")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'Deployed,Ready' is not allowed with --notify-severity error: it would never send anything" in err
+    assert "Degraded, Stalled, ApplyFailed" in err
