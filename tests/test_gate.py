@@ -74,8 +74,8 @@ def test_wait_exits_1_in_time_for_a_deployment_that_can_never_be_ready(agent, re
     text = agent.sync(repo.path, "--namespace", namespace, "--wait=2s")
     assert text.returncode == 1
     last = text.stdout.splitlines()[-1]
-    assert last.startswith("wait failed: 1 Application not healthy after 2.") and last.endswith(
-        f"s (timed out: --wait=2.0s): {namespace}/web")
+    assert last.startswith("wait failed: 1 Application not healthy after 2") and last.endswith(
+        f"s (timed out: --wait=2s): {namespace}/web")
     assert f"  {namespace}/web: Progressing (" in text.stdout
 
 
