@@ -19,11 +19,13 @@ from tests.cluster import free_port
 class _Server:
     """A ThreadingHTTPServer on 127.0.0.1 in a thread; ``mode``: ``ok``, ``down`` (503),
     ``hang`` (never answers), ``slow`` (answers after ``delay`` s), ``retry`` (429 with
-    Retry-After 1 for the first ``failures`` requests)."""
+    Retry-After ``retry_after`` for the first ``failures`` requests), ``flaky`` (handles the
+    first ``failures`` requests, then answers 503 all the same)."""
 
     def __init__(self):
         self.port = free_port()
         self.mode, self.delay, self.failures, self.lock = "ok", 0.0, 0, threading.Lock()
+        self.retry_after = "1"  # the Retry-After of mode ``retry``
         self.requests: list[tuple[str, str, dict, bytes]] = []  # every request: method, path, headers (lower-case names), body
         owner = self
 
@@ -38,7 +40,14 @@ class _Server:
                     mode = owner.mode
                     if mode == "retry" and owner.failures > 0:
                         owner.failures -= 1
-                        return self._send(429, {"message": "slow down"}, {"Retry-After": "1"})
+                        return self._send(429, {"message": "slow down"}, {"Retry-After": owner.retry_after})
+                    flaky = mode == "flaky" and owner.failures > 0
+                    if flaky:
+                        owner.failures -= 1
+                if flaky:  # took the request (a receiver remembers its signature), then failed
+                    owner.handle(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    owner.accepted.pop()
+                    return self._send(503, {"message": "try again"})
                 if mode == "hang":
                     time.sleep(3600)
                 if mode == "down":

@@ -74,8 +74,8 @@ def test_wait_exits_1_in_time_for_a_deployment_that_can_never_be_ready(agent, re
     text = agent.sync(repo.path, "--namespace", namespace, "--wait=2s")
     assert text.returncode == 1
     last = text.stdout.splitlines()[-1]
-    assert last.startswith("wait failed: 1 Application not healthy after 2.") and last.endswith(
-        f"s (timed out: --wait=2.0s): {namespace}/web")
+    assert last.startswith("wait failed: 1 Application not healthy after 2") and last.endswith(
+        f"s (timed out: --wait=2s): {namespace}/web")
     assert f"  {namespace}/web: Progressing (" in text.stdout
 
 
@@ -227,3 +227,15 @@ def test_run_marks_an_unreachable_source_and_serves_its_last_success(start_agent
     wait_for(lambda: "SourceAvailable" not in {c["type"] for c in objects.app(namespace, "web")["status"]["conditions"]},
              timeout=30, what="SourceAvailable to be removed")
     assert running.metric("gitops_agent_source_last_success_timestamp_seconds", source=source) > stale
+
+
+def test_a_suspended_application_is_not_waited_for_and_is_named(agent, repo, namespace):
+    repo.write("ok.yaml", app_yaml("ok", replicas=0))
+    repo.write("db.yaml", app_yaml("db", replicas=0).replace("port: 80", "port: 80\n  suspend: true"))
+    repo.commit()
+    doc = schema_valid(json.loads(agent.sync(repo.path, "--namespace", namespace, "--wait=30s", "-o", "json").stdout))
+    assert (doc["exitCode"], doc["wait"]["result"], doc["wait"]["skipped"]) == (0, "healthy", [f"{namespace}/db"])
+    text = agent.sync(repo.path, "--namespace", namespace, "--wait=30s")
+    assert text.returncode == 0, text.stderr
+    assert f"  {namespace}/db: not waited for (suspended, or a child held by its annotation)" in text.stdout
+    assert "waiting up to 30s for 1 Application to be healthy" in text.stderr

@@ -177,7 +177,7 @@ def test_run_tells_once_across_a_restart_and_counts_drops(start_agent, repo, rem
     receiver.mode = "down"
     repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.26"))
     remote.push()
-    third = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files, "--notify-timeout", "1")
+    third = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files, "--notify-timeout", "2.5")
     wait_for(lambda: third.metric("gitops_agent_notifications_dropped_total", destination="webhook") >= 1,
              timeout=60, what="a dropped notification")
     assert third.metric("gitops_agent_notifications_failed_total", destination="webhook") >= 2

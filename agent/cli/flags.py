@@ -28,7 +28,8 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from agent.common.values import TOKEN_RULE, EnvValue, UsageError, one_line_token, shown, version
+from agent.common.values import (MAX_TOKEN_FILE, TOKEN_RULE, EnvValue, UsageError, one_line_token, read_bounded, shown,
+                                 version)
 
 ENV_PREFIX = "GITOPS_AGENT_"
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -94,20 +95,25 @@ def usage_line(command: str | None, err: "UsageError") -> str:
     return f"{prog}: error: {where}{err} (see {prog} --help)"
 
 
-def read_token_file(value: str, flag: str = "--git-token-file") -> str:
+def read_token_file(value: str, flag: str = "--git-token-file", holding: str = TOKEN_RULE) -> str:
     """The token in the file ``value`` (``one_line_token``). Raises UsageError naming ``flag``
-    (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text, or when it
-    holds nothing or more than one line: a fetch would silently go out anonymous or with a
-    broken header."""
+    (or the variable, for an ``EnvValue``) when it cannot be read as UTF-8 text, holds more than
+    ``MAX_TOKEN_FILE`` bytes (``/dev/zero`` is refused, not read until memory runs out), or holds
+    nothing or more than one line: a fetch would silently go out anonymous or with a broken
+    header. ``holding``: what the file should hold, for the message (``one URL on one line``)."""
     try:
-        text = Path(value).read_text(encoding="utf-8")
+        data = read_bounded(value)
+        text = None if data is None else data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or ("not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err)
         raise UsageError(f"{shown(value)} is not allowed: must be a readable UTF-8 text file ({why})",
                          flag=flag) from None
+    if text is None:
+        raise UsageError(f"{shown(value)} is not allowed: must be a file holding {holding} "
+                         f"(it holds more than {MAX_TOKEN_FILE // 1024} KiB)", flag=flag)
     token, why = one_line_token(text)
     if why:
-        raise UsageError(f"{shown(value)} is not allowed: must be a file holding {TOKEN_RULE} ({why})", flag=flag)
+        raise UsageError(f"{shown(value)} is not allowed: must be a file holding {holding} ({why})", flag=flag)
     return token
 
 

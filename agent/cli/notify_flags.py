@@ -13,7 +13,7 @@ import urllib.parse
 
 from agent.cli import flags
 from agent.engine import news
-from agent.notify import commitstatus, notifier
+from agent.notify import commitstatus, http, notifier
 
 
 def reasons(text: str) -> frozenset[str]:
@@ -29,10 +29,13 @@ def reasons(text: str) -> frozenset[str]:
 
 def http_url(text: str) -> str:
     """Type for a URL shown to people (``--status-page-url``, ``--commit-status-api-url``):
-    an ``http://`` or ``https://`` URL with a host."""
-    parts = urllib.parse.urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise flags.not_allowed(text, "an http:// or https:// URL")
+    an ``http://`` or ``https://`` URL with a host and a valid port (``http.url_problem``), and
+    no ``user:password@`` (it would be shown)."""
+    why = http.url_problem(text.strip())
+    if why is None and "@" in urllib.parse.urlsplit(text.strip()).netloc:
+        why = "it holds user:password@"
+    if why:
+        raise flags.not_allowed(text, f"an http:// or https:// URL ({why})")
     return text.strip()
 
 
@@ -82,14 +85,18 @@ def add(parser: argparse.ArgumentParser) -> None:
 
 
 def _url(path: str) -> str:
-    """The webhook URL in the file ``path``; UsageError when it is not an http(s) URL (the
-    URL itself is never in the message)."""
-    url = flags.read_token_file(path, "--notify-url-file")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise flags.UsageError(f"{flags.shown(path)} is not allowed: must be a file holding an http:// or https:// "
-                               "URL (its content is not shown)", flag="--notify-url-file")
+    """The webhook URL in the file ``path``; UsageError when it is not an http(s) URL with a
+    host and a valid port (``http.url_problem``; the URL itself is never in the message). A
+    ``user:password@`` in it is sent as HTTP Basic auth."""
+    url = flags.read_token_file(path, "--notify-url-file", URL_RULE)
+    why = http.url_problem(url)
+    if why:
+        raise flags.UsageError(f"{flags.shown(path)} is not allowed: must be a file holding {URL_RULE} ({why}; "
+                               "its content is not shown)", flag="--notify-url-file")
     return url
+
+
+URL_RULE = "one http:// or https:// URL on one line"
 
 
 def settings(args, source: str) -> notifier.Settings | None:
@@ -103,8 +110,16 @@ def settings(args, source: str) -> notifier.Settings | None:
     if not url and args.notify_secret_file:
         raise flags.UsageError(f"{flags.shown(args.notify_secret_file)} is not allowed without --notify-url-file "
                                "(it signs the webhook's requests)", flag="--notify-secret-file")
-    secret = flags.read_token_file(args.notify_secret_file, "--notify-secret-file").encode() \
-        if args.notify_secret_file else None
+    secret = None
+    if args.notify_secret_file:
+        secret = flags.read_token_file(args.notify_secret_file, "--notify-secret-file",
+                                       "one signing key on one line").encode()
+    if url and args.notify_on and args.notify_severity == news.ERROR and \
+            not any(news.SEVERITY[r] == news.ERROR for r in args.notify_on):
+        errors = ", ".join(r for r in news.REASONS if news.SEVERITY[r] == news.ERROR)
+        raise flags.UsageError(f"{flags.shown(','.join(sorted(args.notify_on)))} is not allowed with "
+                               f"--notify-severity error: it would never send anything (the errors are {errors})",
+                               flag="--notify-on")
     kind = args.commit_status
     if not url and not kind:
         return None
@@ -120,6 +135,9 @@ def settings(args, source: str) -> notifier.Settings | None:
             missing = "--commit-status-api-url" if not api_url else "--commit-status-repository"
             raise flags.UsageError(f"{flags.shown(kind)} is not allowed without {missing}: it cannot be derived from "
                                    "--repo", flag="--commit-status")
+        if kind != "gitlab" and repository.count("/") != 1:
+            raise flags.UsageError(f"{flags.shown(repository)} is not allowed with --commit-status {kind}: must be "
+                                   "OWNER/NAME (only GitLab has subgroups)", flag="--commit-status-repository")
     return notifier.Settings(url=url, secret=secret, on=args.notify_on, severity=args.notify_severity,
                              batch=args.notify_batch, timeout=args.notify_timeout,
                              status_page_url=args.status_page_url, commit_status=kind, token=token,

@@ -12,6 +12,7 @@ import html
 import json
 import re
 
+from agent.common import values
 from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
                                  UNCHANGED, Report, printable)
 
@@ -101,14 +102,8 @@ def wait_verdict(wait: dict) -> str:
 
 
 def duration(seconds: float) -> str:
-    """``seconds`` as ``4.2s``, ``1m30s`` or ``1h2m3s`` (whole seconds from a minute on), as
-    kubectl and Go print a duration."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    whole = int(round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"
+    """``values.duration``: ``20s``, ``4.2s``, ``1m30s``, as kubectl prints a duration."""
+    return values.duration(seconds)
 
 
 def _health_words(health: dict | None) -> str:
@@ -179,6 +174,9 @@ def _verdict(doc: dict) -> str:
         return f"{head}: failed ({tally})"
     if doc["dryRun"]:
         return f"{head}: {'changes pending' if doc['changes'] else 'no changes'} ({tally})"
+    wait = doc.get("wait")
+    if wait and wait["result"] != "healthy":  # the pass went well, the Applications did not get healthy
+        return f"{head}: {'changed' if doc['changes'] else 'applied'}, but the wait failed: {wait['result']} ({tally})"
     return f"{head}: {'changed' if doc['changes'] else 'in sync'} ({tally})"
 
 

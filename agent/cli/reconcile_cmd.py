@@ -19,7 +19,7 @@ import time
 
 from agent.api import labels
 from agent.api.schema import GROUP, KIND
-from agent.cli import flags, nametypes
+from agent.cli import flags, nametypes, output
 from agent.common import exitcodes, logs
 from agent.engine import readiness, suspend, sync_now
 from agent.engine.report import printable
@@ -31,6 +31,7 @@ EPILOG = """exit codes:
      succeeded and the Application is healthy (Ready=True)
   1  with --wait: handled and synced, but not healthy (Ready=True) within --timeout, or it is
      Degraded or Stalled (waiting cannot help), or the wait was ended by SIGTERM or SIGINT
+     (before or after the request was handled)
   2  the Application does not exist, a flag was wrong, the request could not be set; with
      --wait: it was not handled within --timeout (no agent run seems to be handling requests),
      or the agent handled it and the sync failed
@@ -125,6 +126,8 @@ def _wait(kube: Kube, url: str, subject: str, token: str, args: argparse.Namespa
         try:
             app = kube.request("GET", url)
         except ApiError as err:
+            if stop.is_set():  # the signal ended the request in flight (kube.interrupt)
+                return _gave_up(subject, None, handled, args, True)
             logs.problem(f"{subject}: reading it failed while waiting: {err}")
             return exitcodes.FAILED
         if app is None:
@@ -150,10 +153,16 @@ def _wait(kube: Kube, url: str, subject: str, token: str, args: argparse.Namespa
         stop.wait(POLL_SECONDS)
 
 
-def _gave_up(subject: str, app: dict, handled: bool, args: argparse.Namespace, interrupted: bool) -> int:
-    """The line and exit code when ``--wait`` ends unfinished: 2 when the request was never
-    handled (no agent seems to run), else 1 (handled and synced, not healthy in time)."""
-    why = "before the wait was interrupted by a signal" if interrupted else f"within {args.timeout:g}s"
+def _gave_up(subject: str, app: dict | None, handled: bool, args: argparse.Namespace, interrupted: bool) -> int:
+    """The line and exit code when ``--wait`` ends unfinished: 1 when a signal ended it (in
+    either phase: interrupted), else 2 when the request was never handled (no agent seems to
+    run), else 1 (handled and synced, not healthy in time)."""
+    if interrupted:
+        state = "handled and synced, but not healthy" if handled else "the request was not handled yet"
+        detail = f": {describe(app)[1]}" if handled and app is not None else ""
+        logs.problem(printable(f"{subject}: {state}; the wait was interrupted by a signal{detail}"))
+        return exitcodes.CHANGED
+    why = f"within {output.duration(args.timeout)}"
     if not handled:
         logs.problem(f"{subject}: the request was not handled {why}: no agent run seems "
                      f"to be handling requests (is it running, leading and allowed to see namespace "

@@ -32,6 +32,17 @@ class EnvValue(str):
 
 
 TOKEN_RULE = "one token on one line"
+MAX_TOKEN_FILE = 64 * 1024
+"""Bytes a token, key or URL file may hold: one is read at most this far (plus one byte, to
+tell a larger one), so ``/dev/zero`` or a huge file is refused, not read until memory runs out."""
+
+
+def read_bounded(path: str, limit: int = MAX_TOKEN_FILE) -> bytes | None:
+    """The bytes of the file ``path``, or None when it holds more than ``limit`` bytes (at most
+    ``limit + 1`` are read). Raises OSError."""
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    return None if len(data) > limit else data
 
 
 def one_line_token(text: str) -> tuple[str, str | None]:
@@ -64,3 +75,16 @@ def version() -> str:
         return metadata.version("gitops-agent")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as ``20s``, ``4.2s``, ``1m30s`` or ``1h2m3s``, as kubectl and Go print a
+    duration (``time.Duration.String``: no trailing ``.0``): tenths of a second below a minute,
+    whole seconds from a minute on. The one way every duration is printed (``--wait=20s``)."""
+    tenths = round(seconds, 1)
+    if tenths < 60:
+        return f"{tenths:.1f}".removesuffix(".0") + "s"
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if hours or minutes else "") + f"{secs}s"

@@ -508,11 +508,13 @@ def _record_health(p: _Pass, statuses: list[tuple]) -> None:
     """Put each Application's health (``status.health_of``) in ``report.health``, and in
     ``report.synced`` each one from this source's Git that synced: its outcome with ``changed``
     False (what ``sync --wait`` rewrites its status with when a child's readiness moves,
-    ``readiness``), or None when its health is not its children's (suspended, a child held)."""
+    ``readiness``), or None when its health is not its children's: suspended, or a child held
+    (not ok, reason ``Suspended``: ``sync --wait`` lists it as skipped, not waited for)."""
     for key, app, outcome, children, _ in statuses:
         p.report.health[key] = status_.health_of(app, outcome, children).as_status()
-        if outcome.ok and key in p.git_paths:
-            waits = outcome.health is None and not outcome.suspended and key not in p.held_children
+        held = outcome.reason == suspend.SUSPENDED and key not in p.failures
+        if (outcome.ok or held) and key in p.git_paths:
+            waits = outcome.ok and outcome.health is None and not outcome.suspended and key not in p.held_children
             p.report.synced[key] = replace(outcome, changed=False) if waits else None
 
 

@@ -110,16 +110,21 @@ def _file_or_data(owner: str, settings: dict, key: str, base: str) -> tuple[str,
     return None
 
 
-def _read(owner: str, key: str, value: str, base: str) -> bytes:
-    """The content of the file ``value`` (relative to ``base``) that ``owner``'s ``key`` names."""
+def _read(owner: str, key: str, value: str, base: str, limit: int | None = None) -> bytes:
+    """The content of the file ``value`` (relative to ``base``) that ``owner``'s ``key`` names;
+    with ``limit``, refused when it holds more bytes than that (at most ``limit + 1`` are read)."""
     path = os.path.normpath(os.path.join(base, value))
     shown = repr(value) if path == value else f"{value!r} ({path})"
     try:
         with open(path, "rb") as file:
-            return file.read()
+            content = file.read() if limit is None else file.read(limit + 1)
     except OSError as err:
         why = "the file does not exist" if isinstance(err, FileNotFoundError) else (err.strerror or str(err)).lower()
         raise ConfigError(f"{owner}: its {key} {shown} cannot be read: {why}") from None
+    if limit is not None and len(content) > limit:
+        raise ConfigError(f"{owner}: its {key} {shown} holds more than {limit // 1024} KiB: must hold "
+                          f"{values.TOKEN_RULE}")
+    return content
 
 
 def _check_pem(owner: str, key: str, content: bytes, label: str) -> None:
@@ -196,7 +201,7 @@ def read_token_file(owner: str, value, base: str) -> str:
     by ``values.one_line_token``. Raises ConfigError naming ``owner`` and the file (never the
     token) when it cannot be read, is not UTF-8 text or does not hold one token on one line.
     Read at load and again by ``agent/kube/tokenfile.py`` while the agent runs."""
-    content = _read(owner, "tokenFile", str(value), base)
+    content = _read(owner, "tokenFile", str(value), base, limit=values.MAX_TOKEN_FILE)
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:

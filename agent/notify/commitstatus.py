@@ -94,11 +94,15 @@ class Host:
     def headers(self) -> dict[str, str]:
         raise NotImplementedError
 
+    def _repo(self) -> str:
+        """``owner/name`` with each segment quoted for a URL path."""
+        return "/".join(urllib.parse.quote(part, safe="") for part in self.repository.split("/"))
+
     def post_url(self, sha: str) -> str:
-        return f"{self.api_url}/repos/{self.repository}/statuses/{sha}"
+        return f"{self.api_url}/repos/{self._repo()}/statuses/{urllib.parse.quote(sha, safe='')}"
 
     def list_url(self, sha: str) -> str:
-        return f"{self.api_url}/repos/{self.repository}/commits/{sha}/statuses"
+        return f"{self.api_url}/repos/{self._repo()}/commits/{urllib.parse.quote(sha, safe='')}/statuses"
 
     def body(self, state: str, description: str, context: str, target_url: str | None) -> dict:
         out = {"state": self.states[state], "description": description, "context": context}

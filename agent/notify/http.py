@@ -10,13 +10,17 @@ header to another host).
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import http.client
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+
+from agent.common import values
 
 USER_AGENT = "gitops-agent"
 
@@ -57,6 +61,40 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be requested (words that do not repeat it), or None: an ``http://`` or
+    ``https://`` URL with a host, a port (when given) from 1 to 65535, and no blank or control
+    character (``http.client`` refuses those at every request). A ``user:password@`` part is
+    allowed (``split_userinfo``). Pure."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "it holds a blank or a control character"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        return "its host is not valid (an unclosed '[')" if "IPv6" in str(err) else "its port is not a number from 1 to 65535"
+    if parts.scheme not in ("http", "https"):
+        return "it is not an http:// or https:// URL"
+    if not parts.hostname:
+        return "it has no host"
+    if port == 0:
+        return "its port is not a number from 1 to 65535"
+    return None
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """(``url`` without its ``user:password@`` part, the ``Authorization`` header value for HTTP
+    Basic auth with them, or None when it has none). ``urllib`` would take them as part of the
+    host. Pure."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(pair).decode("ascii")
+
+
 def transient(status: int) -> bool:
     """True for an HTTP status worth retrying: 408, 429 and every 5xx."""
     return status in (408, 429) or status >= 500
@@ -89,11 +127,13 @@ def request(method: str, url: str, *, body: bytes | None = None, headers: dict[s
         raise Failed(f"HTTP {status}{f' ({reason})' if reason else ''}", transient=transient(status), status=status,
                      retry_after=retry_after(err.headers.get("Retry-After") if err.headers else None)) from None
     except (socket.timeout, TimeoutError):
-        raise Failed(f"no answer within {timeout:.1f}s", transient=True) from None
+        raise Failed(f"no answer within {values.duration(timeout)}", transient=True) from None
     except urllib.error.URLError as err:
         why = err.reason
         text = "no answer within the timeout" if isinstance(why, (socket.timeout, TimeoutError)) else \
             f"cannot connect ({why.strerror or type(why).__name__})" if isinstance(why, OSError) else "cannot connect"
         raise Failed(text, transient=True) from None
-    except (OSError, http.client.HTTPException, ValueError) as err:
+    except (http.client.InvalidURL, ValueError) as err:  # retrying cannot help
+        raise Failed(f"the URL is not valid ({type(err).__name__})", transient=False) from None
+    except (OSError, http.client.HTTPException) as err:
         raise Failed(f"the connection failed ({type(err).__name__})", transient=True) from None

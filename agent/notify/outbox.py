@@ -3,10 +3,10 @@
 Why a module of its own (issue 32): a pass must never wait for a chat service or a Git host.
 ``Outbox.put`` returns at once; one daemon thread sends the messages in order. Each message gets
 at most ``timeout`` seconds, retries included: connection errors, timeouts, HTTP 408, 429 and
-5xx are retried with exponential backoff (tenacity), honouring ``Retry-After``; a wait that would
-end past the message's time, or any other refusal, drops it. A dropped message (also one the
-full queue refused, and one ``drain`` gave up on) costs one warning line, a Warning Event and
-``gitops_agent_notifications_dropped_total`` (``on_drop``). ``drain`` is ``sync --once``'s end:
+5xx are retried with exponential backoff (tenacity, at least 1 s apart), honouring a longer
+``Retry-After``; a wait that would end past the message's time, or any other refusal, drops
+it. A dropped message (also one the full queue refused, and one ``drain`` gave up on) costs one
+warning line, a Warning Event and ``gitops_agent_notifications_dropped_total`` (``on_drop``). ``drain`` is ``sync --once``'s end:
 it waits for the queue at most ``timeout`` seconds.
 """
 
@@ -22,11 +22,15 @@ from typing import Callable
 import tenacity
 from prometheus_client import CollectorRegistry, Counter
 
+from agent.common import values
 from agent.notify import http
 
 log = logging.getLogger("agent.notify")
 CAPACITY = 1000  # messages waiting at once; a pass of ``--notify-batch`` makes one per destination
-BACKOFF = tenacity.wait_exponential(multiplier=0.25, max=4)
+BACKOFF = tenacity.wait_exponential(multiplier=1, min=1, max=4)
+"""1 s, 2 s, 4 s, then every 4 s. Never below 1 s: a webhook signs each attempt with the unix
+second it is sent (``webhook.sign``), so attempts a second apart carry a new ``t`` and a new
+signature, which a receiver that remembers the signatures it saw does not refuse as a replay."""
 
 
 class Counters:
@@ -60,11 +64,13 @@ class Message:
 
 
 def wait_seconds(state: tenacity.RetryCallState) -> float:
-    """Seconds before the next attempt: the server's ``Retry-After`` when it gave one, else
-    exponential backoff (0.25 s, 0.5 s, 1 s, ..., at most 4 s)."""
+    """Seconds before the next attempt: exponential backoff (``BACKOFF``: 1 s, 2 s, 4 s, ...,
+    at most 4 s), or the server's ``Retry-After`` when it asks for longer (``Retry-After: 0``
+    or a date in the past never makes a tight loop)."""
     err = state.outcome.exception() if state.outcome else None
     after = getattr(err, "retry_after", None)
-    return float(after) if after is not None else BACKOFF(state)
+    backoff = BACKOFF(state)
+    return max(float(after), backoff) if after is not None else backoff
 
 
 def _worth_retrying(err: BaseException) -> bool:
@@ -138,15 +144,26 @@ class Outbox:
         except http.Failed as err:
             if not err.transient:
                 self.counters.failed.labels(destination=message.destination).inc()
-            if not self._stop.is_set():
+            if self._settle():
                 self._drop(message, str(err) if err.transient or not err.status else f"refused: {err}")
             return
         except Exception as err:  # noqa: BLE001 (a bug in a sender drops its message, not the thread)
             log.exception("sending %s failed", message.what)
-            self._drop(message, f"internal error: {type(err).__name__}")
+            if self._settle():
+                self._drop(message, f"internal error: {type(err).__name__}")
             return
-        if not self._stop.is_set():
+        if self._settle():
             self.counters.sent.labels(destination=message.destination).inc()
+
+    def _settle(self) -> bool:
+        """True when the message in flight is still the thread's to count (sent or dropped):
+        ``drain`` has not stopped the outbox, and now never will drop it. One lock for both, so a
+        message is dropped once, by the thread or by ``drain``, never by both."""
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            self._current = None
+            return True
 
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for every queued message to be delivered or dropped,
@@ -159,7 +176,7 @@ class Outbox:
             self._stop.set()
             left = ([self._current] if self._current is not None else []) + self._take_all()
         for message in left:
-            self._drop(message, f"not sent within --notify-timeout ({timeout:g}s)")
+            self._drop(message, f"not sent within --notify-timeout ({values.duration(timeout)})")
         return len(left)
 
     def close(self) -> None:

@@ -63,15 +63,19 @@ def bodies(notices: list[Notice], source: str, status_page_url: str | None, batc
 
 class Webhook:
     """The destination ``webhook``: ``send(body, timeout)`` POSTs ``body`` to ``url``, signed
-    with ``secret`` when given (a fresh ``t`` per attempt). ``clock``: unix seconds."""
+    with ``secret`` when given (a fresh ``t`` per attempt). A ``user:password@`` in ``url`` is
+    sent as HTTP Basic auth (``http.split_userinfo``). ``clock``: unix seconds."""
 
     name = "webhook"
 
     def __init__(self, url: str, secret: bytes | None, clock=time.time):
-        self._url, self._secret, self._clock = url, secret, clock
+        self._url, self._auth = http.split_userinfo(url)
+        self._secret, self._clock = secret, clock
 
     def send(self, body: bytes, timeout: float) -> None:
         headers = {"Content-Type": "application/json"}
+        if self._auth is not None:
+            headers["Authorization"] = self._auth
         if self._secret is not None:
             headers[HEADER] = sign(self._secret, body, int(self._clock()))
         http.request("POST", self._url, body=body, headers=headers, timeout=timeout)

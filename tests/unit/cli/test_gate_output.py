@@ -90,9 +90,13 @@ def test_wait_lines_and_document():
     assert "| `ns/web` | Application **create** | 1 | Progressing (Deployment: waiting for rollout to finish: 0 of 2 " \
            "replicas available) |" in md
     assert "**Wait**: wait failed: 1 Application not healthy after 1m30s (timed out: --wait=1m30s): ns/web\n" in md
+    assert md.startswith("### gitops-agent sync: changed, but the wait failed: timeout (")
+    assert full["ok"] is True and full["wait"]["result"] == "timeout"  # ok is the pass's (report.md)
+    assert output.text(full).splitlines()[-1].startswith("sync: changed, but the wait failed: timeout (")
 
 
-@pytest.mark.parametrize("seconds, shown", [(0, "0.0s"), (4.25, "4.2s"), (59.94, "59.9s"), (60, "1m0s"),
+@pytest.mark.parametrize("seconds, shown", [(0, "0s"), (4.25, "4.2s"), (59.94, "59.9s"), (60, "1m0s"), (20.0, "20s"),
+                                            (8.0, "8s"), (59.97, "1m0s"), (0.04, "0s"),
                                             (90.4, "1m30s"), (300, "5m0s"), (3723, "1h2m3s"), (7200, "2h0m0s")])
 def test_duration(seconds, shown):
     assert output.duration(seconds) == shown

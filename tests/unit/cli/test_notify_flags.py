@@ -57,3 +57,66 @@ def test_a_repository_is_owner_and_name_or_a_gitlab_path(text, expected):
 def test_a_repository_that_is_no_path_is_refused(text):
     with pytest.raises(Exception, match="OWNER/NAME"):
         notify_flags.repository(text)
+
+
+@pytest.mark.parametrize("content, why", [
+    ("http://[::1:18099/hook/secret-token-3", "its host is not valid"),
+    ("http://127.0.0.1:abc/hook/secret-token-3", "its port is not a number"),
+    ("http://127.0.0.1:99999/hook/secret-token-3", "its port is not a number"),
+    ("http://127.0.0.1:8080/hook/secret token-3", "it holds a blank"),
+    ("http:///hook/secret-token-3", "it has no host")])
+def test_a_url_file_whose_url_cannot_work_is_one_line(tmp_path, capsys, content, why):
+    (tmp_path / "url").write_text(content + "\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert why in err and "one http:// or https:// URL on one line" in err and "secret" not in err
+
+
+@pytest.mark.parametrize("flag", ["--commit-status-api-url", "--status-page-url"])
+@pytest.mark.parametrize("value", ["http://[::1:18099/x", "http://h:abc/", "http://h:99999/", "http://u:p@h/"])
+def test_a_bad_url_flag_is_one_clear_line(capsys, flag, value):
+    code, err = run(capsys, flag, value)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"argument {flag}" in err and "must be an http:// or https:// URL (" in err and "invalid" not in err
+
+
+def test_a_huge_or_endless_file_is_refused_in_one_line(tmp_path, capsys):
+    code, err = run(capsys, "--notify-url-file", "/dev/zero")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "holds more than 64 KiB" in err
+    (tmp_path / "key").write_text("k" * (64 * 1024 + 1))
+    (tmp_path / "url").write_text("http://127.0.0.1:9/hook\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"), "--notify-secret-file", str(tmp_path / "key"))
+    assert code == 2 and "must be a file holding one signing key on one line (it holds more than 64 KiB)" in err
+
+
+def test_an_empty_url_file_names_what_it_should_hold(tmp_path, capsys):
+    (tmp_path / "url").write_text("\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"))
+    assert code == 2 and "must be a file holding one http:// or https:// URL on one line (it is empty)" in err
+
+
+@pytest.mark.parametrize("kind", ["github", "gitea"])
+def test_github_and_gitea_take_only_owner_and_name(tmp_path, capsys, kind):
+    (tmp_path / "t").write_text("tok\n")
+    code, err = run(capsys, "--commit-status", kind, "--commit-status-token-file", str(tmp_path / "t"),
+                    "--commit-status-api-url", "https://git.example.com/api/v1",
+                    "--commit-status-repository", "team/apps/extra")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"'team/apps/extra' is not allowed with --commit-status {kind}: must be OWNER/NAME" in err
+
+
+def test_each_segment_of_the_repository_is_quoted_in_the_api_url():
+    from agent.notify import commitstatus
+
+    host = commitstatus.GitHub("https://api.github.com", "o.w/n%a#me", "t")
+    assert host.post_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/statuses/ab"
+    assert host.list_url("ab") == "https://api.github.com/repos/o.w/n%25a%23me/commits/ab/statuses"
+
+
+def test_reasons_that_are_no_errors_with_severity_error_are_refused(tmp_path, capsys):
+    (tmp_path / "url").write_text("http://127.0.0.1:9/hook\n")
+    code, err = run(capsys, "--notify-url-file", str(tmp_path / "url"), "--notify-on", "Deployed,Ready",
+                    "--notify-severity", "error")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "'Deployed,Ready' is not allowed with --notify-severity error: it would never send anything" in err
+    assert "Degraded, Stalled, ApplyFailed" in err

@@ -243,3 +243,28 @@ def test_field_take_over_never_hands_annotations_over():
             assert kubectl_edit["fieldsV1"]["f:metadata"] == {"f:annotations": {"f:note": {}}}
             ours = next(e for e in entries if e["manager"] == "gitops-agent")
             assert "f:metadata" not in ours["fieldsV1"]
+
+
+def test_sync_wait_lists_suspended_and_held_applications_as_skipped():
+    """``sync --once --wait``: a suspended Application and one with a held child are in
+    ``report.synced`` as None (``readiness`` lists them as skipped); a failed one is not."""
+    from agent.engine import backoff, sync
+    from agent.engine.report import Report
+    from agent.engine.status import Outcome
+
+    report = Report(commit="a" * 40)
+    p = sync._Pass(None, None, report, [], [], backoff.ONE_SHOT, 0)
+    p.git_paths = {f"ns/{n}": "apps.yaml" for n in ("ok", "whole", "held", "bad")}
+    p.held_children = {"ns/held": {"Deployment": "Deployment ns/held"}}
+    p.failures = {"ns/bad": "boom"}
+    app = {"metadata": {"name": "x", "namespace": "ns"}, "spec": {}}
+    whole = suspend.outcome(suspend.Hold(suspend.SPEC, False), {}, {}, commit="a" * 40, path="apps.yaml")
+    held = suspend.outcome(None, {"Deployment": "Deployment ns/held"}, {}, commit="a" * 40, path="apps.yaml",
+                           spec={})
+    statuses = [("ns/ok", app, Outcome(True, True, "a" * 40, "Synced", "synced", "apps.yaml"), {}, False),
+                ("ns/whole", app, whole, {}, False), ("ns/held", app, held, {}, False),
+                ("ns/bad", app, Outcome(False, False, "a" * 40, "SyncFailed", "boom", "apps.yaml"), {}, True)]
+    sync._record_health(p, statuses)
+    assert sorted(report.synced) == ["ns/held", "ns/ok", "ns/whole"]
+    assert report.synced["ns/whole"] is None and report.synced["ns/held"] is None
+    assert report.synced["ns/ok"].changed is False

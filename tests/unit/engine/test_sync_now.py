@@ -169,3 +169,34 @@ def conditions(ready, reason, message, synced, synced_message="children applied"
 ])
 def test_describe(status, ok, line):
     assert reconcile_cmd.describe({"status": status}) == (ok, line)
+
+
+@pytest.mark.parametrize("handled", [False, True])
+@pytest.mark.parametrize("raises", [False, True])
+def test_reconcile_wait_ended_by_a_signal_exits_1_in_either_phase(capsys, handled, raises):
+    """SIGTERM or Ctrl-C ends ``reconcile --wait``: exit 1 (interrupted), before the request is
+    handled too: never 2's "no agent run seems to be handling requests"."""
+    import argparse
+    import threading
+
+    from agent.kube.client import ApiError
+
+    token = "2026-01-01T00:00:00.000000000Z"
+    app = {"metadata": {"annotations": {}}, "status": {
+        "lastHandledReconcileAt": token if handled else "old",
+        "conditions": [{"type": "Synced", "status": "True"}, {"type": "Ready", "status": "False",
+                                                             "reason": "Progressing", "message": "1 of 2"}]}}
+
+    class Kube:
+        def request(self, method, url):
+            if raises:
+                raise ApiError(0, "Interrupted", "interrupted")
+            return app
+
+    stop = threading.Event()
+    stop.set()
+    args = argparse.Namespace(timeout=300.0, namespace="ns")
+    code = reconcile_cmd._wait(Kube(), "/x", "Application/ns/web", token, args, stop)
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "interrupted by a signal" in err and "no agent run" not in err

@@ -387,3 +387,8 @@ def test_a_proxy_password_that_is_not_url_encoded_is_refused_without_showing_it(
 def test_a_proxy_is_shown_without_its_password(url, shown):
     from agent.kube.kubecreds import without_password
     assert without_password(url) == shown
+
+
+def test_an_endless_token_file_is_refused_not_read_to_the_end(tmp_path):
+    assert refused(tmp_path, kubeconfig(user="{tokenFile: /dev/zero}")) == (
+        "user 'u': its tokenFile '/dev/zero' holds more than 64 KiB: must hold one token on one line")

@@ -118,6 +118,31 @@ def test_a_refusal_is_not_retried(receiver):
     assert len(receiver.requests) == 1
 
 
+def test_a_message_failing_as_drain_gives_up_is_dropped_once():
+    """The thread drops a message that failed while ``drain`` stops the outbox: ``drain`` must
+    not drop it again (two warning lines, two Events, the counter +2)."""
+    import threading
+
+    dropped, release = [], threading.Event()
+
+    def on_drop(message, why):
+        dropped.append(why)
+        if threading.current_thread().name == "notify":
+            release.wait(5)  # the thread is dropping it while drain runs
+
+    def send(timeout):
+        raise http.Failed("no answer within 3.0s", transient=False)
+
+    counters = outbox.Counters()
+    box = outbox.Outbox(1, counters, on_drop)
+    box.put(outbox.Message("webhook", "x", send))
+    assert box.drain(0.3) == 0
+    release.set()
+    box._thread.join(2)
+    assert dropped == ["no answer within 3.0s"]
+    assert value(counters.dropped, "webhook") == 1
+
+
 def test_a_full_queue_drops_at_once():
     dropped = []
     box = outbox.Outbox(1, outbox.Counters(), lambda m, why: dropped.append(why), capacity=1)
@@ -134,7 +159,40 @@ def test_wait_seconds_prefers_retry_after():
     state.set_exception((http.Failed, http.Failed("x", transient=True, retry_after=7), None))
     assert outbox.wait_seconds(state) == 7
     state.set_exception((http.Failed, http.Failed("x", transient=True), None))
-    assert outbox.wait_seconds(state) == 0.25
+    assert outbox.wait_seconds(state) == 1
+
+
+@pytest.mark.parametrize("after", [0, 0.2])
+def test_a_short_retry_after_never_waits_less_than_the_backoff(after):
+    """``Retry-After: 0`` (or a date in the past) must not make hundreds of requests a second."""
+    import tenacity
+
+    state = tenacity.RetryCallState(None, None, (), {})
+    state.set_exception((http.Failed, http.Failed("x", transient=True, retry_after=after), None))
+    for attempt, least in ((1, 1), (2, 2), (3, 4), (6, 4)):
+        state.attempt_number = attempt
+        assert outbox.wait_seconds(state) == least
+
+
+def test_a_receiver_told_retry_after_0_is_not_hammered(receiver):
+    receiver.mode, receiver.failures, receiver.retry_after = "retry", 1000, "0"
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=2.5))
+    n.finished(report_of(notice()))
+    assert len(n.drain()) == 1
+    assert len(receiver.requests) <= 3  # at 0 s, 1 s, (3 s is past the timeout)
+
+
+def test_the_documented_receiver_accepts_a_retry(receiver):
+    """Each retry is signed again with a new ``t``: a receiver that saw (and remembered) the
+    first signature but failed to answer in time still takes the retry."""
+    receiver.mode, receiver.failures = "flaky", 1  # checks the signature, then answers 503
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=5))
+    n.finished(report_of(notice()))
+    assert n.drain() == []
+    assert receiver.refused == [] and len(receiver.requests) == 2
+    first, second = (r[2]["x-gitops-agent-signature"] for r in receiver.requests)
+    assert first.split(",")[0] != second.split(",")[0]
+    assert [d["application"]["name"] for d in receiver.notifications()] == ["web"]
 
 
 def test_retry_after_header_values():
@@ -192,3 +250,24 @@ def test_a_wrong_token_never_shows(caplog):
         assert line.endswith("refused: HTTP 401 (Unauthorized)") and "wrong-token-789" not in caplog.text
     finally:
         host.stop()
+
+
+def test_user_and_password_in_the_url_are_sent_as_basic_auth_and_never_shown(receiver, caplog):
+    import base64
+
+    url = receiver.hook_url.replace("http://", "http://hook%40user:pa%3Ass@")
+    n = Notifier(Settings(url=url, secret=SECRET, timeout=5))
+    n.finished(report_of(notice()))
+    assert n.drain() == []
+    [(method, path, headers, body)] = receiver.requests
+    assert path == receiver.path and headers["authorization"] == "Basic " + base64.b64encode(b"hook@user:pa:ss").decode()
+    assert "pa%3Ass" not in caplog.text
+
+
+def test_an_invalid_url_is_not_retried():
+    n = Notifier(Settings(url="http://127.0.0.1:8080/a b", timeout=5))
+    started = time.monotonic()
+    n.finished(report_of(notice()))
+    [line] = n.drain()
+    assert time.monotonic() - started < 1 and "the URL is not valid" in line
+    assert value(n.counters.failed, "webhook") == 1
