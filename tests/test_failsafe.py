@@ -94,20 +94,43 @@ def conditions(app: dict) -> dict:
     return {c["type"]: c for c in (app.get("status") or {}).get("conditions", [])}
 
 
+def _without_source_condition(app: dict) -> dict:
+    """The Application as a pass that could not read its source may leave it: everything but
+    its resourceVersion, managedFields and a ``SourceAvailable`` condition (issue 32: the one
+    write such a pass makes, on status, so the cluster says Git is not seen)."""
+    meta = {k: v for k, v in app["metadata"].items() if k not in ("resourceVersion", "managedFields")}
+    status = dict(app.get("status") or {})
+    status["conditions"] = [c for c in status.get("conditions", []) if c.get("type") != "SourceAvailable"]
+    return {**app, "metadata": meta, "status": status}
+
+
 class Untouched:
     """The trios of ``names`` as they are now; ``check()`` asserts nothing was deleted,
-    recreated or written since (same UIDs and resourceVersions, same lastSyncedCommit)."""
+    recreated or written since (same UIDs and resourceVersions, same lastSyncedCommit), but
+    the Applications' ``SourceAvailable=False`` condition, which must be there when
+    ``source_down`` (the pass could not fetch or read the source)."""
 
     def __init__(self, objects, namespace: str, names):
         self.objects, self.namespace, self.names = objects, namespace, list(names)
         self.uids = uids(objects, namespace, self.names)
         self.versions = objects.versions(namespace, self.names)
+        self.apps = {n: _without_source_condition(objects.app(namespace, n)) for n in self.names}
         self.commits = {n: synced_commit(objects, namespace, n) for n in self.names}
         assert all(self.uids.values()), self.uids
 
-    def check(self, what: str = "") -> None:
+    def check(self, what: str = "", source_down: bool = False) -> None:
         assert uids(self.objects, self.namespace, self.names) == self.uids, f"{what}: an object was deleted or recreated"
-        assert self.objects.versions(self.namespace, self.names) == self.versions, f"{what}: an object was written"
+        versions = self.objects.versions(self.namespace, self.names)
+        children = {k: v for k, v in versions.items() if not k.startswith("Application/")}
+        assert children == {k: v for k, v in self.versions.items() if k in children}, f"{what}: a child was written"
+        for name in self.names:
+            app = self.objects.app(self.namespace, name)
+            assert _without_source_condition(app) == self.apps[name], f"{what}: Application/{name} was written"
+            if versions[f"Application/{name}"] != self.versions[f"Application/{name}"]:
+                found = conditions(app).get("SourceAvailable") or {}
+                assert found.get("status") == "False", f"{what}: Application/{name} was written, not for SourceAvailable"
+            elif source_down:
+                assert "SourceAvailable" in conditions(app), f"{what}: Application/{name} does not say Git is not seen"
         assert {n: synced_commit(self.objects, self.namespace, n) for n in self.names} == self.commits, what
 
 

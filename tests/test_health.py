@@ -63,8 +63,8 @@ def test_kubectl_wait_returns_for_a_synced_healthy_application(agent, repo, name
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("True", "Healthy")
     assert found["Ready"]["observedGeneration"] == app["metadata"]["generation"]
     table = cluster.kubectl("-n", namespace, "get", "application", "web").stdout.split("\n")
-    assert table[0].split()[:7] == ["NAME", "IMAGE", "REPLICAS", "READY", "COMMIT", "HEALTH", "STATUS"]
-    assert table[1].split()[5:7] == ["Healthy", "Healthy"]
+    assert table[0].split()[:8] == ["NAME", "IMAGE", "REPLICAS", "READY", "COMMIT", "CHANGED", "HEALTH", "STATUS"]
+    assert table[1].split()[6:8] == ["Healthy", "Healthy"]
 
 
 def test_kubectl_wait_times_out_while_the_rollout_cannot_finish(agent, repo, namespaces, objects, cluster):

@@ -72,14 +72,13 @@ def fields(old: dict, spec: object, commit: str | None, synced: bool, advanced: 
     characters, for ``kubectl get``) after a pass. ``old``: the stored status. ``synced``: the
     pass synced the Application from Git at ``commit``; ``advanced``: it writes the status anyway
     (a change applied, or the synced commit moved). Otherwise the stored fields are kept as
-    they are (an empty dict when there are none)."""
+    they are (an empty dict when there are none): so an upgrade from an agent without history
+    writes nothing until the next commit or change, which starts the history."""
     history, changed = old.get("history"), old.get("lastChangedCommit")
-    if synced and commit:
+    if synced and commit and advanced:
         content = digest(spec)
-        newest = next((e for e in history or [] if isinstance(e, dict)), {})
-        if advanced or newest.get("digest") != content:
-            changed = changed_commit(history, changed, content, commit)
-            history = record(history, content, commit, now)
+        changed = changed_commit(history, changed, content, commit)
+        history = record(history, content, commit, now)
     out: dict = {}
     if isinstance(history, list) and history:
         out["history"] = history

@@ -84,13 +84,14 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
             status["lastSyncedCommitShort"] = synced_commit[:7]
     if outcome.source_path:
         status["sourcePath"] = outcome.source_path
-        if outcome.source_line:
-            status["sourceLine"] = outcome.source_line
     advanced = outcome.ok and (outcome.changed or synced_commit != old.get("lastSyncedCommit"))
     last_sync = now if advanced or (outcome.ok and not old.get("lastSyncTime")) else old.get("lastSyncTime")
     if last_sync:
         status["lastSyncTime"] = last_sync
     status.update(history.fields(old, spec, outcome.commit, outcome.ok, advanced, now))
+    line = outcome.source_line if advanced else old.get("sourceLine")  # an upgrade writes nothing for it
+    if outcome.source_path and isinstance(line, int) and line > 0:
+        status["sourceLine"] = line
     for kind in registry.CHILD_KINDS:
         status.update(kind.observed(children.get(kind.kind)))
     health = health_of(app, outcome, children)

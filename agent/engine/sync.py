@@ -109,7 +109,8 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     except source.SourceError as err:
         report.fetch_failed, report.source_seen = True, False
         report.errors.append(f"{err}; nothing was changed or pruned")
-        _source_unavailable(kube, opts, report, reason, str(err))
+        if not isinstance(err, source.Interrupted):  # shutting down says nothing about the source
+            _source_unavailable(kube, opts, report, reason, str(err))
         return report
     loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
     cache.save()

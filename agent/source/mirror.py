@@ -38,6 +38,11 @@ class SourceError(Exception):
     The message never contains credentials."""
 
 
+class Interrupted(SourceError):
+    """The fetch was cut short because the agent is shutting down (SIGTERM): no fault of the
+    source, so nothing records it as unavailable."""
+
+
 class PathMissing(SourceError):
     """``--path`` does not exist in the commit (Git keeps no empty directories, so removing
     the last file under it removes the directory too)."""
@@ -245,7 +250,8 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             detail = _refused(detail, credentials)
         elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
             detail = f"no answer within {timeout:g}s"
-        raise SourceError(f"{what} failed: {_scrub(detail, credentials)}") from None
+        raise (Interrupted if getattr(err, "cancelled", False) else SourceError)(
+            f"{what} failed: {_scrub(detail, credentials)}") from None
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):  # a file, an empty or broken directory
         raise SourceError(f"{what} failed: the cached mirror {str(target)!r} is not a Git repository; delete it "
                           "and the next pass fetches again") from None

@@ -83,10 +83,12 @@ def test_fields_without_a_write_leave_the_history_when_the_content_is_the_newest
     assert history.fields(old, {"image": "x"}, B, True, True, "T2")["history"] == [entry(content, A, "T1", "T2", 2)]
 
 
-def test_fields_record_content_unseen_even_when_nothing_else_moves():
-    """An Application synced before the history existed gets it on the next pass."""
-    out = history.fields({"lastSyncedCommit": A}, {"image": "x"}, A, True, False, "T2")
-    assert out["history"][0]["revision"] == A and out["lastChangedCommit"] == A
+def test_an_upgrade_writes_nothing_until_the_next_commit_or_change():
+    """An Application synced by an agent without history gets none on a pass that writes nothing
+    else (an upgrade must not write every status); the next commit starts it."""
+    assert history.fields({"lastSyncedCommit": A}, {"image": "x"}, A, True, False, "T2") == {}
+    out = history.fields({"lastSyncedCommit": A}, {"image": "x"}, B, True, True, "T3")
+    assert out["history"][0]["revision"] == B and out["lastChangedCommit"] == B
 
 
 def test_a_commit_that_leaves_the_spec_moves_the_synced_commit_not_the_changed_one():

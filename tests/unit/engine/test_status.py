@@ -189,9 +189,9 @@ def test_status_names_only_the_children_the_application_has(spec, named):
 
 def test_the_source_line_goes_with_the_source_path_only():
     children = {"Deployment": deployment(), "Service": SERVICE}
-    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml", source_line=7), children, "T")
+    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", "a.yaml", source_line=7), children, "T")
     assert (out["sourcePath"], out["sourceLine"]) == ("a.yaml", 7)
-    out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", None, source_line=7), children, "T")
+    out = status.compute(app(), status.Outcome(True, True, SHA1, "Synced", "ok", None, source_line=7), children, "T")
     assert "sourcePath" not in out and "sourceLine" not in out
     out = status.compute(app(), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml"), children, "T")
     assert "sourceLine" not in out
@@ -229,3 +229,18 @@ def test_health_of_is_what_compute_records():
     deleting["metadata"]["deletionTimestamp"] = "T0"
     assert status.health_of(deleting, outcome, children).as_status() == {
         "status": "Progressing", "message": "Application web is pending deletion (since T0); a pass after it is gone creates it again"}
+
+
+def test_the_source_line_moves_only_on_a_write_made_anyway():
+    """An upgrade from an agent that did not write sourceLine writes nothing for it."""
+    children = {"Deployment": deployment(), "Service": SERVICE}
+    synced = {"lastSyncedCommit": SHA1, "sourcePath": "a.yaml"}
+    out = status.compute(app(synced), status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml", source_line=7),
+                         children, "T")
+    assert "sourceLine" not in out
+    kept = status.compute(app({**synced, "sourceLine": 3}),
+                          status.Outcome(True, False, SHA1, "Synced", "ok", "a.yaml", source_line=7), children, "T")
+    assert kept["sourceLine"] == 3
+    moved = status.compute(app({**synced, "sourceLine": 3}),
+                           status.Outcome(True, False, SHA2, "Synced", "ok", "a.yaml", source_line=7), children, "T")
+    assert moved["sourceLine"] == 7
