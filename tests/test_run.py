@@ -240,7 +240,8 @@ def test_two_agents_one_lease_failover(start_agent, repo, remote, namespace, obj
     wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=30, what="the standby to take over")
     assert time.monotonic() - killed_at < 2 * 4 + 2 + 6  # two lease durations, one interval, slack
     assert second.metric("gitops_agent_leader") == 1
-    assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+    wait_for(lambda: objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head, timeout=10,
+             what="the status write at the end of that pass")  # children are applied before it
 
 
 def test_sigterm_during_a_pass_exits_0_and_the_next_start_converges(start_agent, agent, repo, remote, namespace,
