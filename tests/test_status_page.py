@@ -24,6 +24,7 @@ import yaml
 
 from tests.cluster import free_port
 from tests.support import app_yaml, wait_for
+from tests.test_health import TOO_BIG
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -32,16 +33,6 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HOSTILE = "<script>alert('subject')</script> \"quoted\" <img src=x onerror=alert(2)> \u202edesrever\u202c"
-TOO_BIG = """\
-apiVersion: v1
-kind: LimitRange
-metadata: {name: more-than-the-node-has}
-spec:
-  limits:
-  - type: Container
-    defaultRequest: {cpu: "100"}
-    default: {cpu: "100"}
-"""
 
 
 @pytest.fixture(scope="module")
