@@ -712,3 +712,15 @@ def test_no_submodules_refuses_a_path_inside_a_submodule_checkout(validate, tmp_
             assert proc.returncode == 2 and proc.stderr.splitlines()[0] == (
                 f"error: {tree}: is in the checkout of a Git submodule ({tree}), and --no-submodules refuses "
                 "submodules")
+
+
+def test_a_cache_dir_checked_by_many_processes_at_once_is_never_refused(tmp_path):
+    """The check makes a missing cache directory and removes it again; another process doing
+    the same at that moment finds it made (EEXIST), which is no reason to refuse it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.cli.flags import cache_dir
+    for round_ in range(40):
+        given = str(tmp_path / f"r{round_}" / "cache")
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(cache_dir, [given] * 8)) == [given] * 8

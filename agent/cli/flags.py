@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -348,9 +349,10 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
     (``/etc/passwd``), a symlink to nothing (on the way), a directory that may not be written
     (its mode, a read-only file system) or searched. Checked only by a command about to fetch,
     before anything else runs, so a bad cache directory never fails ``validate --path`` and
-    never surfaces as a raw OS error from Git or the lock. A missing directory is created and
-    removed again here, so a file system that refuses it (``/proc``) is caught, and a command
-    refused for another reason leaves nothing behind."""
+    never surfaces as a raw OS error from Git or the lock. A probe directory of its own is
+    made and removed in the nearest existing parent, so a file system that refuses it
+    (``/proc``) is caught, a command refused for another reason leaves nothing behind, and
+    processes checking one shared cache at once never trip over each other."""
     given = Path(value).absolute()
 
     def refuse(why: str) -> UsageError:
@@ -380,16 +382,10 @@ def cache_dir(value: str, flag: str = "--cache-dir") -> str:
         what = " or ".join(missing) + ("" if existing == given else " (to create the cache directory in it)")
         raise refuse(f"{name(existing)} cannot be {what} by this user: {why}")
     if existing != given:  # a file system may refuse what access() allows (/proc): try, and leave nothing
-        made = [p for p in [given, *given.parents] if p != existing and existing in p.parents]
-        try:
-            given.mkdir(parents=True)
+        try:  # a probe of our own, never `given`: other processes sharing the cache may be making it now
+            os.rmdir(tempfile.mkdtemp(prefix=".gitops-agent-probe-", dir=existing))
         except OSError as err:
             raise refuse(f"it cannot be created: {err.strerror or err}") from None
-        for path in made:  # deepest first; the fetch makes them again, once the other checks passed
-            try:
-                path.rmdir()
-            except OSError:
-                break
     return value
 
 
