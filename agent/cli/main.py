@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--jitter", type=flags.number(0, 3600), default=_env("JITTER", "0"),
                             help="at most this many random seconds added to each interval; 0 to 3600 "
                                  "(default: 0) [env GITOPS_AGENT_JITTER]")
+    run_parser.add_argument("--relist-interval", type=flags.number(10, 86400), default=_env("RELIST_INTERVAL", "600"),
+                            help="seconds after which each watch lists its kind again, bounding any divergence "
+                                 "between what the passes read and the cluster; 10 to 86400 (default: 600) "
+                                 "[env GITOPS_AGENT_RELIST_INTERVAL]")
     run_parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=nametypes.http_addr,
                             help="HOST:PORT for /healthz, /readyz, /metrics (default: :8080) "
                                  "[env GITOPS_AGENT_HTTP_ADDR]")
@@ -372,6 +376,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         notifier = Notifier(notify, kube=kube, counters=metrics.notifications)
     runner = Runner(kube, opts, interval=args.interval, jitter=args.jitter, metrics=metrics,
                     health=health, watch=args.watch, notifier=notifier, cache=cache,
+                    relist_interval=args.relist_interval,
                     retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
     hook = webhook.create(secret, opts, runner, metrics) if secret else None
     try:

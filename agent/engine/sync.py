@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from agent.api import labels
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import (apply, backoff, conditions, events, guards, news, plan, scope, status as status_, statuswrite,
-                          suspend, writes)
+                          steady as steady_, suspend, writes)
 from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
                                  UNCHANGED, Report)
 from agent.kinds import health, registry, render
@@ -65,8 +65,20 @@ def _key(obj: dict) -> str:
     return sys.intern(f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What a pass keeps of reading its commit: the snapshot's problems and blob ids, the loaded
+    documents and the notes about the read (``steady.Source.read``: ``run`` reuses it while the
+    commit stays)."""
+
+    problems: list
+    blobs: dict
+    loaded: object  # manifests.LoadResult
+    notes: list
+
+
 def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: bool = False,
-        retry: backoff.Policy = backoff.ONE_SHOT, on_commit=None) -> Report:
+        retry: backoff.Policy = backoff.ONE_SHOT, on_commit=None, steady: steady_.Steady | None = None) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
@@ -76,7 +88,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
     whose retry time has not come are skipped and reported, everything else is attempted.
     ``on_commit(sha)``: called once the commit is read, before anything is applied (a commit
-    status ``pending``: ``agent.notify``); it must not block.
+    status ``pending``: ``agent.notify``); it must not block. ``steady``: what the previous pass
+    of ``run`` left (``steady.py``): its read of the same commit and its unchanged Applications
+    are reused, and this pass's are recorded in it.
     """
     report = Report()
     started = time.monotonic()
@@ -94,48 +108,66 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
             if fetched.fetched:
                 report.fetch_seconds = time.monotonic() - started
         reason = conditions.READ_FAILED
-        cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
-        try:
-            snapshot = snapshots.read(opts.repo, report.commit, opts.cache_dir, opts.path,
-                                   submodules=opts.submodules, credentials=opts.credentials,
-                                   timeout=opts.fetch_timeout, unneeded=lambda path, blob: manifests.parsed_before(
-                                       cache, path, blob, opts.namespace))
-        except source.PathMissing as err:
-            if not opts.allow_empty:
-                raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
-                                         "Applications)") from None
-            report.notes.append(f"{err}; --allow-empty: treated as no Applications")
-            snapshot = snapshots.Snapshot(commit=report.commit)
+        if steady is not None and steady.source is not None and steady.source.commit == report.commit:
+            read = steady.source.read  # the same commit: the same documents
+        else:
+            read = _read(opts, report.commit)
+            if steady is not None:
+                steady.source = steady_.Source(report.commit, read)
     except source.SourceError as err:
         report.fetch_failed, report.source_seen = True, False
         report.errors.append(f"{err}; nothing was changed or pruned")
         if not isinstance(err, source.Interrupted):  # shutting down says nothing about the source
             _source_unavailable(kube, opts, report, reason, str(err))
         return report
-    loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
-    cache.save()
+    report.notes += read.notes
+    loaded = read.loaded
     wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)
-    problems = [manifests.ManifestError(p, None, None, m) for p, m in snapshot.problems] + loaded.errors + outside
+    problems = [manifests.ManifestError(p, None, None, m) for p, m in read.problems] + loaded.errors + outside
     report.errors += [str(p) for p in problems]
     report.problems = problems
     rejected = [(r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons), r)
                 for r in loaded.rejected]
     elsewhere = [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
-    report.invalid += [(p, m) for p, m in snapshot.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
+    report.invalid += [(p, m) for p, m in read.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
-    del snapshot, loaded  # the files' bytes: not needed once parsed (a pass holds what it still reads)
+    del loaded
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     if on_commit is not None and report.commit:
         on_commit(report.commit)
     try:
         with kube.sharing():  # the pass's live objects share equal parts (share.py)
-            _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside))
+            _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside), steady=steady,
+                       blobs=read.blobs)
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
+        if steady is not None:
+            steady.entries = {}  # what it did is not known: decide everything next time
         return report
     batch.flush(lambda items: list(writes.ordered(kube, items, lambda e, _: kube.event(*e), report)))
     return report
+
+
+def _read(opts: Options, commit: str) -> _Read:
+    """Read and parse the documents under ``opts.path`` at ``commit`` (through the parse cache
+    beside the mirror). Raises ``source.SourceError`` (a missing path without ``allow_empty``)."""
+    cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
+    notes = []
+    try:
+        snapshot = snapshots.read(opts.repo, commit, opts.cache_dir, opts.path,
+                                  submodules=opts.submodules, credentials=opts.credentials,
+                                  timeout=opts.fetch_timeout, unneeded=lambda path, blob: manifests.parsed_before(
+                                      cache, path, blob, opts.namespace))
+    except source.PathMissing as err:
+        if not opts.allow_empty:
+            raise source.SourceError(f"{err} (with --allow-empty a missing path counts as no "
+                                     "Applications)") from None
+        notes.append(f"{err}; --allow-empty: treated as no Applications")
+        snapshot = snapshots.Snapshot(commit=commit)
+    loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
+    cache.save()
+    return _Read(snapshot.problems, snapshot.blobs, loaded, notes)  # the files' bytes are let go
 
 
 def _source_unavailable(kube: Kube, opts: Options, report: Report, reason: str, error: str) -> None:
@@ -202,21 +234,47 @@ class _Pass:
     taken: dict[str, set[str]] = field(default_factory=dict)  # key -> kinds whose name another object holds
     opted: set[str] = field(default_factory=set)  # keys of Applications that opted in to adopt (plan.opted_in)
     child_prunes: list = field(default_factory=list)  # plan.Step of children no desired child paired with
+    steady: steady_.Steady | None = None  # what the previous pass of ``run`` left
+    blobs: dict[str, str] = field(default_factory=dict)  # path -> Git blob id of the commit's files
+    hits: dict = field(default_factory=dict)  # key -> steady.Entry: unchanged since the previous pass
+    children_of: dict[str, list] = field(default_factory=dict)  # key -> its live children (owned)
+    notes_of: dict[str, list[str]] = field(default_factory=dict)  # key -> notes about its document
+    claimed: dict = field(default_factory=dict)  # what ``apply.claim`` listed, by kind and namespace
 
 
 def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
-               retry: backoff.Policy = backoff.ONE_SHOT, outside: int = 0) -> None:
-    """The pass after the source is read: read live, plan and apply Applications, then their
-    children, prune, write statuses. Raises ``ApiError`` (status 0) when the API server is
+               retry: backoff.Policy = backoff.ONE_SHOT, outside: int = 0, steady: steady_.Steady | None = None,
+               blobs: dict | None = None) -> None:
+    """The pass after the source is read: read live, plan and apply Applications, then what
+    changed first (its children applied and statuses written), then the rest, prune, and the
+    status sweep of the rest. Raises ``ApiError`` (status 0) when the API server is
     unreachable; every other fault is recorded in ``report``."""
-    p = _Pass(kube, opts, report, wanted, problems, retry, outside)
+    p = _Pass(kube, opts, report, wanted, problems, retry, outside, steady=steady, blobs=blobs or {})
     if not _read_live(p) or not _plan_applications(p):
         return
     _apply_applications(p)
     _keep_live_applications(p)
-    _apply_children(p)
+    first, rest = _waves(p)
+    live_by_id = _index_children(p)
+    _apply_children(p, first, live_by_id)
+    _write_statuses(p, first)
+    _apply_children(p, rest, live_by_id)
+    _plan_prunes(p, live_by_id)
     _prune_all(p)
-    _write_statuses(p)
+    _write_statuses(p, sorted(set(p.failed_apps) | set(rest)))
+    if steady is not None:
+        _remember(p)
+
+
+def _waves(p: _Pass) -> tuple[list[str], list[str]]:
+    """The Applications in scope, split: first what changed (its own apply wrote, or, in ``run``,
+    anything about it moved since the previous pass: not ``steady``), then the rest, whose
+    passes only record the new commit (the sweep). Each sorted; see issue 33."""
+    first, rest = [], []
+    for key in sorted(p.in_scope):
+        changed = key in p.outcomes or (p.steady is not None and key not in p.hits)
+        (first if changed else rest).append(key)
+    return first, rest
 
 
 def _read_live(p: _Pass) -> bool:
@@ -236,7 +294,29 @@ def _read_live(p: _Pass) -> bool:
     selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
     p.live_children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     p.namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
+    for child in p.live_children:
+        if plan.owned(child):
+            p.children_of.setdefault(plan.owner_key(child), []).append(child)
     return True
+
+
+def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
+    """The Applications from Git whose document, live object and live children are as the
+    previous pass of ``run`` left them (``steady.Steady.unchanged``): key -> entry."""
+    if p.steady is None or not p.steady.entries:
+        return {}
+    hits = {}
+    for m in p.wanted:
+        key = f"{m.namespace}/{m.name}"
+        app = live_apps.get(key)
+        if app is None:
+            continue
+        children = tuple(sorted((plan.identity(c), (c.get("metadata") or {}).get("resourceVersion"))
+                                for c in p.children_of.get(key, ())))
+        entry = p.steady.unchanged(key, (m.path, m.line, p.blobs.get(m.path, "")), app, children)
+        if entry is not None:
+            hits[key] = entry
+    return hits
 
 
 def _plan_applications(p: _Pass) -> bool:
@@ -249,13 +329,22 @@ def _plan_applications(p: _Pass) -> bool:
     if p.problems and opts.prune:
         report.notes.append(f"pruning skipped: {_why_no_prune(len(p.problems), p.outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
-    p.desired_apps = [render.desired_application(m.body, report.commit, m.path, opts.source_id, repository)
-                      for m in p.wanted]
-    report.notes += [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
-                     "applied" for m, desired in zip(p.wanted, p.desired_apps)
-                     for field, git, ours in render.overridden(m.body, desired)]
+    p.hits = _unchanged(p, {_key(a): a for a in p.live_apps})
+    p.desired_apps = []
+    for m in p.wanted:
+        key = f"{m.namespace}/{m.name}"
+        if key in p.hits:
+            report.notes += p.hits[key].notes
+            continue
+        desired = render.desired_application(m.body, report.commit, m.path, opts.source_id, repository)
+        p.desired_apps.append(desired)
+        notes = [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
+                 "applied" for field, git, ours in render.overridden(m.body, desired)]
+        if notes:
+            p.notes_of[key] = notes
+            report.notes += notes
     owned_live = [a for a in p.live_apps if plan.owned(a, opts.source_id)]
-    if p.prune and not p.desired_apps and owned_live and not opts.allow_empty:
+    if p.prune and not p.wanted and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
             f"{_all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
@@ -263,8 +352,9 @@ def _plan_applications(p: _Pass) -> bool:
         return False
     p.git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in p.wanted}  # the keys ``_key`` returns
     p.git_lines = {f"{m.namespace}/{m.name}": m.line for m in p.wanted}
-    p.waiting = _waiting(report, p.live_apps, p.git_paths, opts.source_id, p.retry)  # in backoff: skipped
-    app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id)
+    p.waiting = _waiting(report, p.live_apps, p.git_paths, opts.source_id, p.retry, p.hits)  # in backoff: skipped
+    app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id,
+                          kept={(GROUP, KIND, *key.split("/", 1)) for key in p.hits})
     where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
     for step, why in refused:  # another source's Application: failed here, nothing written to it but ours
@@ -275,7 +365,7 @@ def _plan_applications(p: _Pass) -> bool:
     app_steps = [s for s in app_steps if s.action != plan.PRUNE or not (
         guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or plan.wanted_elsewhere(s.live, opts.source_id))]
     prunes = sum(s.action == plan.PRUNE for s in app_steps)
-    if p.desired_apps and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
+    if p.wanted and guards.too_many(prunes, len(owned_live), opts.max_prune_share):
         report.errors.append(guards.refusal(prunes, len(owned_live), opts.max_prune_share, report.commit))
         p.prune = False
         app_steps = [s for s in app_steps if s.action != plan.PRUNE]
@@ -290,6 +380,10 @@ def _apply_applications(p: _Pass) -> None:
     (``_mark_wanted``)."""
     kube, report = p.kube, p.report
     made = writes.Namespaces(kube, p.namespaces, render.namespace)
+    live_apps = {_key(a): a for a in p.live_apps} if p.hits else {}
+    for key in p.hits:  # unchanged since the previous pass: unchanged again (steady.py)
+        report.add(key, f"{KIND}/{key}", UNCHANGED)
+        p.in_scope[key] = live_apps[key]
     app_work = []
     for step in (s for s in p.app_steps if s.action != plan.PRUNE and _key(s.desired) not in p.waiting):
         if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
@@ -364,25 +458,45 @@ def _keep_live_applications(p: _Pass) -> None:
                 and key not in p.waiting and not app["metadata"].get("deletionTimestamp"):
             p.in_scope[key] = app
     desired_by_key = {_key(d): d for d in p.desired_apps}
-    p.holds = {k: h for k, a in p.in_scope.items() if (h := suspend.application(desired_by_key.get(k), a))}
+    p.holds = {k: h for k, a in p.in_scope.items()
+               if k not in p.hits and (h := suspend.application(desired_by_key.get(k), a))}
     p.desired_apps = None
     p.app_steps = [s for s in p.app_steps if s.action == plan.PRUNE]
 
 
-def _apply_children(p: _Pass) -> None:
-    """Render, plan, name-check and apply the children, ``CHILD_BATCH`` Applications at a time;
-    a batch's rendered children are let go once applied (at 10,000 Applications they would be
-    20,000 objects at once). Then plan the prunes: what no desired child paired with."""
-    live_by_id = {plan.identity(c): c for c in p.live_children}  # loses each child a desired one pairs with
-    listed: dict = {}  # what ``apply.claim`` listed, by kind and namespace: once per pass
-    for child in p.live_children:
-        if plan.owned(child):
-            p.live_of.setdefault(plan.owner_key(child), {})[child["kind"]] = child
-    scoped = sorted(p.in_scope.items())
+def _index_children(p: _Pass) -> dict:
+    """The live children by identity (``_apply_children`` takes out each one a desired child
+    pairs with); each owned one is also its Application's live child of its kind (``live_of``)."""
+    for key, children in p.children_of.items():
+        for child in children:
+            p.live_of.setdefault(key, {})[child["kind"]] = child
+    return {plan.identity(c): c for c in p.live_children}
+
+
+def _apply_children(p: _Pass, keys: list[str], live_by_id: dict) -> None:
+    """Render, plan, name-check and apply the children of the Applications ``keys``,
+    ``CHILD_BATCH`` at a time; a batch's rendered children are let go once applied (at 10,000
+    Applications they would be 20,000 objects at once). An Application unchanged since the
+    previous pass (``hits``) renders nothing: its children are unchanged again."""
+    scoped = []
+    for key in keys:
+        entry = p.hits.get(key)
+        if entry is None:
+            scoped.append((key, p.in_scope[key]))
+            continue
+        for ident, _ in entry.children:
+            live_by_id.pop(ident, None)
+        for subject in entry.lines:
+            p.report.add(key, subject, UNCHANGED)
     for start in range(0, len(scoped), CHILD_BATCH):
         steps = _plan_children(p, scoped[start:start + CHILD_BATCH], live_by_id)
         _apply_child_batch(p, _unheld(p, apply.claim(p.kube, p.report, steps, p.failures, p.reasons, p.taken,
-                                                     listed, p.opted)))
+                                                     p.claimed, p.opted)))
+
+
+def _plan_prunes(p: _Pass, live_by_id: dict) -> None:
+    """Plan the prunes of children: what no desired child paired with; note the ones with the
+    agent's labels that it did not make."""
     p.child_prunes = plan.prunes(live_by_id, set()) if p.prune else []
     for child in p.live_children:
         if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
@@ -481,14 +595,25 @@ def _pruned_notice(app: dict, commit: str | None) -> news.Notice:
                        source_path=old.get("sourcePath") or (meta.get("annotations") or {}).get(labels.SOURCE_PATH))
 
 
-def _write_statuses(p: _Pass) -> None:
-    """Write each Application's status once, in the pool, only when it differs; a status that
-    does not move is checked inline. Sets ``report.retry_at`` to the earliest retry."""
+def _write_statuses(p: _Pass, keys: list[str]) -> None:
+    """Write the status of each Application of ``keys`` once, in the pool, only when it
+    differs; a status that does not move is checked inline, and one unchanged and at the same
+    commit since the previous pass (``steady.Steady.settled``) not at all: its health and
+    readiness are the recorded ones. Sets ``report.retry_at`` to the earliest retry."""
     broken_files = {problem.path: str(problem) for problem in p.problems}
     synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
-    statuses = [(key, app, _located(p, key, _outcome(p, key, app, broken_files, synced)), p.live_of.get(key, {}),
-                 key in p.failures) for key, app in sorted({**p.failed_apps, **p.in_scope}.items())]
+    statuses = []
+    for key in keys:
+        entry = p.hits.get(key)
+        if steady_.Steady.settled(entry, p.report.commit, p.report.source_seen):
+            p.report.health[key], p.report.synced[key] = entry.health, entry.synced
+            if entry.readiness is not None:
+                p.report.readiness[key] = entry.readiness
+            continue
+        app = p.in_scope.get(key) or p.failed_apps[key]
+        statuses.append((key, app, _located(p, key, _outcome(p, key, app, broken_files, synced)),
+                         p.live_of.get(key, {}), key in p.failures))
     if not p.report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
         statuses = [(key, app, replace(outcome, source_seen=False), *rest) for key, app, outcome, *rest in statuses]
     _record_health(p, statuses)
@@ -497,6 +622,41 @@ def _write_statuses(p: _Pass) -> None:
             kube, scratch, *st[:4], failed=st[4], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
+
+
+def _remember(p: _Pass) -> None:
+    """Record in ``p.steady`` each Application from this source's Git that this pass synced
+    cleanly (every line of it applied or unchanged, its status written or settled), as the
+    pass left it: its document, and its live object and children at the resourceVersions of
+    the pass's own writes (``steady.Steady.after``). Everything else is decided in full next time."""
+    steady, report = p.steady, p.report
+    clean = {CREATED, CONFIGURED, RECREATED, ADOPTED, UNCHANGED}
+    lines: dict[str, list] = {}
+    for change in report.changes:
+        lines.setdefault(change.application, []).append(change)
+    entries = {}
+    wanted = {f"{m.namespace}/{m.name}": m for m in p.wanted}
+    for key, app in p.in_scope.items():
+        hit = p.hits.get(key)
+        if steady_.Steady.settled(hit, report.commit, report.source_seen) and key not in report.failed:
+            entries[key] = hit  # nothing of it moved, nothing was written
+            continue
+        m = wanted.get(key)
+        if m is None or key in p.failures or key in p.waiting or key in p.holds or key in p.held_children \
+                or key in report.failed or key not in report.health or key not in report.synced \
+                or any(c.action not in clean for c in lines.get(key, ())):
+            continue
+        version = steady.after(app)
+        kids = tuple(sorted((plan.identity(c), steady.after(c)) for c in p.live_of.get(key, {}).values()))
+        if version is None or any(v is None for _, v in kids):
+            continue
+        entries[key] = steady_.Entry(
+            document=(m.path, m.line, p.blobs.get(m.path, "")), version=version, children=kids,
+            commit=report.commit, source_seen=report.source_seen,
+            lines=tuple(c.subject for c in lines.get(key, ()) if not c.subject.startswith(f"{KIND}/")),
+            health=report.health[key], readiness=report.readiness.get(key), synced=report.synced[key],
+            notes=tuple(p.hits[key].notes if key in p.hits else p.notes_of.get(key, ())))
+    steady.entries = entries
 
 
 def _located(p: _Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
@@ -610,17 +770,19 @@ def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) ->
 
 
 def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: str,
-             retry: backoff.Policy) -> dict[str, backoff.Waiting]:
+             retry: backoff.Policy, hits: dict | None = None) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
     with ``retry.skip``), each reported as one skipped Application object with the reason
-    (never as unchanged: it is still failing); another source's are not this pass's."""
+    (never as unchanged: it is still failing); another source's are not this pass's, nor
+    ``hits`` (unchanged since a pass that synced them cleanly: not backing off)."""
+    hits = hits or {}
     if not retry.skip:
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
     out = {}
     for app in live_apps:
         key = _key(app)
-        if plan.owned(app) and not plan.owned(app, source_id):
+        if key in hits or (plan.owned(app) and not plan.owned(app, source_id)):  # a hit: synced cleanly
             continue
         from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
         wait = backoff.waiting(app, report.commit if from_git else None, now)

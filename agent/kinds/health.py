@@ -48,7 +48,7 @@ def pending_deletion(obj: dict | None, kind: str) -> Health | None:
 
 
 
-VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp")
+VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp", "resourceVersion")
 VIEW_SPEC = ("paused", "replicas", "type")
 
 

@@ -143,7 +143,7 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
 
 
-def _item_of(kind: str, api_version: str, memo: share.Memo):
+def item_of(kind: str, api_version: str, memo: share.Memo):
     """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
     them), managedFields compacted (``fields.compact``), a Deployment's conditions cut to what
     health reads (``registry.trim``) and equal parts shared (``share``): a pass holds every
@@ -326,7 +326,7 @@ class Kube:
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]  # "/apis/apps/v1" -> apps/v1, "/api/v1" -> v1
         # a list's own memo, dropped after it: one memo for a pass's lists kept more (what only
         # one object uses) than sharing across kinds saved (87 against 83 MiB at 2,000 Applications)
-        return _item_of(kind, api_version, share.Memo())
+        return item_of(kind, api_version, share.Memo())
 
     @contextlib.contextmanager
     def sharing(self):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 
 import urllib3
 from kubernetes import client, watch as k8s_watch
@@ -28,24 +29,33 @@ def _lister(kube, group: str, kind: str):
     namespaces, and its leading arguments. A named group's resources share one generic path
     (``/apis/GROUP/VERSION/PLURAL``, the client's custom-objects call); the core group's are
     the typed ``CoreV1Api.list_<kind>_for_all_namespaces``."""
-    prefix, plural, _ = RESOURCES[(group, kind)]
+    prefix, plural, namespaced = RESOURCES[(group, kind)]
     if group:
         return client.CustomObjectsApi(kube.api).list_cluster_custom_object, (group, prefix.rsplit("/", 1)[1], plural)
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
-    return getattr(client.CoreV1Api(kube.api), f"list_{snake}_for_all_namespaces"), ()
+    return getattr(client.CoreV1Api(kube.api), f"list_{snake}" + ("_for_all_namespaces" if namespaced else "")), ()
 
 
-def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop, on_list=None) -> None:
-    """Watch ``kind`` (Application or a child kind) across all namespaces through ``kube``
-    (an ``agent.kube.client.Kube``) until ``stop`` (a threading.Event) is set. Blocks; run it in a thread.
+def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop, on_list=None,
+        store=None, relist_every: float | None = None) -> None:
+    """Watch ``kind`` (Application, a child kind, Namespace) across all namespaces through
+    ``kube`` (an ``agent.kube.client.Kube``) until ``stop`` (a threading.Event) is set. Blocks;
+    run it in a thread.
 
     ``on_list(kind, items, first)``: after each list, with its items (dicts with apiVersion and
     kind) and whether it is this watch's first. ``on_event(event_type, obj_dict)``: for each
-    change after the list. Every list and watch request waits for the rate limit first."""
+    change after the list. ``store``: an ``agent.kube.livestore.LiveStore`` told of every list,
+    event, bookmark and interruption. ``relist_every``: seconds after which the watch lists again
+    once its current request ends (None: only after an error), bounding any divergence. Events
+    are handed over as the API server's JSON (never the client's models: faster, and the same
+    for every kind). Every list and watch request waits for the rate limit first."""
     func, args = _lister(kube, group, kind)
-    backoff, resource_version, first = 0.5, None, True
+    backoff, resource_version, first, listed_at = 0.5, None, True, 0.0
     query = {"labelSelector": label_selector} if label_selector else None
     while not stop.is_set():
+        if resource_version is not None and relist_every is not None and time.monotonic() - listed_at > relist_every:
+            log.debug("watch of %s: periodic relist", kind)
+            resource_version = None
         if resource_version is None:
             try:
                 data = kube.request("GET", path(group, kind), query=query) or {}
@@ -59,30 +69,58 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
                 item.setdefault("apiVersion", data.get("apiVersion", "v1"))
                 item.setdefault("kind", kind)
             resource_version = (data.get("metadata") or {}).get("resourceVersion")
+            listed_at = time.monotonic()
+            if store is not None:
+                store.listed(kind, items, resource_version)
             if on_list is not None:
                 on_list(kind, items, first)
             first = False
-        watcher = k8s_watch.Watch()
-        kwargs = {"timeout_seconds": 30, "resource_version": resource_version, "allow_watch_bookmarks": True}
-        if label_selector:
-            kwargs["label_selector"] = label_selector
-        try:
-            kube.throttle()  # each (re)connection is a request like any other
-            for event in watcher.stream(func, *args, **kwargs):
-                if stop.is_set():
-                    break
-                backoff = 0.5
-                if event["type"] != "BOOKMARK":
-                    on_event(event["type"], event.get("raw_object"))
-            resource_version = watcher.resource_version or resource_version
-        except ApiException as err:
-            resource_version = None  # 410 Gone or another error: list again
-            log.info("watch of %s ended (%s %s); re-listing", kind, err.status, err.reason)
+        kube.throttle()  # each (re)connection is a request like any other
+        resource_version, clean = _watch_once(func, args, kind, label_selector, resource_version, on_event, stop,
+                                              store)
+        if clean:
+            backoff = 0.5
+        else:
             stop.wait(backoff)
             backoff = min(backoff * 2, 10)
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            log.info("watch of %s interrupted (%s); reconnecting in %.1fs", kind, err, backoff)
-            stop.wait(backoff)
-            backoff = min(backoff * 2, 10)
-        finally:
-            watcher.stop()
+
+
+def _watch_once(func, args, kind, label_selector, resource_version, on_event, stop, store):
+    """One watch request from ``resource_version``: (the resourceVersion to go on from, whether
+    it ended cleanly). None to go on from when it ended with an error (``410 Gone`` among them:
+    list again); the last one seen when the connection dropped (reconnect from there)."""
+    watcher = k8s_watch.Watch()
+    kwargs = {"timeout_seconds": 30, "resource_version": resource_version, "allow_watch_bookmarks": True}
+    if label_selector:
+        kwargs["label_selector"] = label_selector
+    try:
+        for event in watcher.stream(lambda *a, **kw: func(*a, **kw), *args, **kwargs):
+            if stop.is_set():
+                break
+            obj = event.get("raw_object")
+            rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
+            resource_version = rv or resource_version
+            if event["type"] == "ERROR":  # a Status: 410 Gone when resource_version expired
+                raise ApiException(status=(obj or {}).get("code"), reason=(obj or {}).get("reason"))
+            if event["type"] == "BOOKMARK":
+                if store is not None:
+                    store.progress(kind, rv)
+                continue
+            if store is not None:
+                store.event(kind, event["type"], obj)
+            on_event(event["type"], obj)
+        if store is not None:
+            store.progress(kind, resource_version)  # ended cleanly: current up to here
+        return resource_version, True
+    except ApiException as err:
+        log.info("watch of %s ended (%s %s); re-listing", kind, err.status, err.reason)
+        if store is not None:
+            store.interrupted(kind, lost=True)
+        return None, False
+    except (urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+        log.info("watch of %s interrupted (%s); reconnecting", kind, err)
+        if store is not None:
+            store.interrupted(kind, lost=False)
+        return resource_version, False
+    finally:
+        watcher.stop()

@@ -30,10 +30,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
 from agent.api.schema import GROUP
 from agent.engine import backoff, readiness, sync, sync_now
+from agent.engine.steady import Steady
 from agent.engine.report import Report
 from agent.kinds import registry
 from agent.kube import watch as watches
 from agent.kube.client import Kube
+from agent.kube.livestore import LiveStore, StoreKube
 from agent.server import triggers
 from agent.server.endpoints import Health, Metrics
 from agent.source import gitproc
@@ -41,6 +43,7 @@ from agent.source import gitproc
 log = logging.getLogger("agent.run")
 TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
 FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists
+DEFAULT_RELIST_INTERVAL = 600.0  # seconds: each watch lists again this often, bounding any divergence
 
 
 class Runner:
@@ -52,8 +55,12 @@ class Runner:
 
     def __init__(self, kube: Kube, opts: sync.Options, *, interval: float, jitter: float,
                  metrics: Metrics, health: Health, watch: bool = True,
-                 retry: backoff.Policy = backoff.Policy(skip=True), notifier=None, cache=None):
+                 retry: backoff.Policy = backoff.Policy(skip=True), notifier=None, cache=None,
+                 relist_interval: float | None = DEFAULT_RELIST_INTERVAL):
         self.kube, self.opts, self.retry = kube, opts, retry
+        self.relist_interval = relist_interval
+        self.store = LiveStore() if watch else None  # what the passes read instead of listing
+        self.steady = Steady(versions=self.store.version_after if self.store else None)  # see engine/steady.py
         self.notifier = notifier  # agent.notify.notifier.Notifier: told of each pass, never waited for
         self.cache = cache  # the status page's (``agent.server.cache.Cache``), None without the page
         self.last_report: Report | None = None  # the newest finished pass's, for the status page
@@ -92,9 +99,15 @@ class Runner:
                                         *((k.group, k.kind, selector) for k in registry.CHILD_KINDS)):
                 listed = threading.Event()
                 lists.append(listed)
+                self.store.watching(group, kind, labels)
                 threading.Thread(target=watches.run, args=(self.kube, group, kind, labels, self._on_event,
-                                                           self.stopping, self._listed(listed)),
+                                                           self.stopping, self._listed(listed), self.store,
+                                                           self.relist_interval),
                                  name=f"watch-{kind}", daemon=True).start()
+            self.store.watching("", "Namespace", None)  # never a trigger: the passes read it only
+            threading.Thread(target=watches.run, args=(self.kube, "", "Namespace", None, lambda *_: None,
+                                                       self.stopping, None, self.store, self.relist_interval),
+                             name="watch-Namespace", daemon=True).start()
             self._first_lists = lists  # the first pass waits for them (_await_first_lists)
             if self.cache is not None:
                 self._watch_for_page()
@@ -193,7 +206,10 @@ class Runner:
     def _trigger_loop(self) -> None:
         while not self.stopping.is_set():
             if self._trigger.wait(timeout=1.0):
-                self.stopping.wait(TRIGGER_DEBOUNCE)
+                with self._request_lock:
+                    online = self._online_requested_at is not None
+                if not online:  # a push is served at once; cluster changes close together share a pass
+                    self.stopping.wait(TRIGGER_DEBOUNCE)
                 with self._request_lock:
                     self._trigger.clear()
                     requested, self._online_requested_at = self._online_requested_at, None
@@ -253,10 +269,11 @@ class Runner:
             if not offline:
                 self._last_online_start = started
             try:
-                report = sync.run(triggers.Recording(self.kube, self.known, self.cache), self.opts,
+                kube = self.kube if self.store is None else StoreKube(self.kube, self.store)
+                report = sync.run(triggers.Recording(kube, self.known, self.cache), self.opts,
                                   known_commit=self.last_commit,
                                   offline=offline and self.last_commit is not None, retry=self.retry,
-                                  on_commit=self.notifier.started if self.notifier else None)
+                                  on_commit=self.notifier.started if self.notifier else None, steady=self.steady)
             except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
                 log.exception("the pass stopped on an internal error")
                 report = Report()

@@ -25,6 +25,7 @@ import threading
 from agent.api.labels import AGENT_NAME, MANAGED_BY
 from agent.kinds import registry
 from agent.kube.cluster import Wrapper
+from agent.kube.livestore import Served
 
 GONE = "gone"
 
@@ -64,17 +65,30 @@ class Known:
     def __init__(self):
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str, str], str] = {}
+        self._versions: dict[tuple[str, str, str], str] = {}  # the resourceVersion each fingerprint is of
 
     def seen(self, obj: dict | None) -> None:
-        """Record ``obj`` as read or written by a pass (None and objects without a name: ignored)."""
-        if obj and (obj.get("metadata") or {}).get("name") and obj.get("kind"):
+        """Record ``obj`` as read or written by a pass (None and objects without a name: ignored).
+        An object at the resourceVersion recorded last is not fingerprinted again: a pass reads
+        every watched object, most of them unchanged."""
+        meta = (obj or {}).get("metadata") or {}
+        if obj and meta.get("name") and obj.get("kind"):
+            key, version = identity(obj), meta.get("resourceVersion")
+            if version and self._versions.get(key) == version and self._known.get(key) not in (None, GONE):
+                return
+            print_ = fingerprint(obj)
             with self._lock:
-                self._known[identity(obj)] = fingerprint(obj)
+                self._known[key] = print_
+                if version:
+                    self._versions[key] = version
+                else:
+                    self._versions.pop(key, None)
 
     def gone(self, obj: dict) -> None:
         """Record that a pass deleted ``obj``."""
         with self._lock:
             self._known[identity(obj)] = GONE
+            self._versions.pop(identity(obj), None)
 
     def news(self, event_type: str, obj: dict | None) -> bool:
         """True when the watch event ``event_type`` (ADDED, MODIFIED, DELETED) of ``obj`` tells
@@ -122,13 +136,16 @@ class Recording(Wrapper):
         return obj
 
     def list(self, group, kind, *args, **kwargs):
-        items = self._kube.list(group, kind, *args, **kwargs)
-        for item in items:
-            self._seen(item)
-        return items
+        return self._listed(self._kube.list(group, kind, *args, **kwargs))
 
     def list_in(self, group, kind, namespace, *args, **kwargs):
-        items = self._kube.list_in(group, kind, namespace, *args, **kwargs)
+        return self._listed(self._kube.list_in(group, kind, namespace, *args, **kwargs))
+
+    def _listed(self, items):
+        if isinstance(items, Served):  # the watches' own objects: the page's cache has them already
+            for item in items:
+                self.known.seen(item)
+            return items
         for item in items:
             self._seen(item)
         return items

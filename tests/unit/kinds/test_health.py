@@ -372,7 +372,8 @@ def test_view_keeps_exactly_what_health_and_status_read_and_leaves_the_object_al
     before = yaml.safe_load(yaml.safe_dump(FULL_DEPLOYMENT))
     assert health.view(FULL_DEPLOYMENT) == {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "ns", "generation": 3, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+        "metadata": {"name": "web", "namespace": "ns", "generation": 3, "deletionTimestamp": "2026-01-01T00:00:00Z",
+                     "resourceVersion": "9"},
         "spec": {"replicas": 2, "paused": True},
         "status": FULL_DEPLOYMENT["status"],
     }

@@ -1,0 +1,91 @@
+"""What ``run``'s next pass may take from this one: the Applications whose inputs did not move.
+
+Why: a pass is level-based (``sync``): it decides every Application and child again. At 10,000
+Applications that is seconds of work a pass with nothing to do throws away, and it delays the one
+Application a push changed behind 9,999 that did not (issue 33). ``run`` keeps one ``Steady``
+across its passes; ``sync --once`` has none and decides everything, as before.
+
+What one Application's part of a pass depends on: its document in Git (file, line and Git blob:
+the same blob is the same bytes), its live object and its live children (each at a
+``metadata.resourceVersion``, which the API server changes on every write to the object), the
+commit (recorded only in its status; the plan never compares it: ``plan._without_provenance``)
+and the pass's settings (fixed for one ``run``). So:
+
+- **unchanged** (``unchanged``): the same document, the live Application and the same children at
+  the resourceVersions this pass left them at (after its own writes: ``versions``), and the
+  previous pass synced it cleanly. The pass skips rendering and deciding it and its children:
+  they are unchanged again. Only its status is still computed (a new commit moves it: the sweep).
+- **settled** (``settled``): unchanged, and the same commit, and Git was seen as then (or an
+  offline pass after an online one): its status would not move either. Its health, readiness and
+  summary lines are the ones recorded.
+
+Only Applications that synced cleanly are kept: not failed, not backing off, not held, not
+another source's, from this source's Git. Anything else is decided in full every pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+Document = tuple[str, int, str]  # (path, line, Git blob id) of an Application's document
+Versions = Callable[[str, str, str, str | None], str | None]  # (kind, namespace, name, read) -> after the pass
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One Application as a pass left it. ``children``: (identity, resourceVersion) of each live
+    child, sorted; ``lines``: its (subject, action, message) summary lines; ``health``,
+    ``readiness`` and ``synced``: what the pass put in ``Report.health``, ``readiness`` and
+    ``synced`` for it; ``notes``: the pass's notes about its document (labels the agent sets)."""
+
+    document: Document
+    version: str
+    children: tuple
+    commit: str
+    source_seen: bool
+    lines: tuple
+    health: dict
+    readiness: tuple | None
+    synced: object
+    notes: tuple = ()
+
+
+@dataclass
+class Source:
+    """A commit's documents as a pass read them (path and commit fixed for one ``run``)."""
+
+    commit: str
+    read: object  # what ``sync`` keeps of the read: opaque here
+
+
+@dataclass
+class Steady:
+    """The entries of the previous pass, by ``namespace/name``, and the read of its commit.
+    ``versions``: the resourceVersion an object has after the pass's own writes (its answer's),
+    or the one it was read at; None when the caller cannot say (then nothing is kept)."""
+
+    versions: Versions | None = None
+    entries: dict[str, Entry] = field(default_factory=dict)
+    source: Source | None = None
+
+    def unchanged(self, key: str, document: Document, app: dict, children: tuple) -> Entry | None:
+        """The entry of ``key`` when its ``document``, live Application ``app`` and live
+        ``children`` ((identity, resourceVersion), sorted) are as the previous pass left them."""
+        entry = self.entries.get(key)
+        if entry is None or entry.document != document or entry.children != children:
+            return None
+        return entry if (app.get("metadata") or {}).get("resourceVersion") == entry.version else None
+
+    @staticmethod
+    def settled(entry: Entry | None, commit: str | None, source_seen: bool) -> bool:
+        """True when an ``unchanged`` entry's status would not move at ``commit``."""
+        return entry is not None and entry.commit == commit and (entry.source_seen or not source_seen)
+
+    def after(self, obj: dict) -> str | None:
+        """``obj``'s resourceVersion once this pass's writes are counted (``versions``)."""
+        meta = obj.get("metadata") or {}
+        if self.versions is None:
+            return None
+        return self.versions(obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""),
+                             meta.get("resourceVersion"))

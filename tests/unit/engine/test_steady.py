@@ -1,0 +1,54 @@
+"""What ``run``'s next pass may take from the previous one (``steady``)."""
+
+from agent.engine.steady import Entry, Steady
+
+CHILD = ("apps", "Deployment", "ns", "web")
+
+
+def entry(**changes) -> Entry:
+    values = dict(document=("apps/web.yaml", 1, "b" * 40), version="7", children=((CHILD, "5"),), commit="c1",
+                  source_seen=True, lines=("Deployment/ns/web",), health={"status": "Healthy"},
+                  readiness=("True", "Synced"), synced=None)
+    values.update(changes)
+    return Entry(**values)
+
+
+def app(rv: str = "7") -> dict:
+    return {"kind": "Application", "metadata": {"namespace": "ns", "name": "web", "resourceVersion": rv}}
+
+
+def test_an_application_is_unchanged_only_when_document_object_and_children_are_as_left():
+    steady = Steady(entries={"ns/web": entry()})
+    same = (("apps/web.yaml", 1, "b" * 40), app(), ((CHILD, "5"),))
+    assert steady.unchanged("ns/web", *same) == entry()
+    assert steady.unchanged("ns/other", *same) is None
+    assert steady.unchanged("ns/web", ("apps/web.yaml", 1, "c" * 40), app(), same[2]) is None  # new blob
+    assert steady.unchanged("ns/web", ("apps/moved.yaml", 1, "b" * 40), app(), same[2]) is None
+    assert steady.unchanged("ns/web", ("apps/web.yaml", 2, "b" * 40), app(), same[2]) is None
+    assert steady.unchanged("ns/web", same[0], app("8"), same[2]) is None  # the Application was written
+    assert steady.unchanged("ns/web", same[0], app(), ((CHILD, "6"),)) is None  # a child was written
+    assert steady.unchanged("ns/web", same[0], app(), ()) is None  # a child is gone
+    assert steady.unchanged("ns/web", same[0], app(), ((CHILD, "5"), (("", "Service", "ns", "web"), "3"))) is None
+    assert steady.unchanged("ns/web", same[0], {"metadata": {}}, same[2]) is None
+
+
+def test_a_status_is_settled_at_the_same_commit_and_when_git_is_seen_as_then():
+    assert Steady.settled(entry(), "c1", True)
+    assert Steady.settled(entry(), "c1", False)  # an offline pass after an online one: nothing to say
+    assert not Steady.settled(entry(), "c2", True)  # a new commit: the sweep writes it
+    assert not Steady.settled(entry(source_seen=False), "c1", True)  # Git seen again: SourceAvailable may move
+    assert Steady.settled(entry(source_seen=False), "c1", False)
+    assert not Steady.settled(None, "c1", True)
+
+
+def test_the_version_after_a_pass_is_the_callers_or_none():
+    child = {"kind": "Deployment", "metadata": {"namespace": "ns", "name": "web", "resourceVersion": "5"}}
+    asked = []
+
+    def versions(kind, namespace, name, read):
+        asked.append((kind, namespace, name, read))
+        return "9"
+
+    assert Steady().after(child) is None
+    assert Steady(versions=versions).after(child) == "9" and asked == [("Deployment", "ns", "web", "5")]
+    assert Steady(versions=versions).after({"metadata": {"name": "x"}}) == "9" and asked[-1] == ("", "", "x", None)

@@ -1,0 +1,144 @@
+"""The store ``run``'s passes read instead of listing: when it may be read, and what it holds."""
+
+import threading
+import time
+
+from agent.kube.livestore import LiveStore, Served, StoreKube
+
+SELECTOR = "app.kubernetes.io/managed-by=gitops-agent"
+
+
+def dep(name: str, rv: str, uid: str = "u", namespace: str = "ns", **extra) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": rv, "uid": uid,
+                         "managedFields": [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]},
+            "spec": {"replicas": 1}, **extra}
+
+
+def store_with(*items, rv="10") -> LiveStore:
+    store = LiveStore()
+    store.watching("apps", "Deployment", SELECTOR)
+    store.listed("Deployment", list(items), rv)
+    return store
+
+
+def names(items) -> list[str]:
+    return sorted(i["metadata"]["name"] for i in items)
+
+
+def test_a_kind_is_read_only_after_its_first_list_and_with_the_watchs_selector():
+    store = LiveStore()
+    store.watching("apps", "Deployment", SELECTOR)
+    assert store.read("Deployment", SELECTOR, wait=0) == (None, "its watch has not listed since it started or lost events")
+    store.listed("Deployment", [dep("a", "5")], "10")
+    items, why = store.read("Deployment", SELECTOR, wait=0)
+    assert names(items) == ["a"] and why == ""
+    assert store.read("Deployment", None, wait=0)[0] is None
+    assert store.read("Service", SELECTOR, wait=0) == (None, "not watched")
+    assert store.reads == {"store": 1, "list": 2}
+
+
+def test_events_keep_and_forget_and_the_list_replaces_everything():
+    store = store_with(dep("a", "5"), dep("b", "6"))
+    store.event("Deployment", "MODIFIED", dep("a", "11", spec_changed=True))
+    store.event("Deployment", "ADDED", dep("c", "12"))
+    store.event("Deployment", "DELETED", dep("b", "13"))
+    items, _ = store.read("Deployment", SELECTOR, wait=0)
+    assert names(items) == ["a", "c"] and next(i for i in items if i["metadata"]["name"] == "a")["spec_changed"]
+    store.listed("Deployment", [dep("z", "20")], "20")
+    assert names(store.read("Deployment", SELECTOR, wait=0)[0]) == ["z"]
+    assert store.read("Deployment", SELECTOR, namespace="other", wait=0)[0] == []
+
+
+def test_a_lost_watch_is_not_read_until_it_lists_again_and_a_dropped_one_until_it_reconnects():
+    store = store_with(dep("a", "5"))
+    store.interrupted("Deployment", lost=False)
+    assert store.read("Deployment", SELECTOR, wait=0) == (None, "its watch is reconnecting")
+    store.progress("Deployment", "11")  # the next request answered
+    assert store.read("Deployment", SELECTOR, wait=0)[0] is not None
+    store.interrupted("Deployment", lost=True)  # 410 Gone: events were lost
+    store.event("Deployment", "MODIFIED", dep("a", "12"))  # a late event does not make it whole
+    assert store.read("Deployment", SELECTOR, wait=0)[1] == "its watch has not listed since it started or lost events"
+    store.listed("Deployment", [dep("a", "30")], "30")
+    assert store.read("Deployment", SELECTOR, wait=0)[0] is not None
+
+
+def test_a_pass_never_reads_a_kind_before_the_watch_delivered_its_own_last_write():
+    store = store_with(dep("a", "5"))
+    store.written(dep("a", "15"))
+    assert store.read("Deployment", SELECTOR, wait=0) == (
+        None, "the watch has not yet delivered resourceVersion 15 (the pass's last write)")
+    threading.Timer(0.1, store.event, ("Deployment", "MODIFIED", dep("a", "15"))).start()
+    started = time.monotonic()
+    items, _ = store.read("Deployment", SELECTOR, wait=5)  # waits for the event, not for the timeout
+    assert items[0]["metadata"]["resourceVersion"] == "15" and time.monotonic() - started < 2
+    store.written(dep("a", "17"))
+    store.progress("Deployment", "18")  # a bookmark past it counts as well
+    assert store.read("Deployment", SELECTOR, wait=0)[0] is not None
+
+
+def test_the_version_after_a_pass_counts_its_own_writes():
+    store = store_with(dep("a", "5"))
+    assert store.version_after("Deployment", "ns", "a", "5") == "5"
+    store.written(dep("a", "15"))
+    assert store.version_after("Deployment", "ns", "a", "5") == "15"
+    assert store.version_after("Deployment", "ns", "a", "20") == "20"  # changed since by someone else
+    assert store.version_after("Service", "ns", "a", "5") is None
+    assert store.version_after("Deployment", "ns", "a", None) is None
+
+
+def test_a_deletion_hides_the_object_until_its_deleted_event_and_only_that_uid():
+    store = store_with(dep("a", "5", uid="old"))
+    store.deleted(dep("a", "5", uid="old"))
+    assert store.read("Deployment", SELECTOR, wait=0)[0] == []
+    store.event("Deployment", "MODIFIED", dep("a", "6", uid="old", metadata_deleting=True))  # the GC's update
+    assert store.read("Deployment", SELECTOR, wait=0)[0] == []
+    store.event("Deployment", "ADDED", dep("a", "8", uid="new"))  # made again
+    assert names(store.read("Deployment", SELECTOR, wait=0)[0]) == ["a"]
+
+
+def test_a_resource_version_that_is_not_an_integer_makes_the_kind_listed_always():
+    store = store_with(dep("a", "5"))
+    store.event("Deployment", "MODIFIED", dep("a", "abc"))
+    assert store.read("Deployment", SELECTOR, wait=0)[1] == "the API server's resourceVersions are not integers"
+
+
+def test_the_store_keeps_a_copy_and_leaves_the_watchs_object_alone():
+    original = dep("a", "5")
+    store = store_with(original)
+    assert original["metadata"]["managedFields"] == [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]
+    items, _ = store.read("Deployment", SELECTOR, wait=0)
+    assert items[0] is not original and items[0]["metadata"]["name"] == "a"
+
+
+class Lister:
+    def __init__(self):
+        self.calls = []
+
+    def list(self, group, kind, selector=None):
+        self.calls.append((kind, selector))
+        return [dep("listed", "1")]
+
+    def list_in(self, group, kind, namespace, selector=None):
+        self.calls.append((kind, namespace, selector))
+        return []
+
+    def apply(self, obj, force=True):
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "40"}}
+
+    def delete(self, obj, propagation="Background"):
+        return True
+
+
+def test_the_pass_kube_reads_the_store_or_lists_and_tells_the_store_its_writes():
+    store, lister = store_with(dep("a", "5")), Lister()
+    kube = StoreKube(lister, store)
+    served = kube.list("apps", "Deployment", SELECTOR)
+    assert isinstance(served, Served) and names(served) == ["a"] and lister.calls == []
+    assert names(kube.list("apps", "Deployment", None)) == ["listed"] and lister.calls == [("Deployment", None)]
+    kube.apply(dep("a", "5"))
+    assert store.read("Deployment", SELECTOR, wait=0)[0] is None  # 40 not delivered yet
+    assert names(kube.list("apps", "Deployment", SELECTOR)) == ["listed"]
+    store.event("Deployment", "MODIFIED", dep("a", "40"))
+    kube.delete(dep("a", "40"))
+    assert kube.list_in("apps", "Deployment", "ns", SELECTOR) == []
