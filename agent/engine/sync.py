@@ -309,7 +309,7 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
     for m in p.wanted:
         key = f"{m.namespace}/{m.name}"
         app = live_apps.get(key)
-        if app is None:
+        if app is None or m.path not in p.blobs:  # no blob id: its content cannot be told apart
             continue
         children = tuple(sorted((plan.identity(c), (c.get("metadata") or {}).get("resourceVersion"))
                                 for c in p.children_of.get(key, ())))
@@ -642,7 +642,7 @@ def _remember(p: _Pass) -> None:
             entries[key] = hit  # nothing of it moved, nothing was written
             continue
         m = wanted.get(key)
-        if m is None or key in p.failures or key in p.waiting or key in p.holds or key in p.held_children \
+        if m is None or m.path not in p.blobs or key in p.failures or key in p.waiting or key in p.holds or key in p.held_children \
                 or key in report.failed or key not in report.health or key not in report.synced \
                 or any(c.action not in clean for c in lines.get(key, ())):
             continue

@@ -42,6 +42,7 @@ from agent.source import gitproc
 
 log = logging.getLogger("agent.run")
 TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
+ONLINE_SPACING = 1.0  # seconds: pushes are served at once, but at most one online pass starts per this long
 FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists
 DEFAULT_RELIST_INTERVAL = 600.0  # seconds: each watch lists again this often, bounding any divergence
 
@@ -206,10 +207,7 @@ class Runner:
     def _trigger_loop(self) -> None:
         while not self.stopping.is_set():
             if self._trigger.wait(timeout=1.0):
-                with self._request_lock:
-                    online = self._online_requested_at is not None
-                if not online:  # a push is served at once; cluster changes close together share a pass
-                    self.stopping.wait(TRIGGER_DEBOUNCE)
+                self.stopping.wait(self._settle_time())
                 with self._request_lock:
                     self._trigger.clear()
                     requested, self._online_requested_at = self._online_requested_at, None
@@ -222,6 +220,18 @@ class Runner:
                     continue  # an online pass covers what the watches saw, too
                 if events:
                     self.run_pass(offline=True, trigger="watch", only_if=lambda: self._news(events))
+
+    def _settle_time(self) -> float:
+        """Seconds to wait before serving what is asked: a push (webhook, sync-now) at once,
+        unless an online pass started less than ``ONLINE_SPACING`` ago (then the rest of that:
+        a burst of pushes shares one more pass); cluster changes ``TRIGGER_DEBOUNCE``, so
+        changes close together share a pass."""
+        with self._request_lock:
+            online = self._online_requested_at is not None
+        if not online:
+            return TRIGGER_DEBOUNCE
+        since = time.monotonic() - (self._last_online_start or float("-inf"))
+        return max(0.0, ONLINE_SPACING - since)
 
     # -- passes --------------------------------------------------------------------------------
 
