@@ -86,6 +86,7 @@ class FaultProxy:
             except OSError:
                 client.close()
                 continue
+            upstream.settimeout(None)  # the 5 s were for connecting: a quiet watch is no dead connection
             with self._lock:
                 self.connections += 1
                 self._sockets += [client, upstream]

@@ -88,7 +88,8 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
 def _watch_once(func, args, kind, label_selector, resource_version, on_event, stop, store):
     """One watch request from ``resource_version``: (the resourceVersion to go on from, whether
     it ended cleanly). None to go on from when it ended with an error (``410 Gone`` among them:
-    list again); the last one seen when the connection dropped (reconnect from there)."""
+    list again); the last one seen when the connection dropped, during the TLS handshake too
+    (reconnect from there)."""
     watcher = k8s_watch.Watch()
     kwargs = {"timeout_seconds": 30, "resource_version": resource_version, "allow_watch_bookmarks": True}
     if label_selector:
@@ -113,6 +114,12 @@ def _watch_once(func, args, kind, label_selector, resource_version, on_event, st
             store.progress(kind, resource_version)  # ended cleanly: current up to here
         return resource_version, True
     except ApiException as err:
+        if err.status == 0:  # no answer: the client's wrapping of a TLS failure (a connection cut
+            # or refused during the handshake) is a dropped connection, not the API server's error
+            log.info("watch of %s interrupted (%s); reconnecting", kind, " ".join(str(err.reason).split()))
+            if store is not None:
+                store.interrupted(kind, lost=False)
+            return resource_version, False
         log.info("watch of %s ended (%s %s); re-listing", kind, err.status, err.reason)
         if store is not None:
             store.interrupted(kind, lost=True)
