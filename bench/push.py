@@ -50,8 +50,8 @@ RUN_NOCHANGE = 3
 FLOOR_REPEATS = 10
 POLL = 0.01  # seconds between reads of run's log
 STOP_TIMEOUT = 60.0  # seconds run may take to exit after SIGTERM (its --shutdown-grace is 20 s)
-QUIET = 2.0  # seconds with no new pass line before each webhook (passes the last one's watches caused)
-QUIET_LIMIT = 120.0
+QUIET = 2.0  # seconds with no new pass line before each webhook, at least (see Run.quiet)
+QUIET_LIMIT = 300.0
 HOOK_BODY = b'{"ref": "refs/heads/main"}'
 WEBHOOK_FLAG = "--webhook-secret-file"
 
@@ -160,10 +160,17 @@ class Run:
                 raise RuntimeError(f"no {trigger or 'first'} pass of run within {timeout:.0f}s:\n{self.tail()}")
             time.sleep(POLL)
 
-    def quiet(self, window: float = QUIET, limit: float = QUIET_LIMIT) -> None:
-        """Until ``window`` seconds pass with no new pass line (at most ``limit``)."""
+    def quiet(self, limit: float = QUIET_LIMIT) -> None:
+        """Until no new pass line appeared for a while (at most ``limit`` seconds): ``QUIET``
+        seconds, or longer after a long pass (1.5 times its duration plus the agent's 0.5 s
+        debounce), so that a pass the last one's own changes set off (trigger ``watch``; the log
+        shows no pass start) is likely over before the next webhook."""
+        def window() -> float:
+            last = float(self.passes[-1].get("duration_seconds") or 0) if self.passes else 0.0
+            return max(QUIET, 1.5 * last + 0.5)
+
         started = last = time.monotonic()
-        while time.monotonic() - last < window and time.monotonic() - started < limit:
+        while time.monotonic() - last < window() and time.monotonic() - started < limit:
             if self.poll():
                 last = time.monotonic()
             time.sleep(0.05)
