@@ -118,12 +118,26 @@ def run_args(repo: Path, kubeconfig: Path, cache: Path, port: int, secret_file: 
     return args
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the harness dies (a kill the ``finally`` that stops
+    ``run`` never sees); Linux only, best effort."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001
+        pass
+
+
 class Run:
     """One ``run`` process: its log read incrementally for pass lines, webhooks, peak RSS."""
 
     def __init__(self, tree: agent_run.Tree, args: list[str], log: Path, port: int, secret: bytes):
         self.log, self.port, self.secret = log, port, secret
-        self.proc = agent_run.start(tree, args, log)
+        with open(log, "wb") as out:  # as agent_run.start, and ended with the harness if that is killed
+            self.proc = subprocess.Popen([tree.python, "-m", "agent", *args], cwd=tree.path,
+                                         env=agent_run._env(tree.path), stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         self.offset = 0  # bytes of the log already read
         self.partial = b""
         self.passes: list[dict] = []  # every pass line read so far, with "read_at" (monotonic)
