@@ -389,15 +389,19 @@ def _pushes(bench, n: int, variant: str, repo: Path, run: Run) -> None:
             applied = watch.wait(60.0)  # the pass has ended: its apply is long done
         finally:
             watch.close()
+        at_end = bench.api.request_counts()
         bench.expect(f"{name}'s Deployment got {image}", watch.image == image)
         writes = status_writes(before, watch.counts)
+        whole = stats.client_requests(stats.delta(before, at_end))  # the POST to the pass's end
         row = {"i": i, "commit": commit[:12], "pass_commit": (end.get("commit") or "")[:12],
                "applied_s": round(applied - t0, 3), "passend_s": round(end["read_at"] - t0, 3),
                "pass_duration_s": end.get("duration_seconds"), "status_writes_before_applied": writes,
+               "status_writes_by_pass_end": status_writes(before, at_end), "requests_by_pass_end": stats.describe(whole),
                "other_passes": [p.get("trigger") for p in run.passes[seen:] if p is not end]}
         after = len(run.passes)
         run.quiet()  # the passes the push's own changes set off (watch), before the next push
         row["passes_after"] = [f"{p.get('trigger')} {p.get('duration_seconds')}s" for p in run.passes[after:]]
+        row["requests_after"] = stats.describe(stats.client_requests(stats.delta(at_end, bench.api.request_counts())))
         rows.append(row)
         if row["pass_commit"] != row["commit"]:
             bench.notes.append(f"N={n} {variant}: the webhook pass after pushing {commit[:12]} synced "
@@ -406,7 +410,8 @@ def _pushes(bench, n: int, variant: str, repo: Path, run: Run) -> None:
         bench.samples.add(n, variant, "push_passend_s", end["read_at"] - t0)
         bench.samples.add(n, variant, "push_status_share", writes / n)
         bench.say(f"  {variant} push {len(rows)}/{len(push_indices(n))} ({name}): applied {applied - t0:.2f}s, "
-                  f"pass end {end['read_at'] - t0:.2f}s, {writes} status writes before applied"
+                  f"pass end {end['read_at'] - t0:.2f}s, {writes} status writes before applied, "
+                  f"{row['status_writes_by_pass_end']} by the pass's end"
                   + (f", other passes: {row['other_passes']}" if row["other_passes"] else "")
                   + (f"; then: {', '.join(row['passes_after'])}" if row["passes_after"] else ""))
         bench.details.setdefault(f"{n}|{variant}|push", []).append(row)
