@@ -316,7 +316,11 @@ def measure(bench, n: int, tree: agent_run.Tree, repo: Path, cache: Path, logs: 
     args = run_args(repo, bench.cluster.kubeconfig, cache, port, secret_file, bench.concurrency, tree)
     run = Run(tree, args, logs / f"{n}-{tree.label}-{rnd}-run.log", port, secret)
     try:
-        _steps(bench, n, variant, repo, run)
+        try:
+            _steps(bench, n, variant, repo, run)
+        except RuntimeError:  # a wait cut short by --stop-at: stop as every other step does
+            bench.check_time()
+            raise
         code, seconds = run.stop()
         bench.samples.add(n, variant, "run_peak_rss_mib", run.peak_kib / 1024)
         bench.details[f"{n}|{variant}|run_stop"] = {"exit": code, "seconds": round(seconds, 2)}
