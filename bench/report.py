@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import page, stats
+from . import page, push, stats
 
 NOTES_MARK = "<!-- notes -->"
 PHASES = [("cold", "cold pass"), ("settle", "second pass (controllers caught up)"),
@@ -111,6 +111,42 @@ def exponents(samples: stats.Samples) -> list[str]:
     return lines
 
 
+PUSH_TARGETS = ("Targets: push→applied median ≤ 1.5 s and ≤ 3× the floor at N = 10,000; run's no-change pass "
+                "0 LIST requests, 0 writes and < 1 s; status writes before the changed child was applied < 5 % "
+                "of N.")
+
+
+def _median_max(values: list[float]) -> str:
+    return f"{stats.median(values):.2f} / {max(values):.2f}" if values else "–"
+
+
+def push_table(samples: stats.Samples, details: dict) -> list[str]:
+    """The push-to-live table (``bench/push.py``): one row per N and agent tree that has it."""
+    head = ["| N | agent | push→applied s (median / max) | push→pass end s (median / max) | floor: kubectl s (median) | "
+            "applied ÷ floor | `sync --once` after a one-Application commit s | run's no-change pass s | "
+            "its LIST requests, writes | status writes before the child was applied (share of N, median / max) | "
+            "run's peak RSS MiB | no-change requests by verb and resource (last) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for n in sizes(samples):
+        for v in variants(samples):
+            applied = samples.values(n, v, "push_applied_s")
+            if not v.startswith("agent:") or not (applied or samples.values(n, v, "run_nochange_s")):
+                continue
+            m = lambda f: samples.median(n, v, f)
+            share = samples.values(n, v, "push_status_share")
+            share_text = f"{stats.median(share):.1%} / {max(share):.1%}" if share else "–"
+            rows.append(
+                f"| {n:,} | {v} | {_median_max(applied)} | {_median_max(samples.values(n, v, 'push_passend_s'))} | "
+                f"{_fmt(m('push_floor_s'))} | {_fmt(stats.ratio(m('push_applied_s'), m('push_floor_s')), '', 1)} | "
+                f"{_fmt(m('changeone_s'))} | {_fmt(m('run_nochange_s'))} | "
+                f"{_fmt(m('run_nochange_lists'), 'int')}, {_fmt(m('run_nochange_writes'), 'int')} | {share_text} | "
+                f"{_fmt(m('run_peak_rss_mib'), '', 0)} | {details.get(f'{n}|{v}|run_nochange', '')} |")
+    if not rows:
+        return ["Not measured in this run.", ""]
+    return [PUSH_TARGETS, "", *head, *rows, ""]
+
+
 def scale_out(samples: stats.Samples, info: dict | None) -> list[str]:
     if not info:
         return ["Not measured in this run (`--scale-out-n`)."]
@@ -203,6 +239,19 @@ def markdown(results: dict, samples: stats.Samples, old_text: str | None) -> str
         "include one LIST of the Applications (their uids, for the children's ownerReferences).", "",
         *table(samples, results["details"]), "",
         "![pass time against N](bench/pass-time.png)", "",
+        "## Push to live (issue 33)", "",
+        "From `bench/push.py`, after each agent round's `sync --once` steps: the tree's `run` (webhook on, "
+        "`--interval 3600`, JSON log) against the same repository and Git cache. No-change pass: a signed push "
+        f"webhook with no new commit, {push.RUN_NOCHANGE} times; its `duration_seconds` and the API server's requests "
+        f"during it. Pushes: {push.PUSHES} commits, each changing one Application's image (spread over the range), "
+        "each followed by the webhook; *applied* = when a WATCH on that Application's Deployment (opened before the "
+        "POST) delivers a higher `metadata.generation`; *pass end* = when the pass's log line is read (polled every "
+        "10 ms); the status share = `applications/status` writes the API server counted between the POST and "
+        "*applied*, over N. Floor: `kubectl apply --server-side --dry-run=server --force-conflicts` of the last "
+        f"changed Application's file, {push.FLOOR_REPEATS} times, kubectl's start included (dry-run=server so the "
+        "agent's state is not disturbed). Peak RSS: `run`'s `VmHWM` over the step. `run` must then exit 0 on "
+        "SIGTERM. Medians and maxima over every push of every round.", "",
+        *push_table(samples, results["details"]),
         "## Status page: the list's server time (issue 31)", "",
         "From `bench/page.py`: the cache of `run` filled with N Applications, `/` requested 100 times "
         "(one Application changed before each request); medians. A page request sends no request to the API "

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import agent_run, stats, workload
+from . import agent_run, push, stats, workload
 from .api import Api
 
 FAKE_COMMIT = "0" * 40  # the source-commit annotation of the Applications kubectl and the loop apply
@@ -190,6 +190,7 @@ class Bench:
         dep = self.api.request("GET", f"/apis/apps/v1/namespaces/{first[1]}/deployments/{first[0]}")
         self.expect("the hand edit undone", dep["spec"]["replicas"] == 0)
         self.samples.add(n, variant, "peak_rss_mib", max(rss))
+        push.measure(self, n, tree, repo, cache, logs, rnd)  # run, the same repository and cache
 
     def kubectl_round(self, n: int) -> None:
         first = self.work / f"kubectl-apps-{n}.json"

@@ -75,6 +75,13 @@ def change_one(repo: Path, prefix: str) -> str:
     return _git(repo, "rev-parse", "HEAD")
 
 
+def set_image(repo: Path, i: int, prefix: str, image: str) -> str:
+    """Commit ``image`` for Application ``i`` (the push-to-live step); returns the new commit SHA."""
+    (repo / app_file(i, prefix)).write_text(yaml.safe_dump(app_document(i, prefix, image), sort_keys=False))
+    _git(repo, "commit", "-q", "-am", f"{app_name(i)}: {image}")
+    return _git(repo, "rev-parse", "HEAD")
+
+
 def desired_applications(n: int, prefix: str, commit: str, source_id: str) -> list[dict]:
     """The Applications as the agent applies them from ``commit`` (its ``render`` module)."""
     from agent.kinds import render
