@@ -63,11 +63,27 @@ class Source:
 class Steady:
     """The entries of the previous pass, by ``namespace/name``, and the read of its commit.
     ``versions``: the resourceVersion an object has after the pass's own writes (its answer's),
-    or the one it was read at; None when the caller cannot say (then nothing is kept)."""
+    or the one it was read at; None when the caller cannot say (then nothing is kept).
+    ``facts``: what a pass derived from each live object it read (``facts``), by the object."""
 
     versions: Versions | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
     source: Source | None = None
+    facts: dict = field(default_factory=dict)
+    _next: dict = field(default_factory=dict)
+
+    def fact(self, obj: dict, derive: Callable[[dict], object]):
+        """``derive(obj)``, computed once for as long as the store hands out the same object
+        (the watches replace an object on every change: a changed one is derived again). Pure
+        ``derive`` only. ``turn`` keeps only the objects of the last pass."""
+        known = self.facts.get(id(obj))
+        value = known[1] if known is not None and known[0] is obj else derive(obj)
+        self._next[id(obj)] = (obj, value)
+        return value
+
+    def turn(self) -> None:
+        """End of a pass: keep the facts of the objects it read, forget the others."""
+        self.facts, self._next = self._next, {}
 
     def unchanged(self, key: str, document: Document, app: dict, children: tuple) -> Entry | None:
         """The entry of ``key`` when its ``document``, live Application ``app`` and live

@@ -143,7 +143,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
         if steady is not None:
-            steady.entries = {}  # what it did is not known: decide everything next time
+            steady.entries, steady.facts = {}, {}  # what it did is not known: decide everything next time
         return report
     batch.flush(lambda items: list(writes.ordered(kube, items, lambda e, _: kube.event(*e), report)))
     return report
@@ -237,9 +237,11 @@ class _Pass:
     steady: steady_.Steady | None = None  # what the previous pass of ``run`` left
     blobs: dict[str, str] = field(default_factory=dict)  # path -> Git blob id of the commit's files
     hits: dict = field(default_factory=dict)  # key -> steady.Entry: unchanged since the previous pass
-    children_of: dict[str, list] = field(default_factory=dict)  # key -> its live children (owned)
+    children_of: dict[str, list] = field(default_factory=dict)  # key -> (child, identity) of each owned live child
+    child_facts: list = field(default_factory=list)  # (identity, owner key or None) of each of ``live_children``
     notes_of: dict[str, list[str]] = field(default_factory=dict)  # key -> notes about its document
     claimed: dict = field(default_factory=dict)  # what ``apply.claim`` listed, by kind and namespace
+    live_by_key: dict[str, dict] = field(default_factory=dict)  # key -> live Application
 
 
 def _reconcile(kube: Kube, opts: Options, report: Report, wanted: list, problems: list,
@@ -294,10 +296,29 @@ def _read_live(p: _Pass) -> bool:
     selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
     p.live_children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     p.namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
-    for child in p.live_children:
-        if plan.owned(child):
-            p.children_of.setdefault(plan.owner_key(child), []).append(child)
+    p.child_facts = [_facts(p, child) for child in p.live_children]
+    for child, (ident, owner) in zip(p.live_children, p.child_facts):
+        if owner is not None:
+            p.children_of.setdefault(owner, []).append((child, ident))
     return True
+
+
+def _child_facts(child: dict) -> tuple:
+    """(identity, its Application's key when the agent owns it, else None) of a live child."""
+    return plan.identity(child), plan.owner_key(child) if plan.owned(child) else None
+
+
+def _facts(p: _Pass, child: dict) -> tuple:
+    """``_child_facts``, derived once per object in ``run`` (``steady.Steady.fact``)."""
+    return _child_facts(child) if p.steady is None else p.steady.fact(child, _child_facts)
+
+
+def _app_facts(p: _Pass, app: dict) -> tuple[str, bool, bool]:
+    """(key, owned by an agent: ``plan.owned``, owned by this source) of a live Application,
+    derived once per object in ``run``."""
+    def derive(obj: dict) -> tuple[str, bool, bool]:
+        return _key(obj), plan.owned(obj), plan.owned(obj, p.opts.source_id)
+    return derive(app) if p.steady is None else p.steady.fact(app, derive)
 
 
 def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
@@ -311,8 +332,8 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
         app = live_apps.get(key)
         if app is None or m.path not in p.blobs:  # no blob id: its content cannot be told apart
             continue
-        children = tuple(sorted((plan.identity(c), (c.get("metadata") or {}).get("resourceVersion"))
-                                for c in p.children_of.get(key, ())))
+        children = tuple(sorted((ident, c["metadata"].get("resourceVersion"))
+                                for c, ident in p.children_of.get(key, ())))
         entry = p.steady.unchanged(key, (m.path, m.line, p.blobs.get(m.path, "")), app, children)
         if entry is not None:
             hits[key] = entry
@@ -329,7 +350,10 @@ def _plan_applications(p: _Pass) -> bool:
     if p.problems and opts.prune:
         report.notes.append(f"pruning skipped: {_why_no_prune(len(p.problems), p.outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
-    p.hits = _unchanged(p, {_key(a): a for a in p.live_apps})
+    p.live_by_key = {_app_facts(p, a)[0]: a for a in p.live_apps}
+    p.hits = _unchanged(p, p.live_by_key)
+    if p.steady is not None:
+        log.debug("%d of %d Applications unchanged since the previous pass (steady.py)", len(p.hits), len(p.wanted))
     p.desired_apps = []
     for m in p.wanted:
         key = f"{m.namespace}/{m.name}"
@@ -343,7 +367,7 @@ def _plan_applications(p: _Pass) -> bool:
         if notes:
             p.notes_of[key] = notes
             report.notes += notes
-    owned_live = [a for a in p.live_apps if plan.owned(a, opts.source_id)]
+    owned_live = [a for a in p.live_apps if _app_facts(p, a)[2]]
     if p.prune and not p.wanted and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
@@ -352,7 +376,7 @@ def _plan_applications(p: _Pass) -> bool:
         return False
     p.git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in p.wanted}  # the keys ``_key`` returns
     p.git_lines = {f"{m.namespace}/{m.name}": m.line for m in p.wanted}
-    p.waiting = _waiting(report, p.live_apps, p.git_paths, opts.source_id, p.retry, p.hits)  # in backoff: skipped
+    p.waiting = _waiting(report, p.live_by_key, p.git_paths, opts.source_id, p.retry, p.hits)  # in backoff: skipped
     app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id,
                           kept={(GROUP, KIND, *key.split("/", 1)) for key in p.hits})
     where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
@@ -380,10 +404,9 @@ def _apply_applications(p: _Pass) -> None:
     (``_mark_wanted``)."""
     kube, report = p.kube, p.report
     made = writes.Namespaces(kube, p.namespaces, render.namespace)
-    live_apps = {_key(a): a for a in p.live_apps} if p.hits else {}
     for key in p.hits:  # unchanged since the previous pass: unchanged again (steady.py)
         report.add(key, f"{KIND}/{key}", UNCHANGED)
-        p.in_scope[key] = live_apps[key]
+        p.in_scope[key] = p.live_by_key[key]
     app_work = []
     for step in (s for s in p.app_steps if s.action != plan.PRUNE and _key(s.desired) not in p.waiting):
         if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
@@ -418,7 +441,7 @@ def _mark_wanted(p: _Pass) -> None:
     name, source_id = plan.wanted_by(p.opts.source_id), p.opts.source_id
     patches = []
     for app in p.live_apps:
-        key = _key(app)
+        key = _app_facts(p, app)[0]
         if key in p.refused_apps:
             want = f"{source_id} {p.git_paths[key]}"
         elif key in p.git_paths or not p.problems:
@@ -451,9 +474,9 @@ def _keep_live_applications(p: _Pass) -> None:
     source's are its agent's business. Then find the suspended ones (``suspend.py``) and let the
     rendered Applications go: only the prunes of Applications are left to do."""
     pruned_apps = {_key(s.live) for s in p.app_steps if s.action == plan.PRUNE}
-    p.foreign = {_key(a) for a in p.live_apps if plan.owned(a) and not plan.owned(a, p.opts.source_id)}
-    for app in p.live_apps:
-        key = _key(app)
+    facts = [(_app_facts(p, a), a) for a in p.live_apps]
+    p.foreign = {key for (key, ours, this), _ in facts if ours and not this}
+    for (key, _, _), app in facts:
         if key not in p.in_scope and key not in pruned_apps and key not in p.failures and key not in p.foreign \
                 and key not in p.waiting and not app["metadata"].get("deletionTimestamp"):
             p.in_scope[key] = app
@@ -468,9 +491,10 @@ def _index_children(p: _Pass) -> dict:
     """The live children by identity (``_apply_children`` takes out each one a desired child
     pairs with); each owned one is also its Application's live child of its kind (``live_of``)."""
     for key, children in p.children_of.items():
-        for child in children:
-            p.live_of.setdefault(key, {})[child["kind"]] = child
-    return {plan.identity(c): c for c in p.live_children}
+        kinds = p.live_of.setdefault(key, {})
+        for child, _ in children:
+            kinds[child["kind"]] = child
+    return {ident: c for c, (ident, _) in zip(p.live_children, p.child_facts)}
 
 
 def _apply_children(p: _Pass, keys: list[str], live_by_id: dict) -> None:
@@ -498,9 +522,9 @@ def _plan_prunes(p: _Pass, live_by_id: dict) -> None:
     """Plan the prunes of children: what no desired child paired with; note the ones with the
     agent's labels that it did not make."""
     p.child_prunes = plan.prunes(live_by_id, set()) if p.prune else []
-    for child in p.live_children:
-        if plan.identity(child) in live_by_id and not plan.owned(child):  # not desired
-            p.report.notes.append(f"{plan.subject(plan.identity(child))} carries the agent's labels but is "
+    for ident, owner in p.child_facts:
+        if owner is None and ident in live_by_id:  # not desired
+            p.report.notes.append(f"{plan.subject(ident)} carries the agent's labels but is "
                                   "not a child it made: not ours, left alone")
 
 
@@ -657,6 +681,7 @@ def _remember(p: _Pass) -> None:
             health=report.health[key], readiness=report.readiness.get(key), synced=report.synced[key],
             notes=tuple(p.hits[key].notes if key in p.hits else p.notes_of.get(key, ())))
     steady.entries = entries
+    steady.turn()
 
 
 def _located(p: _Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
@@ -769,7 +794,7 @@ def _prune(kube: Kube, report, step: plan.Step, owner: str, propagation: str) ->
     return True
 
 
-def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: str,
+def _waiting(report: Report, live_by_key: dict[str, dict], git_paths: dict, source_id: str,
              retry: backoff.Policy, hits: dict | None = None) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
     with ``retry.skip``), each reported as one skipped Application object with the reason
@@ -780,8 +805,7 @@ def _waiting(report: Report, live_apps: list[dict], git_paths: dict, source_id: 
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
     out = {}
-    for app in live_apps:
-        key = _key(app)
+    for key, app in live_by_key.items():
         if key in hits or (plan.owned(app) and not plan.owned(app, source_id)):  # a hit: synced cleanly
             continue
         from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides

@@ -102,8 +102,16 @@ class LiveStore:
 
     # -- fed by the watches ------------------------------------------------------------------
 
+    def item(self, kind: str, obj: dict) -> dict:
+        """``obj`` (a list item, the caller's own: changed in place) in the form the store keeps
+        (``client.item_of``); as it is for a kind not watched. A watch hands each item of its list
+        through this as it is read, so a list of 10,000 Deployments is never whole in memory."""
+        k = self._kinds.get(kind)
+        return obj if k is None else k.item(obj)
+
     def listed(self, kind: str, items: list[dict], resource_version: str | None) -> None:
-        """A watch's (re-)list: it replaces the kind's objects; the watch is synced and connected."""
+        """A watch's (re-)list, its items in the store's form (``item``): it replaces the kind's
+        objects; the watch is synced and connected."""
         with self._cond:
             k = self._kinds.get(kind)
             if k is None:
@@ -112,7 +120,7 @@ class LiveStore:
             for item in items:
                 meta = item.get("metadata") or {}
                 if meta.get("name"):
-                    k.objects[(meta.get("namespace") or "", meta["name"])] = k.item(_copy(item))
+                    k.objects[(meta.get("namespace") or "", meta["name"])] = item
             rv = _rv({"metadata": {"resourceVersion": resource_version}})
             k.usable = k.usable and rv is not None
             k.rv, k.synced, k.connected = max(k.rv, rv or 0), True, True

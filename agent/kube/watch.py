@@ -43,7 +43,8 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
     run it in a thread.
 
     ``on_list(kind, items, first)``: after each list, with its items (dicts with apiVersion and
-    kind) and whether it is this watch's first. ``on_event(event_type, obj_dict)``: for each
+    kind; with a store, in its form: ``LiveStore.item``, not to be changed) and whether it is this
+    watch's first. ``on_event(event_type, obj_dict)``: for each
     change after the list. ``store``: an ``agent.kube.livestore.LiveStore`` told of every list,
     event, bookmark and interruption. ``relist_every``: seconds after which the watch lists again
     once its current request ends (None: only after an error), bounding any divergence. Events
@@ -57,8 +58,9 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
             log.debug("watch of %s: periodic relist", kind)
             resource_version = None
         if resource_version is None:
-            try:
-                data = kube.request("GET", path(group, kind), query=query) or {}
+            try:  # with a store, each item is kept as it is read: the list is never whole in memory
+                each = (lambda item: store.item(kind, item)) if store is not None else None
+                data = kube.request("GET", path(group, kind), query=query, each=each) or {}
             except ApiError as err:
                 log.info("listing %s for the watch failed (%s); retrying in %.1fs", kind, err, backoff)
                 stop.wait(backoff)

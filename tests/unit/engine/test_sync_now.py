@@ -131,7 +131,7 @@ def test_watch_events_that_ask_for_a_pass(runner, event, live, seen, online, off
         runner.known.seen(seen)
     runner._on_event(event, live)
     assert (runner._online_requested_at is not None) is online
-    assert runner._news(runner._events) is offline
+    assert runner._news((runner._events, runner._relists)) is offline
     if online:
         assert runner._online_trigger == "reconcile-request"
 
@@ -141,7 +141,7 @@ def test_a_token_asks_for_one_pass_however_often_it_is_seen(runner):
     runner._online_requested_at = None
     runner.known.seen(app(token="t1", generation=3))  # the online pass applied a new commit
     runner._on_event("MODIFIED", app(token="t1", generation=3))  # its own apply, status not yet written
-    assert runner._online_requested_at is None and not runner._news(runner._events)
+    assert runner._online_requested_at is None and not runner._news((runner._events, runner._relists))
     runner._on_event("MODIFIED", app(token="t2", generation=3))  # a new request asks again
     assert runner._online_requested_at is not None
 

@@ -18,7 +18,7 @@ def dep(name: str, rv: str, uid: str = "u", namespace: str = "ns", **extra) -> d
 def store_with(*items, rv="10") -> LiveStore:
     store = LiveStore()
     store.watching("apps", "Deployment", SELECTOR)
-    store.listed("Deployment", list(items), rv)
+    store.listed("Deployment", [store.item("Deployment", i) for i in items], rv)
     return store
 
 
@@ -30,7 +30,7 @@ def test_a_kind_is_read_only_after_its_first_list_and_with_the_watchs_selector()
     store = LiveStore()
     store.watching("apps", "Deployment", SELECTOR)
     assert store.read("Deployment", SELECTOR, wait=0) == (None, "its watch has not listed since it started or lost events")
-    store.listed("Deployment", [dep("a", "5")], "10")
+    store.listed("Deployment", [store.item("Deployment", dep("a", "5"))], "10")
     items, why = store.read("Deployment", SELECTOR, wait=0)
     assert names(items) == ["a"] and why == ""
     assert store.read("Deployment", None, wait=0)[0] is None
@@ -45,7 +45,7 @@ def test_events_keep_and_forget_and_the_list_replaces_everything():
     store.event("Deployment", "DELETED", dep("b", "13"))
     items, _ = store.read("Deployment", SELECTOR, wait=0)
     assert names(items) == ["a", "c"] and next(i for i in items if i["metadata"]["name"] == "a")["spec_changed"]
-    store.listed("Deployment", [dep("z", "20")], "20")
+    store.listed("Deployment", [store.item("Deployment", dep("z", "20"))], "20")
     assert names(store.read("Deployment", SELECTOR, wait=0)[0]) == ["z"]
     assert store.read("Deployment", SELECTOR, namespace="other", wait=0)[0] == []
 
@@ -59,7 +59,7 @@ def test_a_lost_watch_is_not_read_until_it_lists_again_and_a_dropped_one_until_i
     store.interrupted("Deployment", lost=True)  # 410 Gone: events were lost
     store.event("Deployment", "MODIFIED", dep("a", "12"))  # a late event does not make it whole
     assert store.read("Deployment", SELECTOR, wait=0)[1] == "its watch has not listed since it started or lost events"
-    store.listed("Deployment", [dep("a", "30")], "30")
+    store.listed("Deployment", [store.item("Deployment", dep("a", "30"))], "30")
     assert store.read("Deployment", SELECTOR, wait=0)[0] is not None
 
 
@@ -103,12 +103,20 @@ def test_a_resource_version_that_is_not_an_integer_makes_the_kind_listed_always(
     assert store.read("Deployment", SELECTOR, wait=0)[1] == "the API server's resourceVersions are not integers"
 
 
-def test_the_store_keeps_a_copy_and_leaves_the_watchs_object_alone():
-    original = dep("a", "5")
-    store = store_with(original)
-    assert original["metadata"]["managedFields"] == [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]
+def test_the_store_keeps_a_copy_of_an_event_and_leaves_the_watchs_object_alone():
+    store, original = store_with(), dep("a", "11", status={"conditions": [{"type": "X", "status": "True"}] * 3})
+    before = repr(original)
+    store.event("Deployment", "ADDED", original)
+    assert repr(original) == before
     items, _ = store.read("Deployment", SELECTOR, wait=0)
     assert items[0] is not original and items[0]["metadata"]["name"] == "a"
+
+
+def test_list_items_are_kept_in_the_form_a_pass_reads():
+    store = store_with()
+    kept = store.item("Deployment", {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "3"}})
+    assert kept["kind"] == "Deployment" and kept["apiVersion"] == "apps/v1"
+    assert store.item("Pod", {"x": 1}) == {"x": 1}  # not watched: as it is
 
 
 class Lister:
