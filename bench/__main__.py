@@ -4,7 +4,8 @@ Starts its own local control plane (``tests.cluster``, state under /tmp) unless 
 names a running one, measures every size, writes ``bench/results.json``, ``BENCHMARKS.md`` and
 ``bench/pass-time.png`` and stops the control plane it started. Environment: ``BENCH_N``
 (sizes, comma-separated), ``BENCH_REPEATS``, ``BENCH_AGENT_TREE`` (a second agent checkout to
-compare with this one, ``PATH`` or ``LABEL=PATH``; this one's label: ``BENCH_THIS_LABEL``), ``BENCH_CONCURRENCY``, ``BENCH_SCALE_OUT_N``, ``BENCH_STOP_AT``.
+compare with this one, ``PATH`` or ``LABEL=PATH``; this one's label: ``BENCH_THIS_LABEL``), ``BENCH_CONCURRENCY``, ``BENCH_SCALE_OUT_N``, ``BENCH_STOP_AT``, ``BENCH_BASELINE_MAX_N`` (kubectl and the loop
+only up to this N).
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ def main(argv=None) -> int:
             trees.append(agent_run.Tree.at(label, Path(path)))
         api = Api(cluster.kubeconfig, threads=opts.threads)
         bench = Bench(api=api, cluster=cluster, work=work, trees=trees, concurrency=opts.concurrency,
-                      threads=opts.threads, stop_at=opts.stop_at, log=sys.stderr)
+                      threads=opts.threads, stop_at=opts.stop_at, log=sys.stderr,
+                      baseline_max_n=int(os.environ.get("BENCH_BASELINE_MAX_N", "0") or 0))
         results = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                    "command": "make bench" + "".join(
                        f" {k}={shlex.quote(os.environ[k])}" for k in sorted(os.environ) if k.startswith("BENCH_")),

@@ -379,8 +379,12 @@ def _pushes(bench, n: int, variant: str, repo: Path, run: Run) -> None:
         path = repo / workload.app_file(i, bench.prefix)
         image = other_image(yaml.safe_load(path.read_text())["spec"]["image"])
         commit = workload.set_image(repo, i, bench.prefix, image)
-        dep = bench.api.request("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
-        watch = Applied(bench.api, namespace, name, dep["metadata"]["resourceVersion"],
+        # the list's resourceVersion, not the object's: an object untouched for 10,000 status writes has
+        # one the API server's watch cache no longer holds (410 Gone)
+        listed = bench.api.request("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments"
+                                          f"?fieldSelector=metadata.name%3D{name}")
+        dep = listed["items"][0]
+        watch = Applied(bench.api, namespace, name, listed["metadata"]["resourceVersion"],
                         dep["metadata"].get("generation", 1), bench.timeout(3600))
         try:
             seen = len(run.passes)

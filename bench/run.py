@@ -47,6 +47,7 @@ class Bench:
     prefix: str = ""  # the namespaces of the current round (see workload)
     rounds: int = 0
     last_requests: dict = field(default_factory=dict)  # the last ``measure``'s client_requests
+    baseline_max_n: int = 0  # kubectl and the loop only up to this N (0: every N; BENCH_BASELINE_MAX_N)
     run_id: str = field(default_factory=lambda: "".join(random.choice(string.ascii_lowercase) for _ in range(3)))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -229,7 +230,10 @@ class Bench:
 
     # -- sizes -----------------------------------------------------------------------------
     def size(self, n: int, repeats: int) -> None:
-        variants = [f"agent:{t.label}" for t in self.trees] + ["kubectl", "loop"]
+        baselines = ["kubectl", "loop"] if not self.baseline_max_n or n <= self.baseline_max_n else []
+        if not baselines:
+            self.notes.append(f"N={n:,}: kubectl and the loop not measured (BENCH_BASELINE_MAX_N={self.baseline_max_n})")
+        variants = [f"agent:{t.label}" for t in self.trees] + baselines
         order = stats.interleave(variants, repeats)
         self.say(f"N={n}: {repeats} round(s) of {', '.join(variants)}")
         for rnd, variant in order:
