@@ -146,7 +146,9 @@ def test_drift_and_a_commit_converge_from_the_store(start_agent, agent, repo, re
              and image_of(objects, namespace, "cache") == "nginx:latest"
              and (objects.service(namespace, "db") or {}).get("metadata", {}).get("uid") not in (None, service_uid),
              timeout=30, what="the watch's pass to undo the hand edits")
-    assert any(line.get("trigger") == "watch" for line in pass_lines(running, lines))
+    # the children are applied before the pass's status writes and its log line: wait for the line
+    wait_for(lambda: any(line.get("trigger") == "watch" for line in pass_lines(running, lines)),
+             timeout=30, what="the watch's pass to end")
 
     repo.write("db.yaml", app_yaml("db", image="nginx:2"))
     head = remote.push()
