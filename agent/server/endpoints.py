@@ -35,7 +35,7 @@ class Metrics:
         self.source_last_success = Gauge(
             "gitops_agent_source_last_success_timestamp_seconds",
             "Unix time when the source was last fetched and its commit read, by source id (0 until the first time: "
-            "alert on its age; see deploy/alerts/).", ["source"], registry=r)
+            "alert on its age; see deploy/components/alerts/).", ["source"], registry=r)
         self.applications = Gauge(
             "gitops_agent_applications",
             "Applications whose status the last pass that read the source wrote, by source id and Ready (true: synced "
