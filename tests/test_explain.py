@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 
@@ -11,6 +12,8 @@ import yaml
 from tests.cluster import FAIL_LABEL
 from tests.inspect_support import crd_with_history, patch_status  # noqa: F401 (a fixture)
 from tests.support import app_yaml, wait_for
+from tests.test_backoff import refuse_services
+from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
 
 def explain(agent, name, namespace, *args):
@@ -143,3 +146,91 @@ def test_not_in_git_unreachable_git_and_bad_input(agent, repo, namespace, crd_wi
     assert proc.stderr == 'Error from server (NotFound): applications.heumsi.github.io "nope" not found\n'
     proc = explain(agent, "Bad_Name", namespace)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and proc.stdout == ""
+
+
+REFUSED_REGISTRY = "refused.example/"
+REFUSAL = "spec.template.spec.containers[0].image: images from refused.example are not allowed here"
+
+
+def refuse_registry(cluster, namespace: str) -> str:
+    """A ValidatingAdmissionPolicy (and its binding) that makes the API server refuse, with 422
+    Invalid and ``REFUSAL`` as its message, any Deployment in ``namespace`` whose image comes
+    from ``REFUSED_REGISTRY``, as a cluster's admission policy does; returns its name (both
+    objects are cluster-scoped: delete them after the test). Waits until the policy is in force
+    (a server-side dry run is refused)."""
+    name = f"refuse-{namespace}"
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name},
+              "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [{
+                  "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                  "resources": ["deployments"]}]},
+                  "validations": [{"expression": "object.spec.template.spec.containers.all(c, "
+                                                 f"!c.image.startsWith('{REFUSED_REGISTRY}'))",
+                                   "message": REFUSAL, "reason": "Invalid"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name},
+               "spec": {"policyName": name, "validationActions": ["Deny"], "matchResources": {
+                   "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}}
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([policy, binding]))
+
+    def refused() -> bool:
+        proc = cluster.kubectl("-n", namespace, "create", "deployment", "probe", f"--image={REFUSED_REGISTRY}x:1",
+                               "--dry-run=server", "-o", "name", check=False)
+        return proc.returncode != 0 and REFUSAL in proc.stderr
+    wait_for(refused, timeout=60, interval=1, what="the admission policy to be in force")
+    return name
+
+
+def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, repo, namespaces, cluster, objects,
+                                                     crd_with_history):
+    """One ``run`` over six Applications, each stuck its own real way, then ``explain`` of each:
+    its first line and exit 1. Degraded: pods kwok keeps crash-looping, past a 1 s
+    ``progressDeadlineSeconds``; Suspended: ``spec.suspend`` in Git; In backoff: a quota refuses its
+    Service (403, retried only after ``--min-retry-delay``); Blocked: removed from Git in a commit
+    whose other file is refused (a pass with a refused file prunes nothing); Apply failed at FIELD: an
+    admission policy refuses its Deployment with 422 naming the field; Ownership conflict: a
+    hand-made Deployment holds its child's name."""
+    main, quota = namespaces(), namespaces()
+    refuse_services(cluster, quota)
+    policy = refuse_registry(cluster, main)
+    try:
+        cluster.kubectl("-n", main, "create", "deployment", "taken", "--image=nginx:1.27")
+        repo.write("stalled.yaml", failing("stalled", podLabels={FAIL_LABEL: "crash-loop"},
+                                           rollout={"progressDeadlineSeconds": 1}))
+        repo.write("paused.yaml", failing("paused", suspend=True))
+        repo.write("refused.yaml", failing("refused", image=REFUSED_REGISTRY + "web:1"))
+        repo.write("taken.yaml", app_yaml("taken"))
+        repo.write("gone.yaml", app_yaml("gone"))
+        repo.write("retry.yaml", app_yaml("retry", namespace=quota))
+        first = remote.push()
+        start_agent(remote.url, "--namespace", main, "--interval", "2", "--min-retry-delay", "600",
+                    "--max-retry-delay", "600")
+        wait_for(lambda: (objects.app(main, "gone") or {}).get("status", {}).get("lastSyncedCommit") == first,
+                 timeout=60, what="the first pass")
+        repo.remove("gone.yaml")
+        repo.write("broken.yaml", failing("broken", port=0))
+        remote.push()
+        want = {(main, "stalled"): "Degraded: ",
+                (main, "paused"): "Suspended",
+                (quota, "retry"): "In backoff until ",
+                (main, "gone"): "Blocked: pruning held back",
+                (main, "refused"): "Apply failed at spec.template.spec.containers[0].image",
+                (main, "taken"): "Ownership conflict"}
+        said: dict[str, tuple[int, str]] = {}  # name -> (exit code, first line)
+        for (namespace, name), start in want.items():
+            def verdict_is_there(namespace=namespace, name=name, start=start) -> bool:
+                proc = explain(agent, name, namespace)
+                said[name] = (proc.returncode, (proc.stdout.splitlines() or [""])[0])
+                return said[name][1].startswith(start)
+            try:
+                wait_for(verdict_is_there, timeout=90, interval=1, what=f"{name}'s verdict")
+            except AssertionError:
+                pass  # shown below, with the others
+        assert {name: (code, line.startswith(want[(ns, name)])) for (ns, name) in want
+                for code, line in [said[name]]} == {name: (1, True) for _, name in want}, said
+        assert "exceeded its progress deadline" in said["stalled"][1], said["stalled"]
+        until = said["retry"][1].removeprefix("In backoff until ")
+        wait = (datetime.datetime.fromisoformat(until) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        assert 400 < wait <= 600, said["retry"]
+    finally:
+        cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy, check=False)
