@@ -81,7 +81,7 @@ def test_a_mass_prune_is_refused_until_max_prune_share_allows_it(agent, repo, na
         "nginx:1.27"
     kept = {c["type"]: c for c in objects.app(namespace, "app-05")["status"]["conditions"]}["Synced"]
     assert (kept["reason"], kept["message"]) == (
-        "PruneSkipped", f"no longer in Git at commit {head}; kept because pruning was blocked this pass")
+        "PruneBlocked", f"no longer in Git at commit {head}; kept because pruning was blocked this pass")
     # a larger share that still refuses, then 1.0, which turns the guard off
     sync(agent, repo, namespace, "--max-prune-share", "0.9", code=2)
     proc = sync(agent, repo, namespace, env={"GITOPS_AGENT_MAX_PRUNE_SHARE": "1.0"})

@@ -46,10 +46,20 @@ controller controls or that nobody controls and the Application does not opt in 
 (``plan.ownership``), or another source holds the Application (``plan.other_source``). The
 agent never applies over it: only a person (rename, delete, hand over) can fix that."""
 
+PRUNE_SKIPPED = "PruneSkipped"
+"""``Synced`` False of an Application no longer in Git that the pass kept because a person chose
+so: ``--no-prune``, the annotation ``heumsi.github.io/prune: disabled``, or another source still
+has it in Git (sync.py)."""
+PRUNE_BLOCKED = "PruneBlocked"
+"""``Synced`` False of an Application no longer in Git that the pass kept although pruning is on:
+the pass pruned nothing because a file was refused, an Application's namespace is not allowed,
+or the mass-prune guard refused the prune (sync.py, ``guards``). ``explain`` says "Blocked:
+pruning held back" for it; the next clean pass prunes it."""
+
 STALLED_REASONS = frozenset({INVALID_MANIFEST, INVALID_SPEC, IMMUTABLE_CONFLICT, INVALID, OWNERSHIP_CONFLICT})
 """Failure reasons retrying cannot fix: only a new commit, or a person, can. Every other failure
-(``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt, and
-``PruneSkipped`` is a state a person chose (``--no-prune``) or a blocked prune that the next
+(``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt;
+``PruneSkipped`` is a state a person chose and ``PruneBlocked`` a held-back prune that the next
 clean pass resolves."""
 
 

@@ -40,6 +40,7 @@ import json
 import re
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
+from agent.engine import conditions
 from agent.engine.appview import condition, parse_time, short, suspended
 from agent.kinds import health as health_, registry
 
@@ -76,8 +77,10 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
     Application and its children differ from Git (``against`` ``GIT``) or from what the agent
     renders from the live Application (``RENDERED``). The first rule that holds wins:
 
-    1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped``):
-       ``Blocked: pruning held back`` when the pass's pruning was blocked, else ``Not in Git``;
+    1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped`` or
+       ``PruneBlocked``): ``Blocked: pruning held back`` when the reason is ``PruneBlocked`` (the
+       pass's pruning was blocked: ``conditions.PRUNE_BLOCKED``; keyed on the reason, never on the
+       message, which may quote a file or source name), else ``Not in Git``;
     2. suspended: ``Suspended``;
     3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``;
     4. ``Synced`` False and ``status.nextRetryTime`` after ``now`` with a reason retrying may
@@ -92,8 +95,8 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
     synced, ready = condition(app, "Synced"), condition(app, "Ready")
     status = app.get("status") or {}
     failed = synced.get("status") == "False"
-    if in_git is False or (failed and synced.get("reason") == "PruneSkipped"):
-        if "blocked" in str(synced.get("message") or ""):
+    if in_git is False or (failed and synced.get("reason") in (conditions.PRUNE_SKIPPED, conditions.PRUNE_BLOCKED)):
+        if failed and synced.get("reason") == conditions.PRUNE_BLOCKED:
             return _verdict(PRUNE_BLOCKED, "Blocked: pruning held back")
         return _verdict(NOT_IN_GIT, "Not in Git")
     if suspended(app) or ready.get("reason") == "Suspended":

@@ -20,7 +20,7 @@ The reasons, each on a transition (old -> new):
 - ``Degraded`` (error): health became ``Degraded``.
 - ``Stalled`` (error): condition ``Stalled`` became True for any reason but ``Degraded``.
 - ``ApplyFailed`` (error): condition ``Synced`` became False with a failure reason (not
-  ``PruneSkipped``, not ``Suspended``) and it is not ``Stalled``.
+  ``PruneSkipped``, ``PruneBlocked`` or ``Suspended``) and it is not ``Stalled``.
 - ``Pruned`` (info): made by the prune step (``pruned``), not from a status.
 """
 
@@ -34,8 +34,9 @@ REASONS = (DEPLOYED, READY, RECOVERED, DEGRADED, STALLED, APPLY_FAILED, PRUNED)
 INFO, ERROR = "info", "error"
 SEVERITY = {DEPLOYED: INFO, READY: INFO, RECOVERED: INFO, PRUNED: INFO,
             DEGRADED: ERROR, STALLED: ERROR, APPLY_FAILED: ERROR}
-NOT_FAILURES = frozenset({"Synced", "PruneSkipped", "Suspended"})
-"""``Synced`` condition reasons that are no failure: a state a person chose or the success."""
+NOT_FAILURES = frozenset({"Synced", "PruneSkipped", "PruneBlocked", "Suspended"})
+"""``Synced`` condition reasons that are no failure of the Application's own: a state a person
+chose, a prune held back (what blocked it is told as its own failure), or the success."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -731,17 +731,21 @@ def _outcome(p: _Pass, key: str, app: dict, broken_files: dict[str, str], synced
 
 
 def _kept_outcome(p: _Pass, key: str, app: dict, path: str | None) -> status_.Outcome:
-    """The outcome of an owned Application no longer in Git that this pass kept, and why."""
+    """The outcome of an owned Application no longer in Git that this pass kept, and why: reason
+    ``PruneBlocked`` when pruning is on and nothing chose to keep it (the pass's pruning was
+    blocked), else ``PruneSkipped`` (``conditions``)."""
     why = "pruning is off (--no-prune)" if not p.opts.prune else "pruning was blocked this pass"
+    reason = conditions.PRUNE_BLOCKED if p.opts.prune else conditions.PRUNE_SKIPPED
     if guards.prune_disabled(app):
         why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+        reason = conditions.PRUNE_SKIPPED
     if elsewhere := plan.wanted_elsewhere(app, p.opts.source_id):
-        why = _still_wanted(key, elsewhere)
+        why, reason = _still_wanted(key, elsewhere), conditions.PRUNE_SKIPPED
     if key in p.holds:
         why = suspend.kept_because(p.holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
     return suspend.outcome(p.holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True) \
-        or status_.Outcome(False, False, p.report.commit, "PruneSkipped",
+        or status_.Outcome(False, False, p.report.commit, reason,
                            f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 

@@ -42,7 +42,7 @@ MAX_DESCRIPTION = 140
 HOSTS = ("github", "gitlab", "gitea")
 NAMED = 3  # failed Applications named in a failure's description
 PENDING_TEXT = "applying this commit; waiting for its Applications to be ready"
-DONE_REASONS = frozenset({"Suspended", "PruneSkipped"})  # Ready False, but nothing to wait for
+DONE_REASONS = frozenset({"Suspended", "PruneSkipped", "PruneBlocked"})  # Ready False, but nothing to wait for
 
 
 def _fit(text: str) -> str:

@@ -24,7 +24,7 @@ PER_PAGE = (10, 25, 50, 100, 200)
 
 def sync_state(app: dict) -> str:
     """``Synced`` when the ``Synced`` condition is True; else the condition's reason
-    (``SyncFailed``, ``InvalidManifest``, ``PruneSkipped``, ``Suspended``, ...); ``Unknown``
+    (``SyncFailed``, ``InvalidManifest``, ``PruneSkipped``, ``PruneBlocked``, ``Suspended``, ...); ``Unknown``
     before a pass wrote one."""
     synced = appview.condition(app, "Synced")
     if synced.get("status") == "True":

@@ -47,10 +47,22 @@ def test_suspended():
 def test_not_in_git_and_blocked_pruning():
     kept = ("False", "PruneSkipped", "no longer in Git at commit abc; kept because pruning is off (--no-prune)")
     assert ev.verdict(app(synced=kept), NOW) == {"state": "NotInGit", "text": "Not in Git", "ok": False}
-    blocked = ("False", "PruneSkipped", "no longer in Git at commit abc; kept because pruning was blocked this pass")
-    assert ev.verdict(app(synced=blocked), NOW)["text"] == "Blocked: pruning held back"
+    blocked = ("False", "PruneBlocked", "no longer in Git at commit abc; kept because pruning was blocked this pass")
+    assert ev.verdict(app(synced=blocked), NOW) == {"state": "PruneBlocked", "text": "Blocked: pruning held back",
+                                                    "ok": False}
+    assert text(app(synced=blocked), in_git=False) == "Blocked: pruning held back"
     assert text(app(), in_git=False) == "Not in Git"
     assert text(app(), in_git=True) == "Synced and healthy"
+
+
+def test_blocked_is_the_reason_not_a_word_in_the_message():
+    """A kept Application's message may quote a source or file name with "blocked" in it: only
+    the reason ``PruneBlocked`` says the prune was held back."""
+    elsewhere = ("False", "PruneSkipped", "no longer in Git at commit abc; kept because source "
+                 "'https://git.example/team/blocked-apps.git' ('apps/blocked.yaml') still has it in Git; hand it over")
+    assert text(app(synced=elsewhere)) == "Not in Git"
+    assert text(app(synced=elsewhere), in_git=False) == "Not in Git"
+    assert text(app(synced=("False", "PruneBlocked", "kept"))) == "Blocked: pruning held back"
 
 
 def test_ownership_conflict():

@@ -107,8 +107,8 @@ def test_recovered_without_a_ready_reason():
     assert tell(status(**FAILED), new) == [("Recovered", "info", "recovered: synced, not ready yet")]
 
 
-def test_prune_skipped_and_suspended_are_no_failures():
-    for reason in ("PruneSkipped", "Suspended"):
+def test_prune_skipped_prune_blocked_and_suspended_are_no_failures():
+    for reason in ("PruneSkipped", "PruneBlocked", "Suspended"):
         new = status(ready=("False", reason, "x"), synced=("False", reason, "x"))
         assert tell(status(), new) == []
         assert tell(new, status()) == [("Ready", "info", "ready: all 1 ready")]

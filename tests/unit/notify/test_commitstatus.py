@@ -28,7 +28,7 @@ def test_success_when_all_ready():
 
 def test_suspended_and_kept_count_as_done():
     assert cs.verdict(report({"ns/a": ("True", "Healthy"), "ns/s": ("False", "Suspended"),
-                              "ns/k": ("False", "PruneSkipped")}))[0] == "success"
+                              "ns/k": ("False", "PruneSkipped"), "ns/b": ("False", "PruneBlocked")}))[0] == "success"
 
 
 def test_pending_while_rolling_out():
