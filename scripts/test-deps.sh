@@ -14,5 +14,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
-  echo "note: missing ${missing[*]}; install them, or the ssh:// and browser tests are skipped" >&2
+  echo "note: missing ${missing[*]}; install them, or the ssh:// and browser tests are skipped" \
+       "(with CI set, the browser test fails instead)" >&2
 fi
