@@ -10,6 +10,7 @@ request is made by the outbox's thread (``outbox``).
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from agent.engine import news
@@ -64,7 +65,9 @@ class Notifier:
             host = commitstatus.HOST_CLASSES[settings.commit_status](settings.api_url, settings.repository,
                                                                      settings.token)
             self._poster = commitstatus.Poster(host, settings.context, settings.status_page_url)
-        self._queued: tuple | None = None  # the last commit status queued
+        self._queued: tuple | None = None  # the last commit status queued: (sha, state, description)
+        self._queued_message: outbox.Message | None = None  # ... and its message
+        self._lock = threading.Lock()  # _queued: set by passes, cleared by the outbox's thread
 
     def started(self, commit: str | None) -> None:
         """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status."""
@@ -88,15 +91,26 @@ class Notifier:
             self._status(report.commit, *found, about)
 
     def _status(self, sha: str, state: str, description: str, about: list) -> None:
-        if self._queued == (sha, state, description):  # the same is on its way already
-            return
-        self._queued = (sha, state, description)
+        """Queue one commit status unless the same is on its way already (queued, in flight, or
+        refused by the host in this process: retrying cannot help). ``Poster.wanted`` has said
+        it is not posted; a status dropped for a timeout, a full queue or ``drain`` is forgotten
+        here (``_on_drop``), so the next pass with the same verdict queues it again."""
+        key = (sha, state, description)
         what = f"commit status {state} for {sha[:12]}"
-        self._outbox.put(outbox.Message(self._poster.host.name, what,
-                                        lambda t: self._poster.post(sha, state, description, t), about))
+        message = outbox.Message(self._poster.host.name, what,
+                                 lambda t: self._poster.post(sha, state, description, t), about)
+        with self._lock:
+            if self._queued == key:
+                return
+            self._queued, self._queued_message = key, message
+        self._outbox.put(message)
 
     def _on_drop(self, message: outbox.Message, why: str) -> None:
-        """One warning line, one Warning Event on the first Application the message is about."""
+        """One warning line, one Warning Event on the first Application the message is about.
+        A commit status dropped without a refusal is wanted again (``_status``)."""
+        with self._lock:
+            if message is self._queued_message and not message.refused:
+                self._queued = self._queued_message = None
         line = f"dropped {message.what} to {message.destination}: {why}"
         self.dropped.append(line)
         log.warning("%s", line, extra={"fields": {"event": "notification-dropped", "destination": message.destination}})

@@ -271,3 +271,47 @@ def test_an_invalid_url_is_not_retried():
     [line] = n.drain()
     assert time.monotonic() - started < 1 and "the URL is not valid" in line
     assert value(n.counters.failed, "webhook") == 1
+
+
+def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
+    """``pending`` posted, then the host answers 503 until the ``success`` is dropped: the next
+    pass with the same verdict posts it (it was never posted), once. A refused one (HTTP 4xx)
+    is not queued again: retrying cannot help."""
+    pending = ("pending", "applying this commit; waiting for its Applications to be ready")
+
+    def until(what, seconds=10):
+        end = time.monotonic() + seconds
+        while not what() and time.monotonic() < end:
+            time.sleep(0.05)
+
+    host = GitHost("github")
+    try:
+        n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=1.5))
+        n.started(SHA)
+        until(lambda: host.posted(SHA) == [pending])
+        host.mode = "down"
+        ready = report_of(readiness={"ns/a": ("True", "Healthy")})
+        n.finished(ready)
+        until(lambda: n.dropped)
+        assert n.dropped == ["dropped commit status success for bbbbbbbbbbbb to github: HTTP 503 (Service Unavailable)"]
+        host.mode = "ok"
+        for _ in range(3):  # the passes after the outage
+            n.started(SHA)
+            n.finished(ready)
+        assert n.drain() == n.dropped[:1]
+        assert host.posted(SHA) == [pending, ("success", "1 Application synced and ready")]
+    finally:
+        host.stop()
+
+    host = GitHost("github", limit=0)
+    try:
+        n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=5))
+        n.finished(ready)
+        until(lambda: n.dropped)
+        n.finished(ready)
+        assert len(n.drain()) == 1
+        assert [m for m, *_ in host.requests].count("POST") == 1
+    finally:
+        host.stop()
