@@ -152,8 +152,10 @@ def test_a_receiver_that_hangs_costs_sync_at_most_the_timeout(agent, repo, names
     assert len(dropped) == 2, proc.stderr  # the notification and the pending status (the verdict is pending too)
     assert any("to webhook" in line for line in dropped) and any("to github" in line for line in dropped)
     no_secret(proc.stdout + proc.stderr, receiver, github)
-    reasons = [e["reason"] for e in objects.events(namespace)]
-    assert reasons.count("NotificationDropped") == 1  # on the Application; a pending status names none
+    dropped_events = [e for e in objects.events(namespace) if e["reason"] == "NotificationDropped"]
+    assert len(dropped_events) == 2 and all(e["message"] in proc.stderr for e in dropped_events)  # the pending's too
+    assert {(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in dropped_events} == {
+        ("Warning", "Application", "a")}
 
 
 def test_run_tells_once_across_a_restart_and_counts_drops(start_agent, repo, remote, namespace, receiver,  # noqa: F811

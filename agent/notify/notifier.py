@@ -69,11 +69,14 @@ class Notifier:
         self._queued_message: outbox.Message | None = None  # ... and its message
         self._lock = threading.Lock()  # _queued: set by passes, cleared by the outbox's thread
 
-    def started(self, commit: str | None) -> None:
-        """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status."""
+    def started(self, commit: str | None, applications=()) -> None:
+        """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status.
+        ``applications``: the commit's (anything with ``namespace`` and ``name``, sorted); the
+        first is the one a Warning Event names when the status is dropped (none: no Event)."""
         if self._poster is not None and commit and self._poster.wanted(commit, commitstatus.PENDING,
                                                                         commitstatus.PENDING_TEXT):
-            self._status(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT, [])
+            about = [_Ref(a.namespace, a.name) for a in applications[:1]]
+            self._status(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT, about)
 
     def finished(self, report) -> None:
         """Queue the pass's wanted notices (``news.wanted``) for the webhook, and its commit

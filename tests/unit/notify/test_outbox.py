@@ -286,8 +286,9 @@ def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
 
     host = GitHost("github")
     try:
+        events = Events()
         n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
-                              repository=host.repository, timeout=1.5))
+                              repository=host.repository, timeout=1.5), kube=events)
         n.started(SHA)
         until(lambda: host.posted(SHA) == [pending])
         host.mode = "down"
@@ -301,6 +302,7 @@ def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
             n.finished(ready)
         assert n.drain() == n.dropped[:1]
         assert host.posted(SHA) == [pending, ("success", "1 Application synced and ready")]
+        assert events.sent == [("ns", "a", "Warning", "NotificationDropped", n.dropped[0])]
     finally:
         host.stop()
 
@@ -313,5 +315,23 @@ def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
         n.finished(ready)
         assert len(n.drain()) == 1
         assert [m for m, *_ in host.requests].count("POST") == 1
+    finally:
+        host.stop()
+
+
+def test_a_dropped_pending_status_is_a_warning_event_on_the_first_application():
+    """As every other dropped message: one line, one Warning Event on the Application."""
+    from types import SimpleNamespace
+
+    host = GitHost("gitlab")
+    host.mode = "down"
+    try:
+        events = Events()
+        n = Notifier(Settings(commit_status="gitlab", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=1.2), kube=events)
+        n.started(SHA, [SimpleNamespace(namespace="ns", name="a"), SimpleNamespace(namespace="ns", name="b")])
+        [line] = n.drain()
+        assert line == "dropped commit status pending for bbbbbbbbbbbb to gitlab: HTTP 503 (Service Unavailable)"
+        assert events.sent == [("ns", "a", "Warning", "NotificationDropped", line)]
     finally:
         host.stop()
