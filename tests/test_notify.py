@@ -26,8 +26,9 @@ def receiver():
 
 
 @pytest.fixture
-def github():
-    host = GitHost("github")
+def github(request):
+    """The stand-in Git host: GitHub, or the kind a test parametrizes it with (indirect)."""
+    host = GitHost(getattr(request, "param", "github"))
     yield host
     host.stop()
 
@@ -39,7 +40,7 @@ def files(tmp_path, receiver, github):
     (tmp_path / "secret").write_text(SECRET + "\n")
     (tmp_path / "token").write_text(github.token + "\n")
     return ["--notify-url-file", str(tmp_path / "url"), "--notify-secret-file", str(tmp_path / "secret"),
-            "--commit-status", "github", "--commit-status-token-file", str(tmp_path / "token"),
+            "--commit-status", github.kind, "--commit-status-token-file", str(tmp_path / "token"),
             "--commit-status-api-url", github.api_url, "--commit-status-repository", github.repository,
             "--commit-status-context", "gitops-agent/test", "--status-page-url", "https://status.example.com/agent"]
 
@@ -50,6 +51,9 @@ def observed(objects, namespace, *names):
         deps = [objects.deployment(namespace, n) for n in names]
         return all(d and d.get("status", {}).get("observedGeneration") == d["metadata"]["generation"] for d in deps)
     wait_for(done, timeout=30, what="the Deployments observed")
+
+
+PENDING = ("pending", "applying this commit; waiting for its Applications to be ready")
 
 
 def told(receiver) -> list[tuple[str, str]]:
@@ -81,8 +85,11 @@ def test_sync_once_tells_each_change_once_with_a_commit_status(agent, repo, name
     assert github.posted(first) == [pending, ("success", "2 Applications synced and ready")]
     assert github.statuses[first][1]["target_url"] == "https://status.example.com/agent"
 
-    again = agent.sync(repo.path, "--namespace", namespace, *files)  # a re-run: nothing moved, nothing told
+    versions, events = objects.versions(namespace, ["a", "b"]), len(objects.events(namespace))
+    again = agent.sync(repo.path, "--namespace", namespace, *files)  # a re-run (or a second replica's pass)
     assert again.returncode == 0 and len(receiver.notifications()) == 4 and len(github.posted(first)) == 2
+    # nothing was written for what it did not send: no status write, no annotation, no Event
+    assert objects.versions(namespace, ["a", "b"]) == versions and len(objects.events(namespace)) == events
 
     repo.remove("b.yaml")
     repo.write("a.yaml", app_yaml("a", replicas=0, image="nginx:1.27"))
@@ -98,31 +105,48 @@ def test_sync_once_tells_each_change_once_with_a_commit_status(agent, repo, name
     no_secret(str(objects.app(namespace, "a")) + str(objects.events(namespace)), receiver, github)
 
 
+@pytest.mark.parametrize("github", ["github", "gitlab", "gitea"], indirect=True)
 def test_sync_once_wait_tells_ready_and_posts_success_in_the_same_run(agent, repo, namespace, receiver, github,
-                                                                      files):
+                                                                      files, objects):
     """The CI gate: with --wait the run that applies a commit also tells each Application's
-    readiness and moves the commit status from pending to success; a re-run tells nothing."""
+    readiness and moves the commit status from pending to success; a re-run tells nothing. On
+    GitLab (pending is ``running`` there; with ``--notify-on Ready``: only Ready is told) and
+    Gitea without --commit-status-context: the default context ``gitops-agent/<source id>``."""
     repo.write("a.yaml", app_yaml("a"))
     repo.write("b.yaml", app_yaml("b", replicas=2))
     head = repo.commit()
-    proc = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *files)
+    flags = list(files)
+    if github.kind != "github":
+        at = flags.index("--commit-status-context")
+        del flags[at:at + 2]
+    if github.kind == "gitlab":
+        flags += ["--notify-on", "Ready"]
+    proc = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *flags)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(told(receiver)) == [("a", "Deployed"), ("a", "Ready"), ("b", "Deployed"), ("b", "Ready")]
-    assert github.posted(head) == [("pending", "applying this commit; waiting for its Applications to be ready"),
-                                   ("success", "2 Applications synced and ready")]
-    again = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *files)
-    assert again.returncode == 0 and len(receiver.notifications()) == 4 and len(github.posted(head)) == 2
+    reasons = ["Ready"] if github.kind == "gitlab" else ["Deployed", "Ready"]
+    assert sorted(told(receiver)) == [(n, r) for n in ("a", "b") for r in reasons]
+    pending = ("running", PENDING[1]) if github.kind == "gitlab" else PENDING
+    assert github.posted(head) == [pending, ("success", "2 Applications synced and ready")]
+    source = objects.app(namespace, "a")["metadata"]["labels"]["heumsi.github.io/source"]
+    context = "gitops-agent/test" if github.kind == "github" else f"gitops-agent/{source}"
+    assert {s["name" if github.kind == "gitlab" else "context"] for s in github.statuses[head]} == {context}
+    again = agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *flags)
+    assert again.returncode == 0 and len(receiver.notifications()) == len(reasons) * 2
+    assert len(github.posted(head)) == 2
 
 
-def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files):
+@pytest.mark.parametrize("severity", [[], ["--notify-severity", "error"]], ids=["all", "errors"])
+def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files, severity):
+    """With ``--notify-severity error`` the Deployed before is not told, the Stalled is."""
     repo.write("a.yaml", app_yaml("a", replicas=0))
     repo.commit()
-    assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 0
+    assert agent.sync(repo.path, "--namespace", namespace, *files, *severity).returncode == 0
     before = len(receiver.notifications())
+    assert before == (0 if severity else 1)
     repo.write("a.yaml", app_yaml("a", replicas=0, port=70000))  # valid YAML the schema refuses: stalled
     bad = repo.commit()
     for _ in range(2):
-        assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 2
+        assert agent.sync(repo.path, "--namespace", namespace, *files, *severity).returncode == 2
     assert [r for _, r in told(receiver)[before:]] == ["Stalled"]
     assert [n["severity"] for n in receiver.notifications()[before:]] == ["error"]
     state, text = github.posted(bad)[-1]
@@ -209,3 +233,55 @@ def test_one_of_500_applications_changed_sends_one_message(agent, repo, namespac
     assert len(receiver.accepted) == 1
     assert [(n["application"]["name"], n["reason"], n["commit"]) for n in receiver.notifications()] == [
         ("app-123", "Deployed", sha)]
+
+
+@pytest.mark.parametrize("fault", ["cut", "limit"])
+def test_retry_after_a_cut_connection_and_githubs_limit(agent, repo, namespace, receiver, github, files, objects, fault):
+    """The receiver answers 429 with ``Retry-After: 2`` once: the retry comes 2 s later (longer
+    than the backoff's 1 s). ``cut``: GitHub closes the connection without an answer once: the
+    first request (the read of the commit's statuses) is retried, the status posted. ``limit``: GitHub holds 1,000 statuses of this commit and
+    context and answers 422: dropped at once (one request, no retry), one line, a Warning Event
+    on the Application; the sync itself still exits 0."""
+    receiver.mode, receiver.failures, receiver.retry_after = "retry", 1, "2"
+    if fault == "cut":
+        github.mode, github.failures = "cut", 1
+    else:
+        github.limit = 0
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    head = repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, *files, "--notify-timeout", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert told(receiver) == [("a", "Deployed")]
+    assert receiver.times[1] - receiver.times[0] >= 1.9 and len(receiver.requests) == 2
+    posts = [r for r in github.requests if r[0] == "POST"]
+    if fault == "cut":
+        assert [r[0] for r in github.requests] == ["GET", "GET", "POST"]  # the read was cut, then retried
+        assert github.posted(head) == [PENDING] and "dropped" not in proc.stderr
+        return
+    assert github.posted(head) == [] and len(posts) == 1
+    [line] = [x for x in proc.stderr.splitlines() if "dropped" in x]
+    assert f"dropped commit status pending for {head[:12]} to github: refused: HTTP 422 (Unprocessable Entity)" in line
+    [event] = [e for e in objects.events(namespace) if e["reason"] == "NotificationDropped"]
+    assert (event["type"], event["involvedObject"]["name"]) == ("Warning", "a") and "HTTP 422" in event["message"]
+
+
+def test_run_posts_a_status_dropped_in_an_outage_once_the_host_is_back(start_agent, repo, remote,  # noqa: F811
+                                                                       namespace, github, files):
+    """The pending status is posted, then GitHub answers 503 until the success is dropped:
+    once it is back, a later pass posts the success, once (no restart needed)."""
+    repo.write("a.yaml", app_yaml("a", replicas=0))
+    sha = remote.push()
+    github.down_after = 1  # down from the first status accepted on
+    agent = start_agent(remote.url, "--namespace", namespace, "--interval", "2", *files, "--notify-timeout", "1.5")
+    wait_for(lambda: agent.metric("gitops_agent_notifications_dropped_total", destination="github") >= 1,
+             timeout=60, what="a dropped commit status")
+    assert github.posted(sha) == [PENDING]
+    github.mode = "ok"
+    success = ("success", "1 Application synced and ready")
+    wait_for(lambda: github.posted(sha)[1:] == [success], timeout=30, what="the success status")
+    passes = agent.metric("gitops_agent_passes_total", result="success")
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= passes + 2, timeout=30,
+             what="two more passes")
+    assert github.posted(sha) == [PENDING, success]
+    assert agent.stop() == 0
+    assert f"dropped commit status success for {sha[:12]} to github: HTTP 503" in agent.output()
