@@ -12,6 +12,8 @@ import pytest
 
 from tests.notify_servers import GitHost, Receiver
 from tests.support import app_yaml, wait_for
+from tests.test_backoff import allow_services, refuse_services
+from tests.test_health import TOO_BIG
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -285,3 +287,51 @@ def test_run_posts_a_status_dropped_in_an_outage_once_the_host_is_back(start_age
     assert github.posted(sha) == [PENDING, success]
     assert agent.stop() == 0
     assert f"dropped commit status success for {sha[:12]} to github: HTTP 503" in agent.output()
+
+
+@pytest.mark.parametrize("failure", ["Degraded", "ApplyFailed"])
+def test_a_failure_and_its_recovery_are_told_once_each(agent, repo, namespace, receiver, files, objects, cluster,
+                                                       failure):
+    """``Degraded``: pods that never schedule (the LimitRange of test_health.py) past a progress
+    deadline shortened by hand; ``sync --once --wait=2m`` ends as soon as the Application is
+    Degraded (exit 1), not at the timeout. ``ApplyFailed``: a ResourceQuota allowing no
+    Service (test_backoff.py) refuses the apply. Each is told once over two runs; the commit
+    that fixes it tells ``Recovered`` once."""
+    flags = ["--namespace", namespace, *files[:4]]  # the signed webhook only
+    if failure == "Degraded":
+        cluster.kubectl("-n", namespace, "apply", "-f", "-", input=TOO_BIG)
+    else:
+        refuse_services(cluster, namespace)
+    repo.write("web.yaml", app_yaml("web", replicas=1))
+    repo.commit()
+    first = agent.sync(repo.path, *flags)
+    assert first.returncode == (0 if failure == "Degraded" else 2), first.stderr
+    if failure == "Degraded":
+        cluster.kubectl("-n", namespace, "patch", "deployment", "web", "--type=merge",
+                        "-p", '{"spec": {"progressDeadlineSeconds": 1}}')
+        wait_for(lambda: {c["type"]: c for c in (objects.deployment(namespace, "web").get("status") or {}).get(
+            "conditions") or []}.get("Progressing", {}).get("reason") == "ProgressDeadlineExceeded",
+            timeout=120, what="the rollout past its deadline")
+        started = time.monotonic()
+        waited = agent.sync(repo.path, *flags, "--wait=2m")
+        assert waited.returncode == 1, waited.stderr
+        assert time.monotonic() - started < 60  # ended by Degraded, not by the 2 minutes
+        assert f"{namespace}/web: Degraded" in waited.stderr + waited.stdout
+    again = agent.sync(repo.path, *flags)  # the same state: nothing new to tell
+    assert again.returncode == (0 if failure == "Degraded" else 2), again.stderr  # no --wait: applied is 0
+    assert [r for _, r in told(receiver)].count(failure) == 1
+    if failure == "Degraded":
+        cluster.kubectl("-n", namespace, "delete", "limitrange", "--all")
+        cluster.kubectl("-n", namespace, "patch", "deployment", "web", "--type=merge",
+                        "-p", '{"spec": {"progressDeadlineSeconds": 600}}')
+        repo.write("web.yaml", app_yaml("web", replicas=1, image="nginx:1.27"))  # a rollout that can finish
+        repo.commit()
+    else:
+        allow_services(cluster, namespace)
+    fixed = agent.sync(repo.path, *flags, "--wait=1m")
+    assert fixed.returncode == 0, fixed.stderr
+    assert agent.sync(repo.path, *flags).returncode == 0
+    reasons = [r for _, r in told(receiver)]
+    assert reasons.count(failure) == 1 and reasons.count("Recovered") == 1, reasons
+    assert reasons.index(failure) < reasons.index("Recovered")
+    assert [n["severity"] for n in receiver.notifications() if n["reason"] == failure] == ["error"]
