@@ -335,3 +335,23 @@ def test_a_failure_and_its_recovery_are_told_once_each(agent, repo, namespace, r
     assert reasons.count(failure) == 1 and reasons.count("Recovered") == 1, reasons
     assert reasons.index(failure) < reasons.index("Recovered")
     assert [n["severity"] for n in receiver.notifications() if n["reason"] == failure] == ["error"]
+
+
+def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod(agent, repo, namespace, github, files,
+                                                                          objects, cluster):
+    """A commit whose only file is broken has no Application: its pending and failure statuses,
+    refused by GitHub (422), each give a Warning Event on the agent's own Pod, named by the
+    downward API's variables (a real Pod here, standing in for the agent's)."""
+    cluster.kubectl("-n", namespace, "run", "gitops-agent-0", "--image=nginx", "--restart=Never")
+    uid = objects.core.read_namespaced_pod("gitops-agent-0", namespace).metadata.uid
+    github.limit = 0
+    repo.write("bad.yaml", "kind: [\n")
+    head = repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace, *files[4:],
+                      env={"POD_NAMESPACE": namespace, "POD_NAME": "gitops-agent-0", "POD_UID": uid})
+    assert proc.returncode == 2, proc.stderr
+    dropped = [e for e in objects.events(namespace) if e["reason"] == "NotificationDropped"]
+    assert sorted(e["message"].split(":")[0] for e in dropped) == [
+        f"dropped commit status failure for {head[:12]} to github", f"dropped commit status pending for {head[:12]} to github"]
+    assert {(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"], e["involvedObject"]["uid"])
+            for e in dropped} == {("Warning", "Pod", "gitops-agent-0", uid)}

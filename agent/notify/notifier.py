@@ -28,7 +28,10 @@ class Settings:
     ``batch``: one request per pass; ``timeout``: seconds per message and for ``drain``;
     ``status_page_url``: put in bodies and as ``target_url``; ``commit_status``: ``github``,
     ``gitlab`` or ``gitea`` (None: none); ``token``, ``context``, ``api_url``, ``repository``:
-    the commit status's; ``source``: the source id."""
+    the commit status's; ``source``: the source id; ``agent_pod``: (namespace, name, uid) of the
+    agent's own Pod (the downward API's ``POD_NAMESPACE``, ``POD_NAME``, ``POD_UID``; uid may be
+    ""), where the Warning Event of a dropped message about no Application goes (None: outside a
+    Pod, no Event for such a message)."""
 
     url: str | None = None
     secret: bytes | None = None
@@ -43,6 +46,7 @@ class Settings:
     api_url: str | None = None
     repository: str | None = None
     source: str = "default"
+    agent_pod: tuple[str, str, str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -109,19 +113,28 @@ class Notifier:
         self._outbox.put(message)
 
     def _on_drop(self, message: outbox.Message, why: str) -> None:
-        """One warning line, one Warning Event on the first Application the message is about.
-        A commit status dropped without a refusal is wanted again (``_status``)."""
+        """One warning line, one Warning Event on the first Application the message is about, or
+        on the agent's own Pod (``Settings.agent_pod``) when it is about none (a commit status
+        of a pass with no Application: issue 32 allows "the agent's own object"). A commit
+        status dropped without a refusal is wanted again (``_status``)."""
         with self._lock:
             if message is self._queued_message and not message.refused:
                 self._queued = self._queued_message = None
         line = f"dropped {message.what} to {message.destination}: {why}"
         self.dropped.append(line)
         log.warning("%s", line, extra={"fields": {"event": "notification-dropped", "destination": message.destination}})
-        if self.kube is not None and message.about:
+        if self.kube is None:
+            return
+        if message.about:
             ref = message.about[0]
             obj = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
                    "metadata": {"name": ref.name, "namespace": ref.namespace, "uid": getattr(ref, "uid", "")}}
-            self.kube.event(obj, "Warning", DROPPED_REASON, line)
+        elif self.settings.agent_pod:
+            namespace, name, uid = self.settings.agent_pod
+            obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "uid": uid}}
+        else:
+            return
+        self.kube.event(obj, "Warning", DROPPED_REASON, line)
 
     def drain(self) -> list[str]:
         """Wait up to ``timeout`` seconds for the queue (``sync --once``); returns every message

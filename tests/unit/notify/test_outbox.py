@@ -335,3 +335,21 @@ def test_a_dropped_pending_status_is_a_warning_event_on_the_first_application():
         assert events.sent == [("ns", "a", "Warning", "NotificationDropped", line)]
     finally:
         host.stop()
+
+
+def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod():
+    """A commit status of a pass with no Application: the Event goes to the agent's own Pod;
+    outside a Pod (no ``agent_pod``) there is none, the line and the counter only."""
+    host = GitHost("github", limit=0)
+    try:
+        for pod in (("agents", "gitops-agent-7c9", "uid-9"), None):
+            events = Events()
+            n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                                  repository=host.repository, timeout=5, agent_pod=pod), kube=events)
+            n.started(SHA, [])
+            [line] = n.drain()
+            assert line.endswith("refused: HTTP 422 (Unprocessable Entity)")
+            assert events.sent == ([("agents", "gitops-agent-7c9", "Warning", "NotificationDropped", line)] if pod else [])
+            assert value(n.counters.dropped, "github") == 1
+    finally:
+        host.stop()
