@@ -137,18 +137,15 @@ def test_sync_once_wait_tells_ready_and_posts_success_in_the_same_run(agent, rep
     assert len(github.posted(head)) == 2
 
 
-@pytest.mark.parametrize("severity", [[], ["--notify-severity", "error"]], ids=["all", "errors"])
-def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files, severity):
-    """With ``--notify-severity error`` the Deployed before is not told, the Stalled is."""
+def test_a_failure_is_told_once_and_fails_the_commit_status(agent, repo, namespace, receiver, github, files):
     repo.write("a.yaml", app_yaml("a", replicas=0))
     repo.commit()
-    assert agent.sync(repo.path, "--namespace", namespace, *files, *severity).returncode == 0
+    assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 0
     before = len(receiver.notifications())
-    assert before == (0 if severity else 1)
     repo.write("a.yaml", app_yaml("a", replicas=0, port=70000))  # valid YAML the schema refuses: stalled
     bad = repo.commit()
     for _ in range(2):
-        assert agent.sync(repo.path, "--namespace", namespace, *files, *severity).returncode == 2
+        assert agent.sync(repo.path, "--namespace", namespace, *files).returncode == 2
     assert [r for _, r in told(receiver)[before:]] == ["Stalled"]
     assert [n["severity"] for n in receiver.notifications()[before:]] == ["error"]
     state, text = github.posted(bad)[-1]
@@ -238,12 +235,13 @@ def test_one_of_500_applications_changed_sends_one_message(agent, repo, namespac
 
 
 @pytest.mark.parametrize("fault", ["cut", "limit"])
-def test_retry_after_a_cut_connection_and_githubs_limit(agent, repo, namespace, receiver, github, files, objects, fault):
+def test_retry_after_a_cut_connection_and_githubs_limit(agent, repo, namespace, receiver, github, files, objects,
+                                                       fault):
     """The receiver answers 429 with ``Retry-After: 2`` once: the retry comes 2 s later (longer
     than the backoff's 1 s). ``cut``: GitHub closes the connection without an answer once: the
-    first request (the read of the commit's statuses) is retried, the status posted. ``limit``: GitHub holds 1,000 statuses of this commit and
-    context and answers 422: dropped at once (one request, no retry), one line, a Warning Event
-    on the Application; the sync itself still exits 0."""
+    first request (the read of the commit's statuses) is retried, the status posted. ``limit``:
+    GitHub holds 1,000 statuses of this commit and context and answers 422: dropped at once (one
+    request, no retry), one line, a Warning Event on the Application; the sync still exits 0."""
     receiver.mode, receiver.failures, receiver.retry_after = "retry", 1, "2"
     if fault == "cut":
         github.mode, github.failures = "cut", 1
@@ -294,11 +292,13 @@ def test_a_failure_and_its_recovery_are_told_once_each(agent, repo, namespace, r
                                                        failure):
     """``Degraded``: pods that never schedule (the LimitRange of test_health.py) past a progress
     deadline shortened by hand; ``sync --once --wait=2m`` ends as soon as the Application is
-    Degraded (exit 1), not at the timeout. ``ApplyFailed``: a ResourceQuota allowing no
-    Service (test_backoff.py) refuses the apply. Each is told once over two runs; the commit
-    that fixes it tells ``Recovered`` once."""
+    Degraded (exit 1), not at the timeout; with ``--notify-severity error`` Degraded is all that
+    is told (not the Deployed before it). ``ApplyFailed``: a ResourceQuota allowing no Service
+    (test_backoff.py) refuses the apply; lifting it tells ``Recovered``. Each once over the
+    runs."""
     flags = ["--namespace", namespace, *files[:4]]  # the signed webhook only
     if failure == "Degraded":
+        flags += ["--notify-severity", "error"]
         cluster.kubectl("-n", namespace, "apply", "-f", "-", input=TOO_BIG)
     else:
         refuse_services(cluster, namespace)
@@ -319,22 +319,17 @@ def test_a_failure_and_its_recovery_are_told_once_each(agent, repo, namespace, r
         assert f"{namespace}/web: Degraded" in waited.stderr + waited.stdout
     again = agent.sync(repo.path, *flags)  # the same state: nothing new to tell
     assert again.returncode == (0 if failure == "Degraded" else 2), again.stderr  # no --wait: applied is 0
-    assert [r for _, r in told(receiver)].count(failure) == 1
     if failure == "Degraded":
-        cluster.kubectl("-n", namespace, "delete", "limitrange", "--all")
-        cluster.kubectl("-n", namespace, "patch", "deployment", "web", "--type=merge",
-                        "-p", '{"spec": {"progressDeadlineSeconds": 600}}')
-        repo.write("web.yaml", app_yaml("web", replicas=1, image="nginx:1.27"))  # a rollout that can finish
-        repo.commit()
-    else:
-        allow_services(cluster, namespace)
-    fixed = agent.sync(repo.path, *flags, "--wait=1m")
-    assert fixed.returncode == 0, fixed.stderr
+        assert told(receiver) == [("web", "Degraded")]
+        assert [n["severity"] for n in receiver.notifications()] == ["error"]
+        return
+    assert told(receiver) == [("web", "ApplyFailed")]
+    allow_services(cluster, namespace)
+    assert agent.sync(repo.path, *flags).returncode == 0
     assert agent.sync(repo.path, *flags).returncode == 0
     reasons = [r for _, r in told(receiver)]
-    assert reasons.count(failure) == 1 and reasons.count("Recovered") == 1, reasons
-    assert reasons.index(failure) < reasons.index("Recovered")
-    assert [n["severity"] for n in receiver.notifications() if n["reason"] == failure] == ["error"]
+    assert reasons[0] == "ApplyFailed" and reasons.count("ApplyFailed") == 1 and reasons.count("Recovered") == 1, \
+        reasons
 
 
 def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod(agent, repo, namespace, github, files,
@@ -352,6 +347,6 @@ def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod(agent,
     assert proc.returncode == 2, proc.stderr
     dropped = [e for e in objects.events(namespace) if e["reason"] == "NotificationDropped"]
     assert sorted(e["message"].split(":")[0] for e in dropped) == [
-        f"dropped commit status failure for {head[:12]} to github", f"dropped commit status pending for {head[:12]} to github"]
+        f"dropped commit status {state} for {head[:12]} to github" for state in ("failure", "pending")]
     assert {(e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"], e["involvedObject"]["uid"])
             for e in dropped} == {("Warning", "Pod", "gitops-agent-0", uid)}

@@ -89,9 +89,9 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     whose retry time has not come are skipped and reported, everything else is attempted.
     ``on_commit(sha, applications)``: called once the commit is read, before anything is applied
     (a commit status ``pending``: ``agent.notify``), with the commit's Applications in scope
-    (``Manifest``s: ``namespace``, ``name``; sorted, maybe empty); it must not block. ``steady``: what the previous pass
-    of ``run`` left (``steady.py``): its read of the same commit and its unchanged Applications
-    are reused, and this pass's are recorded in it.
+    (``Manifest``s: ``namespace``, ``name``; sorted, maybe empty); it must not block.
+    ``steady``: what the previous pass of ``run`` left (``steady.py``): its read of the same
+    commit and its unchanged Applications are reused, and this pass's are recorded in it.
     """
     report = Report()
     started = time.monotonic()

@@ -76,7 +76,8 @@ class Notifier:
     def started(self, commit: str | None, applications=()) -> None:
         """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status.
         ``applications``: the commit's (anything with ``namespace`` and ``name``, sorted); the
-        first is the one a Warning Event names when the status is dropped (none: no Event)."""
+        first is the one a Warning Event names when the status is dropped (none: the agent's
+        own Pod, ``_on_drop``)."""
         if self._poster is not None and commit and self._poster.wanted(commit, commitstatus.PENDING,
                                                                         commitstatus.PENDING_TEXT):
             about = [_Ref(a.namespace, a.name) for a in applications[:1]]

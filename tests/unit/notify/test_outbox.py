@@ -349,7 +349,8 @@ def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod():
             n.started(SHA, [])
             [line] = n.drain()
             assert line.endswith("refused: HTTP 422 (Unprocessable Entity)")
-            assert events.sent == ([("agents", "gitops-agent-7c9", "Warning", "NotificationDropped", line)] if pod else [])
+            want = [("agents", "gitops-agent-7c9", "Warning", "NotificationDropped", line)] if pod else []
+            assert events.sent == want
             assert value(n.counters.dropped, "github") == 1
     finally:
         host.stop()
