@@ -20,13 +20,18 @@ class _Server:
     """A ThreadingHTTPServer on 127.0.0.1 in a thread; ``mode``: ``ok``, ``down`` (503),
     ``hang`` (never answers), ``slow`` (answers after ``delay`` s), ``retry`` (429 with
     Retry-After ``retry_after`` for the first ``failures`` requests), ``flaky`` (handles the
-    first ``failures`` requests, then answers 503 all the same)."""
+    first ``failures`` requests, then answers 503 all the same), ``cut`` (closes the connection
+    without an answer for the first ``failures`` requests: a connection error).
+    ``down_after``: when set, the mode becomes ``down`` once that many POSTs were accepted (an
+    outage that starts at a known point)."""
 
     def __init__(self):
         self.port = free_port()
         self.mode, self.delay, self.failures, self.lock = "ok", 0.0, 0, threading.Lock()
         self.retry_after = "1"  # the Retry-After of mode ``retry``
+        self.down_after: int | None = None
         self.requests: list[tuple[str, str, dict, bytes]] = []  # every request: method, path, headers (lower-case names), body
+        self.times: list[float] = []  # time.monotonic() of each request, as ``requests``
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -37,7 +42,12 @@ class _Server:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with owner.lock:
                     owner.requests.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    owner.times.append(time.monotonic())
                     mode = owner.mode
+                    if mode == "cut" and owner.failures > 0:
+                        owner.failures -= 1
+                        self.close_connection = True  # no answer at all: the client sees the connection closed
+                        return None
                     if mode == "retry" and owner.failures > 0:
                         owner.failures -= 1
                         return self._send(429, {"message": "slow down"}, {"Retry-After": owner.retry_after})
@@ -55,6 +65,11 @@ class _Server:
                 if mode == "slow":
                     time.sleep(owner.delay)
                 code, doc = owner.handle(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with owner.lock:
+                    if self.command == "POST" and code < 300 and owner.down_after is not None:
+                        owner.down_after -= 1
+                        if owner.down_after <= 0:
+                            owner.mode, owner.down_after = "down", None
                 self._send(code, doc)
 
             def _send(self, code, doc, headers=None):

@@ -145,31 +145,51 @@ def test_reconcile_wait_exits_1_on_ready_false(start_agent, agent, repo, remote,
                            "Ready=False (Progressing: ")
 
 
+@pytest.mark.parametrize("fault", ["FetchFailed", "ReadFailed"])
 def test_an_unreachable_source_marks_its_applications_once_and_recovery_removes_it(agent, repo, namespace, objects,
-                                                                                   tmp_path):
-    repo.write("web.yaml", app_yaml("web"))
+                                                                                   tmp_path, fault):
+    """``FetchFailed``: the repository is gone. ``ReadFailed``: its new commit cannot be read
+    (``--path`` is no longer in it); then the repository goes too: the condition is rewritten
+    with the new reason and keeps its lastTransitionTime (False since the first failure)."""
+    repo.write("apps/web.yaml", app_yaml("web"))
     repo.commit()
-    assert agent.sync(repo.path, "--namespace", namespace, "--wait=1m").returncode == 0
+    flags = ["--namespace", namespace, "--path", "apps"]
+    assert agent.sync(repo.path, *flags, "--wait=1m").returncode == 0
     away = tmp_path / "moved-away"
-    repo.path.rename(away)
+    if fault == "FetchFailed":
+        repo.path.rename(away)
+    else:
+        repo.move("apps", "elsewhere")
+        repo.commit()
     try:
-        proc = agent.sync(repo.path, "--namespace", namespace, "-o", "json")
+        proc = agent.sync(repo.path, *flags, "-o", "json")
         assert proc.returncode == 2
         app = objects.app(namespace, "web")
         found = conditions(app)
         down = found["SourceAvailable"]
-        assert (down["status"], down["reason"]) == ("False", "FetchFailed") and str(repo.path) in down["message"]
+        assert (down["status"], down["reason"]) == ("False", fault)
+        assert (str(repo.path) if fault == "FetchFailed" else "apps") in down["message"]
         assert [c["type"] for c in app["status"]["conditions"]] == ["Ready", "SourceAvailable", "Synced"]
         assert found["Ready"]["status"] == "True"  # the cluster still runs the last commit read
         assert objects.deployment(namespace, "web") is not None  # nothing pruned
         version = app["metadata"]["resourceVersion"]
         time.sleep(1.1)
-        assert agent.sync(repo.path, "--namespace", namespace).returncode == 2
+        assert agent.sync(repo.path, *flags).returncode == 2
         again = objects.app(namespace, "web")
         assert again["metadata"]["resourceVersion"] == version  # the same failure: written once
+        assert conditions(again)["SourceAvailable"] == down
+        if fault == "ReadFailed":
+            repo.path.rename(away)
+            assert agent.sync(repo.path, *flags).returncode == 2
+            fetch = conditions(objects.app(namespace, "web"))["SourceAvailable"]
+            assert (fetch["reason"], fetch["lastTransitionTime"]) == ("FetchFailed", down["lastTransitionTime"])
     finally:
-        away.rename(repo.path)
-    assert agent.sync(repo.path, "--namespace", namespace).returncode == 0
+        if away.exists():
+            away.rename(repo.path)
+    if fault == "ReadFailed":
+        repo.move("elsewhere", "apps")
+        repo.commit()
+    assert agent.sync(repo.path, *flags).returncode == 0
     app = objects.app(namespace, "web")
     assert set(conditions(app)) == {"Ready", "Synced"}
 

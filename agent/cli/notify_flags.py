@@ -8,6 +8,7 @@ refused URL is described, not printed.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import urllib.parse
 
@@ -142,4 +143,13 @@ def settings(args, source: str) -> notifier.Settings | None:
                              batch=args.notify_batch, timeout=args.notify_timeout,
                              status_page_url=args.status_page_url, commit_status=kind, token=token,
                              context=args.commit_status_context or f"gitops-agent/{source}", api_url=api_url,
-                             repository=repository, source=source)
+                             repository=repository, source=source, agent_pod=agent_pod())
+
+
+def agent_pod(environ=None) -> tuple[str, str, str] | None:
+    """(namespace, name, uid) of the Pod the agent runs in, from the downward API's variables
+    ``POD_NAMESPACE``, ``POD_NAME`` and ``POD_UID`` (deploy/deployment.yaml sets them; uid ""
+    when unset); None unless both namespace and name are set (outside a Pod, e.g. CI)."""
+    env = os.environ if environ is None else environ
+    namespace, name = env.get("POD_NAMESPACE", "").strip(), env.get("POD_NAME", "").strip()
+    return (namespace, name, env.get("POD_UID", "").strip()) if namespace and name else None

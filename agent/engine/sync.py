@@ -87,10 +87,11 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     remote at all (passes triggered by cluster changes between scheduled passes).
     ``retry``: the backoff policy (``backoff.Policy``); with ``skip`` (``run``), Applications
     whose retry time has not come are skipped and reported, everything else is attempted.
-    ``on_commit(sha)``: called once the commit is read, before anything is applied (a commit
-    status ``pending``: ``agent.notify``); it must not block. ``steady``: what the previous pass
-    of ``run`` left (``steady.py``): its read of the same commit and its unchanged Applications
-    are reused, and this pass's are recorded in it.
+    ``on_commit(sha, applications)``: called once the commit is read, before anything is applied
+    (a commit status ``pending``: ``agent.notify``), with the commit's Applications in scope
+    (``Manifest``s: ``namespace``, ``name``; sorted, maybe empty); it must not block.
+    ``steady``: what the previous pass of ``run`` left (``steady.py``): its read of the same
+    commit and its unchanged Applications are reused, and this pass's are recorded in it.
     """
     report = Report()
     started = time.monotonic()
@@ -135,7 +136,7 @@ def run(kube: Kube, opts: Options, *, known_commit: str | None = None, offline: 
     del loaded
     batch = events.Batch(kube)  # one Event per Application per pass (events.py)
     if on_commit is not None and report.commit:
-        on_commit(report.commit)
+        on_commit(report.commit, wanted)
     try:
         with kube.sharing():  # the pass's live objects share equal parts (share.py)
             _reconcile(batch, opts, report, wanted, problems, retry, outside=len(outside), steady=steady,

@@ -10,6 +10,7 @@ request is made by the outbox's thread (``outbox``).
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from agent.engine import news
@@ -27,7 +28,10 @@ class Settings:
     ``batch``: one request per pass; ``timeout``: seconds per message and for ``drain``;
     ``status_page_url``: put in bodies and as ``target_url``; ``commit_status``: ``github``,
     ``gitlab`` or ``gitea`` (None: none); ``token``, ``context``, ``api_url``, ``repository``:
-    the commit status's; ``source``: the source id."""
+    the commit status's; ``source``: the source id; ``agent_pod``: (namespace, name, uid) of the
+    agent's own Pod (the downward API's ``POD_NAMESPACE``, ``POD_NAME``, ``POD_UID``; uid may be
+    ""), where the Warning Event of a dropped message about no Application goes (None: outside a
+    Pod, no Event for such a message)."""
 
     url: str | None = None
     secret: bytes | None = None
@@ -42,6 +46,7 @@ class Settings:
     api_url: str | None = None
     repository: str | None = None
     source: str = "default"
+    agent_pod: tuple[str, str, str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -64,13 +69,19 @@ class Notifier:
             host = commitstatus.HOST_CLASSES[settings.commit_status](settings.api_url, settings.repository,
                                                                      settings.token)
             self._poster = commitstatus.Poster(host, settings.context, settings.status_page_url)
-        self._queued: tuple | None = None  # the last commit status queued
+        self._queued: tuple | None = None  # the last commit status queued: (sha, state, description)
+        self._queued_message: outbox.Message | None = None  # ... and its message
+        self._lock = threading.Lock()  # _queued: set by passes, cleared by the outbox's thread
 
-    def started(self, commit: str | None) -> None:
-        """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status."""
+    def started(self, commit: str | None, applications=()) -> None:
+        """A pass starts applying ``commit``: queue ``pending`` unless that commit has a status.
+        ``applications``: the commit's (anything with ``namespace`` and ``name``, sorted); the
+        first is the one a Warning Event names when the status is dropped (none: the agent's
+        own Pod, ``_on_drop``)."""
         if self._poster is not None and commit and self._poster.wanted(commit, commitstatus.PENDING,
                                                                         commitstatus.PENDING_TEXT):
-            self._status(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT, [])
+            about = [_Ref(a.namespace, a.name) for a in applications[:1]]
+            self._status(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT, about)
 
     def finished(self, report) -> None:
         """Queue the pass's wanted notices (``news.wanted``) for the webhook, and its commit
@@ -88,23 +99,43 @@ class Notifier:
             self._status(report.commit, *found, about)
 
     def _status(self, sha: str, state: str, description: str, about: list) -> None:
-        if self._queued == (sha, state, description):  # the same is on its way already
-            return
-        self._queued = (sha, state, description)
+        """Queue one commit status unless the same is on its way already (queued, in flight, or
+        refused by the host in this process: retrying cannot help). ``Poster.wanted`` has said
+        it is not posted; a status dropped for a timeout, a full queue or ``drain`` is forgotten
+        here (``_on_drop``), so the next pass with the same verdict queues it again."""
+        key = (sha, state, description)
         what = f"commit status {state} for {sha[:12]}"
-        self._outbox.put(outbox.Message(self._poster.host.name, what,
-                                        lambda t: self._poster.post(sha, state, description, t), about))
+        message = outbox.Message(self._poster.host.name, what,
+                                 lambda t: self._poster.post(sha, state, description, t), about)
+        with self._lock:
+            if self._queued == key:
+                return
+            self._queued, self._queued_message = key, message
+        self._outbox.put(message)
 
     def _on_drop(self, message: outbox.Message, why: str) -> None:
-        """One warning line, one Warning Event on the first Application the message is about."""
+        """One warning line, one Warning Event on the first Application the message is about, or
+        on the agent's own Pod (``Settings.agent_pod``) when it is about none (a commit status
+        of a pass with no Application: issue 32 allows "the agent's own object"). A commit
+        status dropped without a refusal is wanted again (``_status``)."""
+        with self._lock:
+            if message is self._queued_message and not message.refused:
+                self._queued = self._queued_message = None
         line = f"dropped {message.what} to {message.destination}: {why}"
         self.dropped.append(line)
         log.warning("%s", line, extra={"fields": {"event": "notification-dropped", "destination": message.destination}})
-        if self.kube is not None and message.about:
+        if self.kube is None:
+            return
+        if message.about:
             ref = message.about[0]
             obj = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
                    "metadata": {"name": ref.name, "namespace": ref.namespace, "uid": getattr(ref, "uid", "")}}
-            self.kube.event(obj, "Warning", DROPPED_REASON, line)
+        elif self.settings.agent_pod:
+            namespace, name, uid = self.settings.agent_pod
+            obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "uid": uid}}
+        else:
+            return
+        self.kube.event(obj, "Warning", DROPPED_REASON, line)
 
     def drain(self) -> list[str]:
         """Wait up to ``timeout`` seconds for the queue (``sync --once``); returns every message

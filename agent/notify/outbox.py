@@ -55,12 +55,14 @@ class Message:
     ``what``: words for a log line, no secret (``3 notifications``); ``send(timeout)``: one
     attempt with at most ``timeout`` seconds, raising ``http.Failed``; ``about``: the notices
     (or anything with namespace, name, uid) whose Application a Warning Event goes to when it is
-    dropped."""
+    dropped; ``refused``: set when it is dropped because retrying cannot help (a 4xx other than
+    408 and 429, an invalid URL), as opposed to a timeout, a full queue or ``drain``."""
 
     destination: str
     what: str
     send: Callable[[float], None]
     about: list = field(default_factory=list)
+    refused: bool = False
 
 
 def wait_seconds(state: tenacity.RetryCallState) -> float:
@@ -144,6 +146,7 @@ class Outbox:
         except http.Failed as err:
             if not err.transient:
                 self.counters.failed.labels(destination=message.destination).inc()
+                message.refused = True
             if self._settle():
                 self._drop(message, str(err) if err.transient or not err.status else f"refused: {err}")
             return

@@ -120,3 +120,12 @@ def test_reasons_that_are_no_errors_with_severity_error_are_refused(tmp_path, ca
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "'Deployed,Ready' is not allowed with --notify-severity error: it would never send anything" in err
     assert "Degraded, Stalled, ApplyFailed" in err
+
+
+def test_the_agents_pod_comes_from_the_downward_api_variables():
+    assert notify_flags.agent_pod({"POD_NAMESPACE": "ops", "POD_NAME": "gitops-agent-7c9", "POD_UID": "u-1"}) == (
+        "ops", "gitops-agent-7c9", "u-1")
+    assert notify_flags.agent_pod({"POD_NAMESPACE": "ops", "POD_NAME": "gitops-agent-7c9"}) == (
+        "ops", "gitops-agent-7c9", "")
+    assert notify_flags.agent_pod({"POD_NAMESPACE": "ops"}) is None  # the lease's variable alone: not in a Pod
+    assert notify_flags.agent_pod({}) is None

@@ -271,3 +271,86 @@ def test_an_invalid_url_is_not_retried():
     [line] = n.drain()
     assert time.monotonic() - started < 1 and "the URL is not valid" in line
     assert value(n.counters.failed, "webhook") == 1
+
+
+def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
+    """``pending`` posted, then the host answers 503 until the ``success`` is dropped: the next
+    pass with the same verdict posts it (it was never posted), once. A refused one (HTTP 4xx)
+    is not queued again: retrying cannot help."""
+    pending = ("pending", "applying this commit; waiting for its Applications to be ready")
+
+    def until(what, seconds=10):
+        end = time.monotonic() + seconds
+        while not what() and time.monotonic() < end:
+            time.sleep(0.05)
+
+    host = GitHost("github")
+    try:
+        events = Events()
+        n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=1.5), kube=events)
+        n.started(SHA)
+        until(lambda: host.posted(SHA) == [pending])
+        host.mode = "down"
+        ready = report_of(readiness={"ns/a": ("True", "Healthy")})
+        n.finished(ready)
+        until(lambda: n.dropped)
+        assert n.dropped == ["dropped commit status success for bbbbbbbbbbbb to github: HTTP 503 (Service Unavailable)"]
+        host.mode = "ok"
+        for _ in range(3):  # the passes after the outage
+            n.started(SHA)
+            n.finished(ready)
+        assert n.drain() == n.dropped[:1]
+        assert host.posted(SHA) == [pending, ("success", "1 Application synced and ready")]
+        assert events.sent == [("ns", "a", "Warning", "NotificationDropped", n.dropped[0])]
+    finally:
+        host.stop()
+
+    host = GitHost("github", limit=0)
+    try:
+        n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=5))
+        n.finished(ready)
+        until(lambda: n.dropped)
+        n.finished(ready)
+        assert len(n.drain()) == 1
+        assert [m for m, *_ in host.requests].count("POST") == 1
+    finally:
+        host.stop()
+
+
+def test_a_dropped_pending_status_is_a_warning_event_on_the_first_application():
+    """As every other dropped message: one line, one Warning Event on the Application."""
+    from types import SimpleNamespace
+
+    host = GitHost("gitlab")
+    host.mode = "down"
+    try:
+        events = Events()
+        n = Notifier(Settings(commit_status="gitlab", token=host.token, api_url=host.api_url,
+                              repository=host.repository, timeout=1.2), kube=events)
+        n.started(SHA, [SimpleNamespace(namespace="ns", name="a"), SimpleNamespace(namespace="ns", name="b")])
+        [line] = n.drain()
+        assert line == "dropped commit status pending for bbbbbbbbbbbb to gitlab: HTTP 503 (Service Unavailable)"
+        assert events.sent == [("ns", "a", "Warning", "NotificationDropped", line)]
+    finally:
+        host.stop()
+
+
+def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod():
+    """A commit status of a pass with no Application: the Event goes to the agent's own Pod;
+    outside a Pod (no ``agent_pod``) there is none, the line and the counter only."""
+    host = GitHost("github", limit=0)
+    try:
+        for pod in (("agents", "gitops-agent-7c9", "uid-9"), None):
+            events = Events()
+            n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                                  repository=host.repository, timeout=5, agent_pod=pod), kube=events)
+            n.started(SHA, [])
+            [line] = n.drain()
+            assert line.endswith("refused: HTTP 422 (Unprocessable Entity)")
+            want = [("agents", "gitops-agent-7c9", "Warning", "NotificationDropped", line)] if pod else []
+            assert events.sent == want
+            assert value(n.counters.dropped, "github") == 1
+    finally:
+        host.stop()
