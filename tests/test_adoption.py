@@ -5,12 +5,14 @@ docs/guides/migrating.md, run as written. Real control plane with the garbage co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
 import pytest
 import yaml
 
+from agent.kinds import registry
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")
@@ -80,6 +82,67 @@ def seed_operator_made(cluster, objects, namespace, name="web"):
              timeout=120, what="the operator's Deployment to be ready")
 
 
+def operator_made(objects, app: dict) -> dict:
+    """The children the agent renders for the live Application ``app`` (``registry.children``,
+    its controller ownerReference with ``app``'s uid), created as an operator creates them: one
+    ``create_namespaced_*`` call of the official client each (field manager
+    ``OpenAPI-Generator``). Returns {kind: the created object's uid}."""
+    from kubernetes import client
+
+    api = objects.api_client
+    create = {"ConfigMap": client.CoreV1Api(api).create_namespaced_config_map,
+              "Deployment": client.AppsV1Api(api).create_namespaced_deployment,
+              "Service": client.CoreV1Api(api).create_namespaced_service,
+              "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
+              "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler}
+    meta = app["metadata"]
+    assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
+    return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid
+            for child in registry.children(meta["name"], meta["namespace"], meta["uid"], app["spec"])}
+
+
+POLICY = "apiserver_validating_admission_policy_check_total"
+
+
+@contextlib.contextmanager
+def deletes_refused(cluster, namespace: str, resources: tuple = ("deployments", "services")):
+    """While inside: the API server refuses every DELETE of ``resources`` in ``namespace`` (a
+    ValidatingAdmissionPolicy and its binding, cluster-scoped, removed on the way out). The
+    garbage collector keeps running and keeps trying: this is the agent getting there first,
+    which a test cannot otherwise win (the collector deletes a child of a deleted Application
+    within a second). Yields a function that answers how many deletes the policy refused."""
+    name = f"hold-{namespace}"
+    groups = sorted({"" if r in ("services", "configmaps") else "apps" if r == "deployments" else
+                     "networking.k8s.io" if r == "ingresses" else "autoscaling" for r in resources})
+    documents = [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name},
+         "spec": {"failurePolicy": "Fail", "matchConstraints": {
+             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+             "resourceRules": [{"apiGroups": groups, "apiVersions": ["*"], "resources": list(resources),
+                                "operations": ["DELETE"]}]},
+             "validations": [{"expression": "false", "message": "held by the test: no delete"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}},
+    ]
+    text = "".join(f"---\n{yaml.safe_dump(d)}" for d in documents)
+
+    def refused() -> int:
+        metrics = cluster.kubectl("get", "--raw", "/metrics").stdout
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                       if line.startswith(POLICY + "{") and f'policy="{name}"' in line
+                       and 'enforcement_action="deny"' in line))
+
+    cluster.kubectl("apply", "-f", "-", input=text)
+    try:
+        # the policy holds once the API server has loaded it: a dry-run delete is refused
+        wait_for(lambda: cluster.kubectl("-n", namespace, "delete", "service", "--all", "--dry-run=server",
+                                         check=False).returncode != 0, timeout=30, what="the policy to hold")
+        yield refused
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", input=text)
+
+
 def replica_sets(objects, namespace):
     return sorted(rs.metadata.name for rs in objects.apps.list_namespaced_replica_set(namespace).items)
 
@@ -137,8 +200,12 @@ def test_the_seed_operators_children_are_adopted_without_deleting_the_service(ag
     assert new_deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
     managers = {e["manager"] for e in new_service["metadata"]["managedFields"] if e["operation"] == "Apply"}
     assert managers == {"gitops-agent"}
-    [event] = agent_events(objects, namespace, "Adopted")
-    assert f"adopted Deployment/{namespace}/web (" in event["message"] and f"Service/{namespace}/web (" in event["message"]
+    [event] = agent_events(objects, namespace, "Adopted")  # names each child and the managers it took fields from
+    assert event["message"].startswith(
+        f"adopted Deployment/{namespace}/web (its controller ownerReference names this Application; fields taken from "
+        "OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated), "
+        f"Service/{namespace}/web (its controller ownerReference names this Application; fields taken from "
+        "OpenAPI-Generator)"), event["message"]
     assert_quiet(agent, repo, namespace, cluster, objects)
     # the adopted children are the agent's own now: removed from Git, they are pruned
     repo.remove("web.yaml")
@@ -178,6 +245,44 @@ def test_an_earlier_installs_children_are_adopted_in_place(agent, repo, namespac
     assert_quiet(agent, repo, namespace, cluster, objects)
 
 
+def test_a_child_whose_reference_names_an_earlier_application_of_its_name_is_adopted_and_the_reference_replaced(
+        agent, repo, namespace, cluster, objects):
+    """The Application is deleted and made again (here by the agent, from Git) while its
+    children stand: their controller ownerReference names it by group, kind and name but with
+    the old uid, and no other controller holds them. They are adopted in place (uid kept, no
+    new ReplicaSet), the stale reference replaced by the new one, and the report and the
+    ``Adopted`` Event say so (docs/concepts.md, "Adoption"; issue 30)."""
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=app_yaml("web", **SPEC))
+    earlier = objects.app(namespace, "web")
+    uids = operator_made(objects, earlier)
+    wait_for(lambda: objects.deployment(namespace, "web")["status"].get("readyReplicas") == 1, timeout=120,
+             what="the earlier install's Deployment to be ready")
+    sets = replica_sets(objects, namespace)
+    with deletes_refused(cluster, namespace) as refused:
+        cluster.kubectl("-n", namespace, "delete", "application", "web", "--wait=true")
+        wait_for(lambda: refused() >= 2, timeout=30, what="the garbage collector to try to delete both children")
+        in_git(repo)
+        proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stderr
+    new = objects.app(namespace, "web")["metadata"]["uid"]
+    old = earlier["metadata"]["uid"]
+    why = (f"its controller ownerReference names an earlier Application web (uid {old}), deleted and made again, "
+           f"and no other controller holds it: the stale reference is replaced by one to this Application (uid "
+           f"{new}); fields taken from OpenAPI-Generator")
+    for kind in ("Deployment", "Service"):
+        assert f"{kind}/{namespace}/web adopted ({why})" in proc.stdout
+    [event] = agent_events(objects, namespace, "Adopted")
+    assert event["message"].startswith(f"adopted Deployment/{namespace}/web ({why}), Service/{namespace}/web ({why})")
+    _, deployment, service = objects.trio(namespace, "web")
+    for child in (deployment, service):
+        assert child["metadata"]["uid"] == uids[child["kind"]]
+        assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in child["metadata"]["ownerReferences"]] == \
+            [("Application", "web", new, True)]
+    assert replica_sets(objects, namespace) == sets
+    assert_quiet(agent, repo, namespace, cluster, objects)  # the collector runs freely again by now
+    assert [o["metadata"]["uid"] for o in objects.trio(namespace, "web")[1:]] == [uids["Deployment"], uids["Service"]]
+
+
 def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent, repo, namespace, cluster, objects):
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27", "--port=80")
     cluster.kubectl("-n", namespace, "create", "service", "clusterip", "web", "--tcp=80:80")
@@ -200,6 +305,9 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent,
     assert proc.returncode == 0, proc.stderr
     assert (f'Service/{namespace}/web adopted (no controller holds it and the Application has heumsi.github.io/adopt: '
             '"true"; fields taken from kubectl-create)') in proc.stdout
+    [event] = agent_events(objects, namespace, "Adopted")
+    assert (f'Service/{namespace}/web (no controller holds it and the Application has heumsi.github.io/adopt: "true"; '
+            "fields taken from kubectl-create)") in event["message"], event["message"]
     after = objects.service(namespace, "web")
     assert after["metadata"]["uid"] == service["metadata"]["uid"] and after["spec"]["selector"] == SELECTOR
     assert after["metadata"]["ownerReferences"][0]["uid"] == objects.app(namespace, "web")["metadata"]["uid"]
