@@ -14,6 +14,7 @@ import yaml
 
 from agent.kinds import registry
 from tests.support import api_writes, app_yaml, new_writes, wait_for
+from tests.test_app_fields import SHOP, get, quiet
 
 pytestmark = pytest.mark.usefixtures("crd")
 
@@ -333,3 +334,74 @@ def test_a_child_another_controller_holds_is_never_adopted_even_when_opted_in(ag
             "rename it") in proc.stderr
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == before
     assert objects.deployment(namespace, "web") is not None and all(objects.trio(namespace, "other"))
+
+
+def application(name: str, spec: dict) -> str:
+    return yaml.safe_dump({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": name},
+                           "spec": spec}, sort_keys=False)
+
+
+def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, namespace, cluster, objects):
+    """The rules hold for every kind of the registry (agent/kinds/registry.py), not only the
+    Deployment and the Service: an Application with every field, its five children (ConfigMap
+    of spec.files, Deployment, Service, Ingress, HorizontalPodAutoscaler) made as an operator
+    makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
+    ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``)."""
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", SHOP))
+    uids = operator_made(objects, objects.app(namespace, "shop"))
+    assert set(uids) == set(registry.BY_KIND)
+    wait_for(lambda: (objects.deployment(namespace, "shop")["status"].get("readyReplicas") or 0) >= 1, timeout=120,
+             what="the operator's Deployment to be ready")
+    sets = replica_sets(objects, namespace)
+    repo.write("shop.yaml", application("shop", SHOP))
+    repo.commit("shop in Git")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    why = "its controller ownerReference names this Application; fields taken from OpenAPI-Generator"
+    for kind, uid in uids.items():
+        assert f"{kind}/{namespace}/shop adopted ({why})" in proc.stdout, kind
+        live = get(cluster, namespace, registry.BY_KIND[kind].kind.lower())
+        assert live["metadata"]["uid"] == uid, f"{kind} was not adopted in place"
+        assert [e["operation"] for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"
+                and not e.get("subresource")] == ["Apply"], kind
+    assert "5 adopted" in proc.stdout.splitlines()[-1]
+    [event] = agent_events(objects, namespace, "Adopted")
+    for kind in uids:
+        assert f"{kind}/{namespace}/shop ({why})" in event["message"], event["message"]
+    assert replica_sets(objects, namespace) == sets
+    quiet(agent, repo, namespace, cluster)
+
+
+def test_a_stranger_configmap_and_autoscaler_are_never_touched(agent, repo, namespace, cluster, objects):
+    """A ConfigMap and a HorizontalPodAutoscaler in the Application's slots, controlled by
+    something else: not modified or deleted, the Application fails with ``OwnershipConflict``
+    naming each (exit 2), its other children and the other Applications sync, and nothing is
+    pruned because of them."""
+    from kubernetes import client
+
+    keeper = client.CoreV1Api(objects.api_client).create_namespaced_config_map(
+        namespace, {"metadata": {"name": "keeper"}}).metadata
+    held = {"name": "shop", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper",
+                                                 "uid": keeper.uid, "controller": True}]}
+    client.CoreV1Api(objects.api_client).create_namespaced_config_map(
+        namespace, {"metadata": held, "data": {"theirs": "1"}})
+    client.AutoscalingV2Api(objects.api_client).create_namespaced_horizontal_pod_autoscaler(namespace, {
+        "metadata": held, "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "theirs"},
+                                   "minReplicas": 1, "maxReplicas": 2}})
+    before = {kind: get(cluster, namespace, kind)["metadata"]["resourceVersion"] for kind in ("configmap", "hpa")}
+    repo.write("shop.yaml", application("shop", SHOP))
+    repo.write("other.yaml", app_yaml("other"))
+    repo.commit("shop and other")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for kind in ("ConfigMap", "HorizontalPodAutoscaler"):
+        assert (f"{kind}/{namespace}/shop: exists and is controlled by ConfigMap/keeper (its controller "
+                f"ownerReference), not by Application {namespace}/shop; field managers: OpenAPI-Generator; left alone. "
+                "Delete or rename it") in proc.stderr, kind
+    assert {kind: get(cluster, namespace, kind)["metadata"]["resourceVersion"] for kind in before} == before
+    synced = {c["type"]: c for c in objects.app(namespace, "shop")["status"]["conditions"]}["Synced"]
+    assert (synced["status"], synced["reason"]) == ("False", "OwnershipConflict")
+    assert synced["message"].startswith(f"ConfigMap/{namespace}/shop: exists and ") and \
+        f"or rename the Application; HorizontalPodAutoscaler/{namespace}/shop: exists and " in synced["message"]
+    assert all(get(cluster, namespace, kind) for kind in ("deployment", "service", "ingress"))
+    assert all(objects.trio(namespace, "other")) and " 0 pruned" in proc.stdout
