@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,6 +19,9 @@ import yaml
 from agent.kinds import registry
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_app_fields import SHOP, get, quiet
+from tests.test_deploy import service_account_kubeconfig
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("crd")
 
@@ -148,8 +155,8 @@ def replica_sets(objects, namespace):
     return sorted(rs.metadata.name for rs in objects.apps.list_namespaced_replica_set(namespace).items)
 
 
-def in_git(repo, name="web", annotations=None):
-    doc = yaml.safe_load(app_yaml(name, **SPEC))
+def in_git(repo, name="web", annotations=None, namespace=None):
+    doc = yaml.safe_load(app_yaml(name, namespace=namespace, **SPEC))
     if annotations:
         doc["metadata"]["annotations"] = annotations
     repo.write(f"{name}.yaml", yaml.safe_dump(doc, sort_keys=False))
@@ -174,19 +181,79 @@ def assert_quiet(agent, repo, namespace, cluster, objects):
     assert writes == {}, f"the pass after the adoption wrote: {writes}"
 
 
-def test_the_seed_operators_children_are_adopted_without_deleting_the_service(agent, repo, namespace, cluster,
-                                                                               objects):
+GUIDE = ROOT / "docs" / "guides" / "migrating.md"
+PLACEHOLDER = re.compile(r"\b(OPERATOR_NAMESPACE|OPERATOR|REPO|NAMESPACE|NAME)\b")
+
+
+def guide_steps(section: str = "From the original kopf operator") -> dict[int, list[str]]:
+    """The commands of each numbered step of ``section`` of docs/guides/migrating.md:
+    {step number: [the lines of its fenced code blocks, in order]}, comments left out."""
+    body = GUIDE.read_text(encoding="utf-8").split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    steps: dict[int, list[str]] = {}
+    step, fence = 0, False
+    for line in body.splitlines():
+        stripped = line.strip()
+        number = re.match(r"(\d+)\. ", line)
+        if number and not fence:
+            step = int(number.group(1))
+            steps[step] = []
+        elif stripped.startswith("```"):
+            fence = not fence
+        elif fence and stripped and not stripped.startswith("#"):
+            steps[step].append(stripped)
+    return steps
+
+
+def run_step(step: int, values: dict, agent, cluster, cwd: Path = ROOT) -> list:
+    """Run the commands of the guide's step ``step`` as written there, their placeholders
+    (``PLACEHOLDER``) replaced from ``values``: ``kubectl`` against the cluster (in ``cwd``,
+    where ``deploy/`` is), ``python -m agent`` with this interpreter, the cluster's kubeconfig
+    and a cache directory given in their variables (GITOPS_AGENT_KUBECONFIG,
+    GITOPS_AGENT_CACHE_DIR). Returns the CompletedProcesses; a failing kubectl raises."""
+    done = []
+    for command in guide_steps()[step]:
+        argv = shlex.split(PLACEHOLDER.sub(lambda m: values[m.group(1)], command))
+        if argv[0] == "kubectl":
+            proc = cluster.kubectl(*argv[1:], cwd=cwd)
+            print(f"$ {command}\n{proc.stdout}{proc.stderr}")
+        else:
+            assert argv[:3] == ["python", "-m", "agent"], f"step {step}: a command this test cannot run: {command}"
+            proc = agent.run([sys.executable, *argv[1:]], env={"GITOPS_AGENT_KUBECONFIG": str(agent.kubeconfig),
+                                                               "GITOPS_AGENT_CACHE_DIR": str(agent.cache_dir)})
+        done.append(proc)
+    return done
+
+
+def test_the_migration_guide_from_the_seed_operator_step_by_step(agent, repo, namespace, cluster, objects, tmp_path):
+    """docs/guides/migrating.md, "From the original kopf operator": every command of its five
+    steps run as written. The operator is a Deployment standing for it (kwok runs its pod); its
+    children are made as the seed's operator makes them; the agent in the cluster (step 5) is
+    deploy/ applied, and a pass run here with its ServiceAccount's token and its Deployment's
+    variables stands in for its pod (tests/test_deploy.py: no image runs here)."""
+    steps = guide_steps()
+    assert sorted(steps) == [1, 2, 3, 4, 5] and all(steps.values()), steps
+    values = {"OPERATOR_NAMESPACE": namespace, "OPERATOR": "app-operator", "REPO": str(repo.path),
+              "NAMESPACE": namespace, "NAME": "web"}
+    cluster.kubectl("-n", namespace, "create", "deployment", "app-operator", "--image=app-operator:1")
     seed_operator_made(cluster, objects, namespace)
+    wait_for(lambda: objects.deployment(namespace, "app-operator")["status"].get("readyReplicas") == 1, timeout=60,
+             what="the operator to run")
     app_uid = objects.app(namespace, "web")["metadata"]["uid"]
     _, deployment, service = objects.trio(namespace, "web")
-    # Step 2 of the guide: preview; nothing is written
-    head = in_git(repo)
-    proc = agent.sync(repo.path, "--namespace", namespace, "--dry-run")
+
+    run_step(1, values, agent, cluster)  # stop the operator
+    wait_for(lambda: not objects.core.list_namespaced_pod(namespace, label_selector="app=app-operator").items,
+             timeout=60, what="the operator's pods to go")
+    assert objects.deployment(namespace, "app-operator")["spec"]["replicas"] == 0
+    assert objects.deployment(namespace, "web")["status"]["readyReplicas"] == 1  # the children keep running
+
+    head = in_git(repo, namespace=namespace)  # step 2: into Git as they are, and preview; nothing is written
+    [proc] = run_step(2, values, agent, cluster)
     assert proc.returncode in (0, 1), proc.stderr
     assert f"Service/{namespace}/web adopt (" in proc.stdout and "2 adopt" in proc.stdout
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
-    # Step 3: sync
-    proc = agent.sync(repo.path, "--namespace", namespace)
+
+    [proc] = run_step(3, values, agent, cluster)  # sync
     assert proc.returncode == 0, proc.stderr
     assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; fields taken "
             "from OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated)") in proc.stdout
@@ -207,7 +274,44 @@ def test_the_seed_operators_children_are_adopted_without_deleting_the_service(ag
         "OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated), "
         f"Service/{namespace}/web (its controller ownerReference names this Application; fields taken from "
         "OpenAPI-Generator)"), event["message"]
-    assert_quiet(agent, repo, namespace, cluster, objects)
+
+    # step 4, once the new pods are ready: the next pass writes nothing, and the Application is Ready
+    wait_for(lambda: objects.deployment(namespace, "web")["status"].get("readyReplicas") == 1, timeout=120,
+             what="the rollout")
+    before = api_writes(cluster)
+    proc, ready = run_step(4, values, agent, cluster)
+    after = api_writes(cluster)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
+    writes = {k: v for k, v in new_writes(before, after).items() if k[2] != "status"}
+    assert writes == {}, f"the pass after the adoption wrote: {writes}"
+    assert ready.stdout.strip() == "application.heumsi.github.io/web condition met"
+
+    # step 5: deploy/ with GITOPS_AGENT_REPO set to REPO, applied; its first pass writes nothing
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    manifest = tmp_path / "deploy" / "deployment.yaml"
+    shipped = '"https://github.com/example/apps.git"'
+    assert manifest.read_text().count(shipped) == 1
+    manifest.write_text(manifest.read_text().replace(shipped, json.dumps(str(repo.path))))
+    try:
+        run_step(5, values, agent, cluster, cwd=tmp_path)
+        pod = objects.deployment("gitops-agent", "gitops-agent")["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]
+               if e["name"] in ("GITOPS_AGENT_REPO", "GITOPS_AGENT_REF", "GITOPS_AGENT_PATH")}
+        assert env["GITOPS_AGENT_REPO"] == str(repo.path)
+        env.update(GITOPS_AGENT_KUBECONFIG=str(service_account_kubeconfig(cluster, tmp_path)),
+                   GITOPS_AGENT_CACHE_DIR=str(tmp_path / "pod-cache"))
+        before = api_writes(cluster)
+        proc = agent.run([sys.executable, "-m", "agent", "sync", "--once"], env=env)
+        after = api_writes(cluster)
+    finally:
+        cluster.kubectl("delete", "deployment", "gitops-agent", "-n", "gitops-agent", "--ignore-not-found",
+                        check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
+    writes = {k: v for k, v in new_writes(before, after).items() if k[2] != "status"}
+    assert writes == {}, f"the in-cluster agent's first pass wrote: {writes}"
+
     # the adopted children are the agent's own now: removed from Git, they are pruned
     repo.remove("web.yaml")
     repo.write("other.yaml", app_yaml("other"))
