@@ -113,29 +113,30 @@ POLICY = "apiserver_validating_admission_policy_check_total"
 
 
 @contextlib.contextmanager
-def deletes_refused(cluster, namespace: str, resources: tuple = ("deployments", "services")):
-    """While inside: the API server refuses every DELETE of ``resources`` in ``namespace`` (a
-    ValidatingAdmissionPolicy and its binding, cluster-scoped, removed on the way out). The
-    garbage collector keeps running and keeps trying: this is the agent getting there first,
-    which a test cannot otherwise win (the collector deletes a child of a deleted Application
-    within a second). Yields a function that answers how many deletes the policy refused."""
+def deletes_refused(cluster, namespace: str):
+    """While inside: the API server refuses every DELETE of a Deployment or a Service in
+    ``namespace`` (a ValidatingAdmissionPolicy and its binding, cluster-scoped, removed on the
+    way out). The garbage collector keeps running and keeps trying: this is the agent getting
+    there first, which a test cannot otherwise win (the collector deletes a child of a deleted
+    Application within a second). Yields a function that answers how many deletes the policy
+    has refused since it held (from the API server's ``POLICY`` counter). ``namespace`` must
+    hold a Service: a dry-run delete of it tells when the policy holds."""
     name = f"hold-{namespace}"
-    groups = sorted({"" if r in ("services", "configmaps") else "apps" if r == "deployments" else
-                     "networking.k8s.io" if r == "ingresses" else "autoscaling" for r in resources})
     documents = [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
          "metadata": {"name": name},
          "spec": {"failurePolicy": "Fail", "matchConstraints": {
              "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-             "resourceRules": [{"apiGroups": groups, "apiVersions": ["*"], "resources": list(resources),
-                                "operations": ["DELETE"]}]},
+             "resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"], "resources": [resource],
+                                "operations": ["DELETE"]} for group, resource in (("apps", "deployments"),
+                                                                                  ("", "services"))]},
              "validations": [{"expression": "false", "message": "held by the test: no delete"}]}},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
          "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}},
     ]
     text = "".join(f"---\n{yaml.safe_dump(d)}" for d in documents)
 
-    def refused() -> int:
+    def total() -> int:
         metrics = cluster.kubectl("get", "--raw", "/metrics").stdout
         return int(sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                        if line.startswith(POLICY + "{") and f'policy="{name}"' in line
@@ -144,9 +145,10 @@ def deletes_refused(cluster, namespace: str, resources: tuple = ("deployments", 
     cluster.kubectl("apply", "-f", "-", input=text)
     try:
         # the policy holds once the API server has loaded it: a dry-run delete is refused
-        wait_for(lambda: cluster.kubectl("-n", namespace, "delete", "service", "--all", "--dry-run=server",
+        wait_for(lambda: cluster.kubectl("-n", namespace, "delete", "services", "--all", "--dry-run=server",
                                          check=False).returncode != 0, timeout=30, what="the policy to hold")
-        yield refused
+        base = total()
+        yield lambda: total() - base
     finally:
         cluster.kubectl("delete", "-f", "-", "--ignore-not-found", input=text)
 
