@@ -5,13 +5,23 @@ docs/guides/migrating.md, run as written. Real control plane with the garbage co
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import shlex
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
+from agent.kinds import registry
 from tests.support import api_writes, app_yaml, new_writes, wait_for
+from tests.test_app_fields import SHOP, get, quiet
+from tests.test_deploy import service_account_kubeconfig
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("crd")
 
@@ -80,12 +90,75 @@ def seed_operator_made(cluster, objects, namespace, name="web"):
              timeout=120, what="the operator's Deployment to be ready")
 
 
+def operator_made(objects, app: dict) -> dict:
+    """The children the agent renders for the live Application ``app`` (``registry.children``,
+    its controller ownerReference with ``app``'s uid), created as an operator creates them: one
+    ``create_namespaced_*`` call of the official client each (field manager
+    ``OpenAPI-Generator``). Returns {kind: the created object's uid}."""
+    from kubernetes import client
+
+    api = objects.api_client
+    create = {"ConfigMap": client.CoreV1Api(api).create_namespaced_config_map,
+              "Deployment": client.AppsV1Api(api).create_namespaced_deployment,
+              "Service": client.CoreV1Api(api).create_namespaced_service,
+              "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
+              "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler}
+    meta = app["metadata"]
+    assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
+    return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid
+            for child in registry.children(meta["name"], meta["namespace"], meta["uid"], app["spec"])}
+
+
+POLICY = "apiserver_validating_admission_policy_check_total"
+
+
+@contextlib.contextmanager
+def deletes_refused(cluster, namespace: str):
+    """While inside: the API server refuses every DELETE of a Deployment or a Service in
+    ``namespace`` (a ValidatingAdmissionPolicy and its binding, cluster-scoped, removed on the
+    way out). The garbage collector keeps running and keeps trying: this is the agent getting
+    there first, which a test cannot otherwise win (the collector deletes a child of a deleted
+    Application within a second). Yields a function that answers how many deletes the policy
+    has refused since it held (from the API server's ``POLICY`` counter). ``namespace`` must
+    hold a Service: a dry-run delete of it tells when the policy holds."""
+    name = f"hold-{namespace}"
+    documents = [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name},
+         "spec": {"failurePolicy": "Fail", "matchConstraints": {
+             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+             "resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"], "resources": [resource],
+                                "operations": ["DELETE"]} for group, resource in (("apps", "deployments"),
+                                                                                  ("", "services"))]},
+             "validations": [{"expression": "false", "message": "held by the test: no delete"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}},
+    ]
+    text = "".join(f"---\n{yaml.safe_dump(d)}" for d in documents)
+
+    def total() -> int:
+        metrics = cluster.kubectl("get", "--raw", "/metrics").stdout
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                       if line.startswith(POLICY + "{") and f'policy="{name}"' in line
+                       and 'enforcement_action="deny"' in line))
+
+    cluster.kubectl("apply", "-f", "-", input=text)
+    try:
+        # the policy holds once the API server has loaded it: a dry-run delete is refused
+        wait_for(lambda: cluster.kubectl("-n", namespace, "delete", "services", "--all", "--dry-run=server",
+                                         check=False).returncode != 0, timeout=30, what="the policy to hold")
+        base = total()
+        yield lambda: total() - base
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", input=text)
+
+
 def replica_sets(objects, namespace):
     return sorted(rs.metadata.name for rs in objects.apps.list_namespaced_replica_set(namespace).items)
 
 
-def in_git(repo, name="web", annotations=None):
-    doc = yaml.safe_load(app_yaml(name, **SPEC))
+def in_git(repo, name="web", annotations=None, namespace=None):
+    doc = yaml.safe_load(app_yaml(name, namespace=namespace, **SPEC))
     if annotations:
         doc["metadata"]["annotations"] = annotations
     repo.write(f"{name}.yaml", yaml.safe_dump(doc, sort_keys=False))
@@ -110,19 +183,79 @@ def assert_quiet(agent, repo, namespace, cluster, objects):
     assert writes == {}, f"the pass after the adoption wrote: {writes}"
 
 
-def test_the_seed_operators_children_are_adopted_without_deleting_the_service(agent, repo, namespace, cluster,
-                                                                               objects):
+GUIDE = ROOT / "docs" / "guides" / "migrating.md"
+PLACEHOLDER = re.compile(r"\b(OPERATOR_NAMESPACE|OPERATOR|REPO|NAMESPACE|NAME)\b")
+
+
+def guide_steps(section: str = "From the original kopf operator") -> dict[int, list[str]]:
+    """The commands of each numbered step of ``section`` of docs/guides/migrating.md:
+    {step number: [the lines of its fenced code blocks, in order]}, comments left out."""
+    body = GUIDE.read_text(encoding="utf-8").split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    steps: dict[int, list[str]] = {}
+    step, fence = 0, False
+    for line in body.splitlines():
+        stripped = line.strip()
+        number = re.match(r"(\d+)\. ", line)
+        if number and not fence:
+            step = int(number.group(1))
+            steps[step] = []
+        elif stripped.startswith("```"):
+            fence = not fence
+        elif fence and stripped and not stripped.startswith("#"):
+            steps[step].append(stripped)
+    return steps
+
+
+def run_step(step: int, values: dict, agent, cluster, cwd: Path = ROOT) -> list:
+    """Run the commands of the guide's step ``step`` as written there, their placeholders
+    (``PLACEHOLDER``) replaced from ``values``: ``kubectl`` against the cluster (in ``cwd``,
+    where ``deploy/`` is), ``python -m agent`` with this interpreter, the cluster's kubeconfig
+    and a cache directory given in their variables (GITOPS_AGENT_KUBECONFIG,
+    GITOPS_AGENT_CACHE_DIR). Returns the CompletedProcesses; a failing kubectl raises."""
+    done = []
+    for command in guide_steps()[step]:
+        argv = shlex.split(PLACEHOLDER.sub(lambda m: values[m.group(1)], command))
+        if argv[0] == "kubectl":
+            proc = cluster.kubectl(*argv[1:], cwd=cwd)
+            print(f"$ {command}\n{proc.stdout}{proc.stderr}")
+        else:
+            assert argv[:3] == ["python", "-m", "agent"], f"step {step}: a command this test cannot run: {command}"
+            proc = agent.run([sys.executable, *argv[1:]], env={"GITOPS_AGENT_KUBECONFIG": str(agent.kubeconfig),
+                                                               "GITOPS_AGENT_CACHE_DIR": str(agent.cache_dir)})
+        done.append(proc)
+    return done
+
+
+def test_the_migration_guide_from_the_seed_operator_step_by_step(agent, repo, namespace, cluster, objects, tmp_path):
+    """docs/guides/migrating.md, "From the original kopf operator": every command of its five
+    steps run as written. The operator is a Deployment standing for it (kwok runs its pod); its
+    children are made as the seed's operator makes them; the agent in the cluster (step 5) is
+    deploy/ applied, and a pass run here with its ServiceAccount's token and its Deployment's
+    variables stands in for its pod (tests/test_deploy.py: no image runs here)."""
+    steps = guide_steps()
+    assert sorted(steps) == [1, 2, 3, 4, 5] and all(steps.values()), steps
+    values = {"OPERATOR_NAMESPACE": namespace, "OPERATOR": "app-operator", "REPO": str(repo.path),
+              "NAMESPACE": namespace, "NAME": "web"}
+    cluster.kubectl("-n", namespace, "create", "deployment", "app-operator", "--image=app-operator:1")
     seed_operator_made(cluster, objects, namespace)
+    wait_for(lambda: objects.deployment(namespace, "app-operator")["status"].get("readyReplicas") == 1, timeout=60,
+             what="the operator to run")
     app_uid = objects.app(namespace, "web")["metadata"]["uid"]
     _, deployment, service = objects.trio(namespace, "web")
-    # Step 2 of the guide: preview; nothing is written
-    head = in_git(repo)
-    proc = agent.sync(repo.path, "--namespace", namespace, "--dry-run")
+
+    run_step(1, values, agent, cluster)  # stop the operator
+    wait_for(lambda: not objects.core.list_namespaced_pod(namespace, label_selector="app=app-operator").items,
+             timeout=60, what="the operator's pods to go")
+    assert objects.deployment(namespace, "app-operator")["spec"]["replicas"] == 0
+    assert objects.deployment(namespace, "web")["status"]["readyReplicas"] == 1  # the children keep running
+
+    head = in_git(repo, namespace=namespace)  # step 2: into Git as they are, and preview; nothing is written
+    [proc] = run_step(2, values, agent, cluster)
     assert proc.returncode in (0, 1), proc.stderr
     assert f"Service/{namespace}/web adopt (" in proc.stdout and "2 adopt" in proc.stdout
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
-    # Step 3: sync
-    proc = agent.sync(repo.path, "--namespace", namespace)
+
+    [proc] = run_step(3, values, agent, cluster)  # sync
     assert proc.returncode == 0, proc.stderr
     assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; fields taken "
             "from OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated)") in proc.stdout
@@ -137,9 +270,50 @@ def test_the_seed_operators_children_are_adopted_without_deleting_the_service(ag
     assert new_deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
     managers = {e["manager"] for e in new_service["metadata"]["managedFields"] if e["operation"] == "Apply"}
     assert managers == {"gitops-agent"}
-    [event] = agent_events(objects, namespace, "Adopted")
-    assert f"adopted Deployment/{namespace}/web (" in event["message"] and f"Service/{namespace}/web (" in event["message"]
-    assert_quiet(agent, repo, namespace, cluster, objects)
+    [event] = agent_events(objects, namespace, "Adopted")  # names each child and the managers it took fields from
+    assert event["message"].startswith(
+        f"adopted Deployment/{namespace}/web (its controller ownerReference names this Application; fields taken from "
+        "OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated), "
+        f"Service/{namespace}/web (its controller ownerReference names this Application; fields taken from "
+        "OpenAPI-Generator)"), event["message"]
+
+    # step 4, once the new pods are ready: the next pass writes nothing, and the Application is Ready
+    wait_for(lambda: objects.deployment(namespace, "web")["status"].get("readyReplicas") == 1, timeout=120,
+             what="the rollout")
+    before = api_writes(cluster)
+    proc, ready = run_step(4, values, agent, cluster)
+    after = api_writes(cluster)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
+    writes = {k: v for k, v in new_writes(before, after).items() if k[2] != "status"}
+    assert writes == {}, f"the pass after the adoption wrote: {writes}"
+    assert ready.stdout.strip() == "application.heumsi.github.io/web condition met"
+
+    # step 5: deploy/ with GITOPS_AGENT_REPO set to REPO, applied; its first pass writes nothing
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    manifest = tmp_path / "deploy" / "deployment.yaml"
+    shipped = '"https://github.com/example/apps.git"'
+    assert manifest.read_text().count(shipped) == 1
+    manifest.write_text(manifest.read_text().replace(shipped, json.dumps(str(repo.path))))
+    try:
+        run_step(5, values, agent, cluster, cwd=tmp_path)
+        pod = objects.deployment("gitops-agent", "gitops-agent")["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]
+               if e["name"] in ("GITOPS_AGENT_REPO", "GITOPS_AGENT_REF", "GITOPS_AGENT_PATH")}
+        assert env["GITOPS_AGENT_REPO"] == str(repo.path)
+        env.update(GITOPS_AGENT_KUBECONFIG=str(service_account_kubeconfig(cluster, tmp_path)),
+                   GITOPS_AGENT_CACHE_DIR=str(tmp_path / "pod-cache"))
+        before = api_writes(cluster)
+        proc = agent.run([sys.executable, "-m", "agent", "sync", "--once"], env=env)
+        after = api_writes(cluster)
+    finally:
+        cluster.kubectl("delete", "deployment", "gitops-agent", "-n", "gitops-agent", "--ignore-not-found",
+                        check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed" in proc.stdout
+    writes = {k: v for k, v in new_writes(before, after).items() if k[2] != "status"}
+    assert writes == {}, f"the in-cluster agent's first pass wrote: {writes}"
+
     # the adopted children are the agent's own now: removed from Git, they are pruned
     repo.remove("web.yaml")
     repo.write("other.yaml", app_yaml("other"))
@@ -178,6 +352,44 @@ def test_an_earlier_installs_children_are_adopted_in_place(agent, repo, namespac
     assert_quiet(agent, repo, namespace, cluster, objects)
 
 
+def test_a_child_whose_reference_names_an_earlier_application_of_its_name_is_adopted_and_the_reference_replaced(
+        agent, repo, namespace, cluster, objects):
+    """The Application is deleted and made again (here by the agent, from Git) while its
+    children stand: their controller ownerReference names it by group, kind and name but with
+    the old uid, and no other controller holds them. They are adopted in place (uid kept, no
+    new ReplicaSet), the stale reference replaced by the new one, and the report and the
+    ``Adopted`` Event say so (docs/concepts.md, "Adoption"; issue 30)."""
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=app_yaml("web", **SPEC))
+    earlier = objects.app(namespace, "web")
+    uids = operator_made(objects, earlier)
+    wait_for(lambda: objects.deployment(namespace, "web")["status"].get("readyReplicas") == 1, timeout=120,
+             what="the earlier install's Deployment to be ready")
+    sets = replica_sets(objects, namespace)
+    with deletes_refused(cluster, namespace) as refused:
+        cluster.kubectl("-n", namespace, "delete", "application", "web", "--wait=true")
+        wait_for(lambda: refused() >= 2, timeout=30, what="the garbage collector to try to delete both children")
+        in_git(repo)
+        proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stderr
+    new = objects.app(namespace, "web")["metadata"]["uid"]
+    old = earlier["metadata"]["uid"]
+    why = (f"its controller ownerReference names an earlier Application web (uid {old}), deleted and made again, "
+           f"and no other controller holds it: the stale reference is replaced by one to this Application (uid "
+           f"{new}); fields taken from OpenAPI-Generator")
+    for kind in ("Deployment", "Service"):
+        assert f"{kind}/{namespace}/web adopted ({why})" in proc.stdout
+    [event] = agent_events(objects, namespace, "Adopted")
+    assert event["message"].startswith(f"adopted Deployment/{namespace}/web ({why}), Service/{namespace}/web ({why})")
+    _, deployment, service = objects.trio(namespace, "web")
+    for child in (deployment, service):
+        assert child["metadata"]["uid"] == uids[child["kind"]]
+        assert [(r["kind"], r["name"], r["uid"], r["controller"]) for r in child["metadata"]["ownerReferences"]] == \
+            [("Application", "web", new, True)]
+    assert replica_sets(objects, namespace) == sets
+    assert_quiet(agent, repo, namespace, cluster, objects)  # the collector runs freely again by now
+    assert [o["metadata"]["uid"] for o in objects.trio(namespace, "web")[1:]] == [uids["Deployment"], uids["Service"]]
+
+
 def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent, repo, namespace, cluster, objects):
     cluster.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx:1.27", "--port=80")
     cluster.kubectl("-n", namespace, "create", "service", "clusterip", "web", "--tcp=80:80")
@@ -200,6 +412,9 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent,
     assert proc.returncode == 0, proc.stderr
     assert (f'Service/{namespace}/web adopted (no controller holds it and the Application has heumsi.github.io/adopt: '
             '"true"; fields taken from kubectl-create)') in proc.stdout
+    [event] = agent_events(objects, namespace, "Adopted")
+    assert (f'Service/{namespace}/web (no controller holds it and the Application has heumsi.github.io/adopt: "true"; '
+            "fields taken from kubectl-create)") in event["message"], event["message"]
     after = objects.service(namespace, "web")
     assert after["metadata"]["uid"] == service["metadata"]["uid"] and after["spec"]["selector"] == SELECTOR
     assert after["metadata"]["ownerReferences"][0]["uid"] == objects.app(namespace, "web")["metadata"]["uid"]
@@ -225,3 +440,74 @@ def test_a_child_another_controller_holds_is_never_adopted_even_when_opted_in(ag
             "rename it") in proc.stderr
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == before
     assert objects.deployment(namespace, "web") is not None and all(objects.trio(namespace, "other"))
+
+
+def application(name: str, spec: dict) -> str:
+    return yaml.safe_dump({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": name},
+                           "spec": spec}, sort_keys=False)
+
+
+def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, namespace, cluster, objects):
+    """The rules hold for every kind of the registry (agent/kinds/registry.py), not only the
+    Deployment and the Service: an Application with every field, its five children (ConfigMap
+    of spec.files, Deployment, Service, Ingress, HorizontalPodAutoscaler) made as an operator
+    makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
+    ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``)."""
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", SHOP))
+    uids = operator_made(objects, objects.app(namespace, "shop"))
+    assert set(uids) == set(registry.BY_KIND)
+    wait_for(lambda: (objects.deployment(namespace, "shop")["status"].get("readyReplicas") or 0) >= 1, timeout=120,
+             what="the operator's Deployment to be ready")
+    sets = replica_sets(objects, namespace)
+    repo.write("shop.yaml", application("shop", SHOP))
+    repo.commit("shop in Git")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    why = "its controller ownerReference names this Application; fields taken from OpenAPI-Generator"
+    for kind, uid in uids.items():
+        assert f"{kind}/{namespace}/shop adopted ({why})" in proc.stdout, kind
+        live = get(cluster, namespace, registry.BY_KIND[kind].kind.lower())
+        assert live["metadata"]["uid"] == uid, f"{kind} was not adopted in place"
+        assert [e["operation"] for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"
+                and not e.get("subresource")] == ["Apply"], kind
+    assert "5 adopted" in proc.stdout.splitlines()[-1]
+    [event] = agent_events(objects, namespace, "Adopted")
+    for kind in uids:
+        assert f"{kind}/{namespace}/shop ({why})" in event["message"], event["message"]
+    assert replica_sets(objects, namespace) == sets
+    quiet(agent, repo, namespace, cluster)
+
+
+def test_a_stranger_configmap_and_autoscaler_are_never_touched(agent, repo, namespace, cluster, objects):
+    """A ConfigMap and a HorizontalPodAutoscaler in the Application's slots, controlled by
+    something else: not modified or deleted, the Application fails with ``OwnershipConflict``
+    naming each (exit 2), its other children and the other Applications sync, and nothing is
+    pruned because of them."""
+    from kubernetes import client
+
+    keeper = client.CoreV1Api(objects.api_client).create_namespaced_config_map(
+        namespace, {"metadata": {"name": "keeper"}}).metadata
+    held = {"name": "shop", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper",
+                                                 "uid": keeper.uid, "controller": True}]}
+    client.CoreV1Api(objects.api_client).create_namespaced_config_map(
+        namespace, {"metadata": held, "data": {"theirs": "1"}})
+    client.AutoscalingV2Api(objects.api_client).create_namespaced_horizontal_pod_autoscaler(namespace, {
+        "metadata": held, "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "theirs"},
+                                   "minReplicas": 1, "maxReplicas": 2}})
+    before = {kind: get(cluster, namespace, kind)["metadata"]["resourceVersion"] for kind in ("configmap", "hpa")}
+    repo.write("shop.yaml", application("shop", SHOP))
+    repo.write("other.yaml", app_yaml("other"))
+    repo.commit("shop and other")
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    for kind in ("ConfigMap", "HorizontalPodAutoscaler"):
+        assert (f"{kind}/{namespace}/shop: exists and is controlled by ConfigMap/keeper (its controller "
+                f"ownerReference), not by Application {namespace}/shop; field managers: OpenAPI-Generator; left alone. "
+                "Delete or rename it") in proc.stderr, kind
+    assert {kind: get(cluster, namespace, kind)["metadata"]["resourceVersion"] for kind in before} == before
+    synced = {c["type"]: c for c in objects.app(namespace, "shop")["status"]["conditions"]}["Synced"]
+    assert (synced["status"], synced["reason"]) == ("False", "OwnershipConflict")
+    assert synced["message"].startswith(f"ConfigMap/{namespace}/shop: exists and ") and \
+        f"or rename the Application; HorizontalPodAutoscaler/{namespace}/shop: exists and " in synced["message"]
+    assert all(get(cluster, namespace, kind) for kind in ("deployment", "service", "ingress"))
+    assert all(objects.trio(namespace, "other")) and " 0 pruned" in proc.stdout

@@ -78,17 +78,25 @@ def test_namespaced_rbac_component_renders(cluster, tmp_path):
     assert agent_env(docs)["GITOPS_AGENT_ALLOWED_NAMESPACES"] == "team-a,team-b"
 
 
+def service_account_kubeconfig(cluster, tmp_path: Path) -> Path:
+    """A kubeconfig for the cluster whose user is deploy/'s ServiceAccount ``gitops-agent`` (a
+    token from the TokenRequest API): what the agent's pod runs with, for a process here
+    standing in for it (kwok simulates the pods; no image runs)."""
+    token = cluster.kubectl("create", "token", "gitops-agent", "-n", "gitops-agent").stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"][0]["user"] = {"token": token}
+    kubeconfig = tmp_path / "agent-kubeconfig"
+    kubeconfig.write_text(json.dumps(config))
+    return kubeconfig
+
+
 def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(cluster, agent, repo, namespace,
                                                                              objects, tmp_path):
     cluster.kubectl("apply", "-k", str(ROOT / "deploy"))
     try:
         secrets = json.loads(cluster.kubectl("get", "secrets", "-n", "gitops-agent", "-o", "json").stdout)["items"]
         assert secrets == []
-        token = cluster.kubectl("create", "token", "gitops-agent", "-n", "gitops-agent").stdout.strip()
-        config = json.loads(Path(cluster.kubeconfig).read_text())
-        config["users"][0]["user"] = {"token": token}
-        kubeconfig = tmp_path / "agent-kubeconfig"
-        kubeconfig.write_text(json.dumps(config))
+        kubeconfig = service_account_kubeconfig(cluster, tmp_path)
         repo.write("a.yaml", app_yaml("web"))
         head = repo.commit()
         proc = agent.run([sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",

@@ -66,12 +66,13 @@ class RunningAgent:
 
 @pytest.fixture
 def start_agent(cluster, tmp_path, namespaces):
-    """Factory: ``start_agent(repo_url, *flags, env=None)`` -> RunningAgent; all are killed after
+    """Factory: ``start_agent(repo_url, *flags, env=None)`` -> RunningAgent, once its /healthz
+    answers 200 (``wait=False``: at once, for processes started together); all are killed after
     the test, before its namespaces are deleted."""
     started: list[RunningAgent] = []
 
     def start(repo_url: str, *flags: str, env: dict | None = None, kubeconfig: Path | None = None,
-              cache: str = "cache") -> RunningAgent:
+              cache: str = "cache", wait: bool = True) -> RunningAgent:
         port = free_port()
         log = tmp_path / f"agent-{len(started)}.log"
         cmd = [sys.executable, "-m", "agent", "run", "--repo", repo_url,
@@ -82,6 +83,8 @@ def start_agent(cluster, tmp_path, namespaces):
         proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
         agent = RunningAgent(proc, port, log)
         started.append(agent)
+        if not wait:
+            return agent
         wait_for(lambda: agent.get("/healthz")[0] == 200 or proc.poll() is not None, timeout=30,
                  what="/healthz")
         assert proc.poll() is None, agent.output()

@@ -7,13 +7,21 @@ a fixed point. Real Git repositories in temporary directories, the real control 
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
+import ssl
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 
 from agent.engine.plan import wanted_by
 from agent.source import mirror as source
+from tests.cluster import free_port
 from tests.support import GitRepo, app_yaml, wait_for
 from tests.test_run import start_agent  # noqa: F401  (the fixture)
 from tests.test_sync import container, sync_ok
@@ -355,3 +363,127 @@ def test_two_agents_on_overlapping_paths_reach_a_fixed_point(repo, namespace, ob
     assert apps.metric("gitops_agent_passes_total", result="success") == 0
     assert f"Application/{namespace}/web: apps/web.yaml:1: OwnershipConflict: not applied" in apps.output()
     assert whole.stop() == 0 and apps.stop() == 0
+
+
+def passes(agent) -> float:
+    """The passes ``agent`` (a RunningAgent) has finished, successful or not."""
+    return sum(agent.metric("gitops_agent_passes_total", result=r) for r in ("success", "failure"))
+
+
+class CreatesHeldTogether:
+    """A validating admission webhook (HTTPS on loopback, a self-signed certificate) that
+    answers the first create of the Application ``name`` only once a second one has arrived
+    (at most ``wait`` s): two agents that both listed no such Application both get to create
+    it, as they may when started at the same moment; the later apply wins. ``seen``: the names
+    of the creates it was asked about, in order; ``broken``: True when the second never came."""
+
+    def __init__(self, name: str, wait: float = 10.0):
+        self.name, self.seen, self.broken = name, [], False
+        self.barrier = threading.Barrier(2, timeout=wait)
+
+    def review(self, request: dict) -> dict:
+        name = request.get("name") or request["object"]["metadata"]["name"]
+        self.seen.append(name)
+        if name == self.name and not request.get("dryRun"):
+            try:
+                self.barrier.wait()
+            except threading.BrokenBarrierError:
+                self.broken = True
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": request["uid"], "allowed": True}}
+
+
+@contextlib.contextmanager
+def creates_held_together(cluster, namespace: str, name: str, tmp_path):
+    """While inside: Application creates in ``namespace`` go through ``CreatesHeldTogether``
+    (a ValidatingWebhookConfiguration, removed on the way out, as is the server). Yields it once
+    the API server calls it (a dry-run create is seen)."""
+    key, cert = tmp_path / "webhook.key", tmp_path / "webhook.crt"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    held = CreatesHeldTogether(name)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            answer = json.dumps(held.review(body["request"])).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+              "metadata": {"name": f"hold-{namespace}"},
+              "webhooks": [{"name": "hold.tests.gitops-agent.example.com",
+                            "clientConfig": {"url": f"https://127.0.0.1:{server.server_address[1]}/",
+                                             "caBundle": base64.b64encode(cert.read_bytes()).decode()},
+                            "rules": [{"apiGroups": ["heumsi.github.io"], "apiVersions": ["*"],
+                                       "resources": ["applications"], "operations": ["CREATE"]}],
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                            "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 15,
+                            "failurePolicy": "Fail"}]}
+    text = yaml.safe_dump(config)
+    cluster.kubectl("apply", "-f", "-", input=text)
+    try:
+        probe = app_yaml("probe", namespace=namespace)
+        wait_for(lambda: cluster.kubectl("create", "--dry-run=server", "-f", "-", input=probe) and "probe" in held.seen,
+                 timeout=30, what="the API server to call the webhook")
+        yield held
+    finally:
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", input=text)
+        server.shutdown()
+        server.server_close()
+
+
+def test_two_agents_started_together_on_overlapping_paths_reach_a_fixed_point(
+        repo, namespace, objects, start_agent, cluster, tmp_path):  # noqa: F811
+    """Two ``run`` processes started at the same time, one on the whole repository and one on
+    ``apps`` inside it, both creating ``apps/web.yaml``'s Application on their first pass:
+    neither saw it held when it listed, and the API server answers their creates together
+    (``creates_held_together``), so the later apply holds it. Once both have seen who holds
+    what (the pass after the first) and the pods are ready, no pass of either writes to any of
+    the Applications or their children (resourceVersions, Events), each contested Application
+    has one holder, and the other refuses it on every pass."""
+    repo.write("apps/web.yaml", app_yaml("web"))
+    repo.write("db.yaml", app_yaml("db"))
+    repo.write("apps/api.yaml", app_yaml("api"))
+    repo.commit("overlapping paths")
+    names = ["web", "api", "db"]
+    ids = {source.source_id(str(repo.path)): "whole", source.source_id(str(repo.path), "apps"): "apps"}
+    flags = ("--interval", "1", "--namespace", namespace)
+    with creates_held_together(cluster, namespace, "web", tmp_path) as held:
+        agents = {"whole": start_agent(str(repo.path), *flags, "--lease-name", "whole", wait=False),
+                  "apps": start_agent(str(repo.path), *flags, "--path", "apps", "--lease-name", "apps",
+                                      cache="cache-apps", wait=False)}
+        wait_for(lambda: all(passes(a) >= 1 for a in agents.values()), timeout=90, what="the first pass of each")
+    assert held.seen.count("web") == 2 and not held.broken, held.seen  # both created it on their first pass
+    wait_for(lambda: all(passes(a) >= 2 for a in agents.values()), timeout=60, what="two passes of each")
+    wait_for(lambda: all((objects.app(namespace, n) or {}).get("status", {}).get("readyReplicas") == 1 for n in names),
+             timeout=90, what="every Application ready, and its status saying so")
+    done = {k: passes(a) for k, a in agents.items()}
+    wait_for(lambda: all(passes(a) > done[k] for k, a in agents.items()), timeout=60,
+             what="a pass of each after the statuses")
+    versions = objects.versions(namespace, names)
+    events = {n: app_events(objects, namespace, n) for n in names}
+    done = {k: passes(a) for k, a in agents.items()}
+    wait_for(lambda: all(passes(a) >= done[k] + 3 for k, a in agents.items()), timeout=90,
+             what="three more passes of each")
+    assert objects.versions(namespace, names) == versions
+    assert {n: app_events(objects, namespace, n) for n in names} == events
+    for name in ("web", "api"):  # one holder; the other refuses it on every pass
+        holder = ids[objects.app(namespace, name)["metadata"]["labels"][SOURCE]]
+        other = "apps" if holder == "whole" else "whole"
+        assert (f"Application/{namespace}/{name}: apps/{name}.yaml:1: OwnershipConflict: not applied"
+                in agents[other].output()), (name, holder)
+    assert ids[objects.app(namespace, "db")["metadata"]["labels"][SOURCE]] == "whole"
+    assert all(a.stop() == 0 for a in agents.values())

@@ -181,8 +181,8 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
     ``managed-by`` label, or the Application's child someone else made, is updated in place
     (``converge``); someone else's object fails its Application (reason
     ``OwnershipConflict``, Stalled) with one message naming the object, its controller, its
-    field managers and what to do, and is never applied over or pruned; ``taken`` (app key ->
-    kinds) records which child. ``listed`` ((group, kind, namespace) -> objects), when given,
+    field managers and what to do (every such object of one Application, joined by ``; ``),
+    and is never applied over or pruned; ``taken`` (app key -> kinds) records which child. ``listed`` ((group, kind, namespace) -> objects), when given,
     keeps each list for the next call: a pass that claims its children in batches lists each
     kind and namespace once, before it created any of them, as one call for all would."""
     listed = {} if listed is None else listed
@@ -195,7 +195,10 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
     for step, reason in conflicts:
         key = plan.owner_key(step.desired)
         why = f"exists and {reason}; field managers: {', '.join(plan.managers(step.live)) or 'none'}; {_remedy(step)}"
-        failures[key] = f"{step.subject}: {why}"
+        line = f"{step.subject}: {why}"
+        # one message naming every such object of the Application (a ConfigMap and an autoscaler)
+        failures[key] = f"{failures[key]}; {line}" \
+            if reasons.get(key) == conditions.OWNERSHIP_CONFLICT and key in failures else line
         reasons[key] = conditions.OWNERSHIP_CONFLICT
         if taken is not None:
             taken.setdefault(key, set()).add(step.identity[1])

@@ -114,7 +114,8 @@ def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
       when the agent's field manager applied it and the reference has the Application's uid,
       else ``ADOPT`` (made by another operator, ``kubectl create`` or an earlier install; or a
       reference to an earlier Application of that name, deleted and made again: only one
-      controller reference is allowed, so no other controller holds it);
+      controller reference is allowed, so no other controller holds it; the apply replaces the
+      stale reference, ``fields.adoption_domains``, and ``why`` says so);
     - no controller: ``OURS`` when the agent applied it (its child that lost its
       ownerReference by hand), ``ADOPT`` when the Application opted in (``opt_in``,
       ``opted_in``), else ``STRANGER``;
@@ -134,7 +135,8 @@ def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
                                  f"ownerReference), not by Application {meta.get('namespace')}/{name}")
     if uid is not None and ref.get("uid") != uid:
         return Verdict(ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
-                              f"{ref.get('uid')}), deleted and made again; no other controller holds it")
+                              f"{ref.get('uid')}), deleted and made again, and no other controller holds it: the "
+                              f"stale reference is replaced by one to this Application (uid {uid})")
     if agent:
         return Verdict(OURS)
     return Verdict(ADOPT, "its controller ownerReference names this Application")

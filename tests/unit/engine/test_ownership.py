@@ -41,11 +41,11 @@ KOPF = entry("OpenAPI-Generator")  # the seed operator's create_namespaced_deplo
     (live([ref()], [KOPF]), False, plan.ADOPT, "its controller ownerReference names this Application"),
     (live([ref()], [KOPF, entry("kopf")]), True, plan.ADOPT, "its controller ownerReference names this Application"),
     (live([ref(uid=OLD)], [KOPF]), False, plan.ADOPT,
-     "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again; "
-     "no other controller holds it"),
+     "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again, and no "
+     "other controller holds it: the stale reference is replaced by one to this Application (uid uid-1)"),
     (live([ref(uid=OLD)]), False, plan.ADOPT,
-     "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again; "
-     "no other controller holds it"),
+     "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again, and no "
+     "other controller holds it: the stale reference is replaced by one to this Application (uid uid-1)"),
     (live([], [entry("kubectl-create")]), False, plan.STRANGER, "is controlled by nothing and was not made by the agent"),
     (live([], []), False, plan.STRANGER, "is controlled by nothing and was not made by the agent"),
     (live([], [entry("kubectl-create")]), True, plan.ADOPT,
