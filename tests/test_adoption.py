@@ -367,7 +367,7 @@ def test_a_child_whose_reference_names_an_earlier_application_of_its_name_is_ado
     sets = replica_sets(objects, namespace)
     with deletes_refused(cluster, namespace) as refused:
         cluster.kubectl("-n", namespace, "delete", "application", "web", "--wait=true")
-        wait_for(lambda: refused() >= 2, timeout=30, what="the garbage collector to try to delete both children")
+        wait_for(lambda: refused() >= 2, timeout=120, what="the garbage collector to try to delete both children")
         in_git(repo)
         proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 0, proc.stderr

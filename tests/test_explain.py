@@ -183,13 +183,14 @@ def refuse_registry(cluster, namespace: str) -> str:
 
 def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, repo, namespaces, cluster, objects,
                                                      crd_with_history):
-    """One ``run`` over six Applications, each stuck its own real way, then ``explain`` of each:
+    """One ``run`` over seven Applications, each stuck its own real way, then ``explain`` of each:
     its first line and exit 1. Degraded: pods kwok keeps crash-looping, past a 1 s
     ``progressDeadlineSeconds``; Suspended: ``spec.suspend`` in Git; In backoff: a quota refuses its
     Service (403, retried only after ``--min-retry-delay``); Blocked: removed from Git in a commit
     whose other file is refused (a pass with a refused file prunes nothing); Apply failed at FIELD: an
     admission policy refuses its Deployment with 422 naming the field; Ownership conflict: a
-    hand-made Deployment holds its child's name."""
+    hand-made Deployment holds its child's name; Invalid in Git: its document refused by a later
+    commit (Git has it, so it is not "Not in Git")."""
     main, quota = namespaces(), namespaces()
     refuse_services(cluster, quota)
     policy = refuse_registry(cluster, main)
@@ -202,6 +203,7 @@ def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, 
         repo.write("taken.yaml", app_yaml("taken"))
         repo.write("gone.yaml", app_yaml("gone"))
         repo.write("retry.yaml", app_yaml("retry", namespace=quota))
+        repo.write("invalid.yaml", app_yaml("invalid"))
         first = remote.push()
         start_agent(remote.url, "--namespace", main, "--interval", "2", "--min-retry-delay", "600",
                     "--max-retry-delay", "600")
@@ -209,13 +211,15 @@ def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, 
                  timeout=60, what="the first pass")
         repo.remove("gone.yaml")
         repo.write("broken.yaml", failing("broken", port=0))
+        repo.write("invalid.yaml", app_yaml("invalid", replicas=-1))
         remote.push()
         want = {(main, "stalled"): "Degraded: ",
                 (main, "paused"): "Suspended",
                 (quota, "retry"): "In backoff until ",
                 (main, "gone"): "Blocked: pruning held back",
                 (main, "refused"): "Apply failed at spec.template.spec.containers[0].image",
-                (main, "taken"): "Ownership conflict"}
+                (main, "taken"): "Ownership conflict",
+                (main, "invalid"): "Invalid in Git: invalid.yaml:"}
         said: dict[str, tuple[int, str]] = {}  # name -> (exit code, first line)
         for (namespace, name), start in want.items():
             def verdict_is_there(namespace=namespace, name=name, start=start) -> bool:
@@ -229,6 +233,7 @@ def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, 
         assert {name: (code, line.startswith(want[(ns, name)])) for (ns, name) in want
                 for code, line in [said[name]]} == {name: (1, True) for _, name in want}, said
         assert "exceeded its progress deadline" in said["stalled"][1], said["stalled"]
+        assert "spec.replicas" in said["invalid"][1], said["invalid"]
         until = said["retry"][1].removeprefix("In backoff until ")
         wait = (datetime.datetime.fromisoformat(until) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
         assert 400 < wait <= 600, said["retry"]

@@ -45,12 +45,13 @@ from agent.engine.appview import condition, parse_time, short, suspended
 from agent.kinds import health as health_, registry
 
 SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED = "Synced", "Progressing", "Degraded", "Suspended", "Drifted"
-BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT = (
-    "Backoff", "PruneBlocked", "ApplyFailed", "OwnershipConflict", "NotInGit")
-STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT)
+BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT, INVALID = (
+    "Backoff", "PruneBlocked", "ApplyFailed", "OwnershipConflict", "NotInGit", "InvalidInGit")
+STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT,
+          INVALID)
 """``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
 ``Progressing``, ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
-held back``, ``Apply failed at FIELD``, ``Ownership conflict`` or ``Not in Git``."""
+held back``, ``Apply failed at FIELD``, ``Ownership conflict``, ``Invalid in Git: FILE:LINE: FIELD: RULE`` or ``Not in Git``."""
 
 GIT, RENDERED = "Git", "rendered"
 """What a drift entry's ``want`` is: the value in Git (the Application's spec in Git, or a child
@@ -77,6 +78,9 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
     Application and its children differ from Git (``against`` ``GIT``) or from what the agent
     renders from the live Application (``RENDERED``). The first rule that holds wins:
 
+    0. ``Synced`` False with reason ``InvalidManifest`` or ``InvalidSpec``: its document is in Git
+       but refused (so a read of Git finds no valid document for it either): ``Invalid in Git:
+       MESSAGE`` (the message names the file, line and field);
     1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped`` or
        ``PruneBlocked``): ``Blocked: pruning held back`` when the reason is ``PruneBlocked`` (the
        pass's pruning was blocked: ``conditions.PRUNE_BLOCKED``; keyed on the reason, never on the
@@ -95,6 +99,8 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
     synced, ready = condition(app, "Synced"), condition(app, "Ready")
     status = app.get("status") or {}
     failed = synced.get("status") == "False"
+    if failed and synced.get("reason") in (conditions.INVALID_MANIFEST, conditions.INVALID_SPEC):
+        return _verdict(INVALID, f"Invalid in Git: {synced.get('message') or synced['reason']}")
     if in_git is False or (failed and synced.get("reason") in (conditions.PRUNE_SKIPPED, conditions.PRUNE_BLOCKED)):
         if failed and synced.get("reason") == conditions.PRUNE_BLOCKED:
             return _verdict(PRUNE_BLOCKED, "Blocked: pruning held back")

@@ -65,6 +65,19 @@ def test_blocked_is_the_reason_not_a_word_in_the_message():
     assert text(app(synced=("False", "PruneBlocked", "kept"))) == "Blocked: pruning held back"
 
 
+def test_an_invalid_document_in_git_is_invalid_not_absent():
+    """A refused document is not loaded, so a read of Git finds no valid document for it: the
+    status's reason tells it apart from one Git no longer has."""
+    why = "apps/web.yaml:7: spec.replicas: must be at least 0 (got -1)"
+    for reason in ("InvalidManifest", "InvalidSpec"):
+        broken = app(ready=("False", "Stalled", why), synced=("False", reason, why))
+        assert ev.verdict(broken, NOW, in_git=False) == {"state": "InvalidInGit", "text": f"Invalid in Git: {why}",
+                                                         "ok": False}
+        assert text(broken) == f"Invalid in Git: {why}"
+    assert text(app(synced=("False", "InvalidManifest", ""))) == "Invalid in Git: InvalidManifest"
+    assert text(app(synced=("True", "InvalidManifest", why)), in_git=False) == "Not in Git"
+
+
 def test_ownership_conflict():
     assert text(app(synced=("False", "OwnershipConflict", "Deployment/shop/web: exists ..."))) == "Ownership conflict"
 
@@ -83,7 +96,7 @@ def test_apply_failed_names_the_field():
     assert ev.verdict(app(synced=invalid, nextRetryTime="2026-12-01T12:00:40Z"), NOW) == \
         {"state": "ApplyFailed", "text": "Apply failed at spec.template.spec.containers[0].image", "ok": False}
     manifest = ("False", "InvalidManifest", "apps/web.yaml:5: spec.replicas: must be at least 0")
-    assert text(app(synced=manifest)) == "Apply failed at spec.replicas"
+    assert text(app(synced=manifest)) == "Invalid in Git: apps/web.yaml:5: spec.replicas: must be at least 0"
 
 
 @pytest.mark.parametrize("message, field", [
