@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     """Carry out ``get`` (see EPILOG for the exit codes)."""
     if args.all_namespaces and args.name:
         raise flags.UsageError("a resource cannot be retrieved by name across all namespaces", flag="--all-namespaces")
+    if args.selector and args.name:  # kubectl refuses the pair too: the name would ignore the selector
+        raise flags.UsageError("name cannot be provided when a selector is specified", flag="--selector")
     try:
         kube = Kube(args.kubeconfig, args.context, **READ_ONLY)
     except ApiError as err:

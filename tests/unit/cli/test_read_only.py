@@ -35,3 +35,14 @@ def test_retries_are_info_lines_by_default_but_for_the_read_only_commands():
         assert logging.getLogger("agent.retry").getEffectiveLevel() == logging.WARNING
     finally:
         logging.getLogger("agent.retry").setLevel(logging.NOTSET)
+
+
+def test_get_refuses_a_name_with_a_selector_before_any_request(capsys):
+    """As kubectl: a name with ``-l`` would ignore the selector; one line, exit 2, no cluster asked
+    (the kubeconfig does not exist)."""
+    from agent.cli import main as cli_main
+
+    code = cli_main.main(["get", "web", "-l", "tier=backend", "--kubeconfig", "/nonexistent/kubeconfig"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "name cannot be provided when a selector is specified" in err and "--selector" in err
