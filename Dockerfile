@@ -23,8 +23,10 @@ RUN pip install --no-cache-dir --no-deps --no-build-isolation . && rm -rf /root/
 
 RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin agent
 USER 10001
+# MALLOC_ARENA_MAX: fewer glibc malloc arenas for the agent's threads (docs/operations.md, Memory).
 ENV GITOPS_AGENT_CACHE_DIR=/var/cache/gitops-agent \
     HOME=/home/agent \
+    MALLOC_ARENA_MAX=2 \
     PYTHONUNBUFFERED=1
 
 ENTRYPOINT ["gitops-agent"]
