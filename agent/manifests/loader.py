@@ -168,6 +168,8 @@ def _rejected(errors: list[ManifestError], documents: list[tuple]) -> list[Rejec
     to the row that recorded it (the document or List item whose check produced it); an error no
     row recorded belongs to the first document of its file whose lines hold it, or to its whole
     file when it has no line or no document holds it."""
+    if not errors:  # the usual pass: nothing to group, and 10,000 documents need no index
+        return []
     owner = {id(e): d for d in documents for e in d[5]}
     by_path: dict[str, list[tuple]] = {}
     for d in documents:

@@ -104,6 +104,7 @@ class ParseCache:
         self.version = version
         self._entries: dict[str, list] = {}
         self._used: set[str] = set()
+        self._checked: set[str] = set()  # keys whose entry has the shape ``put`` stores: checked once
         self._dirty = False
         self._lock = threading.Lock()
         if self.file is not None:
@@ -131,16 +132,19 @@ class ParseCache:
             entry = self._entries.get(cache_key)
             if entry is None:
                 return None
-            if not _valid_entry(entry):
-                del self._entries[cache_key]
-                self._dirty = True
-                return None
+            if cache_key not in self._checked:  # an entry read from the file; a pass asks twice a file
+                if not _valid_entry(entry):
+                    del self._entries[cache_key]
+                    self._dirty = True
+                    return None
+                self._checked.add(cache_key)
             self._used.add(cache_key)
             return entry
 
     def put(self, cache_key: str, entry: list) -> None:
         with self._lock:
             self._entries[cache_key] = entry
+            self._checked.discard(cache_key)  # checked again when first read back
             self._used.add(cache_key)
             self._dirty = True
 
@@ -151,6 +155,7 @@ class ParseCache:
             unused = set(self._entries) - self._used
             for k in unused:
                 del self._entries[k]
+            self._checked -= unused
             dirty, self._dirty = self._dirty or bool(unused), False
             self._used = set()
             if self.file is None or not dirty:

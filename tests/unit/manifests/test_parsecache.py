@@ -117,6 +117,23 @@ def test_an_entry_of_the_wrong_shape_is_never_trusted(tmp_path, entry):
     assert manifests.load(FILES, "prod", blobs=BLOBS, cache=cache) == manifests.load(FILES, "prod")
 
 
+def test_an_entry_is_checked_when_first_read_and_again_after_it_is_replaced(tmp_path):
+    """A pass asks for each file twice (the tree walk's ``parsed_before``, then ``load``) and
+    ``run`` every pass: a checked entry is not checked again, one ``put`` over it is."""
+    key = parsecache.key(BLOBS["a.yaml"], "a.yaml", "prod", 1_048_576, 1000)
+    good = [[1, 9, GOOD_BODY, 4, None]]
+    (tmp_path / "c.json").write_text(json.dumps({"format": parsecache.FORMAT, "version": "v", "entries": {key: good}}))
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v")
+    assert cache.get(key) == good and cache.get(key) == good
+    cache.put(key, [[1]])
+    assert cache.get(key) is None and cache.get(key) is None
+
+
+def test_a_load_without_errors_rejects_nothing():
+    clean = {path: data for path, data in FILES.items() if path != "bad.yaml"}
+    assert manifests.load(clean, "prod").rejected == [] and manifests.load(FILES, "prod").rejected != []
+
+
 def test_an_entry_holds_each_documents_lines_body_and_metadata_name_line(tmp_path):
     cache = parsecache.ParseCache(tmp_path / "c.json", "v")
     manifests.load(FILES, "prod", blobs=BLOBS, cache=cache)
