@@ -165,6 +165,45 @@ def test_drift_and_a_commit_converge_from_the_store(start_agent, agent, repo, re
     assert set(grown(listed, lists(cluster))) == {"services"}
 
 
+def read_how(running, since: int) -> list[str]:
+    """How each pass since the ``since``-th log line read its commit (``sync._read``'s DEBUG line)."""
+    return ["changed files" if "from the files changed since" in m else "in full"
+            for m in messages(running, since) if re.match(r"commit [0-9a-f]{40} read ", m)]
+
+
+def test_a_push_is_read_from_the_files_it_changed_and_in_full_when_that_cannot_tell(
+        start_agent, agent, repo, remote, namespace, objects, cluster, secret_file):  # noqa: F811
+    """Issue 33: a pushed commit is read from the files Git says changed; a duplicate across a
+    changed and an unchanged file, a symlink, and a symlink's target changing are read in full,
+    with the same result a new process gets."""
+    running = settled_agent(start_agent, agent, repo, remote, namespace, objects, NAMES, "--interval", "300",
+                            "--webhook-secret-file", str(secret_file))
+    lines = len(log_lines(running))
+    repo.write("db.yaml", app_yaml("db", image="nginx:2"))
+    line = webhook_pass(running, remote.push())
+    assert line["result"] == "success" and image_of(objects, namespace, "db") == "nginx:2", line
+    assert read_how(running, lines) == ["changed files"]
+
+    lines = len(log_lines(running))
+    repo.write("again/web.yaml", app_yaml("web", image="nginx:3"))  # a second web: both refused, nothing pruned
+    line = webhook_pass(running, remote.push())
+    assert line["result"] == "failure" and image_of(objects, namespace, "web") == "nginx:latest", line
+    assert "is defined more than once: again/web.yaml:" in running.output()
+    assert read_how(running, lines) == ["in full"]  # the unchanged web.yaml is refused too: a full load says so
+
+    lines = len(log_lines(running))
+    repo.remove("again")
+    repo.write("defs/api.txt", app_yaml("api"))
+    (repo.path / "api.yaml").symlink_to("defs/api.txt")
+    line = webhook_pass(running, remote.push())
+    assert line["result"] == "success" and image_of(objects, namespace, "api") == "nginx:latest", line
+    repo.write("defs/api.txt", app_yaml("api", image="nginx:4"))  # only the symlink's target changes
+    line = webhook_pass(running, remote.push())
+    assert line["result"] == "success" and image_of(objects, namespace, "api") == "nginx:4", line
+    assert read_how(running, lines) == ["in full", "in full"]
+    assert everything_there(objects, namespace, NAMES + ("api",))
+
+
 @pytest.fixture
 def proxy(cluster):
     """A ``FaultProxy`` in front of the API server (the agent's kubeconfig points at it)."""

@@ -132,7 +132,7 @@ def load(files: Mapping[str, bytes], default_namespace: str, *, max_file_bytes: 
         cache_key = parsecache.key(blob, path, default_namespace, max_file_bytes, max_documents) if blob else None
         entry = cache.get(cache_key) if cache_key else None
         if entry is not None:
-            file_found, file_errors = parsecache.restore(path, entry, documents), []
+            file_found, file_errors = cache.restore_into(cache_key, path, entry, documents), []
         else:
             first = len(documents)
             file_found, file_errors = _load_file(path, files[path], default_namespace,
@@ -161,6 +161,30 @@ def load(files: Mapping[str, bytes], default_namespace: str, *, max_file_bytes: 
     errors.sort(key=lambda e: (e.path, e.line or 0, e.field or "", e.message))
     return LoadResult(manifests, errors, _rejected(errors, documents))
 
+
+
+def load_changed(before: LoadResult, files: Mapping[str, bytes], gone: set[str], default_namespace: str, *,
+                 max_file_bytes: int = MAX_FILE_BYTES, max_documents: int = MAX_DOCUMENTS,
+                 blobs: dict[str, str] | None = None, cache=None) -> LoadResult | None:
+    """What ``load`` gives for the files ``before`` was loaded from, with ``files`` new or changed
+    (path -> bytes, as ``load`` takes them) and the paths in ``gone`` removed: only ``files`` are
+    parsed (``run`` after a push; issue 33). Other arguments as ``load``'s.
+
+    None when only a full ``load`` can tell: ``before`` has errors (a duplicate's partner may now
+    be alone), or an Application in ``files`` (valid or not) has the namespace and name of one in
+    a file that did not change (both are refused, at each one's line)."""
+    if before.errors:
+        return None
+    now = load(files, default_namespace, max_file_bytes=max_file_bytes, max_documents=max_documents, blobs=blobs,
+               cache=cache)
+    moved = set(files) | gone
+    kept = [m for m in before.manifests if m.path not in moved]
+    known = {f"{m.namespace}/{m.name}" for m in kept}
+    if any(f"{m.namespace}/{m.name}" in known for m in now.manifests) or any(
+            r.application in known for r in now.rejected):
+        return None
+    manifests = sorted(kept + now.manifests, key=lambda m: (m.namespace, m.name))
+    return LoadResult(manifests, now.errors, now.rejected)
 
 
 def _rejected(errors: list[ManifestError], documents: list[tuple]) -> list[Rejected]:

@@ -105,6 +105,7 @@ class ParseCache:
         self._entries: dict[str, list] = {}
         self._used: set[str] = set()
         self._checked: set[str] = set()  # keys whose entry has the shape ``put`` stores: checked once
+        self._restored: dict[str, tuple] = {}  # key -> (entry, found items, rows without errors): ``restore_into``
         self._dirty = False
         self._lock = threading.Lock()
         if self.file is not None:
@@ -141,6 +142,19 @@ class ParseCache:
             self._used.add(cache_key)
             return entry
 
+    def restore_into(self, cache_key: str, path: str, entry: list, documents: list) -> list:
+        """``restore(path, entry, documents)``, with the ``Manifest``s and ``found`` items made
+        once per entry for the life of the process (they never change; each pass gets rows of its
+        own, since ``load`` adds errors to a row): ``run`` reads 10,000 cached files a pass."""
+        known = self._restored.get(cache_key)
+        if known is None or known[0] is not entry:
+            rows: list = []
+            known = (entry, restore(path, entry, rows), [(*row[:5], row[6]) for row in rows])
+            with self._lock:
+                self._restored[cache_key] = known
+        documents += [(p, start, end, named, is_app, [], item) for p, start, end, named, is_app, item in known[2]]
+        return known[1]
+
     def put(self, cache_key: str, entry: list) -> None:
         with self._lock:
             self._entries[cache_key] = entry
@@ -148,14 +162,27 @@ class ParseCache:
             self._used.add(cache_key)
             self._dirty = True
 
-    def save(self) -> None:
-        """Keep only the entries this pass used and write the file (atomically) when anything
+    def forget(self, cache_keys) -> None:
+        """Drop the entries of ``cache_keys`` (a pass that read only the changed files: the
+        entries of the blobs it no longer has)."""
+        with self._lock:
+            for k in cache_keys:
+                if self._entries.pop(k, None) is not None:
+                    self._dirty = True
+                self._checked.discard(k)
+                self._restored.pop(k, None)
+
+    def save(self, prune: bool = True) -> None:
+        """Keep only the entries this pass used (all, without ``prune``: a pass that asked for
+        the changed files only, see ``forget``) and write the file (atomically) when anything
         changed; errors are logged, never raised."""
         with self._lock:
-            unused = set(self._entries) - self._used
+            unused = set(self._entries) - self._used if prune else set()
             for k in unused:
                 del self._entries[k]
             self._checked -= unused
+            for k in unused:
+                self._restored.pop(k, None)
             dirty, self._dirty = self._dirty or bool(unused), False
             self._used = set()
             if self.file is None or not dirty:

@@ -162,6 +162,7 @@ class Walker:
         self.top = Layer(repo, commit, repo.commit(commit).tree, url)
         self.cache_dir, self.follow, self.credentials, self.timeout = cache_dir, follow, credentials, timeout
         self._modules: dict[tuple[str, str], dict[str, str]] = {}
+        self.entered = 0  # submodules opened so far
 
     def locate(self, root: str, shown: str) -> tuple[Layer, git.Tree]:
         """The directory ``root`` (normalised, ``.`` for the top) and the repository it is in,
@@ -209,6 +210,7 @@ class Walker:
         commit it records, fetched unless its mirror for the credentials it gets (``credentials_for``,
         or those in its URL) already has that commit."""
         shown, sha = layer.prefix + gitlink.path, gitlink.hexsha
+        self.entered += 1
         url = self._urls(layer).get(gitlink.path)
         named = f"submodule {shown!r} ({source.redact(url) if url else 'no URL in .gitmodules'})"
         if not self.follow:

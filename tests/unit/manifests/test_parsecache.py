@@ -167,3 +167,82 @@ def test_beside_names_one_file_per_source_and_reuses_it(tmp_path):
     assert one.file == tmp_path / "abc.git.src-1.parsed.json"
     assert parsecache.beside(tmp_path / "abc.git", "src-1") is one
     assert parsecache.beside(tmp_path / "abc.git", "src-2") is not one
+
+
+def test_a_process_restores_each_entry_once_and_every_pass_gets_its_own_rows(monkeypatch):
+    cache = parsecache.ParseCache()
+    dup = {"x.yaml": APP.format(name="a").encode(), "y.yaml": APP.format(name="a").encode()}
+    blobs = {"x.yaml": "5" * 40, "y.yaml": "6" * 40}
+    manifests.load(dup, "prod", blobs=blobs, cache=cache)  # parsed and cached: each file is clean
+    restored = []
+    real = parsecache.restore
+    monkeypatch.setattr(parsecache, "restore", lambda path, *a: restored.append(path) or real(path, *a))
+    second = manifests.load(dup, "prod", blobs=blobs, cache=cache)
+    third = manifests.load(dup, "prod", blobs=blobs, cache=cache)
+    assert restored == ["x.yaml", "y.yaml"]  # once per entry, not once per pass
+    assert second == third and len(third.errors) == 2 and [len(r.reasons) for r in third.rejected] == [1, 1]
+    cache.put(parsecache.key("5" * 40, "x.yaml", "prod", manifests.MAX_FILE_BYTES, manifests.MAX_DOCUMENTS),
+              [[1, 9, {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+                       "metadata": {"name": "b", "namespace": "prod"}, "spec": {}}, 4, None]])
+    assert [m.name for m in manifests.load(dup, "prod", blobs=blobs, cache=cache).manifests] == ["a", "b"]
+    cache.save()
+    manifests.load({"x.yaml": dup["x.yaml"]}, "prod", blobs=blobs, cache=cache)
+    cache.save()  # y.yaml unused: its restored items go with its entry
+    assert [k.split("\0")[1] for k in cache._restored] == ["x.yaml"]
+
+
+# -- load_changed: a pushed commit loaded from the files it changed (issue 33) -------------------
+
+CLEAN = {"a.yaml": APP.format(name="a").encode(), "multi.yaml": FILES["multi.yaml"]}
+
+
+@pytest.mark.parametrize("change", ["modify", "add", "remove", "rename", "broken", "duplicate-inside", "nothing"])
+def test_load_changed_gives_what_a_full_load_gives(change):
+    before = manifests.load(CLEAN, "prod")
+    files, gone = {
+        "modify": ({"a.yaml": APP.format(name="a").replace("nginx:1", "nginx:2").encode()}, set()),
+        "add": ({"z.yaml": APP.format(name="z").encode(), "0.yaml": APP.format(name="0").encode()}, set()),
+        "remove": ({}, {"multi.yaml"}),
+        "rename": ({"moved.yaml": CLEAN["a.yaml"]}, {"a.yaml"}),
+        "broken": ({"a.yaml": FILES["bad.yaml"]}, set()),
+        "duplicate-inside": ({"x.yaml": APP.format(name="x").encode(), "y.yaml": APP.format(name="x").encode()},
+                             set()),
+        "nothing": ({}, set()),
+    }[change]
+    after = {p: data for p, data in {**CLEAN, **files}.items() if p not in gone}
+    changed = manifests.load_changed(before, files, gone, "prod")
+    assert changed == manifests.load(after, "prod")
+    assert [m.name for m in changed.manifests] == sorted(m.name for m in changed.manifests)
+
+
+@pytest.mark.parametrize("files", [
+    {"x.yaml": APP.format(name="a").encode()},  # a second "a", in a changed file: both refused
+    {"x.yaml": APP.format(name="b").replace("replicas: 1", "replicas: -1").encode()},  # an invalid second "b"
+])
+def test_load_changed_leaves_a_duplicate_with_an_unchanged_file_to_a_full_load(files):
+    before = manifests.load(CLEAN, "prod")
+    assert manifests.load_changed(before, files, set(), "prod") is None
+    assert len(manifests.load({**CLEAN, **files}, "prod").errors) >= 2
+
+
+def test_load_changed_needs_a_clean_load_before():
+    before = manifests.load({**CLEAN, "bad.yaml": FILES["bad.yaml"]}, "prod")
+    assert manifests.load_changed(before, {"z.yaml": APP.format(name="z").encode()}, set(), "prod") is None
+    clean = manifests.load(CLEAN, "prod")
+    assert manifests.load_changed(clean, {}, {"a.yaml"}, "other").manifests == clean.manifests[1:]
+
+
+def test_load_changed_uses_the_parse_cache_and_its_limits(tmp_path):
+    cache = parsecache.ParseCache()
+    before = manifests.load(CLEAN, "prod")
+    files = {"z.yaml": APP.format(name="z").encode()}
+    manifests.load_changed(before, files, set(), "prod", blobs={"z.yaml": "7" * 40}, cache=cache)
+    assert cache.get(parsecache.key("7" * 40, "z.yaml", "prod", manifests.MAX_FILE_BYTES, manifests.MAX_DOCUMENTS))
+    small = manifests.load_changed(before, files, set(), "prod", max_file_bytes=10)
+    assert [str(e) for e in small.errors] == [f"z.yaml: file is {len(files['z.yaml'])} bytes, above the limit of 10 bytes"]
+    many = {"z.yaml": APP.format(name="z").encode() + b"---\n" + APP.format(name="y").encode()}
+    one = {"a.yaml": CLEAN["a.yaml"]}
+    before = manifests.load(one, "prod", max_documents=1)
+    assert manifests.load_changed(before, many, set(), "prod", max_documents=1) == manifests.load(
+        {**one, **many}, "prod", max_documents=1)
+    assert manifests.load_changed(before, many, set(), "prod", max_documents=1).errors
