@@ -76,6 +76,9 @@ class Steady:
         """``derive(obj)``, computed once for as long as the store hands out the same object
         (the watches replace an object on every change: a changed one is derived again). Pure
         ``derive`` only. ``turn`` keeps only the objects of the last pass."""
+        known = self._next.get(id(obj))  # asked before in this pass
+        if known is not None and known[0] is obj:
+            return known[1]
         known = self.facts.get(id(obj))
         value = known[1] if known is not None and known[0] is obj else derive(obj)
         self._next[id(obj)] = (obj, value)

@@ -52,3 +52,20 @@ def test_the_version_after_a_pass_is_the_callers_or_none():
     assert Steady().after(child) is None
     assert Steady(versions=versions).after(child) == "9" and asked == [("Deployment", "ns", "web", "5")]
     assert Steady(versions=versions).after({"metadata": {"name": "x"}}) == "9" and asked[-1] == ("", "", "x", None)
+
+
+def test_a_fact_is_derived_once_per_object_while_the_store_hands_out_that_object():
+    steady, derived = Steady(), []
+    first, second = {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}
+
+    def derive(obj):
+        derived.append(obj["metadata"]["name"])
+        return obj["metadata"]["name"].upper()
+    assert [steady.fact(o, derive) for o in (first, second, first, first)] == ["A", "B", "A", "A"]
+    assert derived == ["a", "b"]  # asked three times in one pass: derived once
+    steady.turn()
+    replaced = {"metadata": {"name": "a"}}  # a watch event replaced the object: derived again
+    assert [steady.fact(o, derive) for o in (first, replaced, replaced)] == ["A", "A", "A"]
+    assert derived == ["a", "b", "a"]
+    steady.turn()
+    assert steady.fact(second, derive) == "B" and derived == ["a", "b", "a", "b"]  # not read last pass: forgotten

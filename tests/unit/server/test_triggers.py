@@ -143,3 +143,25 @@ def test_recording_passes_list_ins_label_selector_on():
     assert kube.list_in("", "Service", "ns", label_selector="c=d") == [service()]
     assert calls == [("", "Service", "ns", "a=b"), ("", "Service", "ns", "c=d")]
     assert known.news("ADDED", service()) is False
+
+
+def test_a_list_served_by_the_store_records_only_the_objects_it_did_not_serve_before():
+    from agent.kube.livestore import Served
+
+    known, fingerprinted = triggers.Known(), []
+    real = triggers.fingerprint
+    recording = triggers.Recording(type("K", (), {"list": lambda self, *a, **k: served[0]})(), known)
+    app, child = application(), deployment()
+    served = [Served([app, child])]
+    try:
+        triggers.fingerprint = lambda obj: fingerprinted.append(obj["kind"]) or real(obj)
+        recording.list("", "Deployment")
+        recording.list("", "Deployment")  # the same objects: not looked at again
+        assert fingerprinted == ["Application", "Deployment"]
+        newer = deployment(replicas=3, rv="11")  # a watch event replaced it
+        served = [Served([app, newer])]
+        recording.list("", "Deployment")
+        assert fingerprinted == ["Application", "Deployment", "Deployment"]
+        assert not known.news("MODIFIED", newer) and known.news("MODIFIED", child)
+    finally:
+        triggers.fingerprint = real
