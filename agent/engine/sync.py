@@ -248,6 +248,7 @@ class _Pass:
     retry: backoff.Policy
     outside: int  # of ``problems``: Applications --allowed-namespaces refused
     prune: bool = False
+    keys: list = field(default_factory=list)  # ``namespace/name`` of each of ``wanted``, in its order
     live_apps: list = field(default_factory=list)
     live_children: list = field(default_factory=list)
     namespaces: set = field(default_factory=set)
@@ -363,15 +364,14 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
     previous pass of ``run`` left them (``steady.Steady.unchanged``): key -> entry."""
     if p.steady is None or not p.steady.entries:
         return {}
-    hits = {}
-    for m in p.wanted:
-        key = f"{m.namespace}/{m.name}"
+    hits, blobs, children_of, unchanged = {}, p.blobs, p.children_of, p.steady.unchanged
+    for key, m in zip(p.keys, p.wanted):
         app = live_apps.get(key)
-        if app is None or m.path not in p.blobs:  # no blob id: its content cannot be told apart
+        blob = blobs.get(m.path)
+        if app is None or blob is None:  # no blob id: its content cannot be told apart
             continue
-        children = tuple(sorted((ident, c["metadata"].get("resourceVersion"))
-                                for c, ident in p.children_of.get(key, ())))
-        entry = p.steady.unchanged(key, (m.path, m.line, p.blobs.get(m.path, "")), app, children)
+        children = tuple(sorted((ident, c["metadata"].get("resourceVersion")) for c, ident in children_of.get(key, ())))
+        entry = unchanged(key, (m.path, m.line, blob), app, children)
         if entry is not None:
             hits[key] = entry
     return hits
@@ -387,13 +387,13 @@ def _plan_applications(p: _Pass) -> bool:
     if p.problems and opts.prune:
         report.notes.append(f"pruning skipped: {_why_no_prune(len(p.problems), p.outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
+    p.keys = [sys.intern(f"{m.namespace}/{m.name}") for m in p.wanted]  # the keys ``_key`` returns
     p.live_by_key = {_app_facts(p, a)[0]: a for a in p.live_apps}
     p.hits = _unchanged(p, p.live_by_key)
     if p.steady is not None:
         log.debug("%d of %d Applications unchanged since the previous pass (steady.py)", len(p.hits), len(p.wanted))
     p.desired_apps = []
-    for m in p.wanted:
-        key = f"{m.namespace}/{m.name}"
+    for key, m in zip(p.keys, p.wanted):
         if key in p.hits:
             report.notes += p.hits[key].notes
             continue
@@ -411,12 +411,12 @@ def _plan_applications(p: _Pass) -> bool:
             f"{_all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return False
-    p.git_paths = {sys.intern(f"{m.namespace}/{m.name}"): m.path for m in p.wanted}  # the keys ``_key`` returns
-    p.git_lines = {f"{m.namespace}/{m.name}": m.line for m in p.wanted}
+    p.git_paths = {key: m.path for key, m in zip(p.keys, p.wanted)}
+    p.git_lines = {key: m.line for key, m in zip(p.keys, p.wanted)}
     p.waiting = _waiting(report, p.live_by_key, p.git_paths, opts.source_id, p.retry, p.hits)  # in backoff: skipped
     app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id,
                           kept={(GROUP, KIND, *key.split("/", 1)) for key in p.hits})
-    where = {f"{m.namespace}/{m.name}": f"{m.path}:{m.line}" for m in p.wanted}  # file:line in Git
+    where = {key: f"{m.path}:{m.line}" for key, m in zip(p.keys, p.wanted)}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
     for step, why in refused:  # another source's Application: failed here, nothing written to it but ours
         report.add(_key(step.desired), step.subject, FAILED, why)

@@ -295,8 +295,9 @@ class Runner:
                 self._last_online_start = started
             try:
                 kube = self.kube if self.store is None else StoreKube(self.kube, self.store)
+                # a push webhook says the ref moved: no ``ls-remote`` first to ask whether it did
                 report = sync.run(triggers.Recording(kube, self.known, self.cache), self.opts,
-                                  known_commit=self.last_commit,
+                                  known_commit=None if trigger == "webhook" and not offline else self.last_commit,
                                   offline=offline and self.last_commit is not None, retry=self.retry,
                                   on_commit=self.notifier.started if self.notifier else None, steady=self.steady)
             except Exception as err:  # a bug: this pass fails (counted, logged) and the next one runs
