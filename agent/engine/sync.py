@@ -368,7 +368,10 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
     for key, m in zip(p.keys, p.wanted):
         app = live_apps.get(key)
         blob = blobs.get(m.path)
-        if app is None or blob is None:  # no blob id: its content cannot be told apart
+        # no blob id: its content cannot be told apart; not this source's any more: another source
+        # took it between two of this pass's writes (its apply and its status), which the
+        # resourceVersion after those writes does not show
+        if app is None or blob is None or not _app_facts(p, app)[2]:
             continue
         children = tuple(sorted((ident, c["metadata"].get("resourceVersion")) for c, ident in children_of.get(key, ())))
         entry = unchanged(key, (m.path, m.line, blob), app, children)
