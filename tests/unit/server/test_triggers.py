@@ -72,6 +72,15 @@ def test_a_relist_is_news_when_something_changed_or_went_away():
     assert known.relisted("Deployment", []) is True  # deleted while the watch was away
 
 
+def test_a_mark_is_a_short_digest_of_the_fingerprint_that_says_whether_the_object_is_watched():
+    marks = {triggers.mark(o) for o in (deployment(), deployment(rv="11"), deployment(managedFields=[{"m": 1}]))}
+    assert len(marks) == 1 and len(next(iter(marks))) == 17 and next(iter(marks))[:1] == b"w"
+    assert triggers.mark(deployment(generation=2)) not in marks
+    unlabelled = deployment(labels={})
+    assert triggers.mark(unlabelled)[:1] == b"-"
+    assert triggers.mark(application(labels={}))[:1] == b"w"  # every Application is watched
+
+
 class FakeKube:
     def __init__(self):
         self.calls = []
