@@ -58,7 +58,7 @@ def _rv(obj: dict | None) -> int | None:
 class _Kind:
     """One watched kind: its objects by (namespace, name), its watch's state and resourceVersion."""
 
-    def __init__(self, group: str, kind: str, selector: str | None):
+    def __init__(self, group: str, kind: str, selector: str | None, memo: Memo):
         self.group, self.kind, self.selector = group, kind, selector
         self.objects: dict[tuple[str, str], dict] = {}
         self.synced = False  # a list arrived and no event was lost since
@@ -68,9 +68,8 @@ class _Kind:
         self.wanted = 0  # the newest resourceVersion a pass's write of this kind returned
         self.hidden: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid a pass deleted
         self.versions: dict[tuple[str, str], int] = {}  # (namespace, name) -> resourceVersion a pass's write returned
-        self.memo = Memo()  # settles itself: long-lived sharing stays bounded
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
-        self.item = item_of(kind, api_version, self.memo)
+        self.item = item_of(kind, api_version, memo)
 
     def why_not(self, selector: str | None) -> tuple[str | None, bool]:
         """(why a pass may not read this kind from the store now, or None; whether waiting helps)."""
@@ -93,12 +92,15 @@ class LiveStore:
     def __init__(self):
         self._cond = threading.Condition()
         self._kinds: dict[str, _Kind] = {}
+        # one memo for every kind (it settles itself: long-lived sharing stays bounded): a
+        # Service shares its labels, selector and ownerReferences with its Deployment
+        self._memo = Memo()
         self.reads = {"store": 0, "list": 0}  # how often a pass read a kind from here or listed it
 
     def watching(self, group: str, kind: str, selector: str | None) -> None:
         """Declare a watched kind (before its watch starts); others are always listed."""
         with self._cond:
-            self._kinds[kind] = _Kind(group, kind, selector)
+            self._kinds[kind] = _Kind(group, kind, selector, self._memo)
 
     # -- fed by the watches ------------------------------------------------------------------
 

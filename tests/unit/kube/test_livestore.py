@@ -119,6 +119,21 @@ def test_list_items_are_kept_in_the_form_a_pass_reads():
     assert store.item("Pod", {"x": 1}) == {"x": 1}  # not watched: as it is
 
 
+def test_kinds_share_equal_parts_through_one_memo():
+    store = LiveStore()
+    store.watching("apps", "Deployment", SELECTOR)
+    store.watching("", "Service", SELECTOR)
+    labels = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
+    owner = [{"kind": "Application", "name": "web", "uid": "u0", "controller": True}]
+    d = store.item("Deployment", {"metadata": {"name": "web", "namespace": "ns", "labels": dict(labels),
+                                               "ownerReferences": [dict(o) for o in owner]}})
+    s = store.item("Service", {"metadata": {"name": "web", "namespace": "ns", "labels": dict(labels),
+                                            "ownerReferences": [dict(o) for o in owner]},
+                               "spec": {"selector": dict(labels)}})
+    assert s["metadata"]["labels"] is d["metadata"]["labels"] is s["spec"]["selector"]
+    assert s["metadata"]["ownerReferences"] is d["metadata"]["ownerReferences"]
+
+
 class Lister:
     def __init__(self):
         self.calls = []
