@@ -16,7 +16,7 @@ import threading
 
 from agent.api.labels import AGENT_NAME
 from agent.cli import commands as ci, explain_cmd, flags, get_cmd, nametypes, notify_flags, reconcile_cmd
-from agent.common import exitcodes, logs
+from agent.common import arenas, exitcodes, logs
 from agent.engine import backoff, guards, readiness, sync, writes
 from agent.kube import ratelimit
 from agent.kube.client import ApiError, Kube
@@ -270,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    arenas.limit()  # before any thread starts (agent/common/arenas.py)
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
