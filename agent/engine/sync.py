@@ -250,6 +250,7 @@ class _Pass:
     prune: bool = False
     keys: list = field(default_factory=list)  # ``namespace/name`` of each of ``wanted``, in its order
     live_apps: list = field(default_factory=list)
+    app_facts: list = field(default_factory=list)  # ``_app_facts`` of each of ``live_apps``
     live_children: list = field(default_factory=list)
     namespaces: set = field(default_factory=set)
     desired_apps: list | None = None  # rendered Applications, let go once applied
@@ -331,6 +332,7 @@ def _read_live(p: _Pass) -> bool:
                                "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
         return False
     p.live_apps = p.kube.list(GROUP, KIND)
+    p.app_facts = [_app_facts(p, app) for app in p.live_apps]
     selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
     p.live_children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     p.namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
@@ -355,7 +357,7 @@ def _app_facts(p: _Pass, app: dict) -> tuple[str, bool, bool]:
     """(key, owned by an agent: ``plan.owned``, owned by this source) of a live Application,
     derived once per object in ``run``."""
     def derive(obj: dict) -> tuple[str, bool, bool]:
-        return _key(obj), plan.owned(obj), plan.owned(obj, p.opts.source_id)
+        return _key(obj), *plan.owned_both(obj, p.opts.source_id)
     return derive(app) if p.steady is None else p.steady.fact(app, derive)
 
 
@@ -365,13 +367,14 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
     if p.steady is None or not p.steady.entries:
         return {}
     hits, blobs, children_of, unchanged = {}, p.blobs, p.children_of, p.steady.unchanged
+    this_source = {key for key, _, this in p.app_facts if this}
     for key, m in zip(p.keys, p.wanted):
         app = live_apps.get(key)
         blob = blobs.get(m.path)
         # no blob id: its content cannot be told apart; not this source's any more: another source
         # took it between two of this pass's writes (its apply and its status), which the
         # resourceVersion after those writes does not show
-        if app is None or blob is None or not _app_facts(p, app)[2]:
+        if app is None or blob is None or key not in this_source:
             continue
         children = tuple(sorted((ident, c["metadata"].get("resourceVersion")) for c, ident in children_of.get(key, ())))
         entry = unchanged(key, (m.path, m.line, blob), app, children)
@@ -391,7 +394,7 @@ def _plan_applications(p: _Pass) -> bool:
         report.notes.append(f"pruning skipped: {_why_no_prune(len(p.problems), p.outside)}")
     repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
     p.keys = [sys.intern(f"{m.namespace}/{m.name}") for m in p.wanted]  # the keys ``_key`` returns
-    p.live_by_key = {_app_facts(p, a)[0]: a for a in p.live_apps}
+    p.live_by_key = {key: app for (key, _, _), app in zip(p.app_facts, p.live_apps)}
     p.hits = _unchanged(p, p.live_by_key)
     if p.steady is not None:
         log.debug("%d of %d Applications unchanged since the previous pass (steady.py)", len(p.hits), len(p.wanted))
@@ -407,7 +410,7 @@ def _plan_applications(p: _Pass) -> bool:
         if notes:
             p.notes_of[key] = notes
             report.notes += notes
-    owned_live = [a for a in p.live_apps if _app_facts(p, a)[2]]
+    owned_live = [app for (_, _, this), app in zip(p.app_facts, p.live_apps) if this]
     if p.prune and not p.wanted and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
@@ -483,8 +486,7 @@ def _mark_wanted(p: _Pass) -> None:
         return
     name, source_id = plan.wanted_by(p.opts.source_id), p.opts.source_id
     patches = []
-    for app in p.live_apps:
-        key = _app_facts(p, app)[0]
+    for (key, _, _), app in zip(p.app_facts, p.live_apps):
         if key in p.refused_apps:
             want = f"{source_id} {p.git_paths[key]}"
         elif key in p.git_paths or not p.problems:
@@ -517,7 +519,7 @@ def _keep_live_applications(p: _Pass) -> None:
     source's are its agent's business. Then find the suspended ones (``suspend.py``) and let the
     rendered Applications go: only the prunes of Applications are left to do."""
     pruned_apps = {_key(s.live) for s in p.app_steps if s.action == plan.PRUNE}
-    facts = [(_app_facts(p, a), a) for a in p.live_apps]
+    facts = list(zip(p.app_facts, p.live_apps))
     p.foreign = {key for (key, ours, this), _ in facts if ours and not this}
     for (key, _, _), app in facts:
         if key not in p.in_scope and key not in pruned_apps and key not in p.failures and key not in p.foreign \
