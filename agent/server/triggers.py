@@ -95,6 +95,8 @@ class Known:
         self._known: dict[tuple[str, str, str], bytes | str] = {}
         self._versions: dict[tuple[str, str, str], str] = {}  # the resourceVersion each fingerprint is of
         self._served: dict[tuple, dict[int, dict]] = {}  # (kind, namespace) -> the objects of its last list
+        self._pending: list[tuple[tuple, list]] = []  # served lists not recorded yet (``seen_served``)
+        self._touched: set[tuple[str, str, str]] = set()  # recorded since the oldest of ``_pending`` was read
 
     def seen(self, obj: dict | None) -> None:
         """Record ``obj`` as read or written by a pass (None and objects without a name: ignored).
@@ -107,29 +109,61 @@ class Known:
                 return
             print_ = mark(obj)
             with self._lock:
-                self._known[key] = print_
-                if version:
-                    self._versions[key] = version
-                else:
-                    self._versions.pop(key, None)
+                self._put(key, version, print_)
+
+    def _put(self, key: tuple[str, str, str], version: str | None, print_: bytes) -> None:
+        """Record ``print_`` for ``key`` (the lock held)."""
+        self._known[key] = print_
+        if version:
+            self._versions[key] = version
+        else:
+            self._versions.pop(key, None)
+        if self._pending:
+            self._touched.add(key)
 
     def seen_served(self, where: tuple, objs: list[dict]) -> None:
         """``seen`` of each of ``objs``, a list the watches' store served (``where``: its kind and
-        namespace). An object served as the same Python object by the previous such list is
-        skipped: the store replaces an object on every change, so it was recorded then (30,000
-        lookups a pass at 10,000 Applications: issue 33)."""
-        last, now = self._served.get(where, {}), {}
-        for obj in objs:
-            if last.get(id(obj)) is not obj:
-                self.seen(obj)
-            now[id(obj)] = obj
-        self._served[where] = now
+        namespace), done later (``flush``): before any event is judged, not before the pass's
+        first apply (10,000 fingerprints after a status sweep replaced every Application: 0.1 s
+        of a push's way to its Deployment, issue 33). An object recorded after the list was read
+        (the pass's own write, its deletion) keeps that newer record; an object served as the
+        same Python object by the previous such list is skipped: the store replaces an object on
+        every change, so it was recorded then."""
+        with self._lock:
+            self._pending.append((where, objs))
+
+    def flush(self) -> None:
+        """Record the served lists ``seen_served`` kept back; ``news``, ``judge`` and ``relisted``
+        call it first. Skipping a record only ever makes an event news (an extra pass), never
+        the other way."""
+        with self._lock:
+            pending, touched = self._pending, self._touched
+            self._pending, self._touched = [], set()
+            for where, objs in pending:
+                last, now = self._served.get(where, {}), {}
+                for obj in objs:
+                    if last.get(id(obj)) is not obj:
+                        self._flushed(obj, touched)
+                    now[id(obj)] = obj
+                self._served[where] = now
+
+    def _flushed(self, obj: dict, touched: set) -> None:
+        meta = obj.get("metadata") or {}
+        if not (meta.get("name") and obj.get("kind")):
+            return
+        key, version = identity(obj), meta.get("resourceVersion")
+        if key in touched or (version and self._versions.get(key) == version
+                              and self._known.get(key) not in (None, GONE)):
+            return
+        self._put(key, version, mark(obj))
 
     def gone(self, obj: dict) -> None:
         """Record that a pass deleted ``obj``."""
         with self._lock:
             self._known[identity(obj)] = GONE
             self._versions.pop(identity(obj), None)
+            if self._pending:
+                self._touched.add(identity(obj))
 
     def news(self, event_type: str, obj: dict | None) -> bool:
         """True when the watch event ``event_type`` (ADDED, MODIFIED, DELETED) of ``obj`` tells
@@ -137,6 +171,7 @@ class Known:
         object's fingerprint differs from the recorded one (or was never recorded)."""
         if not obj or not obj.get("kind"):
             return event_type != "BOOKMARK"
+        self.flush()
         with self._lock:
             known = self._known.get(identity(obj))
         if event_type == "DELETED":
@@ -147,6 +182,7 @@ class Known:
         """``news`` for an event kept as a ``Sighting``."""
         if seen.key is None:
             return seen.event_type != "BOOKMARK"
+        self.flush()
         with self._lock:
             known = self._known.get(seen.key)
         if seen.event_type == "DELETED":
@@ -157,6 +193,7 @@ class Known:
         """True when a watch's re-list (after ``410 Gone`` or a dropped connection) of ``kind``
         shows news: an item that is news as ADDED, or a watched object a pass saw live that the
         list no longer has (deleted while the watch was away)."""
+        self.flush()
         if any(self.news("ADDED", item) for item in items):
             return True
         listed = {identity(item) for item in items}

@@ -81,6 +81,22 @@ def test_a_mark_is_a_short_digest_of_the_fingerprint_that_says_whether_the_objec
     assert triggers.mark(application(labels={}))[:1] == b"w"  # every Application is watched
 
 
+def test_a_served_list_recorded_late_never_replaces_a_later_write_or_deletion():
+    from agent.kube.livestore import Served
+
+    known = triggers.Known()
+    read = [deployment(rv="10"), service(rv="5")]
+    recording = triggers.Recording(type("K", (), {"list": lambda self, *a, **k: Served(read)})(), known)
+    recording.list("apps", "Deployment")
+    written = deployment(generation=2, rv="12")  # the pass's apply, recorded at once
+    known.seen(written)
+    known.gone(service())  # the pass's prune
+    assert known.news("MODIFIED", written) is False  # news flushes first: the write's record stays
+    assert known.news("MODIFIED", deployment(rv="10")) is True
+    assert known.news("DELETED", service()) is False  # still gone
+    assert known.judge(triggers.Sighting.of("MODIFIED", written)) is False
+
+
 class FakeKube:
     def __init__(self):
         self.calls = []
@@ -166,10 +182,13 @@ def test_a_list_served_by_the_store_records_only_the_objects_it_did_not_serve_be
         triggers.fingerprint = lambda obj: fingerprinted.append(obj["kind"]) or real(obj)
         recording.list("", "Deployment")
         recording.list("", "Deployment")  # the same objects: not looked at again
+        assert fingerprinted == []  # recorded later, not on the pass's way to its first apply
+        known.flush()
         assert fingerprinted == ["Application", "Deployment"]
         newer = deployment(replicas=3, rv="11")  # a watch event replaced it
         served = [Served([app, newer])]
         recording.list("", "Deployment")
+        known.flush()
         assert fingerprinted == ["Application", "Deployment", "Deployment"]
         assert not known.news("MODIFIED", newer) and known.news("MODIFIED", child)
     finally:
