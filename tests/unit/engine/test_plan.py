@@ -136,6 +136,19 @@ def test_applications_of_another_source_are_never_pruned():
     assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Application/default/mine"]
 
 
+def test_owned_both_answers_owned_without_and_with_the_source_at_once():
+    mine = app("mine", labels={**OWNED, SOURCE_LABEL: "src-a"})
+    theirs = app("theirs", labels={**OWNED, SOURCE_LABEL: "src-b"})
+    unlabelled = app("x", labels={SOURCE_LABEL: "src-a"}, managed=APPLIED)
+    deployment, _ = map(applied, registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
+    canary = {**deployment, "metadata": {**deployment["metadata"], "name": "web-canary"}}
+    for obj, both in ((mine, (True, True)), (theirs, (True, False)), (unlabelled, (False, False)),
+                      (deployment, (True, True)), (canary, (False, False))):
+        assert plan.owned_both(obj, "src-a") == both
+        assert plan.owned_both(obj, None) == (both[0], both[0])
+        assert (plan.owned(obj), plan.owned(obj, "src-a")) == both
+
+
 def test_steps_carry_identity_desired_and_live():
     desired_new, desired_same, desired_changed = app("new"), app("same"), app("changed", image="new")
     live_same, live_changed, live_gone = app("same", labels=OWNED), app("changed", image="old"), app("gone", labels=OWNED)
