@@ -58,24 +58,14 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
             log.debug("watch of %s: periodic relist", kind)
             resource_version = None
         if resource_version is None:
-            try:  # with a store, each item is kept as it is read: the list is never whole in memory
-                each = (lambda item: store.item(kind, item)) if store is not None else None
-                data = kube.request("GET", path(group, kind), query=query, each=each) or {}
+            try:
+                resource_version = _list(kube, group, kind, query, store, on_list, first)
             except ApiError as err:
                 log.info("listing %s for the watch failed (%s); retrying in %.1fs", kind, err, backoff)
                 stop.wait(backoff)
                 backoff = min(backoff * 2, 10)
                 continue
-            items = data.get("items", [])
-            for item in items:
-                item.setdefault("apiVersion", data.get("apiVersion", "v1"))
-                item.setdefault("kind", kind)
-            resource_version = (data.get("metadata") or {}).get("resourceVersion")
             listed_at = time.monotonic()
-            if store is not None:
-                store.listed(kind, items, resource_version)
-            if on_list is not None:
-                on_list(kind, items, first)
             first = False
         kube.throttle()  # each (re)connection is a request like any other
         resource_version, clean = _watch_once(func, args, kind, label_selector, resource_version, on_event, stop,
@@ -85,6 +75,25 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
         else:
             stop.wait(backoff)
             backoff = min(backoff * 2, 10)
+
+
+def _list(kube, group: str, kind: str, query: dict | None, store, on_list, first: bool) -> str | None:
+    """List ``kind``, hand the items to ``store`` and ``on_list``; the list's resourceVersion.
+    Raises ``ApiError``. A function of its own so that nothing holds the items once handed over:
+    the store replaces them one event at a time, and a reference kept in ``run`` until its next
+    list was a second copy of every Application after a status sweep (issue 33)."""
+    each = (lambda item: store.item(kind, item)) if store is not None else None  # kept as read: never whole
+    data = kube.request("GET", path(group, kind), query=query, each=each) or {}
+    items = data.get("items", [])
+    for item in items:
+        item.setdefault("apiVersion", data.get("apiVersion", "v1"))
+        item.setdefault("kind", kind)
+    resource_version = (data.get("metadata") or {}).get("resourceVersion")
+    if store is not None:
+        store.listed(kind, items, resource_version)
+    if on_list is not None:
+        on_list(kind, items, first)
+    return resource_version
 
 
 def _watch_once(func, args, kind, label_selector, resource_version, on_event, stop, store):
