@@ -96,6 +96,7 @@ class LiveStore:
         # Service shares its labels, selector and ownerReferences with its Deployment
         self._memo = Memo()
         self.reads = {"store": 0, "list": 0}  # how often a pass read a kind from here or listed it
+        self.items_read = 0  # list items handed to ``item``: a list in progress (``runner``)
 
     def watching(self, group: str, kind: str, selector: str | None) -> None:
         """Declare a watched kind (before its watch starts); others are always listed."""
@@ -107,9 +108,13 @@ class LiveStore:
     def item(self, kind: str, obj: dict) -> dict:
         """``obj`` (a list item, the caller's own: changed in place) in the form the store keeps
         (``client.item_of``); as it is for a kind not watched. A watch hands each item of its list
-        through this as it is read, so a list of 10,000 Deployments is never whole in memory."""
+        through this as it is read, so a list of 10,000 Deployments is never whole in memory.
+        Counted in ``items_read``."""
         k = self._kinds.get(kind)
-        return obj if k is None else k.item(obj)
+        if k is None:
+            return obj
+        self.items_read += 1  # one thread per kind; an increment lost to a race is harmless
+        return k.item(obj)
 
     def listed(self, kind: str, items: list[dict], resource_version: str | None) -> None:
         """A watch's (re-)list, its items in the store's form (``item``): it replaces the kind's

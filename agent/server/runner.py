@@ -44,7 +44,7 @@ from agent.source import gitproc
 log = logging.getLogger("agent.run")
 TRIGGER_DEBOUNCE = 0.5  # seconds: cluster changes closer than this share one pass
 ONLINE_SPACING = 1.0  # seconds: pushes are served at once, but at most one online pass starts per this long
-FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists
+FIRST_LIST_WAIT = 5.0  # seconds the first pass waits for the watches' first lists once no item arrives
 DEFAULT_RELIST_INTERVAL = 600.0  # seconds: each watch lists again this often, bounding any divergence
 
 
@@ -53,7 +53,9 @@ def _settle_memory() -> None:
     store and the memory of the previous pass are hundreds of thousands of long-lived objects, and
     a collection that walked them all took seconds of a pass at 10,000 Applications. Frozen
     objects are still freed when no longer referenced (JSON objects hold no cycles); each
-    collection walks only what is new since the last pass."""
+    collection walks only what is new since the last pass. Also after watch events were judged
+    and were not news: the objects they brought (the tail of a status sweep) are frozen then,
+    not walked by a collection on the next push's way to its apply (issue 33)."""
     gc.collect()
     gc.freeze()
 
@@ -288,6 +290,7 @@ class Runner:
             if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
                 return None
             if only_if is not None and not only_if():
+                _settle_memory()  # the events judged since the pass (a status sweep's: 10,000 objects)
                 return None
             self._first_pass_started = True
             started = time.monotonic()
@@ -319,12 +322,20 @@ class Runner:
         return report
 
     def _await_first_lists(self) -> None:
-        """Before the first pass: wait up to ``FIRST_LIST_WAIT`` seconds for the watches' first
-        lists, so that the pass reads after them and their items are not news; ends at once
-        when stopping."""
-        deadline = time.monotonic() + FIRST_LIST_WAIT
+        """Before the first pass: wait for the watches' first lists, so that the pass reads after
+        them (their items are not news) and from them, not with LISTs of its own (at 10,000
+        Applications a list runs for seconds, and the pass's own LIST beside the watch's held
+        every Application twice, issue 33). Waits while the lists make progress (items read,
+        ``LiveStore.items_read``) and ends once none came for ``FIRST_LIST_WAIT`` seconds (a
+        list refused or not answered: the pass lists that kind itself), or at once when stopping."""
+        count, quiet_since = -1, 0.0
         for listed in self._first_lists:
-            while not listed.is_set() and not self.stopping.is_set() and time.monotonic() < deadline:
+            while not listed.is_set() and not self.stopping.is_set():
+                now, read = time.monotonic(), self.store.items_read
+                if read != count:
+                    count, quiet_since = read, now
+                elif now - quiet_since >= FIRST_LIST_WAIT:
+                    break
                 listed.wait(0.1)
         self._first_lists = []
 
