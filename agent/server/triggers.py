@@ -94,7 +94,8 @@ class Known:
         self._lock = threading.Lock()
         self._known: dict[tuple[str, str, str], bytes | str] = {}
         self._versions: dict[tuple[str, str, str], str] = {}  # the resourceVersion each fingerprint is of
-        self._served: dict[tuple, dict[int, dict]] = {}  # (kind, namespace) -> the objects of its last list
+        # (kind, namespace) -> (namespace, name) -> resourceVersion of each object of its last list
+        self._served: dict[tuple, dict[tuple, str | None]] = {}
         self._pending: list[tuple[tuple, list]] = []  # served lists not recorded yet (``seen_served``)
         self._touched: set[tuple[str, str, str]] = set()  # recorded since the oldest of ``_pending`` was read
 
@@ -126,9 +127,10 @@ class Known:
         namespace), done later (``flush``): before any event is judged, not before the pass's
         first apply (10,000 fingerprints after a status sweep replaced every Application: 0.1 s
         of a push's way to its Deployment, issue 33). An object recorded after the list was read
-        (the pass's own write, its deletion) keeps that newer record; an object served as the
-        same Python object by the previous such list is skipped: the store replaces an object on
-        every change, so it was recorded then."""
+        (the pass's own write, its deletion) keeps that newer record; an object served at the
+        resourceVersion the previous such list served it at is skipped: it was recorded then.
+        Kept by version, not by the Python object: holding the objects kept the ones the watches
+        replaced alive for one more pass (issue 33)."""
         with self._lock:
             self._pending.append((where, objs))
 
@@ -142,9 +144,11 @@ class Known:
             for where, objs in pending:
                 last, now = self._served.get(where, {}), {}
                 for obj in objs:
-                    if last.get(id(obj)) is not obj:
+                    meta = obj.get("metadata") or {}
+                    name, version = (meta.get("namespace"), meta.get("name")), meta.get("resourceVersion")
+                    if not version or last.get(name) != version:
                         self._flushed(obj, touched)
-                    now[id(obj)] = obj
+                    now[name] = version
                 self._served[where] = now
 
     def _flushed(self, obj: dict, touched: set) -> None:

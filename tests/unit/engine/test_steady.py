@@ -69,3 +69,21 @@ def test_a_fact_is_derived_once_per_object_while_the_store_hands_out_that_object
     assert derived == ["a", "b", "a"]
     steady.turn()
     assert steady.fact(second, derive) == "B" and derived == ["a", "b", "a", "b"]  # not read last pass: forgotten
+
+
+def test_the_facts_of_objects_the_pass_wrote_are_not_kept():
+    written = {"a": "9"}  # name -> the resourceVersion the pass's write returned
+
+    def versions(kind, namespace, name, read):
+        return str(max(int(read), int(written.get(name, 0))))
+    steady, derived = Steady(versions=versions), []
+    a, b = ({"kind": "Application", "metadata": {"name": n, "resourceVersion": "5"}} for n in "ab")
+
+    def derive(obj):
+        derived.append(obj["metadata"]["name"])
+        return obj["metadata"]["name"]
+    steady.fact(a, derive), steady.fact(b, derive)
+    steady.turn()
+    assert [id(v[0]) for v in steady.facts.values()] == [id(b)]  # ``a`` was written: its old object let go
+    steady.fact(a, derive), steady.fact(b, derive)
+    assert derived == ["a", "b", "a"]

@@ -185,6 +185,10 @@ def test_a_list_served_by_the_store_records_only_the_objects_it_did_not_serve_be
         assert fingerprinted == []  # recorded later, not on the pass's way to its first apply
         known.flush()
         assert fingerprinted == ["Application", "Deployment"]
+        served = [Served([application(), deployment()])]  # relisted: other objects, the same versions
+        recording.list("", "Deployment")
+        known.flush()
+        assert fingerprinted == ["Application", "Deployment"]
         newer = deployment(replicas=3, rv="11")  # a watch event replaced it
         served = [Served([app, newer])]
         recording.list("", "Deployment")
@@ -193,3 +197,20 @@ def test_a_list_served_by_the_store_records_only_the_objects_it_did_not_serve_be
         assert not known.news("MODIFIED", newer) and known.news("MODIFIED", child)
     finally:
         triggers.fingerprint = real
+
+
+def test_a_served_list_once_recorded_does_not_keep_its_objects():
+    import gc
+    import weakref
+
+    from agent.kube.livestore import Served
+
+    class Obj(dict):
+        pass
+    known, obj = triggers.Known(), Obj(deployment())
+    known.seen_served(("Deployment", None), Served([obj]))
+    known.flush()
+    gone = weakref.ref(obj)
+    del obj
+    gc.collect()
+    assert gone() is None and not known.news("MODIFIED", deployment())
