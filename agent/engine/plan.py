@@ -247,7 +247,7 @@ class Step:
 
 
 def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
-         source: str | None = None, kept: set | frozenset = frozenset()) -> list[Step]:
+         source: str | None = None) -> list[Step]:
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
 
@@ -258,14 +258,13 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     the agent's apply removes, so a pass after a successful one is quiet.
 
     ``prune=False`` (a pass that could not see the whole truth) yields no prune steps;
-    ``source`` limits pruned Applications to those of one source (see ``owned``); ``kept``:
-    identities desired but not given (unchanged since the previous pass), never pruned.
+    ``source`` limits pruned Applications to those of one source (see ``owned``).
     Steps come in a stable order: desired objects in their order, then prunes sorted by identity.
     """
     live_by_id = {identity(obj): obj for obj in live}
     steps = [decide(obj, live_by_id.get(identity(obj))) for obj in desired]
     if prune:
-        steps += prunes(live_by_id, {step.identity for step in steps} | set(kept), source)
+        steps += prunes(live_by_id, {step.identity for step in steps}, source)
     return steps
 
 

@@ -274,8 +274,8 @@ class _Pass:
     steady: steady_.Steady | None = None  # what the previous pass of ``run`` left
     blobs: dict[str, str] = field(default_factory=dict)  # path -> Git blob id of the commit's files
     hits: dict = field(default_factory=dict)  # key -> steady.Entry: unchanged since the previous pass
-    children_of: dict[str, list] = field(default_factory=dict)  # key -> (child, identity) of each owned live child
-    child_facts: list = field(default_factory=list)  # (identity, owner key or None) of each of ``live_children``
+    children_of: dict[str, list] = field(default_factory=dict)  # key -> (child, identity, version) of each owned live child
+    child_facts: list = field(default_factory=list)  # ``_child_facts`` of each of ``live_children``
     notes_of: dict[str, list[str]] = field(default_factory=dict)  # key -> notes about its document
     claimed: dict = field(default_factory=dict)  # what ``apply.claim`` listed, by kind and namespace
     live_by_key: dict[str, dict] = field(default_factory=dict)  # key -> live Application
@@ -337,15 +337,17 @@ def _read_live(p: _Pass) -> bool:
     p.live_children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     p.namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
     p.child_facts = [_facts(p, child) for child in p.live_children]
-    for child, (ident, owner) in zip(p.live_children, p.child_facts):
+    for child, (ident, owner, version) in zip(p.live_children, p.child_facts):
         if owner is not None:
-            p.children_of.setdefault(owner, []).append((child, ident))
+            p.children_of.setdefault(owner, []).append((child, ident, version))
     return True
 
 
 def _child_facts(child: dict) -> tuple:
-    """(identity, its Application's key when the agent owns it, else None) of a live child."""
-    return plan.identity(child), plan.owner_key(child) if plan.owned(child) else None
+    """(identity, its Application's key when the agent owns it, else None, (identity,
+    resourceVersion): what ``steady.Steady.unchanged`` compares) of a live child."""
+    ident = plan.identity(child)
+    return ident, plan.owner_key(child) if plan.owned(child) else None, (ident, child["metadata"].get("resourceVersion"))
 
 
 def _facts(p: _Pass, child: dict) -> tuple:
@@ -376,7 +378,7 @@ def _unchanged(p: _Pass, live_apps: dict[str, dict]) -> dict:
         # resourceVersion after those writes does not show
         if app is None or blob is None or key not in this_source:
             continue
-        children = tuple(sorted((ident, c["metadata"].get("resourceVersion")) for c, ident in children_of.get(key, ())))
+        children = tuple(sorted(version for _, _, version in children_of.get(key, ())))
         entry = unchanged(key, (m.path, m.line, blob), app, children)
         if entry is not None:
             hits[key] = entry
@@ -420,8 +422,10 @@ def _plan_applications(p: _Pass) -> bool:
     p.git_paths = {key: m.path for key, m in zip(p.keys, p.wanted)}
     p.git_lines = {key: m.line for key, m in zip(p.keys, p.wanted)}
     p.waiting = _waiting(report, p.live_by_key, p.git_paths, opts.source_id, p.retry, p.hits)  # in backoff: skipped
-    app_steps = plan.plan(p.desired_apps, p.live_apps, prune=p.prune, source=opts.source_id,
-                          kept={(GROUP, KIND, *key.split("/", 1)) for key in p.hits})
+    # an Application unchanged since the previous pass is neither decided nor pruned: left out
+    undecided = [app for (key, _, _), app in zip(p.app_facts, p.live_apps) if key not in p.hits] \
+        if p.hits else p.live_apps
+    app_steps = plan.plan(p.desired_apps, undecided, prune=p.prune, source=opts.source_id)
     where = {key: f"{m.path}:{m.line}" for key, m in zip(p.keys, p.wanted)}  # file:line in Git
     app_steps, refused = plan.refuse(app_steps, opts.source_id, repository, where)
     for step, why in refused:  # another source's Application: failed here, nothing written to it but ours
@@ -537,9 +541,9 @@ def _index_children(p: _Pass) -> dict:
     pairs with); each owned one is also its Application's live child of its kind (``live_of``)."""
     for key, children in p.children_of.items():
         kinds = p.live_of.setdefault(key, {})
-        for child, _ in children:
+        for child, _, _ in children:
             kinds[child["kind"]] = child
-    return {ident: c for c, (ident, _) in zip(p.live_children, p.child_facts)}
+    return {ident: c for c, (ident, _, _) in zip(p.live_children, p.child_facts)}
 
 
 def _apply_children(p: _Pass, keys: list[str], live_by_id: dict) -> None:
@@ -567,7 +571,7 @@ def _plan_prunes(p: _Pass, live_by_id: dict) -> None:
     """Plan the prunes of children: what no desired child paired with; note the ones with the
     agent's labels that it did not make."""
     p.child_prunes = plan.prunes(live_by_id, set()) if p.prune else []
-    for ident, owner in p.child_facts:
+    for ident, owner, _ in p.child_facts:
         if owner is None and ident in live_by_id:  # not desired
             p.report.notes.append(f"{plan.subject(ident)} carries the agent's labels but is "
                                   "not a child it made: not ours, left alone")
