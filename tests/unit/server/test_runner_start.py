@@ -1,4 +1,4 @@
-"""The first pass of ``run`` waits for the watches' first lists while they make progress (issue 33)."""
+"""What `run` sets up before its first pass: the wait for the watches' first lists (issue 33), the collector."""
 
 import threading
 import time
@@ -46,3 +46,19 @@ def test_the_wait_ends_at_once_when_stopping(runner):
     start = time.monotonic()
     runner._await_first_lists()
     assert time.monotonic() - start < 0.1
+
+
+def test_leading_raises_the_threshold_of_a_full_collection(monkeypatch):
+    import gc
+    import types
+
+    before = gc.get_threshold()
+    r = runner_mod.Runner(None, types.SimpleNamespace(source_id="s"), interval=60, jitter=0, metrics=Metrics(),
+                          health=Health(max_age=60), watch=False)
+    r._scheduler = types.SimpleNamespace(add_job=lambda *a, **k: None, start=lambda: None)
+    r.stopping.set()  # the trigger loop ends at once
+    try:
+        r.start_leading()
+        assert gc.get_threshold() == runner_mod.GC_THRESHOLDS and runner_mod.GC_THRESHOLDS[2] >= 1000
+    finally:
+        gc.set_threshold(*before)
