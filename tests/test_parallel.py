@@ -24,12 +24,12 @@ TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime", "nextRetryT
 
 def sync(agent, repo, namespace, concurrency):
     """One ``sync --once`` pass; the serial one also renders and applies children one
-    Application at a time (``sync.CHILD_BATCH`` 1: a batch boundary between every two), the
+    Application at a time (``childapply.CHILD_BATCH`` 1: a batch boundary between every two), the
     parallel one in the default batches, so the comparison covers batching too."""
     args = ["sync", "--once", "--repo", str(repo.path), "--kubeconfig", str(agent.kubeconfig), "--cache-dir",
             str(agent.cache_dir), "--namespace", namespace, "--source-id", f"par-{concurrency}",
             "--concurrency", str(concurrency), "-o", "json"]
-    batch = "import agent.engine.sync; agent.engine.sync.CHILD_BATCH = 1; " if concurrency == SERIAL else ""
+    batch = "import agent.engine.childapply; agent.engine.childapply.CHILD_BATCH = 1; " if concurrency == SERIAL else ""
     proc = agent.run([sys.executable, "-c", f"import sys; {batch}from agent.cli import main as cli; sys.exit(cli.main({args!r}))"],
                      timeout=300)
     return proc.returncode, json.loads(proc.stdout)

@@ -166,7 +166,7 @@ def test_drift_and_a_commit_converge_from_the_store(start_agent, agent, repo, re
 
 
 def read_how(running, since: int) -> list[str]:
-    """How each pass since the ``since``-th log line read its commit (``sync._read``'s DEBUG line)."""
+    """How each pass since the ``since``-th log line read its commit (``sourceread.read``'s DEBUG line)."""
     return ["changed files" if "from the files changed since" in m else "in full"
             for m in messages(running, since) if re.match(r"commit [0-9a-f]{40} read ", m)]
 

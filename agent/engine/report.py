@@ -13,6 +13,7 @@ RECREATED = "recreated"  # deleted and created again: an immutable field differe
 ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
 SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
 SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
+WRITTEN = frozenset({CREATED, CONFIGURED, RECREATED, ADOPTED})  # the actions that change a live object by applying
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -70,6 +71,14 @@ class Report:
     """``namespace/name`` -> ``status.Outcome`` (``changed`` False) of each Application from this
     source's Git that the pass synced: what ``sync --wait`` waits for, rewriting its status with
     this outcome (``readiness``); None for one it does not wait for (suspended, a child held)."""
+    failures: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> why the pass could not sync the Application (an API refusal of it or
+    a child, a spec the schema refuses, someone else's object in a child's slot): its status's
+    message. Not every ``failed`` Application is here: a failed prune or another source's
+    Application is not a failed sync of it."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> the condition reason of a ``failures`` entry retrying cannot fix
+    (``conditions.failure_reason``); absent: ``SyncFailed``."""
     source_seen: bool = False
     """The pass asked the source and read its commit (False: it failed, or reused the last
     commit without asking Git): only then is a ``SourceAvailable`` condition dropped."""

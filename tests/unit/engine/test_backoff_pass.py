@@ -5,7 +5,8 @@ import datetime
 
 import pytest
 
-from agent.engine import backoff, sync
+from agent.engine import appplan, backoff, sync
+from agent.engine.passvalues import key_of
 from agent.engine.report import SKIPPED, Change, Report
 from agent.server.endpoints import Health, Metrics
 from agent.server.runner import Runner
@@ -33,7 +34,7 @@ def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
             live("other", source="elsewhere"), live("hand", managed=False, commit="b" * 40),
             live("later", next_retry=LATER)]
     git = {"ns/waits": "a.yaml", "ns/due": "a.yaml", "ns/newer": "a.yaml"}
-    skipped = sync._waiting(report, {sync._key(a): a for a in apps}, git, "src", backoff.Policy(skip=True))
+    skipped = appplan.waiting(report, {key_of(a): a for a in apps}, git, "src", backoff.Policy(skip=True))
     # "hand" is not from Git: a commit does not reset it; "other" is another source's business
     assert skipped == {"ns/waits": backoff.Waiting(2, FUTURE), "ns/hand": backoff.Waiting(2, FUTURE),
                        "ns/later": backoff.Waiting(2, LATER)}
@@ -52,12 +53,12 @@ def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
 
 def test_an_owned_application_kept_out_of_git_resets_on_a_new_commit():
     report = Report(commit="b" * 40)
-    assert sync._waiting(report, {"ns/kept": live("kept")}, {}, "src", backoff.Policy(skip=True)) == {}
+    assert appplan.waiting(report, {"ns/kept": live("kept")}, {}, "src", backoff.Policy(skip=True)) == {}
 
 
 def test_sync_once_skips_nothing():
     report = Report(commit=COMMIT)
-    assert sync._waiting(report, {"ns/waits": live("waits")}, {"ns/waits": "a.yaml"}, "src", backoff.ONE_SHOT) == {}
+    assert appplan.waiting(report, {"ns/waits": live("waits")}, {"ns/waits": "a.yaml"}, "src", backoff.ONE_SHOT) == {}
     assert report.notes == [] and report.retry_at is None and report.backing_off == {}
 
 

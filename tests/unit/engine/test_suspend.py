@@ -248,15 +248,17 @@ def test_field_take_over_never_hands_annotations_over():
 def test_sync_wait_lists_suspended_and_held_applications_as_skipped():
     """``sync --once --wait``: a suspended Application and one with a held child are in
     ``report.synced`` as None (``readiness`` lists them as skipped); a failed one is not."""
-    from agent.engine import backoff, sync
+    from agent.engine import statuses as statuses_
+    from agent.engine.options import Options
+    from agent.engine.passvalues import ChildWave, Pass, Wanted
     from agent.engine.report import Report
     from agent.engine.status import Outcome
+    from agent.manifests.manifest import Manifest
 
-    report = Report(commit="a" * 40)
-    p = sync._Pass(None, None, report, [], [], backoff.ONE_SHOT, 0)
-    p.git_paths = {f"ns/{n}": "apps.yaml" for n in ("ok", "whole", "held", "bad")}
-    p.held_children = {"ns/held": {"Deployment": "Deployment ns/held"}}
-    p.failures = {"ns/bad": "boom"}
+    report = Report(commit="a" * 40, failures={"ns/bad": "boom"})
+    wanted = [Manifest("ns", n, {}, "apps.yaml", 1) for n in ("ok", "whole", "held", "bad")]
+    p = Pass(None, Options(repo=".", cache_dir="."), report, Wanted(wanted))
+    children = ChildWave(held={"ns/held": {"Deployment": "Deployment ns/held"}})
     app = {"metadata": {"name": "x", "namespace": "ns"}, "spec": {}}
     whole = suspend.outcome(suspend.Hold(suspend.SPEC, False), {}, {}, commit="a" * 40, path="apps.yaml")
     held = suspend.outcome(None, {"Deployment": "Deployment ns/held"}, {}, commit="a" * 40, path="apps.yaml",
@@ -264,7 +266,7 @@ def test_sync_wait_lists_suspended_and_held_applications_as_skipped():
     statuses = [("ns/ok", app, Outcome(True, True, "a" * 40, "Synced", "synced", "apps.yaml"), {}, False),
                 ("ns/whole", app, whole, {}, False), ("ns/held", app, held, {}, False),
                 ("ns/bad", app, Outcome(False, False, "a" * 40, "SyncFailed", "boom", "apps.yaml"), {}, True)]
-    sync._record_health(p, statuses)
+    statuses_.record_health(p, statuses, children)
     assert sorted(report.synced) == ["ns/held", "ns/ok", "ns/whole"]
     assert report.synced["ns/whole"] is None and report.synced["ns/held"] is None
     assert report.synced["ns/ok"].changed is False

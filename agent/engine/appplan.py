@@ -1,0 +1,136 @@
+"""Stage 3 of a pass: the Applications' plan (``plan_applications``): render each one from Git
+that moved since ``run``'s previous pass, decide it against the live one, and apply the guards.
+
+The guards (``guards.py``): another source's Applications are refused (``plan.refuse``);
+annotated ones and ones another source's Git also has (``plan.wanted_elsewhere``) are kept; a
+commit with none, or a mass prune, prunes nothing; a pass with a refused file prunes nothing
+(fail closed). An Application in backoff is skipped (``backoff.waiting``, ``run`` only).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+from agent.api.schema import KIND
+from agent.engine import backoff, guards, livestate, plan, suspend
+from agent.engine.passvalues import AppPlan, LiveState, Obj, Pass, key_of
+from agent.engine.report import FAILED, SKIPPED, Report
+from agent.kinds import render
+from agent.source import mirror as source
+
+log = logging.getLogger("agent.sync")
+
+
+def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
+    """The plan of the Applications from Git against ``live``, with the guards; None when the
+    empty-commit guard stops the pass (its error in the report)."""
+    opts, report, git = p.opts, p.report, p.git
+    prune = opts.prune and not git.problems
+    if git.problems and opts.prune:
+        report.notes.append(f"pruning skipped: {why_no_prune(len(git.problems), git.outside)}")
+    live_by_key = live.by_key()
+    hits = livestate.unchanged(p, live, live_by_key)
+    if p.steady is not None:
+        log.debug("%d of %d Applications unchanged since the previous pass (steady.py)", len(hits), len(git.manifests))
+    desired, notes_of = _render(p, hits)
+    owned_live = [app for (_, _, this), app in zip(live.app_facts, live.apps) if this]
+    if prune and not git.manifests and owned_live and not opts.allow_empty:
+        report.errors.append(
+            f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "
+            f"{all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
+            "run again with --allow-empty")
+        return None
+    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry, hits)  # in backoff: skipped
+    # an Application unchanged since the previous pass is neither decided nor pruned: left out
+    undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
+    steps, refused = _refused(p, plan.plan(desired, undecided, prune=prune, source=opts.source_id))
+    steps, prune = _guarded(p, steps, prune, len(owned_live))
+    return AppPlan(prune, live_by_key, hits, tuple(desired), notes_of, skipped, steps, frozenset(refused))
+
+
+def _render(p: Pass, hits: dict) -> tuple[list[Obj], dict[str, list[str]]]:
+    """The rendered Applications from Git less ``hits`` (whose notes are reported again), and
+    key -> the notes about each one's document (labels the agent sets over Git's)."""
+    report, opts = p.report, p.opts
+    repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
+    desired, notes_of = [], {}
+    for key, m in zip(p.git.keys, p.git.manifests):
+        if key in hits:
+            report.notes += hits[key].notes
+            continue
+        app = render.desired_application(m.body, report.commit, m.path, opts.source_id, repository)
+        desired.append(app)
+        notes = [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
+                 "applied" for field, git, ours in render.overridden(m.body, app)]
+        if notes:
+            notes_of[key] = notes
+            report.notes += notes
+    return desired, notes_of
+
+
+def _refused(p: Pass, steps: list) -> tuple[list, set[str]]:
+    """``steps`` less another source's Applications (``plan.refuse``), each failed here with the
+    reason: nothing is written to it but the wanted-by mark; and their keys."""
+    where = {key: f"{m.path}:{m.line}" for key, m in zip(p.git.keys, p.git.manifests)}  # file:line in Git
+    steps, refused = plan.refuse(steps, p.opts.source_id, source.repository_identity(p.opts.repo), where)
+    keys = set()
+    for step, why in refused:
+        p.report.add(key_of(step.desired), step.subject, FAILED, why)
+        keys.add(key_of(step.desired))
+    return steps, keys
+
+
+def _guarded(p: Pass, steps: list, prune: bool, owned: int) -> tuple[list, bool]:
+    """``steps`` less the prunes the guards stop (``guards.py``): annotated Applications, ones
+    another source's Git has, and every prune of a mass prune (then ``prune`` is False)."""
+    source_id = p.opts.source_id
+    steps = [s for s in steps if s.action != plan.PRUNE or not (
+        guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or plan.wanted_elsewhere(s.live, source_id))]
+    prunes = sum(s.action == plan.PRUNE for s in steps)
+    if p.git.manifests and guards.too_many(prunes, owned, p.opts.max_prune_share):
+        p.report.errors.append(guards.refusal(prunes, owned, p.opts.max_prune_share, p.report.commit))
+        return [s for s in steps if s.action != plan.PRUNE], False
+    return steps, prune
+
+
+def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict, source_id: str,
+             retry: backoff.Policy, hits: dict | None = None) -> dict[str, backoff.Waiting]:
+    """Applications this pass skips because they are backing off (``backoff.waiting``; only
+    with ``retry.skip``), each reported as one skipped Application object with the reason
+    (never as unchanged: it is still failing); another source's are not this pass's, nor
+    ``hits`` (unchanged since a pass that synced them cleanly: not backing off)."""
+    hits = hits or {}
+    if not retry.skip:
+        return {}
+    now = datetime.datetime.now(datetime.timezone.utc)
+    out = {}
+    for key, app in live_by_key.items():
+        if key in hits or (plan.owned(app) and not plan.owned(app, source_id)):  # a hit: synced cleanly
+            continue
+        from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
+        wait = backoff.waiting(app, report.commit if from_git else None, now)
+        if wait is not None:
+            out[key] = report.backing_off[key] = wait
+            report.add(key, f"{KIND}/{key}", SKIPPED, wait.message())
+            report.retry_at = backoff.earliest(report.retry_at, wait.next_retry)
+    return out
+
+
+def why_no_prune(problems: int, outside: int) -> str:
+    """Why a pass with ``problems`` (files or Applications refused), ``outside`` of them
+    Applications whose namespace ``--allowed-namespaces`` does not allow, prunes nothing: what it
+    was refused stays unknown, so nothing it might still want is deleted (fail closed)."""
+    reasons = []
+    if problems > outside:
+        reasons.append("not every file could be read and validated")
+    if outside:
+        reasons.append(f"{outside} Application{'s' if outside != 1 else ''} in Git target{'' if outside != 1 else 's'} "
+                       "a namespace --allowed-namespaces does not allow (refused above; move "
+                       f"{'them' if outside != 1 else 'it'} under a path no agent with this scope reads, or widen the flag)")
+    return " and ".join(reasons)
+
+
+def all_owned(n: int) -> str:
+    """``the 1 Application`` or ``all N Applications``: the count of the empty-commit guard."""
+    return "the 1 Application" if n == 1 else f"all {n} Applications"

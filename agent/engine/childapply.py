@@ -1,0 +1,148 @@
+"""Stage 5 of a pass: the children of the Applications in scope, in two waves (``waves``): first
+those of what changed, then the rest. Each wave renders, plans, name-checks and applies
+``CHILD_BATCH`` Applications' children at a time (``apply_wave``).
+
+Why batches: at 10,000 Applications all rendered children at once would be 20,000 objects; a
+batch's are let go once applied. Why waves: a push's changed Application is applied and its
+status written before the sweep of the 9,999 that only record the new commit (issue 33).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agent.api.schema import KIND
+from agent.engine import apply, conditions, plan, suspend, writes
+from agent.engine.appapply import converge, health_only, record
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Obj, Pass
+from agent.engine.report import FAILED, SUSPENDED, UNCHANGED
+from agent.kinds import registry
+from agent.manifests import nodes, specrules
+
+CHILD_BATCH = 500
+"""Applications whose children a pass renders, plans and applies at once: enough to keep the
+write pool busy (``writes.ordered``), few enough that a pass over 10,000 Applications never
+holds all 20,000 rendered children (issue 11)."""
+
+
+def waves(p: Pass, planned: AppPlan, applied: AppsApplied) -> tuple[list[str], list[str]]:
+    """The Applications in scope, split: first what changed (its own apply wrote, or, in ``run``,
+    anything about it moved since the previous pass: not a hit), then the rest, whose passes
+    only record the new commit (the sweep). Each sorted; see issue 33."""
+    first, rest = [], []
+    for key in sorted(applied.in_scope):
+        changed = key in applied.written or (p.steady is not None and key not in planned.hits)
+        (first if changed else rest).append(key)
+    return first, rest
+
+
+def index(live: LiveState) -> ChildIndex:
+    """The live children by identity, and each owned one as its Application's child of its kind."""
+    live_of: dict[str, dict[str, Obj]] = {}
+    for key, children in live.children_of.items():
+        kinds = live_of.setdefault(key, {})
+        for child, _, _ in children:
+            kinds[child["kind"]] = child
+    return ChildIndex({ident: c for c, (ident, _, _) in zip(live.children, live.child_facts)}, live_of)
+
+
+class _Wave:
+    """What one wave gathers as it goes; ``result`` freezes it."""
+
+    def __init__(self, before: ChildWave):
+        self.paired = set(before.paired)
+        self.live_of: dict[str, dict[str, Obj]] = {}
+        self.written: set[str] = set()
+        self.held: dict[str, dict[str, str]] = {}
+        self.taken: dict[str, set[str]] = {}
+        self.opted: set[str] = set()
+
+    def result(self) -> ChildWave:
+        return ChildWave(frozenset(self.paired), self.live_of, frozenset(self.written), self.held, self.taken,
+                         frozenset(self.opted))
+
+
+def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, idx: ChildIndex,
+               listed: dict, before: ChildWave | None = None) -> ChildWave:
+    """Render, plan, name-check and apply the children of the Applications ``keys``,
+    ``CHILD_BATCH`` at a time. An Application unchanged since the previous pass (a hit) renders
+    nothing: its children are unchanged again. ``before``: the wave before this one (the live
+    children it paired are not paired again); ``listed``: ``apply.claim``'s lists, kept across
+    batches and waves (each kind and namespace is listed once)."""
+    wave = _Wave(before or ChildWave())
+    scoped = []
+    for key in keys:
+        entry = planned.hits.get(key)
+        if entry is None:
+            scoped.append((key, applied.in_scope[key]))
+            continue
+        wave.paired.update(ident for ident, _ in entry.children)
+        for subject in entry.lines:
+            p.report.add(key, subject, UNCHANGED)
+    for start in range(0, len(scoped), CHILD_BATCH):
+        steps = _plan_children(p, scoped[start:start + CHILD_BATCH], idx, wave)
+        claimed = apply.claim(p.kube, p.report, steps, p.report.failures, p.report.reasons, wave.taken, listed,
+                              wave.opted)
+        _apply_batch(p, _unheld(p, claimed, applied.holds, wave), idx, wave, applied.in_scope)
+    return wave.result()
+
+
+def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave: _Wave) -> list[plan.Step]:
+    """The child steps of ``batch`` (key, live Application); an Application whose spec does not
+    match the schema fails and renders none. An unchanged child's step keeps only its live object."""
+    steps: list[plan.Step] = []
+    report = p.report
+    for key, app in batch:
+        spec = app.get("spec") or {}
+        found = specrules.live_problems(spec)
+        if found:
+            where, why = found[0]
+            report.failures[key] = (f"its spec does not match the Application schema (spec{'.' if where else ''}"
+                                    f"{nodes.dotted(where)}: {why}); children not rendered")
+            report.reasons[key] = conditions.INVALID_SPEC
+            report.add(key, f"{KIND}/{key}", FAILED, report.failures[key])
+            continue
+        meta, opt_in = app["metadata"], plan.opted_in(app)
+        if opt_in:
+            wave.opted.add(key)
+        for child in registry.children(meta["name"], meta["namespace"], meta["uid"], spec):
+            ident = plan.identity(child)
+            live = idx.by_id.get(ident) if ident not in wave.paired else None
+            if live is not None:
+                wave.paired.add(ident)
+            step = plan.decide(child, live, opt_in)
+            steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
+    return steps
+
+
+def _unheld(p: Pass, steps: list[plan.Step], holds: dict, wave: _Wave) -> list[plan.Step]:
+    """``steps`` less the children a suspended Application or their own annotation holds
+    (reported as suspended)."""
+    work = []
+    for step in steps:
+        key = plan.owner_key(step.desired or step.live)
+        why = suspend.child(holds.get(key), step.subject, step.live)
+        if not why:
+            work.append(step)
+            continue
+        p.report.add(key, step.subject, SUSPENDED, why)
+        if key not in holds:
+            wave.held.setdefault(key, {})[step.identity[1]] = step.subject
+    return work
+
+
+def _apply_batch(p: Pass, work: list[plan.Step], idx: ChildIndex, wave: _Wave, in_scope: dict[str, Obj]) -> None:
+    """Apply one batch's child steps in the pool; each applied child is kept as health reads it."""
+    kube, report = p.kube, p.report
+    for step, done in writes.ordered(kube, work, lambda step, scratch: health_only(converge(
+            kube, scratch, plan.owner_key(step.desired or step.live), step)), report, report.failures,
+            report.reasons, inline=lambda step: step.action == plan.UNCHANGED):
+        key = plan.owner_key(step.desired or step.live)
+        if done is None:
+            continue
+        if record(p, key, step.subject, done, in_scope.get(key)):
+            wave.written.add(key)
+        kinds = wave.live_of.get(key)
+        if kinds is None:
+            kinds = wave.live_of[key] = dict(idx.live_of.get(key, {}))
+        kinds[step.identity[1]] = done.live

@@ -1,0 +1,87 @@
+"""Stage 2 of a pass: read the live state (``read_live``): the CRD served, then one LIST of
+Applications, one per child kind (the agent's managed-by label) and one of namespaces.
+
+In ``run`` the lists are served by the watches (``agent/kube/livestore.py``), and what a pass
+derives from each live object (its key, its owner) is derived once per object
+(``steady.Steady.fact``): at 10,000 Applications that is 30,000 objects a push's pass need not
+look at again.
+"""
+
+from __future__ import annotations
+
+from agent.api import labels
+from agent.api.schema import GROUP, KIND, PLURAL, VERSION
+from agent.engine import plan, statuswrite, steady as steady_
+from agent.engine.passvalues import LiveState, Obj, Pass, key_of
+from agent.kinds import registry
+
+CRD_NAME = statuswrite.CRD_NAME
+
+
+def read_live(p: Pass) -> LiveState | None:
+    """Check the CRD is served with its status subresource, then list Applications, children and
+    namespaces. None, with the error in the report, when the CRD is not right. Raises
+    ``ApiError`` when a list fails."""
+    served = p.kube.served(GROUP, VERSION)
+    if PLURAL not in served:
+        p.report.errors.append(f"the CustomResourceDefinition {CRD_NAME} is not installed in the cluster "
+                               f"(install it with: kubectl apply -f crd.yaml); nothing was changed")
+        return None
+    if f"{PLURAL}/status" not in served:
+        p.report.errors.append(f"the CustomResourceDefinition {CRD_NAME} in the cluster has no status "
+                               "subresource, so no Application status could be stored; apply this "
+                               "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
+        return None
+    apps = p.kube.list(GROUP, KIND)
+    app_facts = [app_facts_of(p, app) for app in apps]
+    selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
+    children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
+    namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
+    child_facts = [_facts(p.steady, child) for child in children]
+    children_of: dict[str, list] = {}
+    for child, (ident, owner, version) in zip(children, child_facts):
+        if owner is not None:
+            children_of.setdefault(owner, []).append((child, ident, version))
+    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces)
+
+
+def child_facts(child: Obj) -> tuple:
+    """(identity, its Application's key when the agent owns it, else None, (identity,
+    resourceVersion): what ``steady.Steady.unchanged`` compares) of a live child."""
+    ident = plan.identity(child)
+    return ident, plan.owner_key(child) if plan.owned(child) else None, (ident, child["metadata"].get("resourceVersion"))
+
+
+def _facts(steady: steady_.Steady | None, child: Obj) -> tuple:
+    """``child_facts``, derived once per object in ``run`` (``steady.Steady.fact``)."""
+    return child_facts(child) if steady is None else steady.fact(child, child_facts)
+
+
+def app_facts_of(p: Pass, app: Obj) -> tuple[str, bool, bool]:
+    """(key, owned by an agent: ``plan.owned``, owned by this source) of a live Application,
+    derived once per object in ``run``."""
+    def derive(obj: Obj) -> tuple[str, bool, bool]:
+        return key_of(obj), *plan.owned_both(obj, p.opts.source_id)
+    return derive(app) if p.steady is None else p.steady.fact(app, derive)
+
+
+def unchanged(p: Pass, live: LiveState, live_apps: dict[str, Obj]) -> dict:
+    """The Applications from Git whose document, live object and live children are as the
+    previous pass of ``run`` left them (``steady.Steady.unchanged``): key -> entry."""
+    if p.steady is None or not p.steady.entries:
+        return {}
+    hits, blobs, children_of, same = {}, p.git.blobs, live.children_of, p.steady.unchanged
+    this_source = {key for key, _, this in live.app_facts if this}
+    for key, m in zip(p.git.keys, p.git.manifests):
+        app = live_apps.get(key)
+        blob = blobs.get(m.path)
+        # no blob id: its content cannot be told apart; not this source's any more: another source
+        # took it between two of this pass's writes (its apply and its status), which the
+        # resourceVersion after those writes does not show
+        if app is None or blob is None or key not in this_source:
+            continue
+        children = tuple(sorted(version for _, _, version in children_of.get(key, ())))
+        entry = same(key, (m.path, m.line, blob), app, children)
+        if entry is not None:
+            hits[key] = entry
+    return hits

@@ -1,0 +1,39 @@
+"""What one pass syncs and how (``Options``): the flags of ``sync``, ``diff`` and ``run``.
+
+Why a module of its own: every stage of the pass reads the options, and the entry point
+(``sync.run``) imports the stages; the options live below both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.engine import guards
+from agent.source import mirror as source
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to sync. ``repo``: URL or local path (its ``source.repository_identity`` is recorded on
+    every Application applied); ``ref``: branch, tag or SHA (None: the remote's HEAD); ``path``: directory
+    inside the repository; ``namespace``: for Applications that name none; ``prune``: delete what the agent
+    owns and Git no longer has; ``allow_empty``: permit a commit with no Applications to prune them all;
+    ``cache_dir``: where the Git mirror lives; ``fetch_timeout``: seconds; ``source_id``: the value of the
+    ``heumsi.github.io/source`` label that marks this source's Applications (see ``source.source_id``);
+    ``submodules``: follow submodules under ``path`` (False: a submodule there fails the pass);
+    ``max_prune_share``: a pass that would prune more than this share of the source's Applications, and
+    more than 10, prunes nothing and fails (1.0: no limit; see ``guards``)."""
+
+    repo: str
+    cache_dir: str
+    ref: str | None = None
+    path: str = "."
+    namespace: str = "default"
+    prune: bool = True
+    allow_empty: bool = False
+    fetch_timeout: float = 60.0
+    credentials: source.Credentials | None = None
+    source_id: str = "default"
+    submodules: bool = True
+    allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace
+    max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE

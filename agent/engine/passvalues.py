@@ -1,0 +1,153 @@
+"""The values one pass hands from stage to stage (``sync.reconcile`` runs the stages in order).
+
+Why frozen values: each stage takes what it needs as arguments and returns what it found or did,
+so a reader follows an Application from Git (``Wanted``) through the live state (``LiveState``),
+its plan (``AppPlan``), its apply (``AppsApplied``), its children (``ChildWave``) to its status,
+without holding a mutable bag of the whole pass in mind. The one accumulator is the ``Report``
+(``Pass.report``): every stage adds its change lines, failures and notes to it.
+
+Keys of Applications are ``namespace/name`` (``key_of``), interned: a pass names one Application
+many times (report, status, outcomes).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.engine import backoff, steady as steady_
+from agent.engine.options import Options
+from agent.engine.report import Report
+
+Obj = dict[str, Any]  # an API object as the API server returns it (or as the agent renders it)
+
+
+def key_of(obj: Obj) -> str:
+    """``namespace/name`` of an object (``""`` for no namespace), interned."""
+    return sys.intern(f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What Git wants this pass: ``manifests`` (``manifests.Manifest``: valid, in scope, in file
+    order) and, for each, its key (``keys``, same order), file (``paths``) and line (``lines``);
+    ``blobs``: path -> Git blob id of the commit's files; ``problems``: the files or Applications
+    refused (any one blocks pruning: fail closed); ``outside``: how many of ``problems`` are
+    Applications ``--allowed-namespaces`` refused."""
+
+    manifests: list
+    blobs: dict[str, str] = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+    outside: int = 0
+    keys: list[str] = field(init=False)
+    paths: dict[str, str] = field(init=False)
+    lines: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        keys = [sys.intern(f"{m.namespace}/{m.name}") for m in self.manifests]  # what ``key_of`` returns
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "paths", {key: m.path for key, m in zip(keys, self.manifests)})
+        object.__setattr__(self, "lines", {key: m.line for key, m in zip(keys, self.manifests)})
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What every stage of one pass works with: ``kube`` (an ``events.Batch`` around the cluster:
+    ``change`` notes an object's action for its Application's Event), ``opts``, ``report`` (the
+    one accumulator), ``git`` (``Wanted``), ``retry`` (the backoff policy) and ``steady`` (what
+    ``run``'s previous pass left; None for ``sync --once``)."""
+
+    kube: Any
+    opts: Options
+    report: Report
+    git: Wanted
+    retry: backoff.Policy = backoff.ONE_SHOT
+    steady: steady_.Steady | None = None
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """The cluster as the pass read it (``livestate.read_live``). ``apps``: every live Application;
+    ``app_facts``: (key, owned by an agent, owned by this source) of each, same order;
+    ``children``: every live object with the agent's managed-by label, of every child kind;
+    ``child_facts``: (identity, owner key or None, (identity, resourceVersion)) of each;
+    ``children_of``: owner key -> [(child, identity, (identity, resourceVersion))];
+    ``namespaces``: names of the live namespaces."""
+
+    apps: list[Obj]
+    app_facts: list[tuple[str, bool, bool]]
+    children: list[Obj]
+    child_facts: list[tuple]
+    children_of: dict[str, list]
+    namespaces: set[str]
+
+    def by_key(self) -> dict[str, Obj]:
+        """key -> live Application."""
+        return {key: app for (key, _, _), app in zip(self.app_facts, self.apps)}
+
+
+@dataclass(frozen=True)
+class AppPlan:
+    """The Applications' plan (``appplan.plan_applications``). ``prune``: whether this pass prunes
+    (on, no problems, no guard tripped); ``live``: key -> live Application; ``hits``: key ->
+    ``steady.Entry`` of each Application unchanged since ``run``'s previous pass (neither
+    rendered nor decided); ``desired``: the rendered Applications (let go once applied: ``()``);
+    ``notes_of``: key -> notes about its document; ``waiting``: key -> ``backoff.Waiting`` of each
+    one skipped while backing off; ``steps``: ``plan.Step`` of each Application (only its prunes
+    once applied); ``refused``: keys another source holds that this source's Git has too."""
+
+    prune: bool
+    live: dict[str, Obj]
+    hits: dict[str, steady_.Entry]
+    desired: tuple[Obj, ...]
+    notes_of: dict[str, list[str]]
+    waiting: dict
+    steps: list
+    refused: frozenset[str]
+
+
+@dataclass(frozen=True)
+class AppsApplied:
+    """Applications after their apply (``appapply``). ``in_scope``: key -> live Application whose
+    children this pass syncs; ``failed``: key -> live Application whose own apply failed;
+    ``written``: keys whose own apply wrote (created, configured, recreated, adopted);
+    ``foreign``: another source's Applications; ``holds``: key -> ``suspend.Hold`` of each one
+    suspended (``suspend.application``)."""
+
+    in_scope: dict[str, Obj]
+    failed: dict[str, Obj]
+    written: frozenset[str]
+    foreign: frozenset[str] = frozenset()
+    holds: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChildIndex:
+    """The live children (``childapply.index``): ``by_id``: identity -> live child (a desired child
+    pairs with the one of its identity); ``live_of``: owner key -> kind -> owned live child."""
+
+    by_id: dict[tuple, Obj]
+    live_of: dict[str, dict[str, Obj]]
+
+
+@dataclass(frozen=True)
+class ChildWave:
+    """What applying the children of some Applications did (``childapply.apply_wave``), merged
+    over the waves of a pass (``merged``). ``paired``: identities of live children a desired one
+    paired with (not pruned); ``live_of``: key -> kind -> child as seen, then as applied;
+    ``written``: keys with a child written; ``held``: key -> kind -> subject held by its own
+    annotation; ``taken``: key -> kinds whose name someone else's object holds; ``opted``: keys
+    of Applications that opted in to adopt (``plan.opted_in``)."""
+
+    paired: frozenset = frozenset()
+    live_of: dict[str, dict[str, Obj]] = field(default_factory=dict)
+    written: frozenset[str] = frozenset()
+    held: dict[str, dict[str, str]] = field(default_factory=dict)
+    taken: dict[str, set[str]] = field(default_factory=dict)
+    opted: frozenset[str] = frozenset()
+
+    def merged(self, other: ChildWave) -> ChildWave:
+        """This wave and ``other`` (of other Applications) as one."""
+        return ChildWave(self.paired | other.paired, {**self.live_of, **other.live_of}, self.written | other.written,
+                         {**self.held, **other.held}, {**self.taken, **other.taken}, self.opted | other.opted)

@@ -1,0 +1,55 @@
+"""The last step of a ``run`` pass: what the next pass may reuse (``remember``, ``steady.py``)."""
+
+from __future__ import annotations
+
+from agent.api.schema import KIND
+from agent.engine import plan, steady as steady_
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
+from agent.engine.report import ADOPTED, CONFIGURED, CREATED, RECREATED, UNCHANGED
+
+_CLEAN = frozenset({CREATED, CONFIGURED, RECREATED, ADOPTED, UNCHANGED})
+
+
+def remember(p: Pass, steady: steady_.Steady, planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
+    """Record in ``steady`` each Application from this source's Git that this pass synced
+    cleanly (every line of it applied or unchanged, its status written or settled), as the
+    pass left it: its document, and its live object and children at the resourceVersions of
+    the pass's own writes (``steady.Steady.after``). Everything else is decided in full next time."""
+    report = p.report
+    lines: dict[str, list] = {}
+    for change in report.changes:
+        lines.setdefault(change.application, []).append(change)
+    entries = {}
+    wanted = dict(zip(p.git.keys, p.git.manifests))
+    for key, app in applied.in_scope.items():
+        hit = planned.hits.get(key)
+        if steady_.Steady.settled(hit, report.commit, report.source_seen) and key not in report.failed:
+            entries[key] = hit  # nothing of it moved, nothing was written
+            continue
+        m = wanted.get(key)
+        if m is None or m.path not in p.git.blobs or key in report.failures or key in planned.waiting \
+                or key in applied.holds or key in children.held or key in report.failed or key not in report.health \
+                or key not in report.synced or any(c.action not in _CLEAN for c in lines.get(key, ())):
+            continue
+        entry = _entry(p, steady, key, m, app, lines.get(key, ()), children, planned)
+        if entry is not None:
+            entries[key] = entry
+    steady.entries = entries
+    steady.turn()
+
+
+def _entry(p: Pass, steady: steady_.Steady, key: str, m, app, lines, children: ChildWave,
+           planned: AppPlan) -> steady_.Entry | None:
+    """The entry of the Application ``key`` (``m``: its manifest; ``app``: live) as the pass left
+    it; None when a resourceVersion after the pass cannot be told."""
+    report = p.report
+    version = steady.after(app)
+    kids = tuple(sorted((plan.identity(c), steady.after(c)) for c in children.live_of.get(key, {}).values()))
+    if version is None or any(v is None for _, v in kids):
+        return None
+    return steady_.Entry(
+        document=(m.path, m.line, p.git.blobs.get(m.path, "")), version=version, children=kids,
+        commit=report.commit, source_seen=report.source_seen,
+        lines=tuple(c.subject for c in lines if not c.subject.startswith(f"{KIND}/")),
+        health=report.health[key], readiness=report.readiness.get(key), synced=report.synced[key],
+        notes=tuple(planned.hits[key].notes if key in planned.hits else planned.notes_of.get(key, ())))

@@ -1,0 +1,131 @@
+"""Stage 7 of a pass: each Application's outcome and status (``write_statuses``).
+
+An Application's status says what this pass did for it (``status.Outcome``): synced from Git,
+failed (with the reason), refused in Git, kept from the cluster (and why it was not pruned), or
+held (suspended). It is written once per pass, only when it differs; one unchanged and at the
+same commit since ``run``'s previous pass is not even computed (``steady.Steady.settled``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agent.api import labels
+from agent.api.schema import KIND
+from agent.engine import backoff, conditions, guards, plan, status as status_, statuswrite, steady as steady_, suspend, \
+    writes
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Obj, Pass
+from agent.engine.report import KEPT
+from agent.kinds import registry
+
+
+def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
+    """Write the status of each Application of ``keys`` once, in the pool, only when it
+    differs; a status that does not move is checked inline, and one unchanged and at the same
+    commit since the previous pass (``steady.Steady.settled``) not at all: its health and
+    readiness are the recorded ones. ``children``: the child waves so far, ``live_of`` holding
+    every owned live child. Sets ``report.retry_at`` to the earliest retry."""
+    report = p.report
+    broken_files = {problem.path: str(problem) for problem in p.git.problems}
+    synced = {True: f"children applied from commit {(report.commit or '')[:12]}",  # one string each for the pass
+              False: "children applied from the live Application"}
+    statuses = []
+    for key in keys:
+        entry = planned.hits.get(key)
+        if steady_.Steady.settled(entry, report.commit, report.source_seen):
+            report.health[key], report.synced[key] = entry.health, entry.synced
+            if entry.readiness is not None:
+                report.readiness[key] = entry.readiness
+            continue
+        app = applied.in_scope.get(key) or applied.failed[key]
+        outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
+        statuses.append((key, app, _located(p, key, outcome), children.live_of.get(key, {}), key in report.failures))
+    if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
+        statuses = [(key, app, replace(outcome, source_seen=False), *rest) for key, app, outcome, *rest in statuses]
+    record_health(p, statuses, children)
+    kube, retry = p.kube, p.retry
+    for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
+            kube, scratch, *st[:4], failed=st[4], retry=retry), report,
+            inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
+        report.retry_at = backoff.earliest(report.retry_at, next_retry)
+
+
+def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
+    """``outcome`` with the line of the Application's document in its file, when it is in Git."""
+    line = p.git.lines.get(key)
+    return replace(outcome, source_line=line) if line and outcome.source_path == p.git.paths.get(key) else outcome
+
+
+def record_health(p: Pass, statuses: list[tuple], children: ChildWave) -> None:
+    """Put each Application's health (``status.health_of``) in ``report.health``, and in
+    ``report.synced`` each one from this source's Git that synced: its outcome with ``changed``
+    False (what ``sync --wait`` rewrites its status with when a child's readiness moves,
+    ``readiness``), or None when its health is not its children's: suspended, or a child held
+    (not ok, reason ``Suspended``: ``sync --wait`` lists it as skipped, not waited for)."""
+    report = p.report
+    for key, app, outcome, kinds, _ in statuses:
+        report.health[key] = status_.health_of(app, outcome, kinds).as_status()
+        held = outcome.reason == suspend.SUSPENDED and key not in report.failures
+        if (outcome.ok or held) and key in p.git.paths:
+            waits = outcome.ok and outcome.health is None and not outcome.suspended and key not in children.held
+            report.synced[key] = replace(outcome, changed=False) if waits else None
+
+
+def _outcome(p: Pass, key: str, app: Obj, broken_files: dict[str, str], synced: str, applied: AppsApplied,
+             children: ChildWave) -> status_.Outcome:
+    """What the pass did for the Application ``key`` (``app``: live), for its status.
+    ``broken_files``: path -> why it was refused; ``synced``: the Synced message."""
+    report, commit, paths = p.report, p.report.commit, p.git.paths
+    annotations = app["metadata"].get("annotations") or {}
+    in_git = key in paths
+    from_git = in_git or plan.owned(app, p.opts.source_id)
+    path = paths.get(key) or annotations.get(labels.SOURCE_PATH)
+    live_of = children.live_of.get(key, {})
+    if key in report.failures:
+        taken = children.taken.get(key)
+        return status_.Outcome(False, False, commit if from_git else None, report.reasons.get(key, "SyncFailed"),
+                               report.failures[key], path if from_git else None,
+                               health=registry.health(live_of, frozenset(taken), app.get("spec"))
+                               if taken is not None else None)
+    if not in_git and from_git and path in broken_files:
+        report.refused.setdefault(key, broken_files[path])
+        return status_.Outcome(False, False, commit, "InvalidManifest", broken_files[path], path)
+    if not in_git and from_git:
+        return _kept_outcome(p, key, app, path, applied.holds)
+    if key in applied.holds or key in children.held:
+        return suspend.outcome(applied.holds.get(key), children.held.get(key, {}), live_of,
+                               commit=commit if in_git else None, path=paths.get(key), spec=app.get("spec"))
+    changed = key in applied.written or key in children.written
+    return status_.Outcome(True, changed, commit if in_git else None, "Synced", synced, path if in_git else None)
+
+
+def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict) -> status_.Outcome:
+    """The outcome of an owned Application no longer in Git that this pass kept, and why: reason
+    ``PruneBlocked`` when pruning is on and nothing chose to keep it (the pass's pruning was
+    blocked), else ``PruneSkipped`` (``conditions``)."""
+    why = "pruning is off (--no-prune)" if not p.opts.prune else "pruning was blocked this pass"
+    reason = conditions.PRUNE_BLOCKED if p.opts.prune else conditions.PRUNE_SKIPPED
+    if guards.prune_disabled(app):
+        why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
+        reason = conditions.PRUNE_SKIPPED
+    if elsewhere := plan.wanted_elsewhere(app, p.opts.source_id):
+        why, reason = still_wanted(key, elsewhere), conditions.PRUNE_SKIPPED
+    if key in holds:
+        why = suspend.kept_because(holds[key])
+    p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
+    return suspend.outcome(holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True) \
+        or status_.Outcome(False, False, p.report.commit, reason,
+                           f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
+
+
+def still_wanted(key: str, elsewhere: list[tuple[str, str]]) -> str:
+    """Why the Application ``key`` (``namespace/name``), gone from this source's Git, is kept:
+    the other sources whose Git still has it (``plan.wanted_elsewhere``: ``(source id, file)``)
+    and how to hand it over to the first of them."""
+    namespace, _, name = key.partition("/")
+    whose = ", ".join(f"source {other[:200]!r} ({path[:200]!r})" if path else f"source {other[:200]!r}"
+                      for other, path in elsewhere[:3])
+    return (f"{whose} still ha{'ve' if len(elsewhere) > 1 else 's'} it in Git; hand it over to "
+            f"{'that source' if len(elsewhere) == 1 else 'one of them'}: "
+            f"{plan.hand_over(namespace, name, elsewhere[0][0])}, or remove it from "
+            f"{'that source' if len(elsewhere) == 1 else 'them'}")
