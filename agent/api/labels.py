@@ -16,7 +16,7 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 SOURCE_LABEL = "heumsi.github.io/source"
 """Label on Git-applied Applications naming the source (repository and path) that holds them:
 an agent prunes only Applications of its own source, and never applies one another source
-holds (``plan.other_source``); relabelling hands it over."""
+holds (``sources.other_source``); relabelling hands it over."""
 APPLICATION_LABEL = "heumsi.github.io/application"
 """Label on children naming the owning Application (same namespace)."""
 SOURCE_COMMIT = "heumsi.github.io/source-commit"
@@ -25,7 +25,7 @@ SOURCE_PATH = "heumsi.github.io/source-path"
 REPOSITORY = "heumsi.github.io/repository"
 """Annotation on Git-applied Applications: the identity of the repository they were applied from
 (``repository.identity``: one value for every URL form of one repository); a source that
-refuses an Application another source holds names it (``plan.refuse``)."""
+refuses an Application another source holds names it (``sources.refuse``)."""
 CONTENT_HASH = "heumsi.github.io/content-hash"
 """Annotation on Git-applied Applications: a digest of the user's labels, annotations and spec,
 so that removing a label or annotation in Git is a change too (a subset comparison of desired
@@ -46,7 +46,7 @@ migration switch for hand-made setups (``plan.ownership``)."""
 WANTED_BY_PREFIX = "heumsi.github.io/wanted-by-"
 """Prefix of the annotation a source writes on an Application another source holds while its
 own Git also has it (``<prefix><digest of the source id>``: ``source id file``): the holder never
-prunes it while the annotation is there (``plan.wanted_elsewhere``)."""
+prunes it while the annotation is there (``sources.wanted_elsewhere``)."""
 
 PASS_REQUESTED_AT = "heumsi.github.io/pass-requested-at"
 """Annotation on the leader-election Lease: a standby that received a push webhook writes a new

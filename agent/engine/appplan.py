@@ -1,8 +1,8 @@
 """Stage 3 of a pass: the Applications' plan (``plan_applications``): render each one from Git
 that moved since ``run``'s previous pass, decide it against the live one, and apply the guards.
 
-The guards (``guards.py``): another source's Applications are refused (``plan.refuse``);
-annotated ones and ones another source's Git also has (``plan.wanted_elsewhere``) are kept; a
+The guards (``guards.py``): another source's Applications are refused (``sources.refuse``);
+annotated ones and ones another source's Git also has (``sources.wanted_elsewhere``) are kept; a
 commit with none, or a mass prune, prunes nothing; a pass with a refused file prunes nothing
 (fail closed). An Application in backoff is skipped (``backoff.waiting``, ``run`` only).
 """
@@ -13,7 +13,7 @@ import datetime
 import logging
 
 from agent.api.schema import KIND
-from agent.engine import backoff, guards, livestate, plan, suspend
+from agent.engine import backoff, guards, livestate, plan, sources, suspend
 from agent.engine.passvalues import AppPlan, LiveState, Obj, Pass, key_of
 from agent.engine.report import FAILED, SKIPPED, Report
 from agent.kinds import render
@@ -70,10 +70,10 @@ def _render(p: Pass, hits: dict) -> tuple[list[Obj], dict[str, list[str]]]:
 
 
 def _refused(p: Pass, steps: list) -> tuple[list, set[str]]:
-    """``steps`` less another source's Applications (``plan.refuse``), each failed here with the
+    """``steps`` less another source's Applications (``sources.refuse``), each failed here with the
     reason: nothing is written to it but the wanted-by mark; and their keys."""
     where = {key: f"{m.path}:{m.line}" for key, m in zip(p.git.keys, p.git.manifests)}  # file:line in Git
-    steps, refused = plan.refuse(steps, p.opts.source_id, source.repository_identity(p.opts.repo), where)
+    steps, refused = sources.refuse(steps, p.opts.source_id, source.repository_identity(p.opts.repo), where)
     keys = set()
     for step, why in refused:
         p.report.add(key_of(step.desired), step.subject, FAILED, why)
@@ -86,7 +86,7 @@ def _guarded(p: Pass, steps: list, prune: bool, owned: int) -> tuple[list, bool]
     another source's Git has, and every prune of a mass prune (then ``prune`` is False)."""
     source_id = p.opts.source_id
     steps = [s for s in steps if s.action != plan.PRUNE or not (
-        guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or plan.wanted_elsewhere(s.live, source_id))]
+        guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or sources.wanted_elsewhere(s.live, source_id))]
     prunes = sum(s.action == plan.PRUNE for s in steps)
     if p.git.manifests and guards.too_many(prunes, owned, p.opts.max_prune_share):
         p.report.errors.append(guards.refusal(prunes, owned, p.opts.max_prune_share, p.report.commit))

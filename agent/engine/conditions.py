@@ -43,7 +43,7 @@ INVALID = "Invalid"
 OWNERSHIP_CONFLICT = "OwnershipConflict"
 """An object the Application needs is someone else's: a child's slot holds an object another
 controller controls or that nobody controls and the Application does not opt in to adopt
-(``plan.ownership``), or another source holds the Application (``plan.other_source``). The
+(``plan.ownership``), or another source holds the Application (``sources.other_source``). The
 agent never applies over it: only a person (rename, delete, hand over) can fix that."""
 
 PRUNE_SKIPPED = "PruneSkipped"

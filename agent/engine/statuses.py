@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from agent.api import labels
 from agent.api.schema import KIND
-from agent.engine import backoff, conditions, guards, plan, status as status_, statuswrite, steady as steady_, suspend, \
-    writes
+from agent.engine import (backoff, conditions, guards, plan, sources, status as status_, statuswrite, steady as steady_,
+                          suspend, writes)
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Obj, Pass
 from agent.engine.report import KEPT
 from agent.kinds import registry
@@ -108,7 +108,7 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict) ->
     if guards.prune_disabled(app):
         why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
         reason = conditions.PRUNE_SKIPPED
-    if elsewhere := plan.wanted_elsewhere(app, p.opts.source_id):
+    if elsewhere := sources.wanted_elsewhere(app, p.opts.source_id):
         why, reason = still_wanted(key, elsewhere), conditions.PRUNE_SKIPPED
     if key in holds:
         why = suspend.kept_because(holds[key])
@@ -120,12 +120,12 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict) ->
 
 def still_wanted(key: str, elsewhere: list[tuple[str, str]]) -> str:
     """Why the Application ``key`` (``namespace/name``), gone from this source's Git, is kept:
-    the other sources whose Git still has it (``plan.wanted_elsewhere``: ``(source id, file)``)
+    the other sources whose Git still has it (``sources.wanted_elsewhere``: ``(source id, file)``)
     and how to hand it over to the first of them."""
     namespace, _, name = key.partition("/")
     whose = ", ".join(f"source {other[:200]!r} ({path[:200]!r})" if path else f"source {other[:200]!r}"
                       for other, path in elsewhere[:3])
     return (f"{whose} still ha{'ve' if len(elsewhere) > 1 else 's'} it in Git; hand it over to "
             f"{'that source' if len(elsewhere) == 1 else 'one of them'}: "
-            f"{plan.hand_over(namespace, name, elsewhere[0][0])}, or remove it from "
+            f"{sources.hand_over(namespace, name, elsewhere[0][0])}, or remove it from "
             f"{'that source' if len(elsewhere) == 1 else 'them'}")

@@ -1,15 +1,15 @@
 """A step of a pass after the changed Applications' statuses: keep this source's wanted-by mark
-(``plan.wanted_by``) true on the live Applications (``mark_wanted``).
+(``sources.wanted_by``) true on the live Applications (``mark_wanted``).
 
 Why: an Application another source holds that this source's Git also has must never be pruned by
 its holder while this source still wants it; the mark says so on the object itself, where the
-holder's pass reads it (``plan.wanted_elsewhere``).
+holder's pass reads it (``sources.wanted_elsewhere``).
 """
 
 from __future__ import annotations
 
 from agent.api.schema import KIND
-from agent.engine import plan, writes
+from agent.engine import plan, sources, writes
 from agent.engine.passvalues import LiveState, Obj, Pass
 from agent.kube.client import ApiError
 
@@ -24,7 +24,7 @@ def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:
     if p.kube.dry_run:
         return
     source_id, paths = p.opts.source_id, p.git.paths
-    name = plan.wanted_by(source_id)
+    name = sources.wanted_by(source_id)
     patches = []
     for (key, _, _), app in zip(live.app_facts, live.apps):
         if key in refused:

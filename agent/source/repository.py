@@ -3,7 +3,7 @@
 Why: the default source id (``source.source_id``) is made from this identity and ``--path``, and
 the ``heumsi.github.io/repository`` annotation records it, so moving from ``https://`` to
 ``ssh://`` must not make a new source (whose Applications another source would hold,
-``plan.other_source``): one repository has one identity, in every URL form Git accepts.
+``sources.other_source``): one repository has one identity, in every URL form Git accepts.
 
 Rules, as Git itself reads a URL (``connect.c``: ``url_is_local_not_ssh`` and ``parse_connect_url``):
 

@@ -6,7 +6,7 @@ import pytest
 
 from agent.api import labels as keys
 from agent.api.labels import MANAGED_BY, SOURCE_LABEL
-from agent.engine import plan
+from agent.engine import plan, sources
 from agent.kinds import registry, render
 
 APPLIED = [{"manager": "gitops-agent", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
@@ -335,7 +335,7 @@ def theirs(labels=None, annotations=None, **kw):
     (None, "b", None),  # nothing live: a create
 ])
 def test_other_source_is_the_holder_of_an_application_the_agent_applied_for_another_source_id(live, source, holder):
-    assert plan.other_source(live, source) == holder
+    assert sources.other_source(live, source) == holder
 
 
 def test_other_source_is_only_about_applications():
@@ -344,7 +344,7 @@ def test_other_source_is_only_about_applications():
                           "ownerReferences": [render.owner_reference("web", "u1")],
                           "labels": {**OWNED, SOURCE_LABEL: "a"}, "annotations": {keys.REPOSITORY: REPO_A}}}
     assert plan.owned(child)  # the agent's child, but children have no source: never refused
-    assert plan.other_source(child, "b") is None
+    assert sources.other_source(child, "b") is None
 
 
 def test_refuse_takes_out_another_sources_application_with_a_one_line_message():
@@ -354,7 +354,7 @@ def test_refuse_takes_out_another_sources_application_with_a_one_line_message():
             app("old", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={keys.REPOSITORY: REPO_A})]
     desired = [app("new"), app("web", image="evil"), app("mine")]
     steps = plan.plan(desired, live, source="b")
-    out, refused = plan.refuse(steps, "b", REPO_B, {"default/web": "apps/web.yaml:3"})
+    out, refused = sources.refuse(steps, "b", REPO_B, {"default/web": "apps/web.yaml:3"})
     assert [(s.action, s.identity[3]) for s in out] == [
         (plan.CREATE, "new"), (plan.UNCHANGED, "mine"), (plan.PRUNE, "gone")]
     [(step, why)] = refused
@@ -371,41 +371,41 @@ def test_refuse_takes_out_another_sources_application_with_a_one_line_message():
 def test_refuse_names_the_holders_file_from_its_status_first_and_the_same_repository_too():
     live = {**theirs(annotations={keys.REPOSITORY: REPO_A, keys.SOURCE_PATH: "a/web.yaml"}),
             "status": {"sourcePath": "b.yaml"}}
-    _, [(_, why)] = plan.refuse(plan.plan([app("web")], [live], source="b"), "b", REPO_A, {})
+    _, [(_, why)] = sources.refuse(plan.plan([app("web")], [live], source="b"), "b", REPO_A, {})
     assert why.startswith(f"?: OwnershipConflict: not applied: source 'a' (repository '{REPO_A}', file 'b.yaml') "
                           f"holds it; this source 'b' (repository '{REPO_A}')")
 
 
 def test_refuse_keeps_steps_it_has_no_reason_to_refuse():
     steps = plan.plan([app("web")], [theirs()], source="a")
-    assert plan.refuse(steps, "a", REPO_A, {}) == (steps, [])
-    assert plan.refuse([], "b", REPO_B, {}) == ([], [])
+    assert sources.refuse(steps, "a", REPO_A, {}) == (steps, [])
+    assert sources.refuse([], "b", REPO_B, {}) == ([], [])
     steps = plan.plan([app("web")], [theirs(annotations={})], source="b")
-    out, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})  # nothing known of the holder: said so, still one line
+    out, [(_, why)] = sources.refuse(steps, "b", REPO_B, {})  # nothing known of the holder: said so, still one line
     assert out == [] and why.startswith("?: OwnershipConflict: not applied: source 'a' holds it; ")
 
 
 def test_refuse_quotes_a_hand_edited_repository_annotation_on_one_line():
     steps = plan.plan([app("web")], [theirs(annotations={keys.REPOSITORY: "x\ny" + "z" * 500})], source="b")
-    _, [(_, why)] = plan.refuse(steps, "b", REPO_B, {})
+    _, [(_, why)] = sources.refuse(steps, "b", REPO_B, {})
     assert "\n" not in why and "'x\\ny" in why and "z" * 300 not in why
 
 
 def test_wanted_by_is_one_key_per_source_id_and_wanted_elsewhere_reads_the_others():
-    key = plan.wanted_by("b")
+    key = sources.wanted_by("b")
     assert key == keys.WANTED_BY_PREFIX + hashlib.sha256(b"b").hexdigest()[:12]
-    assert len(key.split("/")[1]) <= 63 and plan.wanted_by("x" * 300) != plan.wanted_by("x" * 299)
-    live = theirs(annotations={key: "b apps/web.yaml", plan.wanted_by("c"): "c", "other": "x"})
-    assert plan.wanted_elsewhere(live, "a") == [("b", "apps/web.yaml"), ("c", "")]
-    assert plan.wanted_elsewhere(live, "b") == [("c", "")]  # its own annotation is not another's
-    assert plan.wanted_elsewhere(theirs(), "a") == []
+    assert len(key.split("/")[1]) <= 63 and sources.wanted_by("x" * 300) != sources.wanted_by("x" * 299)
+    live = theirs(annotations={key: "b apps/web.yaml", sources.wanted_by("c"): "c", "other": "x"})
+    assert sources.wanted_elsewhere(live, "a") == [("b", "apps/web.yaml"), ("c", "")]
+    assert sources.wanted_elsewhere(live, "b") == [("c", "")]  # its own annotation is not another's
+    assert sources.wanted_elsewhere(theirs(), "a") == []
 
 
 def test_plan_prunes_an_application_another_source_wants_and_the_pass_reads_why_not():
     # plan prunes it (it is this source's); the pass keeps it by wanted_elsewhere (sync's guard)
-    live = app("web", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={plan.wanted_by("b"): "b x.yaml"})
+    live = app("web", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={sources.wanted_by("b"): "b x.yaml"})
     [step] = plan.plan([], [live], source="a")
-    assert step.action == plan.PRUNE and plan.wanted_elsewhere(step.live, "a") == [("b", "x.yaml")]
+    assert step.action == plan.PRUNE and sources.wanted_elsewhere(step.live, "a") == [("b", "x.yaml")]
 
 
 def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
