@@ -67,7 +67,7 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     Raises ApiError (prefixed with the object's subject) when a call fails, when the refused
     object is not the agent's, or when the old object does not go within RECREATE_WAIT s.
     """
-    if step.action == plan.UNCHANGED:
+    if step.action == plan.Op.UNCHANGED:
         return Applied(step.live, UNCHANGED)
     mine = step.live is not None and (step.adopting or plan.not_ours(step.live) is None)
     let_go = mine and fields.releasable(step.live, step.desired) and _release(kube, step)
@@ -186,7 +186,7 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
     keeps each list for the next call: a pass that claims its children in batches lists each
     kind and namespace once, before it created any of them, as one call for all would."""
     listed = {} if listed is None else listed
-    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
+    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.Op.CREATE})
     for where in wanted:
         if where not in listed:
             listed[where] = kube.list_in(*where)
@@ -198,8 +198,8 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
         line = f"{step.subject}: {why}"
         # one message naming every such object of the Application (a ConfigMap and an autoscaler)
         failures[key] = f"{failures[key]}; {line}" \
-            if reasons.get(key) == conditions.OWNERSHIP_CONFLICT and key in failures else line
-        reasons[key] = conditions.OWNERSHIP_CONFLICT
+            if reasons.get(key) == conditions.Reason.OWNERSHIP_CONFLICT and key in failures else line
+        reasons[key] = conditions.Reason.OWNERSHIP_CONFLICT
         if taken is not None:
             taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)

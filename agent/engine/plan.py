@@ -9,18 +9,36 @@ from __future__ import annotations
 import hashlib
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Iterable
 
 from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
                               SOURCE_PATH, WANTED_BY_PREFIX)
 from agent.api.schema import GROUP, KIND
-from agent.engine.conditions import OWNERSHIP_CONFLICT
+from agent.engine.conditions import Reason
 from agent.kinds import fields
 
-CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
-CONFLICT = "conflict"
-"""A child's slot holds someone else's object (``ownership``): ``claim`` takes such steps out."""
-OURS, ADOPT, STRANGER = "ours", "adopt", "stranger"
+
+class Op(StrEnum):
+    """What a pass does to one object (``Step.action``). A ``str``."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    UNCHANGED = "unchanged"
+    PRUNE = "prune"
+    CONFLICT = "conflict"
+    """A child's slot holds someone else's object (``ownership``): ``claim`` takes such steps out."""
+
+
+class Owner(StrEnum):
+    """Whose an object in a child's slot is (``Verdict.kind``, see ``ownership``). A ``str``."""
+
+    OURS = "ours"
+    ADOPT = "adopt"
+    STRANGER = "stranger"
+
+
+UNCHANGED, PRUNE = Op.UNCHANGED, Op.PRUNE  # the names sync.py reads
 
 Identity = tuple[str, str, str, str]
 """(group, kind, namespace, name); the core group is ""."""
@@ -105,7 +123,7 @@ class Verdict:
     ``ADOPT`` (the Application's child that someone else wrote: the agent takes it over) or
     ``STRANGER`` (never modified or deleted); ``why`` says why it is adopted or left alone."""
 
-    kind: str
+    kind: Owner
     why: str = ""
 
 
@@ -133,20 +151,20 @@ def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
     ref, agent = controller(live), fields.applied_by_agent(live)
     if ref is None:
         if agent:
-            return Verdict(OURS)
+            return Verdict(Owner.OURS)
         if opt_in:
-            return Verdict(ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
-        return Verdict(STRANGER, "is controlled by nothing and was not made by the agent")
+            return Verdict(Owner.ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
+        return Verdict(Owner.STRANGER, "is controlled by nothing and was not made by the agent")
     if owner_name(live) != name:
-        return Verdict(STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
+        return Verdict(Owner.STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
                                  f"ownerReference), not by Application {meta.get('namespace')}/{name}")
     if uid is not None and ref.get("uid") != uid:
-        return Verdict(ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
+        return Verdict(Owner.ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
                               f"{ref.get('uid')}), deleted and made again, and no other controller holds it: the "
                               f"stale reference is replaced by one to this Application (uid {uid})")
     if agent:
-        return Verdict(OURS)
-    return Verdict(ADOPT, "its controller ownerReference names this Application")
+        return Verdict(Owner.OURS)
+    return Verdict(Owner.ADOPT, "its controller ownerReference names this Application")
 
 
 def not_ours(live: dict) -> str | None:
@@ -229,7 +247,7 @@ class Step:
     prune (and for an unchanged child once ``sync`` has let its desired object go: the live one
     then stands for both), ``live`` is None for create."""
 
-    action: str
+    action: Op
     identity: Identity
     desired: dict | None
     live: dict | None
@@ -243,7 +261,7 @@ class Step:
     @property
     def adopting(self) -> bool:
         """True for an update that takes over the Application's child someone else wrote."""
-        return self.action == UPDATE and bool(self.why)
+        return self.action == Op.UPDATE and bool(self.why)
 
 
 def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
@@ -275,16 +293,16 @@ def decide(obj: dict, current: dict | None, opt_in: bool = False) -> Step:
     ``opted_in``): an update that adopts it, or a conflict when it is someone else's."""
     ident = identity(obj)
     if current is None:
-        return Step(CREATE, ident, obj, None)
+        return Step(Op.CREATE, ident, obj, None)
     if ident[:2] != (GROUP, KIND):
         verdict = ownership(current, obj, opt_in)
-        if verdict.kind != OURS:
-            return Step(UPDATE if verdict.kind == ADOPT else CONFLICT, ident, obj, current, verdict.why)
+        if verdict.kind != Owner.OURS:
+            return Step(Op.UPDATE if verdict.kind == Owner.ADOPT else Op.CONFLICT, ident, obj, current, verdict.why)
     wanted = _without_provenance(obj)
     if (contains(current, wanted) or _only_theirs_differ(current, wanted)) \
             and not drifted_ownership(current, obj) and not _stale(current, obj):
-        return Step(UNCHANGED, ident, obj, current)
-    return Step(UPDATE, ident, obj, current)
+        return Step(Op.UNCHANGED, ident, obj, current)
+    return Step(Op.UPDATE, ident, obj, current)
 
 
 def _stale(live: dict, desired: dict) -> bool:
@@ -305,7 +323,7 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
     """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
     object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
     ``source``, only that source's Applications)."""
-    return [Step(PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
+    return [Step(Op.PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
             if owned(live_by_id[ident], source)]
 
 
@@ -328,10 +346,10 @@ def claim(steps: list[Step], found: Iterable[dict],
     by_id = {identity(obj): obj for obj in found}
     out, conflicts = [], []
     for step in steps:
-        existing = by_id.get(step.identity) if step.action == CREATE else None
+        existing = by_id.get(step.identity) if step.action == Op.CREATE else None
         if existing is not None:
             step = decide(step.desired, existing, owner_key(step.desired) in opted)
-        if step.action == CONFLICT:
+        if step.action == Op.CONFLICT:
             conflicts.append((step, step.why))
         else:
             out.append(step)
@@ -398,7 +416,7 @@ def refuse(steps: list[Step], source: str, repository: str,
     prunes it or its children (another source's; ``owned``)."""
     out, refused = [], []
     for step in steps:
-        holder = other_source(step.live, source) if step.action != PRUNE else None
+        holder = other_source(step.live, source) if step.action != Op.PRUNE else None
         if holder is None:
             out.append(step)
         else:
@@ -416,7 +434,8 @@ def _refusal(step: Step, holder: str, source: str, repository: str, where: dict[
     other_repo = annotations.get(REPOSITORY)
     about = ", ".join([f"repository {str(other_repo)[:200]!r}"] * bool(other_repo)
                       + [f"file {str(theirs)[:200]!r}"] * bool(theirs))
-    return (f"{where.get(f'{namespace}/{name}', '?')}: {OWNERSHIP_CONFLICT}: not applied: source {holder[:200]!r}"
+    return (f"{where.get(f'{namespace}/{name}', '?')}: {Reason.OWNERSHIP_CONFLICT}: not applied: "
+            f"source {holder[:200]!r}"
             f"{f' ({about})' if about else ''} holds it; this source {source!r} (repository {repository!r}) has it "
             "too. This source leaves it, its status and its children as they are, and neither source prunes it "
             "while the other has it in Git. Keep it in one source only, or hand it over to this one: "

@@ -44,9 +44,10 @@ def state(status: dict | None) -> str:
     else ``WAITING`` (Progressing, Missing, no status yet). Pure."""
     status = status or {}
     found = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
-    if found.get(conditions.READY) == "True":
+    if found.get(conditions.ConditionType.READY) == "True":
         return HEALTHY
-    if (status.get("health") or {}).get("status") == health_.DEGRADED or found.get(conditions.STALLED) == "True":
+    degraded = (status.get("health") or {}).get("status") == health_.Status.DEGRADED
+    if degraded or found.get(conditions.ConditionType.STALLED) == "True":
         return FAILED
     return WAITING
 
@@ -65,7 +66,7 @@ def count_ready(health: dict[str, dict], failing: list[str]) -> int:
     ``Report.health``) are Ready: Healthy and not among ``failing`` (``Report.failing``), as the
     ``Ready`` condition says (``conditions.kstatus``). Pure."""
     failed = set(failing)
-    return sum(h.get("status") == health_.HEALTHY and key not in failed for key, h in health.items())
+    return sum(h.get("status") == health_.Status.HEALTHY and key not in failed for key, h in health.items())
 
 
 @dataclass
@@ -138,8 +139,8 @@ def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_
         app = apps.get(key)
         if app is None or app["metadata"].get("deletionTimestamp"):
             states[key] = FAILED
-            _moved(report, key, {"status": health_.MISSING, "message": "the Application was deleted while waiting"},
-                   on_change)
+            gone = {"status": health_.Status.MISSING, "message": "the Application was deleted while waiting"}
+            _moved(report, key, gone, on_change)
             continue
         kids = children.get(key, {})
         new = statuswrite.new_status(app, outcome, kids, False, backoff.ONE_SHOT)

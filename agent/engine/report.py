@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
-KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
-RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
-ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
-SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
-SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
+
+class Action(StrEnum):
+    """What a pass did to one object (``Change.action``), as the summary, the reports (text, json,
+    markdown) and the metrics name it. A ``str``: it compares, hashes and serializes as its value."""
+
+    CREATED = "created"
+    CONFIGURED = "configured"
+    UNCHANGED = "unchanged"
+    PRUNED = "pruned"
+    FAILED = "failed"
+    KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
+    RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
+    ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
+    SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
+    SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
+
+
+# the module-level names sync.py and the reports import
+CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED, Action.PRUNED,
+                                                  Action.FAILED)
+KEPT, RECREATED, ADOPTED, SUSPENDED, SKIPPED = (Action.KEPT, Action.RECREATED, Action.ADOPTED, Action.SUSPENDED,
+                                                Action.SKIPPED)
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -24,7 +41,7 @@ class Change:
 
     application: str
     subject: str
-    action: str
+    action: Action
     message: str = ""
 
 
@@ -84,7 +101,7 @@ class Report:
         """True when the pass created, configured, recreated, adopted or pruned anything."""
         return any(c.action in (CREATED, CONFIGURED, RECREATED, ADOPTED, PRUNED) for c in self.changes)
 
-    def add(self, application: str, subject: str, action: str, message: str = "") -> None:
+    def add(self, application: str, subject: str, action: Action, message: str = "") -> None:
         self.changes.append(Change(application, subject, action, message))
         if action == FAILED:
             self.failed.add(application)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from agent.engine import conditions as conditions_, history
 from agent.kinds import health as health_, registry
 
-READY, SYNCED = conditions_.READY, conditions_.SYNCED
+READY, SYNCED = conditions_.ConditionType.READY, conditions_.ConditionType.SYNCED
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -101,7 +101,7 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     old_conditions = old.get("conditions") or []
     status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
                             for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]
-    kept = next((c for c in old_conditions if c.get("type") == conditions_.SOURCE_AVAILABLE), None)
+    kept = next((c for c in old_conditions if c.get("type") == conditions_.ConditionType.SOURCE_AVAILABLE), None)
     if kept is not None and not outcome.source_seen:
         status["conditions"].insert(-1, kept)  # before Synced, as ``source_conditions`` places it
     return status

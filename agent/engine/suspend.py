@@ -34,12 +34,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent.api.labels import AGENT_NAME, RECONCILE_ANNOTATION
-from agent.engine import status as status_
+from agent.engine import conditions, status as status_
 from agent.kinds import health as health_, registry
 
 RECONCILE_DISABLED = "disabled"
-SUSPENDED = "Suspended"
-"""The ``Ready``/``Synced`` condition reason and the health status of a suspended Application."""
+SUSPENDED = conditions.Reason.SUSPENDED
+"""The ``Ready``/``Synced`` condition reason of a suspended Application (its health status is
+``health.Status.SUSPENDED``, the same string); the name sync.py reads."""
 
 SPEC = "spec.suspend: true"
 IN_GIT = f"{RECONCILE_ANNOTATION}: {RECONCILE_DISABLED} in Git"
@@ -162,14 +163,15 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, d
         message = hold.message
         if gone:
             message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
-        return status_.Outcome(False, False, commit, SUSPENDED, message, path,
-                               health=health_.Health(health_.SUSPENDED, hold.message), suspended=True)
+        return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                               health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
     if not skipped:
         return None
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
     found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
-    found.update({kind: health_.Health(health_.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
+    found.update({kind: health_.Health(health_.Status.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
                                        f"{RECONCILE_DISABLED})") for kind in skipped})
-    return status_.Outcome(False, False, commit, SUSPENDED, message, path, health=health_.worst(found))
+    return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                           health=health_.worst(found))

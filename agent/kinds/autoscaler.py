@@ -12,7 +12,7 @@ condition's message; none of these: Progressing ("waiting to autoscale").
 
 from __future__ import annotations
 
-from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
@@ -49,15 +49,15 @@ def health(obj: dict | None) -> Health:
     """Health of an ``autoscaling/v2`` HorizontalPodAutoscaler (see the module docstring);
     None: Missing; being deleted: Progressing."""
     if obj is None:
-        return Health(MISSING, "HorizontalPodAutoscaler does not exist")
+        return Health(Status.MISSING, "HorizontalPodAutoscaler does not exist")
     if (deleting := pending_deletion(obj, "HorizontalPodAutoscaler")) is not None:
         return deleting
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if (condition.get("type"), condition.get("reason")) in DEGRADED_CONDITIONS:
-            return Health(DEGRADED, condition.get("message", ""))
+            return Health(Status.DEGRADED, condition.get("message", ""))
         if condition.get("type") in HEALTHY_TYPES and condition.get("status") == "True":
-            return Health(HEALTHY, condition.get("message", ""))
-    return Health(PROGRESSING, "waiting to autoscale")
+            return Health(Status.HEALTHY, condition.get("message", ""))
+    return Health(Status.PROGRESSING, "waiting to autoscale")
 
 
 def news(obj: dict) -> object:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import posixpath
 
-from agent.kinds.health import HEALTHY, MISSING, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
@@ -64,8 +64,8 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
 def health(obj: dict | None) -> Health:
     """Missing when None; Progressing while being deleted; else Healthy."""
     if obj is None:
-        return Health(MISSING, "ConfigMap does not exist")
-    return pending_deletion(obj, "ConfigMap") or Health(HEALTHY)
+        return Health(Status.MISSING, "ConfigMap does not exist")
+    return pending_deletion(obj, "ConfigMap") or Health(Status.HEALTHY)
 
 
 def news(obj: dict) -> object:

@@ -12,7 +12,7 @@ import hashlib
 from agent.api import quantity
 from agent.api.labels import FILES_DIGEST
 from agent.kinds import configmap
-from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
@@ -148,31 +148,31 @@ def health(obj: dict | None) -> Health:
     9. else Healthy.
     """
     if obj is None:
-        return Health(MISSING, "Deployment does not exist")
+        return Health(Status.MISSING, "Deployment does not exist")
     if (deleting := pending_deletion(obj, "Deployment")) is not None:
         return deleting
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     name = obj.get("metadata", {}).get("name", "")
     if spec.get("paused"):
-        return Health(SUSPENDED, f"Deployment {name} is paused")
+        return Health(Status.SUSPENDED, f"Deployment {name} is paused")
     if obj.get("metadata", {}).get("generation", 0) > status.get("observedGeneration", 0):
-        return Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")
+        return Health(Status.PROGRESSING, "waiting for the deployment controller to observe the latest spec")
     for condition in status.get("conditions") or []:
         if condition.get("type") == "Progressing" and condition.get("status") == "False" \
                 and condition.get("reason") == "ProgressDeadlineExceeded":
-            return Health(DEGRADED, f"Deployment {name} exceeded its progress deadline: "
+            return Health(Status.DEGRADED, f"Deployment {name} exceeded its progress deadline: "
                                     f"{condition.get('message', '')}".rstrip(": "))
     want = spec.get("replicas", 1)
     updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
     available = status.get("availableReplicas", 0)
     if updated < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
     if total > updated:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
                                    "pending termination")
     if available < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
-    return Health(HEALTHY, f"{available}/{want} replicas available")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
+    return Health(Status.HEALTHY, f"{available}/{want} replicas available")
 
 
 def _read_whole(condition: dict) -> bool:

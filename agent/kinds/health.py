@@ -10,10 +10,25 @@ five statuses. Only the fields named in each docstring are read, so a fixture ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-HEALTHY, PROGRESSING, DEGRADED, MISSING, SUSPENDED = "Healthy", "Progressing", "Degraded", "Missing", "Suspended"
 
-ORDER = (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED)
+class Status(StrEnum):
+    """A health status, as written to ``status.health.status`` (gitops-engine's ``HealthStatusCode``).
+    A ``str``: it compares, hashes and serializes as its value."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    MISSING = "Missing"
+    SUSPENDED = "Suspended"
+    UNKNOWN = "Unknown"
+    """What a reader shows for an Application with no ``status.health`` yet; no rule answers it."""
+
+
+HEALTHY, DEGRADED = Status.HEALTHY, Status.DEGRADED  # the names explainview reads, until it uses Status
+
+ORDER = (Status.HEALTHY, Status.SUSPENDED, Status.PROGRESSING, Status.MISSING, Status.DEGRADED)
 """Statuses from best to worst; an Application takes its worst child's (gitops-engine's
 ``healthOrder``, without Unknown). Why this order: Degraded needs a person (a rollout gave up);
 Missing means a child does not exist at all, which is worse than one still rolling out;
@@ -26,7 +41,7 @@ class Health:
     """``status``: one of ``ORDER``; ``message``: a sentence naming why (empty when Healthy
     needs no explanation)."""
 
-    status: str
+    status: Status
     message: str = ""
 
     def as_status(self) -> dict:
@@ -41,7 +56,7 @@ def pending_deletion(obj: dict | None, kind: str) -> Health | None:
     deletion"). None otherwise."""
     meta = (obj or {}).get("metadata") or {}
     if meta.get("deletionTimestamp"):
-        return Health(PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
+        return Health(Status.PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
                                    f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
     return None
 
@@ -77,10 +92,10 @@ def worst(children: dict[str, Health]) -> Health:
     the worst by ``ORDER`` (the first named, in sorted order, on a tie), its message prefixed
     with the child's name. No children, or all Healthy: Healthy, "all children healthy"."""
     if not children:
-        return Health(HEALTHY, "no children")
+        return Health(Status.HEALTHY, "no children")
     name, found = max(sorted(children.items()), key=lambda item: ORDER.index(item[1].status))
-    if found.status == HEALTHY:
-        return Health(HEALTHY, "all children healthy")
+    if found.status == Status.HEALTHY:
+        return Health(Status.HEALTHY, "all children healthy")
     return Health(found.status, f"{name}: {found.message}")
 
 

@@ -8,7 +8,7 @@ Ingress stays Progressing, as Argo CD shows it.
 
 from __future__ import annotations
 
-from agent.kinds.health import HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
@@ -47,12 +47,12 @@ def health(obj: dict | None) -> Health:
     Missing; being deleted: Progressing; an address in ``status.loadBalancer.ingress``: Healthy;
     none yet: Progressing (no ingress controller has taken it)."""
     if obj is None:
-        return Health(MISSING, "Ingress does not exist")
+        return Health(Status.MISSING, "Ingress does not exist")
     if (deleting := pending_deletion(obj, "Ingress")) is not None:
         return deleting
     if ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-        return Health(HEALTHY)
-    return Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")
+        return Health(Status.HEALTHY)
+    return Health(Status.PROGRESSING, "waiting for an ingress controller to give the Ingress an address")
 
 
 def news(obj: dict) -> object:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent.kinds import autoscaler, configmap, deployment, ingress, service
-from agent.kinds.health import MISSING, Health, worst
+from agent.kinds.health import Health, Status, worst
 from agent.kinds.kind import ChildKind
 
 CHILD_KINDS: tuple[ChildKind, ...] = (
@@ -42,7 +42,7 @@ def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset(),
     Missing though an object of that name exists (the ``OwnershipConflict`` failure says whose)."""
     found = {k.kind: k.health(live.get(k.kind)) for k in wanted(spec)}
     for kind in taken & found.keys():
-        found[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
+        found[kind] = Health(Status.MISSING, f"another {kind} of this name exists and is not the agent's, so the "
                                       "agent's is not created")
     return worst(found)
 

@@ -6,7 +6,7 @@ selecting the pods; health by gitops-engine's Service rule.
 
 from __future__ import annotations
 
-from agent.kinds.health import HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, selector_labels
 
@@ -35,13 +35,13 @@ def health(obj: dict | None) -> Health:
     headless) is Healthy once it exists.
     """
     if obj is None:
-        return Health(MISSING, "Service does not exist")
+        return Health(Status.MISSING, "Service does not exist")
     if (deleting := pending_deletion(obj, "Service")) is not None:
         return deleting
     if (obj.get("spec") or {}).get("type") == "LoadBalancer":
         if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-            return Health(PROGRESSING, "waiting for the load balancer to get an address")
-    return Health(HEALTHY)
+            return Health(Status.PROGRESSING, "waiting for the load balancer to get an address")
+    return Health(Status.HEALTHY)
 
 
 def news(obj: dict) -> object:
