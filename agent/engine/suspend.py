@@ -172,6 +172,6 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, d
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
     found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
     found.update({kind: health_.Health(health_.Status.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
-                                       f"{RECONCILE_DISABLED})") for kind in skipped})
+                                                                 f"{RECONCILE_DISABLED})") for kind in skipped})
     return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
                            health=health_.worst(found))

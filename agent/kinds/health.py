@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent.api.objects import Obj
+
 
 class Status(StrEnum):
     """A health status, as written to ``status.health.status`` (gitops-engine's ``HealthStatusCode``).
@@ -44,12 +46,12 @@ class Health:
     status: Status
     message: str = ""
 
-    def as_status(self) -> dict:
+    def as_status(self) -> Obj:
         """The ``status.health`` object: ``{"status": ..., "message": ...}``."""
         return {"status": self.status, "message": self.message}
 
 
-def pending_deletion(obj: dict | None, kind: str) -> Health | None:
+def pending_deletion(obj: Obj | None, kind: str) -> Health | None:
     """Progressing when ``obj`` (a live object of ``kind``) carries ``metadata.deletionTimestamp``:
     it is being deleted, held by a finalizer or by its namespace's termination, and will be
     gone however healthy its status reads (gitops-engine ``IsHealthy``'s first rule, "Pending
@@ -57,7 +59,7 @@ def pending_deletion(obj: dict | None, kind: str) -> Health | None:
     meta = (obj or {}).get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Health(Status.PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
-                                   f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
+                                          f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
     return None
 
 
@@ -67,7 +69,7 @@ VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp", "resour
 VIEW_SPEC = ("paused", "replicas", "type")
 
 
-def view(obj: dict) -> dict:
+def view(obj: Obj) -> Obj:
     """The part of a child (Deployment or Service, a dict as the API serves it) that ``deployment``,
     ``service`` and ``status.compute`` read: ``apiVersion``, ``kind``, ``metadata``'s
     ``VIEW_METADATA``, ``spec``'s ``VIEW_SPEC`` and the whole ``status``, each where present.
@@ -77,7 +79,7 @@ def view(obj: dict) -> dict:
     at 10,000 Applications), and only their health is read again; the rest of an answer (the
     pod template, managedFields) is most of its size (issue 11: peak RSS)."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    out: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     out["metadata"] = {key: meta[key] for key in VIEW_METADATA if key in meta}
     out["spec"] = {key: spec[key] for key in VIEW_SPEC if key in spec}
     if "status" in obj:
