@@ -18,11 +18,13 @@ import re
 from dataclasses import dataclass, replace
 
 from agent.api.labels import ADOPT_ANNOTATION
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import conditions, diff, plan
 from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
 from agent.kinds import fields
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 log = logging.getLogger("agent.apply")
 RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again
@@ -42,7 +44,7 @@ class Applied:
     created, configured, unchanged, recreated, adopted; ``message`` says why it was recreated
     or adopted."""
 
-    live: dict
+    live: Obj
     action: str
     message: str = ""
 
@@ -56,7 +58,7 @@ def immutable_field(err: ApiError) -> str | None:
     return match.group(1) if match else None
 
 
-def converge(kube: Kube, step: plan.Step) -> Applied:
+def converge(kube: Cluster, step: plan.Step) -> Applied:
     """Carry out a create, update or unchanged ``step`` (see ``plan.plan``).
 
     Update: when the live object is the agent's and other managers own fields the agent
@@ -92,7 +94,7 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     return Applied(live, CONFIGURED if took or let_go or _moved(kube, step.live, live) else UNCHANGED)
 
 
-def _moved(kube: Kube, before: dict, after: dict) -> bool:
+def _moved(kube: Cluster, before: Obj, after: Obj) -> bool:
     """True when an apply changed the object: its resourceVersion moved. A dry run stores
     nothing and keeps the resourceVersion, so there the objects are compared without the
     server-managed fields (``diff.strip``)."""
@@ -101,21 +103,21 @@ def _moved(kube: Kube, before: dict, after: dict) -> bool:
     return before["metadata"].get("resourceVersion") != after["metadata"].get("resourceVersion")
 
 
-def _take_over(kube: Kube, step: plan.Step) -> bool:
+def _take_over(kube: Cluster, step: plan.Step) -> bool:
     """Hand other managers' fields in the authoritative subtrees to the agent; True when the
     managedFields were rewritten (``_rewrite``)."""
     return _rewrite(kube, step, lambda live: fields.handover(live, step.desired["apiVersion"], desired=step.desired),
                     "field ownership not taken over")
 
 
-def _adopt(kube: Kube, step: plan.Step) -> str:
+def _adopt(kube: Cluster, step: plan.Step) -> str:
     """Take over the Application's child that someone else wrote (``step.adopting``): every
     field the agent renders is handed to its manager (``fields.adoption``) before the apply.
     Returns the message of the adoption: why it is the Application's and the managers its
     fields were taken from."""
     taken: list[str] = []
 
-    def entries_of(live: dict):
+    def entries_of(live: Obj):
         entries, names = fields.adoption(live, step.desired)
         taken[:] = names
         return entries
@@ -124,14 +126,14 @@ def _adopt(kube: Kube, step: plan.Step) -> str:
     return f"{step.why}; fields taken from {', '.join(taken)}" if taken else step.why
 
 
-def _release(kube: Kube, step: plan.Step) -> bool:
+def _release(kube: Cluster, step: plan.Step) -> bool:
     """Let go of the fields the agent owns that Git now leaves to others (``fields.release``:
     a Deployment's replicas once an autoscaler owns them), before the apply that leaves them
     out, so that apply keeps their value. True when the managedFields were rewritten."""
     return _rewrite(kube, step, lambda live: fields.release(live, step.desired), "fields not let go of")
 
 
-def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
+def _rewrite(kube: Cluster, step: plan.Step, entries_of, failed: str) -> bool:
     """Replace the live object's managedFields with ``entries_of(live)`` (None: nothing to
     change, False returned). Reads the object in full first (listed objects carry compacted
     managedFields, ``fields.compact``, and the patch replaces the whole list) and again when
@@ -154,7 +156,7 @@ def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
                    step.subject)
 
 
-def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
+def _recreate(kube: Cluster, step: plan.Step, field: str, refused: ApiError) -> Applied:
     why_not = ("appeared after this pass listed its kind, so it is not known to be the agent's"
                if step.live is None else None if step.adopting else plan.not_ours(step.live))
     if why_not is not None:
@@ -172,9 +174,9 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
     return Applied(kube.apply(step.desired), RECREATED, why)
 
 
-def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
+def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[str, str],
           reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
-          listed: dict | None = None, opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
+          listed: Obj | None = None, opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
     """Children whose slot may hold someone else's object: one list per kind and namespace
     that has a create (no label selector), then ``plan.claim`` (``opted``: the Applications
     that opted in to adopt, ``plan.opted_in``). A child the agent made that lost its

@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agent.api.objects import Obj
 from agent.kinds import health as health_
+
 
 class ConditionType(StrEnum):
     """The condition types an Application carries (``status.conditions[].type``). A ``str``."""
@@ -148,7 +150,7 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
     return out
 
 
-def source_conditions(old: list[dict], reason: str, message: str, generation: int, now: str) -> list[dict] | None:
+def source_conditions(old: list[Obj], reason: str, message: str, generation: int, now: str) -> list[Obj] | None:
     """The conditions an Application whose source failed (``reason``: ``FETCH_FAILED`` or
     ``READ_FAILED``; ``message``: the error, already redacted) carries: ``old`` (its stored
     conditions, in order) with ``SourceAvailable`` status ``False`` put before ``Synced`` (last

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
+from agent.api.objects import Obj
 from agent.engine.conditions import ConditionType, Reason
 from agent.kinds.health import Status
 
@@ -87,21 +89,21 @@ class Notice:
         return f"{self.namespace}/{self.name}"
 
 
-def _condition(status: dict, type_: str) -> dict:
+def _condition(status: Obj, type_: str) -> Obj:
     """The condition ``type_`` of ``status`` ({} when absent)."""
     return next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == type_), {})
 
 
-def _is(status: dict, type_: str) -> bool:
+def _is(status: Obj, type_: str) -> bool:
     return _condition(status, type_).get("status") == "True"
 
 
-def _health(status: dict) -> str | None:
+def _health(status: Obj) -> str | None:
     health = status.get("health")
     return health.get("status") if isinstance(health, dict) else None
 
 
-def failing(status: dict) -> bool:
+def failing(status: Obj) -> bool:
     """True when ``status`` says the Application needs attention: ``Synced`` False with a failure
     reason (``NOT_FAILURES`` are none), ``Stalled`` True, or health ``Degraded``."""
     synced = _condition(status, ConditionType.SYNCED)
@@ -109,7 +111,7 @@ def failing(status: dict) -> bool:
         or _is(status, ConditionType.STALLED) or _health(status) == Status.DEGRADED
 
 
-def content(status: dict) -> tuple[str | None, str | None]:
+def content(status: Obj) -> tuple[str | None, str | None]:
     """(marker of what the Application deploys, the commit it came from) read from ``status``:
     ``history[0]``'s (digest, revision) when there is a history, else (``lastChangedCommit``,
     ``lastChangedCommit``), else (None, None): unknown."""
@@ -120,7 +122,7 @@ def content(status: dict) -> tuple[str | None, str | None]:
     return changed, changed
 
 
-def _deployed(old: dict, new: dict, changed: bool) -> bool:
+def _deployed(old: Obj, new: Obj, changed: bool) -> bool:
     """Did what the Application deploys change (see the module's ``Deployed``)?"""
     if not _is(new, ConditionType.SYNCED):
         return False
@@ -134,7 +136,7 @@ def _short(sha: str | None) -> str:
     return sha[:7] if sha else "none"
 
 
-def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "",
+def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
          changed: bool = False) -> list[Notice]:
     """The notices the write of ``new`` over ``old`` (the Application's status before; None or
     {} when it had none) is worth, in the order of ``REASONS``; [] when nothing worth telling
@@ -144,8 +146,8 @@ def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "
     old = old or {}
     commit = new.get("lastAttemptedCommit") or new.get("lastSyncedCommit")
     previous = content(old)[1] or old.get("lastSyncedCommit")
-    where = {"namespace": namespace, "name": name, "uid": uid, "commit": commit, "previous_commit": previous,
-             "source_path": new.get("sourcePath")}
+    where: dict[str, Any] = {"namespace": namespace, "name": name, "uid": uid, "commit": commit,
+                             "previous_commit": previous, "source_path": new.get("sourcePath")}
     out: list[Notice] = []
 
     def tell(reason: NoticeReason, message: str) -> None:
@@ -162,7 +164,8 @@ def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "
         tell(NoticeReason.RECOVERED, "recovered: " + (f"ready: {ready.get('message') or 'healthy'}"
                                                       if _is(new, ConditionType.READY)
                                          else f"synced, {ready.get('reason') or 'not ready yet'}"))
-    health = new.get("health") if isinstance(new.get("health"), dict) else {}
+    found = new.get("health")
+    health: Obj = found if isinstance(found, dict) else {}
     if _health(new) == Status.DEGRADED and _health(old) != Status.DEGRADED:
         tell(NoticeReason.DEGRADED, f"Degraded: {health.get('message') or 'a child is degraded'}")
     stalled = _condition(new, ConditionType.STALLED)

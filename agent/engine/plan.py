@@ -14,6 +14,7 @@ from typing import Iterable
 
 from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
                               SOURCE_PATH, WANTED_BY_PREFIX)
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine.conditions import Reason
 from agent.kinds import fields
@@ -47,7 +48,7 @@ PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
 """Annotations that record where content came from; a change in them alone is not a change."""
 
 
-def identity(obj: dict) -> Identity:
+def identity(obj: Obj) -> Identity:
     """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
     group = sys.intern(obj["apiVersion"].rpartition("/")[0])  # one "apps" for 20,000 identities
     meta = obj["metadata"]
@@ -60,7 +61,7 @@ def subject(ident: Identity) -> str:
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
-def owned(obj: dict, source: str | None = None) -> bool:
+def owned(obj: Obj, source: str | None = None) -> bool:
     """True when the agent owns ``obj`` and may prune it (which objects it applies over, takes
     fields over on or recreates where Git wants them is ``not_ours``'s rule, which does not ask
     for the label or the ownerReference a hand edit removes).
@@ -76,7 +77,7 @@ def owned(obj: dict, source: str | None = None) -> bool:
     return owned_both(obj, source)[source is not None]
 
 
-def owned_both(obj: dict, source: str | None) -> tuple[bool, bool]:
+def owned_both(obj: Obj, source: str | None) -> tuple[bool, bool]:
     """(``owned(obj)``, ``owned(obj, source)``), for the price of one: a pass asks both of
     10,000 Applications."""
     meta = obj.get("metadata", {})
@@ -89,28 +90,28 @@ def owned_both(obj: dict, source: str | None) -> tuple[bool, bool]:
     return mine, mine
 
 
-def owner_name(obj: dict) -> str | None:
+def owner_name(obj: Obj) -> str | None:
     """Name of the Application named by ``obj``'s controller ownerReference, or None."""
     return next((ref.get("name") for ref in obj.get("metadata", {}).get("ownerReferences") or []
                  if ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
                  and ref.get("controller")), None)
 
 
-def controller(obj: dict) -> dict | None:
+def controller(obj: Obj) -> Obj | None:
     """``obj``'s controller ownerReference, whatever its owner's kind, or None (the API server
     allows one per object)."""
     return next((ref for ref in obj.get("metadata", {}).get("ownerReferences") or [] if ref.get("controller")),
                 None)
 
 
-def managers(obj: dict) -> list[str]:
+def managers(obj: Obj) -> list[str]:
     """The field managers that wrote ``obj`` itself (``metadata.managedFields``; a controller
     writing only its ``status`` is not one), sorted, each once."""
     return sorted({e.get("manager") or "?" for e in obj.get("metadata", {}).get("managedFields") or []
                    if e.get("subresource") != "status"})
 
 
-def opted_in(app: dict) -> bool:
+def opted_in(app: Obj) -> bool:
     """True when the Application ``app`` carries ``heumsi.github.io/adopt: "true"``: objects
     in its children's slots that no controller holds are adopted (``ownership``)."""
     value = (app.get("metadata", {}).get("annotations") or {}).get(ADOPT_ANNOTATION, "")
@@ -127,7 +128,7 @@ class Verdict:
     why: str = ""
 
 
-def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
+def ownership(live: Obj, desired: Obj, opt_in: bool = False) -> Verdict:
     """Whose ``live`` is, standing in the slot of the desired child ``desired`` (same kind,
     namespace and name; its controller ownerReference names the Application and its uid).
 
@@ -167,7 +168,7 @@ def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
     return Verdict(Owner.ADOPT, "its controller ownerReference names this Application")
 
 
-def not_ours(live: dict) -> str | None:
+def not_ours(live: Obj) -> str | None:
     """Why the agent must leave ``live`` alone although it stands where a desired object goes
     (the same identity), as a phrase after "exists and"; None when it is the agent's own.
 
@@ -192,7 +193,7 @@ def not_ours(live: dict) -> str | None:
     return None
 
 
-def owner_key(obj: dict) -> str:
+def owner_key(obj: Obj) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
     its controller ownerReference's Application for a child (the child's name when it has
     none, as a desired child's reference always names it)."""
@@ -203,7 +204,7 @@ def owner_key(obj: dict) -> str:
     return sys.intern(f"{meta['namespace']}/{owner_name(obj) or meta['name']}")
 
 
-def drifted_ownership(live: dict, desired: dict | None = None) -> bool:
+def drifted_ownership(live: Obj, desired: Obj | None = None) -> bool:
     """True when ``live``, standing where a desired object goes, is the agent's own
     (``not_ours`` finds no reason against it) and other managers (kubectl and Update writers)
     own fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that
@@ -232,7 +233,7 @@ def contains(live, desired) -> bool:
     return live == desired
 
 
-def _without_provenance(obj: dict) -> dict:
+def _without_provenance(obj: Obj) -> Obj:
     annotations = obj.get("metadata", {}).get("annotations")
     if not annotations:
         return obj
@@ -249,8 +250,8 @@ class Step:
 
     action: Op
     identity: Identity
-    desired: dict | None
-    live: dict | None
+    desired: Obj | None
+    live: Obj | None
     why: str = ""
     """An update that adopts ``live``: why it is the Application's; a conflict: why it is not."""
 
@@ -264,7 +265,7 @@ class Step:
         return self.action == Op.UPDATE and bool(self.why)
 
 
-def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
+def plan(desired: Iterable[Obj], live: Iterable[Obj], *, prune: bool = True,
          source: str | None = None) -> list[Step]:
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
@@ -286,7 +287,7 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     return steps
 
 
-def decide(obj: dict, current: dict | None, opt_in: bool = False) -> Step:
+def decide(obj: Obj, current: Obj | None, opt_in: bool = False) -> Step:
     """The step for one desired object ``obj``, given ``current``, the live object with its
     identity (None when there is none): create, unchanged or update, as ``plan`` decides. For a
     child, ``current`` is first judged (``ownership``; ``opt_in``: its Application's
@@ -305,13 +306,13 @@ def decide(obj: dict, current: dict | None, opt_in: bool = False) -> Step:
     return Step(Op.UPDATE, ident, obj, current)
 
 
-def _stale(live: dict, desired: dict) -> bool:
+def _stale(live: Obj, desired: Obj) -> bool:
     """True when the agent's own apply of ``live`` holds a field Git no longer sets, to remove
     (``fields.dropped``) or to let go of (``fields.releasable``); only for the agent's own."""
     return (fields.dropped(live, desired) or fields.releasable(live, desired)) and not_ours(live) is None
 
 
-def _only_theirs_differ(live: dict, desired: dict) -> bool:
+def _only_theirs_differ(live: Obj, desired: Obj) -> bool:
     """True when ``live`` contains ``desired`` once the list entries another controller
     declared with its own server-side apply are set aside (``fields.without_theirs``): the
     agent's apply leaves those in place, so applying would change nothing, pass after pass."""
@@ -319,7 +320,7 @@ def _only_theirs_differ(live: dict, desired: dict) -> bool:
     return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
 
 
-def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[Step]:
+def prunes(live_by_id: Obj, desired: set, source: str | None = None) -> list[Step]:
     """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
     object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
     ``source``, only that source's Applications)."""
@@ -327,7 +328,7 @@ def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[St
             if owned(live_by_id[ident], source)]
 
 
-def claim(steps: list[Step], found: Iterable[dict],
+def claim(steps: list[Step], found: Iterable[Obj],
           opted: frozenset[str] | set[str] = frozenset()) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Check the child steps against ``found``: objects that exist under a create's identity
     although the label-selected list did not show them (a namespaced list without a selector).
@@ -364,7 +365,7 @@ def wanted_by(source: str) -> str:
     return WANTED_BY_PREFIX + hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
-def other_source(live: dict | None, source: str) -> str | None:
+def other_source(live: Obj | None, source: str) -> str | None:
     """The id of the source that holds the live Application ``live`` when it is not ``source``
     (this source's id), else None.
 
@@ -381,7 +382,7 @@ def other_source(live: dict | None, source: str) -> str | None:
     return holder if holder and holder != source else None
 
 
-def wanted_elsewhere(live: dict, source: str | None = None) -> list[tuple[str, str]]:
+def wanted_elsewhere(live: Obj, source: str | None = None) -> list[tuple[str, str]]:
     """``(source id, file)`` for each source other than ``source`` whose Git also has the
     Application ``live`` (its wanted-by annotation, ``wanted_by``: value ``"<source id> <file>"``;
     a value without a space is an id with no file), sorted. The holder never prunes an

@@ -19,13 +19,16 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
 from agent.kinds import health as health_, registry
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 POLL_SECONDS = 1.0
 """Seconds between two looks: a rollout on a real cluster takes seconds to minutes."""
@@ -36,9 +39,11 @@ HEALTHY, FAILED, WAITING = "healthy", "failed", "waiting"
 """What one Application's status says for the wait (``state``)."""
 TIMEOUT, INTERRUPTED, ERROR = "timeout", "interrupted", "error"
 """How a wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled)."""
+OnChange = Callable[[str, Obj], object]
+"""``on_change(key, health)``: told each new ``{"status", "message"}`` of an Application's health."""
 
 
-def state(status: dict | None) -> str:
+def state(status: Obj | None) -> str:
     """``HEALTHY`` when the Application's ``status`` has ``Ready`` True; ``FAILED`` when its
     health is ``Degraded`` or its ``Stalled`` condition is True (kstatus: retrying cannot help);
     else ``WAITING`` (Progressing, Missing, no status yet). Pure."""
@@ -61,7 +66,7 @@ def verdict(states: dict[str, str]) -> str:
     return HEALTHY if values <= {HEALTHY} else WAITING
 
 
-def count_ready(health: dict[str, dict], failing: list[str]) -> int:
+def count_ready(health: dict[str, Obj], failing: list[str]) -> int:
     """How many of the Applications in ``health`` (``namespace/name`` -> ``{status, message}``,
     ``Report.health``) are Ready: Healthy and not among ``failing`` (``Report.failing``), as the
     ``Ready`` condition says (``conditions.kstatus``). Pure."""
@@ -92,8 +97,8 @@ class Result:
         return sorted(k for k, s in self.states.items() if s != HEALTHY)
 
 
-def wait(kube: Kube, report: Report, timeout: float, stop: threading.Event, *,
-         poll: float = POLL_SECONDS, on_change=None) -> Result:
+def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *,
+         poll: float = POLL_SECONDS, on_change: OnChange | None = None) -> Result:
     """Wait up to ``timeout`` seconds for the Applications in ``report.synced`` to be healthy,
     rewriting their status as their children move (``statuswrite.write``) and keeping
     ``report.health`` current. ``stop`` (set by SIGTERM or SIGINT) ends the wait at once
@@ -123,13 +128,14 @@ def wait(kube: Kube, report: Report, timeout: float, stop: threading.Event, *,
             return result(INTERRUPTED)
 
 
-def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_change) -> None:
+def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[str, str],
+          on_change: OnChange | None) -> None:
     """One look: list the Applications and their children in their namespaces, write each
     status that moved and record each Application's ``state``. Raises ``ApiError``."""
     namespaces = sorted({key.partition("/")[0] for key in pending})
     apps = {f"{ns}/{a['metadata']['name']}": a for ns in namespaces for a in kube.list_in(GROUP, KIND, ns)}
     kinds = {k for key in pending if (app := apps.get(key)) for k in registry.wanted(app.get("spec"))}
-    children: dict[str, dict[str, dict]] = {}
+    children: dict[str, dict[str, Obj]] = {}
     for ns in namespaces:
         for kind in sorted(kinds, key=registry.CHILD_KINDS.index):
             for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
@@ -149,7 +155,7 @@ def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_
         _moved(report, key, new["health"], on_change)
 
 
-def _moved(report: Report, key: str, health: dict, on_change) -> None:
+def _moved(report: Report, key: str, health: Obj, on_change: OnChange | None) -> None:
     if report.health.get(key) != health:
         report.health[key] = health
         if on_change is not None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from agent.api.objects import Obj
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -58,7 +61,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     fetch_seconds: float | None = None  # None when no fetch ran this pass
     fetch_failed: bool = False
-    problems: list = field(default_factory=list)  # manifests.ManifestError behind file errors
+    problems: list[Any] = field(default_factory=list)  # manifests.ManifestError behind file errors
     invalid: list[tuple[str, str]] = field(default_factory=list)
     """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the
     Application when the document named one (then also in ``refused``), else ``path:line`` or
@@ -70,9 +73,9 @@ class Report:
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
-    backing_off: dict = field(default_factory=dict)
+    backing_off: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
-    notices: list = field(default_factory=list)
+    notices: list[Any] = field(default_factory=list)
     """``news.Notice`` of every Application whose stored status moved in a way worth telling
     (``news.news``, at a status write that succeeded) or that the pass pruned; in the order
     the statuses were written (Application key order), prunes first."""
@@ -80,10 +83,10 @@ class Report:
     """``namespace/name`` -> (``Ready`` condition status ``True``/``False``, its reason) as the
     pass wrote or kept it, for each Application from Git (not hand-applied ones); read by the
     commit status (``agent.notify.commitstatus.verdict``)."""
-    health: dict[str, dict] = field(default_factory=dict)
+    health: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> ``{"status", "message"}``: the health the pass wrote to each
     Application's status (``status.health_of``); updated by ``sync --wait`` as it waits."""
-    synced: dict = field(default_factory=dict)
+    synced: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``status.Outcome`` (``changed`` False) of each Application from this
     source's Git that the pass synced: what ``sync --wait`` waits for, rewriting its status with
     this outcome (``readiness``); None for one it does not wait for (suspended, a child held)."""

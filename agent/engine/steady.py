@@ -28,7 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agent.api.objects import Obj
+
 Document = tuple[str, int, str]  # (path, line, Git blob id) of an Application's document
+Child = tuple[tuple[str, str, str, str], str | None]  # (plan.Identity, resourceVersion) of a live child
 Versions = Callable[[str, str, str, str | None], str | None]  # (kind, namespace, name, read) -> after the pass
 
 
@@ -41,14 +44,14 @@ class Entry:
 
     document: Document
     version: str
-    children: tuple
+    children: tuple[Child, ...]
     commit: str
     source_seen: bool
-    lines: tuple
-    health: dict
-    readiness: tuple | None
+    lines: tuple[tuple[str, str, str], ...]
+    health: Obj
+    readiness: tuple[str, str] | None
     synced: object
-    notes: tuple = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -69,10 +72,10 @@ class Steady:
     versions: Versions | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
     source: Source | None = None
-    facts: dict = field(default_factory=dict)
-    _next: dict = field(default_factory=dict)
+    facts: dict[int, tuple[Obj, object]] = field(default_factory=dict)
+    _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
 
-    def fact(self, obj: dict, derive: Callable[[dict], object]):
+    def fact(self, obj: Obj, derive: Callable[[Obj], object]) -> object:
         """``derive(obj)``, computed once for as long as the store hands out the same object
         (the watches replace an object on every change: a changed one is derived again). Pure
         ``derive`` only. ``turn`` keeps only the objects of the last pass."""
@@ -95,7 +98,7 @@ class Steady:
                     if self.after(v[0]) == (v[0].get("metadata") or {}).get("resourceVersion")}
         self.facts, self._next = kept, {}
 
-    def unchanged(self, key: str, document: Document, app: dict, children: tuple) -> Entry | None:
+    def unchanged(self, key: str, document: Document, app: Obj, children: tuple[Child, ...]) -> Entry | None:
         """The entry of ``key`` when its ``document``, live Application ``app`` and live
         ``children`` ((identity, resourceVersion), sorted) are as the previous pass left them."""
         entry = self.entries.get(key)
@@ -108,7 +111,7 @@ class Steady:
         """True when an ``unchanged`` entry's status would not move at ``commit``."""
         return entry is not None and entry.commit == commit and (entry.source_seen or not source_seen)
 
-    def after(self, obj: dict) -> str | None:
+    def after(self, obj: Obj) -> str | None:
         """``obj``'s resourceVersion once this pass's writes are counted (``versions``)."""
         meta = obj.get("metadata") or {}
         if self.versions is None:
