@@ -10,7 +10,7 @@ import hashlib
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Iterable
+from typing import Any, Iterable, cast
 
 from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
                               SOURCE_PATH, WANTED_BY_PREFIX)
@@ -219,7 +219,7 @@ def drifted_ownership(live: Obj, desired: Obj | None = None) -> bool:
     return (identity(live)[:2] == (GROUP, KIND) or not_ours(live) is None) and bool(fields.foreign(live, desired))
 
 
-def contains(live, desired) -> bool:
+def contains(live: Any, desired: Any) -> bool:
     """True when every field set in ``desired`` has the same value in ``live``.
 
     Mappings compare key by key (extra live keys, such as defaults the API server filled in,
@@ -230,7 +230,7 @@ def contains(live, desired) -> bool:
     if isinstance(desired, list):
         return (isinstance(live, list) and len(live) == len(desired)
                 and all(contains(lv, dv) for lv, dv in zip(live, desired)))
-    return live == desired
+    return bool(live == desired)
 
 
 def _without_provenance(obj: Obj) -> Obj:
@@ -320,7 +320,7 @@ def _only_theirs_differ(live: Obj, desired: Obj) -> bool:
     return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
 
 
-def prunes(live_by_id: Obj, desired: set, source: str | None = None) -> list[Step]:
+def prunes(live_by_id: dict[Identity, Obj], desired: set[Identity], source: str | None = None) -> list[Step]:
     """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
     object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
     ``source``, only that source's Applications)."""
@@ -349,7 +349,8 @@ def claim(steps: list[Step], found: Iterable[Obj],
     for step in steps:
         existing = by_id.get(step.identity) if step.action == Op.CREATE else None
         if existing is not None:
-            step = decide(step.desired, existing, owner_key(step.desired) in opted)
+            desired = cast(Obj, step.desired)  # a create's
+            step = decide(desired, existing, owner_key(desired) in opted)
         if step.action == Op.CONFLICT:
             conflicts.append((step, step.why))
         else:
@@ -430,8 +431,9 @@ def _refusal(step: Step, holder: str, source: str, repository: str, where: dict[
     What comes from the live object is quoted and cut to 200 characters (a hand edit could
     make it anything; the report escapes what is not printable)."""
     _, _, namespace, name = step.identity
-    annotations = step.live["metadata"].get("annotations") or {}
-    theirs = (step.live.get("status") or {}).get("sourcePath") or annotations.get(SOURCE_PATH)
+    live = cast(Obj, step.live)  # an Application another source holds: it exists
+    annotations = live["metadata"].get("annotations") or {}
+    theirs = (live.get("status") or {}).get("sourcePath") or annotations.get(SOURCE_PATH)
     other_repo = annotations.get(REPOSITORY)
     about = ", ".join([f"repository {str(other_repo)[:200]!r}"] * bool(other_repo)
                       + [f"file {str(theirs)[:200]!r}"] * bool(theirs))
