@@ -14,7 +14,7 @@ from typing import Any, Iterable, cast
 
 from agent.api.labels import (ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL,
                               SOURCE_PATH, WANTED_BY_PREFIX)
-from agent.api.objects import Obj
+from agent.api.objects import Obj, ObjectMeta
 from agent.api.schema import GROUP, KIND
 from agent.engine.conditions import Reason
 from agent.kinds import fields
@@ -51,7 +51,7 @@ PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
 def identity(obj: Obj) -> Identity:
     """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
     group = sys.intern(obj["apiVersion"].rpartition("/")[0])  # one "apps" for 20,000 identities
-    meta = obj["metadata"]
+    meta: ObjectMeta = obj["metadata"]
     return (group, obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
@@ -80,7 +80,7 @@ def owned(obj: Obj, source: str | None = None) -> bool:
 def owned_both(obj: Obj, source: str | None) -> tuple[bool, bool]:
     """(``owned(obj)``, ``owned(obj, source)``), for the price of one: a pass asks both of
     10,000 Applications."""
-    meta = obj.get("metadata", {})
+    meta: ObjectMeta = obj.get("metadata", {})
     labels = meta.get("labels") or {}
     if labels.get(MANAGED_BY) != AGENT_NAME or not fields.applied_by_agent(obj):
         return False, False
@@ -185,7 +185,7 @@ def not_ours(live: Obj) -> str | None:
     if not fields.applied_by_agent(live):
         return (f"was not made by the agent: its metadata.managedFields has no Apply entry of the field "
                 f"manager {AGENT_NAME}")
-    meta = live["metadata"]
+    meta: ObjectMeta = live["metadata"]
     ref = controller(live)
     if ref is not None and owner_name(live) != meta["name"]:
         return (f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller ownerReference), "
@@ -197,7 +197,7 @@ def owner_key(obj: Obj) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
     its controller ownerReference's Application for a child (the child's name when it has
     none, as a desired child's reference always names it)."""
-    meta = obj["metadata"]
+    meta: ObjectMeta = obj["metadata"]
     if obj["kind"] == KIND:
         return sys.intern(f"{meta['namespace']}/{meta['name']}")
     # one string per Application however many children and report entries name it

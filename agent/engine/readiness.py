@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Callable
 
 from agent.api.labels import AGENT_NAME, MANAGED_BY
@@ -35,35 +36,45 @@ POLL_SECONDS = 1.0
 DEFAULT_SECONDS = 300.0
 """``--wait`` without a value: 5 minutes, as ``flux reconcile`` and ``kubectl wait``'s usual timeout."""
 
-HEALTHY, FAILED, WAITING = "healthy", "failed", "waiting"
-"""What one Application's status says for the wait (``state``)."""
-TIMEOUT, INTERRUPTED, ERROR = "timeout", "interrupted", "error"
-"""How a wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled)."""
+
+class Wait(StrEnum):
+    """``HEALTHY``, ``FAILED``, ``WAITING``: what one Application's status says for the wait
+    (``state``), and the wait's ``verdict`` so far. ``TIMEOUT``, ``INTERRUPTED``, ``ERROR``: how a
+    wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled).
+    A ``str``: it compares and serializes as its value."""
+
+    HEALTHY = "healthy"
+    FAILED = "failed"
+    WAITING = "waiting"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
 OnChange = Callable[[str, Obj], object]
 """``on_change(key, health)``: told each new ``{"status", "message"}`` of an Application's health."""
 
 
-def state(status: Obj | None) -> str:
+def state(status: Obj | None) -> Wait:
     """``HEALTHY`` when the Application's ``status`` has ``Ready`` True; ``FAILED`` when its
     health is ``Degraded`` or its ``Stalled`` condition is True (kstatus: retrying cannot help);
     else ``WAITING`` (Progressing, Missing, no status yet). Pure."""
     status = status or {}
     found = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
     if found.get(conditions.ConditionType.READY) == "True":
-        return HEALTHY
+        return Wait.HEALTHY
     degraded = (status.get("health") or {}).get("status") == health_.Status.DEGRADED
     if degraded or found.get(conditions.ConditionType.STALLED) == "True":
-        return FAILED
-    return WAITING
+        return Wait.FAILED
+    return Wait.WAITING
 
 
-def verdict(states: dict[str, str]) -> str:
+def verdict(states: dict[str, Wait]) -> Wait:
     """The wait's result so far from each Application's ``state``: ``FAILED`` when any failed,
     ``HEALTHY`` when all are healthy (also when there are none), else ``WAITING``. Pure."""
     values = set(states.values())
-    if FAILED in values:
-        return FAILED
-    return HEALTHY if values <= {HEALTHY} else WAITING
+    if Wait.FAILED in values:
+        return Wait.FAILED
+    return Wait.HEALTHY if values <= {Wait.HEALTHY} else Wait.WAITING
 
 
 def count_ready(health: dict[str, Obj], failing: list[str]) -> int:
@@ -81,20 +92,20 @@ class Result:
     -> ``state`` at the end), ``error`` (for ``ERROR``: the sentence), ``skipped``
     (``namespace/name`` of Applications of the pass not waited for: suspended or held)."""
 
-    result: str
+    result: Wait
     seconds: float
     timeout: float
-    states: dict[str, str] = field(default_factory=dict)
+    states: dict[str, Wait] = field(default_factory=dict)
     error: str | None = None
     skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.result == HEALTHY
+        return self.result == Wait.HEALTHY
 
     def not_healthy(self) -> list[str]:
         """Sorted ``namespace/name`` of the Applications that were not healthy at the end."""
-        return sorted(k for k, s in self.states.items() if s != HEALTHY)
+        return sorted(k for k, s in self.states.items() if s != Wait.HEALTHY)
 
 
 def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *,
@@ -108,27 +119,27 @@ def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *
     started = time.monotonic()
     pending = {key: outcome for key, outcome in report.synced.items() if outcome is not None}
     skipped = sorted(key for key, outcome in report.synced.items() if outcome is None)
-    states: dict[str, str] = {}
+    states: dict[str, Wait] = {}
 
-    def result(kind: str, error: str | None = None) -> Result:
+    def result(kind: Wait, error: str | None = None) -> Result:
         return Result(kind, time.monotonic() - started, timeout, dict(states), error, skipped)
 
     while True:
         try:
             _look(kube, report, pending, states, on_change)
         except ApiError as err:
-            return result(ERROR, f"reading the Applications while waiting failed: {err}")
+            return result(Wait.ERROR, f"reading the Applications while waiting failed: {err}")
         now = verdict(states)
-        if now != WAITING:
+        if now != Wait.WAITING:
             return result(now)
         left = timeout - (time.monotonic() - started)
         if left <= 0:
-            return result(TIMEOUT)
+            return result(Wait.TIMEOUT)
         if stop.wait(min(poll, left)):
-            return result(INTERRUPTED)
+            return result(Wait.INTERRUPTED)
 
 
-def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[str, str],
+def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[str, Wait],
           on_change: OnChange | None) -> None:
     """One look: list the Applications and their children in their namespaces, write each
     status that moved and record each Application's ``state``. Raises ``ApiError``."""
@@ -144,7 +155,7 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
     for key, outcome in sorted(pending.items()):
         app = apps.get(key)
         if app is None or app["metadata"].get("deletionTimestamp"):
-            states[key] = FAILED
+            states[key] = Wait.FAILED
             gone = {"status": health_.Status.MISSING, "message": "the Application was deleted while waiting"}
             _moved(report, key, gone, on_change)
             continue

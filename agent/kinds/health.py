@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agent.api.objects import Obj
+from agent.api.objects import Obj, ObjectMeta
 
 
 class Status(StrEnum):
@@ -56,7 +56,7 @@ def pending_deletion(obj: Obj | None, kind: str) -> Health | None:
     it is being deleted, held by a finalizer or by its namespace's termination, and will be
     gone however healthy its status reads (gitops-engine ``IsHealthy``'s first rule, "Pending
     deletion"). None otherwise."""
-    meta = (obj or {}).get("metadata") or {}
+    meta: ObjectMeta = (obj or {}).get("metadata") or {}
     if meta.get("deletionTimestamp"):
         return Health(Status.PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
                                           f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
