@@ -238,7 +238,7 @@ def run_pass(kube, opts, args, notify=None) -> int:
     doc = output.pass_document(report, command=args.command, dry_run=dry, exit_code=exitcodes.FAILED,
                                source=_source(opts.repo, opts.ref, opts.path), diffs=diffs,
                                seconds=time.monotonic() - started, wait=wait_doc)
-    if not report.ok or (waited and waited.result == readiness.ERROR):
+    if not report.ok or (waited and waited.result == readiness.Wait.ERROR):
         code = exitcodes.FAILED
     elif dry:
         code = exitcodes.CHANGED if doc["changes"] else exitcodes.OK

@@ -115,9 +115,9 @@ def settings(args, source: str) -> notifier.Settings | None:
     if args.notify_secret_file:
         secret = flags.read_token_file(args.notify_secret_file, "--notify-secret-file",
                                        "one signing key on one line").encode()
-    if url and args.notify_on and args.notify_severity == news.ERROR and \
-            not any(news.SEVERITY[r] == news.ERROR for r in args.notify_on):
-        errors = ", ".join(r for r in news.REASONS if news.SEVERITY[r] == news.ERROR)
+    if url and args.notify_on and args.notify_severity == news.Severity.ERROR and \
+            not any(news.SEVERITY[r] == news.Severity.ERROR for r in args.notify_on):
+        errors = ", ".join(r for r in news.REASONS if news.SEVERITY[r] == news.Severity.ERROR)
         raise flags.UsageError(f"{flags.shown(','.join(sorted(args.notify_on)))} is not allowed with "
                                f"--notify-severity error: it would never send anything (the errors are {errors})",
                                flag="--notify-on")

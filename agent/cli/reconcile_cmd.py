@@ -142,10 +142,10 @@ def _wait(kube: Kube, url: str, subject: str, token: str, args: argparse.Namespa
             print(printable(f"{subject}: handled: {line}"), flush=True)
         if handled:
             now = readiness.state(app.get("status"))
-            if now == readiness.HEALTHY:
+            if now == readiness.Wait.HEALTHY:
                 print(printable(f"{subject}: healthy: {describe(app)[1]}"), flush=True)
                 return exitcodes.OK
-            if now == readiness.FAILED:
+            if now == readiness.Wait.FAILED:
                 logs.problem(printable(f"{subject}: Degraded or Stalled, waiting cannot help: {describe(app)[1]}"))
                 return exitcodes.CHANGED
         if stop.is_set() or time.monotonic() >= deadline:

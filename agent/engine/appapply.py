@@ -8,13 +8,17 @@ Applications here and for children (``childapply``).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
+from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import apply, conditions, plan, suspend, writes
-from agent.engine.passvalues import AppPlan, AppsApplied, LiveState, Obj, Pass, key_of
-from agent.engine.report import FAILED, SUSPENDED, UNCHANGED, WRITTEN
+from agent.engine import apply, conditions, plan, steady as steady_, suspend, writes
+from agent.engine.conditions import Reason
+from agent.engine.passvalues import AppPlan, AppsApplied, LiveState, Pass, key_of
+from agent.engine.report import FAILED, SUSPENDED, UNCHANGED, WRITTEN, Report
 from agent.kinds import health, render
 from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 
 def apply_applications(p: Pass, live: LiveState, planned: AppPlan) -> AppsApplied:
@@ -25,19 +29,20 @@ def apply_applications(p: Pass, live: LiveState, planned: AppPlan) -> AppsApplie
     made = writes.Namespaces(kube, live.namespaces, render.namespace)
     in_scope = {key: planned.live[key] for key in planned.hits}  # unchanged again (reported after the first wave)
     work = []
-    for step in (s for s in planned.steps if s.action != plan.PRUNE and key_of(s.desired) not in planned.waiting):
-        if suspend.set_by_hand(step.live):  # heumsi.github.io/reconcile: disabled: the live one stays as it is
-            report.add(key_of(step.desired), step.subject, SUSPENDED,
+    for step in (s for s in planned.steps if s.action != plan.PRUNE and key_of(s.target) not in planned.waiting):
+        if step.live is not None and suspend.set_by_hand(step.live):  # reconcile: disabled: the live one stays
+            report.add(key_of(step.target), step.subject, SUSPENDED,
                        suspend.Hold(suspend.ON_APPLICATION, True).message)
-            in_scope[key_of(step.desired)] = step.live
+            in_scope[key_of(step.target)] = step.live
         else:
             work.append(step)
-    failed, written = {}, set()
+    failed: dict[str, Obj] = {}
+    written: set[str] = set()
     for step, done in writes.ordered(kube, work, lambda step, scratch: converge(
-            kube, scratch, key_of(step.desired), step,
-            before=lambda: made.ensure(step.desired["metadata"]["namespace"])), report, report.failures,
+            kube, scratch, key_of(step.target), step,
+            before=lambda: made.ensure(step.target["metadata"]["namespace"])), report, report.failures,
             report.reasons, inline=lambda step: step.action == plan.UNCHANGED):
-        key = key_of(step.desired)
+        key = key_of(step.target)
         if done is None:
             if step.live is not None:
                 failed[key] = step.live
@@ -53,7 +58,7 @@ def keep_live(p: Pass, live: LiveState, planned: AppPlan, applied: AppsApplied) 
     owned ones Git did not prune this pass (their file failed to validate, or pruning is off);
     another source's are its agent's business (``foreign``). Then the suspended ones
     (``suspend.application``: ``holds``)."""
-    pruned = {key_of(s.live) for s in planned.steps if s.action == plan.PRUNE}
+    pruned = {key_of(s.target) for s in planned.steps if s.action == plan.PRUNE}
     facts = list(zip(live.app_facts, live.apps))
     foreign = frozenset(key for (key, ours, this), _ in facts if ours and not this)
     in_scope = dict(applied.in_scope)
@@ -67,14 +72,15 @@ def keep_live(p: Pass, live: LiveState, planned: AppPlan, applied: AppsApplied) 
     return replace(applied, in_scope=in_scope, foreign=foreign, holds=holds)
 
 
-def report_unchanged(p: Pass, hits: dict) -> None:
+def report_unchanged(p: Pass, hits: dict[str, steady_.Entry]) -> None:
     """Report the Applications unchanged since the previous pass (``hits``) as unchanged: after
     what changed is applied, since at 10,000 Applications that is 10,000 lines (issue 33)."""
     for key in hits:
         p.report.add(key, f"{KIND}/{key}", UNCHANGED)
 
 
-def converge(kube, report, key: str, step: plan.Step, before=None) -> apply.Applied | None:
+def converge(kube: Cluster, report: Report | writes.Scratch, key: str, step: plan.Step,
+             before: Callable[[], None] | None = None) -> apply.Applied | None:
     """Carry out a create/update/unchanged ``step`` (``before()`` first, if given; see
     ``apply.converge``). On an API error record the failure for ``key`` in ``report``
     (``failures``, and ``reasons`` when retrying cannot fix it: ``conditions.failure_reason``)
@@ -89,7 +95,7 @@ def converge(kube, report, key: str, step: plan.Step, before=None) -> apply.Appl
             raise
         report.failures[key] = str(err)
         reason = conditions.failure_reason(err.status, isinstance(err, apply.ImmutableConflict))
-        if reason != "SyncFailed":
+        if reason != Reason.SYNC_FAILED:
             report.reasons[key] = reason
         report.add(key, step.subject, FAILED, str(err))
         return None

@@ -16,13 +16,16 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, replace
+from typing import Callable, cast
 
 from agent.api.labels import ADOPT_ANNOTATION
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import conditions, diff, plan
-from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Report
+from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Action, Report
 from agent.kinds import fields
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 log = logging.getLogger("agent.apply")
 RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again
@@ -42,8 +45,8 @@ class Applied:
     created, configured, unchanged, recreated, adopted; ``message`` says why it was recreated
     or adopted."""
 
-    live: dict
-    action: str
+    live: Obj
+    action: Action
     message: str = ""
 
 
@@ -56,7 +59,7 @@ def immutable_field(err: ApiError) -> str | None:
     return match.group(1) if match else None
 
 
-def converge(kube: Kube, step: plan.Step) -> Applied:
+def converge(kube: Cluster, step: plan.Step) -> Applied:
     """Carry out a create, update or unchanged ``step`` (see ``plan.plan``).
 
     Update: when the live object is the agent's and other managers own fields the agent
@@ -67,18 +70,19 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     Raises ApiError (prefixed with the object's subject) when a call fails, when the refused
     object is not the agent's, or when the old object does not go within RECREATE_WAIT s.
     """
-    if step.action == plan.UNCHANGED:
-        return Applied(step.live, UNCHANGED)
+    if step.action == plan.Op.UNCHANGED:
+        return Applied(cast(Obj, step.live), UNCHANGED)  # an unchanged step has a live object
+    desired = cast(Obj, step.desired)  # every step but a prune has one
     mine = step.live is not None and (step.adopting or plan.not_ours(step.live) is None)
-    let_go = mine and fields.releasable(step.live, step.desired) and _release(kube, step)
+    let_go = mine and step.live is not None and fields.releasable(step.live, desired) and _release(kube, step)
     if step.adopting:
         adopted = _adopt(kube, step)
         took = True
     else:
-        adopted, took = "", step.live is not None and plan.drifted_ownership(step.live, step.desired) \
+        adopted, took = "", step.live is not None and plan.drifted_ownership(step.live, desired) \
             and _take_over(kube, step)
     try:
-        live = kube.apply(step.desired)
+        live = kube.apply(desired)
     except ApiError as err:
         field = immutable_field(err) if step.identity[1] != KIND else None
         if field is None:
@@ -92,31 +96,32 @@ def converge(kube: Kube, step: plan.Step) -> Applied:
     return Applied(live, CONFIGURED if took or let_go or _moved(kube, step.live, live) else UNCHANGED)
 
 
-def _moved(kube: Kube, before: dict, after: dict) -> bool:
+def _moved(kube: Cluster, before: Obj, after: Obj) -> bool:
     """True when an apply changed the object: its resourceVersion moved. A dry run stores
     nothing and keeps the resourceVersion, so there the objects are compared without the
     server-managed fields (``diff.strip``)."""
     if kube.dry_run:
         return diff.strip(before) != diff.strip(after)
-    return before["metadata"].get("resourceVersion") != after["metadata"].get("resourceVersion")
+    return bool(before["metadata"].get("resourceVersion") != after["metadata"].get("resourceVersion"))
 
 
-def _take_over(kube: Kube, step: plan.Step) -> bool:
+def _take_over(kube: Cluster, step: plan.Step) -> bool:
     """Hand other managers' fields in the authoritative subtrees to the agent; True when the
     managedFields were rewritten (``_rewrite``)."""
-    return _rewrite(kube, step, lambda live: fields.handover(live, step.desired["apiVersion"], desired=step.desired),
+    desired = cast(Obj, step.desired)
+    return _rewrite(kube, step, lambda live: fields.handover(live, desired["apiVersion"], desired=desired),
                     "field ownership not taken over")
 
 
-def _adopt(kube: Kube, step: plan.Step) -> str:
+def _adopt(kube: Cluster, step: plan.Step) -> str:
     """Take over the Application's child that someone else wrote (``step.adopting``): every
     field the agent renders is handed to its manager (``fields.adoption``) before the apply.
     Returns the message of the adoption: why it is the Application's and the managers its
     fields were taken from."""
     taken: list[str] = []
 
-    def entries_of(live: dict):
-        entries, names = fields.adoption(live, step.desired)
+    def entries_of(live: Obj) -> list[Obj] | None:
+        entries, names = fields.adoption(live, cast(Obj, step.desired))
         taken[:] = names
         return entries
 
@@ -124,19 +129,19 @@ def _adopt(kube: Kube, step: plan.Step) -> str:
     return f"{step.why}; fields taken from {', '.join(taken)}" if taken else step.why
 
 
-def _release(kube: Kube, step: plan.Step) -> bool:
+def _release(kube: Cluster, step: plan.Step) -> bool:
     """Let go of the fields the agent owns that Git now leaves to others (``fields.release``:
     a Deployment's replicas once an autoscaler owns them), before the apply that leaves them
     out, so that apply keeps their value. True when the managedFields were rewritten."""
-    return _rewrite(kube, step, lambda live: fields.release(live, step.desired), "fields not let go of")
+    return _rewrite(kube, step, lambda live: fields.release(live, cast(Obj, step.desired)), "fields not let go of")
 
 
-def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
+def _rewrite(kube: Cluster, step: plan.Step, entries_of: Callable[[Obj], list[Obj] | None], failed: str) -> bool:
     """Replace the live object's managedFields with ``entries_of(live)`` (None: nothing to
     change, False returned). Reads the object in full first (listed objects carry compacted
     managedFields, ``fields.compact``, and the patch replaces the whole list) and again when
     another write raced it; raises ApiError 409 (``failed``) after ``TAKE_OVER_ATTEMPTS``."""
-    current = kube.get(step.live)
+    current = kube.get(cast(Obj, step.live))  # only a step with a live object is rewritten
     for _ in range(TAKE_OVER_ATTEMPTS):
         if current is None:
             return False
@@ -154,7 +159,7 @@ def _rewrite(kube: Kube, step: plan.Step, entries_of, failed: str) -> bool:
                    step.subject)
 
 
-def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> Applied:
+def _recreate(kube: Cluster, step: plan.Step, field: str, refused: ApiError) -> Applied:
     why_not = ("appeared after this pass listed its kind, so it is not known to be the agent's"
                if step.live is None else None if step.adopting else plan.not_ours(step.live))
     if why_not is not None:
@@ -165,16 +170,18 @@ def _recreate(kube: Kube, step: plan.Step, field: str, refused: ApiError) -> App
     why = f"{field} is immutable and differs from Git"
     log.info("recreating %s: %s", step.subject, why,
              extra={"fields": {"event": "recreate", "object": step.subject, "field": field}})
-    kube.delete(step.live)
-    if not kube.wait_gone(step.live, RECREATE_WAIT):
+    live = cast(Obj, step.live)  # why_not says so when there is none
+    kube.delete(live)
+    if not kube.wait_gone(live, RECREATE_WAIT):
         raise ApiError(408, "Timeout", f"deleted to recreate it ({why}), but it was still there after "
                                        f"{RECREATE_WAIT:g}s (a finalizer?)", step.subject)
-    return Applied(kube.apply(step.desired), RECREATED, why)
+    return Applied(kube.apply(cast(Obj, step.desired)), RECREATED, why)
 
 
-def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str, str],
+def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[str, str],
           reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
-          listed: dict | None = None, opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
+          listed: dict[tuple[str, str, str], list[Obj]] | None = None,
+          opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
     """Children whose slot may hold someone else's object: one list per kind and namespace
     that has a create (no label selector), then ``plan.claim`` (``opted``: the Applications
     that opted in to adopt, ``plan.opted_in``). A child the agent made that lost its
@@ -186,20 +193,21 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
     keeps each list for the next call: a pass that claims its children in batches lists each
     kind and namespace once, before it created any of them, as one call for all would."""
     listed = {} if listed is None else listed
-    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.CREATE})
+    wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.Op.CREATE})
     for where in wanted:
         if where not in listed:
             listed[where] = kube.list_in(*where)
     found = [obj for where in wanted for obj in listed[where]]
     steps, conflicts = plan.claim(steps, found, opted)
     for step, reason in conflicts:
-        key = plan.owner_key(step.desired)
-        why = f"exists and {reason}; field managers: {', '.join(plan.managers(step.live)) or 'none'}; {_remedy(step)}"
+        key = plan.owner_key(cast(Obj, step.desired))  # a conflict has both objects
+        why = f"exists and {reason}; field managers: {', '.join(plan.managers(cast(Obj, step.live))) or 'none'}; " \
+              f"{_remedy(step)}"
         line = f"{step.subject}: {why}"
         # one message naming every such object of the Application (a ConfigMap and an autoscaler)
         failures[key] = f"{failures[key]}; {line}" \
-            if reasons.get(key) == conditions.OWNERSHIP_CONFLICT and key in failures else line
-        reasons[key] = conditions.OWNERSHIP_CONFLICT
+            if reasons.get(key) == conditions.Reason.OWNERSHIP_CONFLICT and key in failures else line
+        reasons[key] = conditions.Reason.OWNERSHIP_CONFLICT
         if taken is not None:
             taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)
@@ -208,7 +216,7 @@ def claim(kube: Kube, report: Report, steps: list[plan.Step], failures: dict[str
 
 def _remedy(step: plan.Step) -> str:
     """What a person can do about someone else's object in a child's slot."""
-    if plan.controller(step.live) is None:
+    if plan.controller(cast(Obj, step.live)) is None:
         return (f'left alone. To hand it to the agent, set the annotation {ADOPT_ANNOTATION}: "true" on the '
                 "Application in Git; or delete or rename it, or rename the Application")
     return "left alone. Delete or rename it to let the agent create its own, or rename the Application"

@@ -12,12 +12,13 @@ from __future__ import annotations
 import datetime
 import logging
 
+from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import backoff, guards, livestate, plan, sources, suspend
-from agent.engine.passvalues import AppPlan, LiveState, Obj, Pass, key_of
+from agent.engine import backoff, guards, livestate, plan, sources, steady as steady_, suspend
+from agent.engine.passvalues import AppPlan, LiveState, Pass, key_of
 from agent.engine.report import FAILED, SKIPPED, Report
 from agent.kinds import render
-from agent.source import mirror as source
+from agent.source import repository
 
 log = logging.getLogger("agent.sync")
 
@@ -49,17 +50,18 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     return AppPlan(prune, live_by_key, hits, tuple(desired), notes_of, skipped, steps, frozenset(refused))
 
 
-def _render(p: Pass, hits: dict) -> tuple[list[Obj], dict[str, list[str]]]:
+def _render(p: Pass, hits: dict[str, steady_.Entry]) -> tuple[list[Obj], dict[str, list[str]]]:
     """The rendered Applications from Git less ``hits`` (whose notes are reported again), and
     key -> the notes about each one's document (labels the agent sets over Git's)."""
     report, opts = p.report, p.opts
-    repository = source.repository_identity(opts.repo)  # one for every URL form of the repository
-    desired, notes_of = [], {}
+    identity = repository.identity(opts.repo)  # one for every URL form of the repository
+    desired: list[Obj] = []
+    notes_of: dict[str, list[str]] = {}
     for key, m in zip(p.git.keys, p.git.manifests):
         if key in hits:
             report.notes += hits[key].notes
             continue
-        app = render.desired_application(m.body, report.commit, m.path, opts.source_id, repository)
+        app = render.desired_application(m.body, report.commit or "", m.path, opts.source_id, identity)
         desired.append(app)
         notes = [f"{m.path}:{m.line}: {field}: set by the agent to {ours!r}; the value in Git ({git!r}) is not "
                  "applied" for field, git, ours in render.overridden(m.body, app)]
@@ -69,24 +71,25 @@ def _render(p: Pass, hits: dict) -> tuple[list[Obj], dict[str, list[str]]]:
     return desired, notes_of
 
 
-def _refused(p: Pass, steps: list) -> tuple[list, set[str]]:
+def _refused(p: Pass, steps: list[plan.Step]) -> tuple[list[plan.Step], set[str]]:
     """``steps`` less another source's Applications (``sources.refuse``), each failed here with the
     reason: nothing is written to it but the wanted-by mark; and their keys."""
     where = {key: f"{m.path}:{m.line}" for key, m in zip(p.git.keys, p.git.manifests)}  # file:line in Git
-    steps, refused = sources.refuse(steps, p.opts.source_id, source.repository_identity(p.opts.repo), where)
+    steps, refused = sources.refuse(steps, p.opts.source_id, repository.identity(p.opts.repo), where)
     keys = set()
     for step, why in refused:
-        p.report.add(key_of(step.desired), step.subject, FAILED, why)
-        keys.add(key_of(step.desired))
+        p.report.add(key_of(step.target), step.subject, FAILED, why)
+        keys.add(key_of(step.target))
     return steps, keys
 
 
-def _guarded(p: Pass, steps: list, prune: bool, owned: int) -> tuple[list, bool]:
+def _guarded(p: Pass, steps: list[plan.Step], prune: bool, owned: int) -> tuple[list[plan.Step], bool]:
     """``steps`` less the prunes the guards stop (``guards.py``): annotated Applications, ones
     another source's Git has, and every prune of a mass prune (then ``prune`` is False)."""
     source_id = p.opts.source_id
     steps = [s for s in steps if s.action != plan.PRUNE or not (
-        guards.prune_disabled(s.live) or suspend.never_pruned(s.live) or sources.wanted_elsewhere(s.live, source_id))]
+        guards.prune_disabled(s.target) or suspend.never_pruned(s.target)
+        or sources.wanted_elsewhere(s.target, source_id))]
     prunes = sum(s.action == plan.PRUNE for s in steps)
     if p.git.manifests and guards.too_many(prunes, owned, p.opts.max_prune_share):
         p.report.errors.append(guards.refusal(prunes, owned, p.opts.max_prune_share, p.report.commit))
@@ -94,8 +97,8 @@ def _guarded(p: Pass, steps: list, prune: bool, owned: int) -> tuple[list, bool]
     return steps, prune
 
 
-def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict, source_id: str,
-             retry: backoff.Policy, hits: dict | None = None) -> dict[str, backoff.Waiting]:
+def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict[str, str], source_id: str,
+            retry: backoff.Policy, hits: dict[str, steady_.Entry] | None = None) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
     with ``retry.skip``), each reported as one skipped Application object with the reason
     (never as unchanged: it is still failing); another source's are not this pass's, nor
@@ -104,7 +107,7 @@ def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict, source
     if not retry.skip:
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
-    out = {}
+    out: dict[str, backoff.Waiting] = {}
     for key, app in live_by_key.items():
         if key in hits or (plan.owned(app) and not plan.owned(app, source_id)):  # a hit: synced cleanly
             continue

@@ -28,6 +28,7 @@ import random as random_
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agent.api.objects import Obj
 from agent.common import rfc3339
 from agent.engine import sync_now
 
@@ -86,13 +87,13 @@ def format_time(moment: datetime.datetime) -> str:
 parse_time = rfc3339.parse
 
 
-def failures(app: dict) -> int:
+def failures(app: Obj) -> int:
     """``status.failures`` of ``app`` when it is a positive integer, else 0."""
     value = (app.get("status") or {}).get(FAILURES)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def reset_reason(app: dict, commit: str | None) -> str | None:
+def reset_reason(app: Obj, commit: str | None) -> str | None:
     """Why the backoff of ``app`` (a live Application dict) no longer holds, or None:
 
     - ``new commit``: ``commit`` (the pass's commit; None for an Application not from Git) is
@@ -125,21 +126,22 @@ class Waiting:
         return f"backing off after {self.failures} failure{plural}, next retry at {self.next_retry}"
 
 
-def waiting(app: dict, commit: str | None, now: datetime.datetime) -> Waiting | None:
+def waiting(app: Obj, commit: str | None, now: datetime.datetime) -> Waiting | None:
     """Whether a ``run`` pass skips ``app``: a Waiting when it has failures, its
     ``nextRetryTime`` is later than ``now`` (aware datetime) and no reset rule applies
     (``reset_reason`` with the pass's ``commit``, None for an Application not from Git); None
     when the pass attempts it."""
     count = failures(app)
-    stored = (app.get("status") or {}).get(NEXT_RETRY)
+    status: Obj = app.get("status") or {}
+    stored = status.get(NEXT_RETRY)
     at = parse_time(stored)
-    if count == 0 or at is None or now >= at or reset_reason(app, commit) is not None:
-        return None
+    if count == 0 or at is None or not isinstance(stored, str) or now >= at or reset_reason(app, commit) is not None:
+        return None  # a time was parsed: ``stored`` is its text
     return Waiting(count, stored)
 
 
-def status_fields(app: dict, commit: str | None, failed: bool, now: datetime.datetime,
-                  policy: Policy = ONE_SHOT) -> dict:
+def status_fields(app: Obj, commit: str | None, failed: bool, now: datetime.datetime,
+                  policy: Policy = ONE_SHOT) -> Obj:
     """The backoff fields of the status a pass writes for ``app`` after attempting it.
 
     ``failed``: an apply of the Application or one of its children failed this pass. Then

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import apply, conditions, plan, suspend, writes
 from agent.engine.appapply import converge, health_only, record
-from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Obj, Pass
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, SUSPENDED, UNCHANGED
 from agent.kinds import registry
 from agent.manifests import nodes, specrules
@@ -29,7 +30,8 @@ def waves(p: Pass, planned: AppPlan, applied: AppsApplied) -> tuple[list[str], l
     """The Applications in scope, split: first what changed (its own apply wrote, or, in ``run``,
     anything about it moved since the previous pass: not a hit), then the rest, whose passes
     only record the new commit (the sweep). Each sorted; see issue 33."""
-    first, rest = [], []
+    first: list[str] = []
+    rest: list[str] = []
     for key in sorted(applied.in_scope):
         changed = key in applied.written or (p.steady is not None and key not in planned.hits)
         (first if changed else rest).append(key)
@@ -63,7 +65,7 @@ class _Wave:
 
 
 def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, idx: ChildIndex,
-               listed: dict, before: ChildWave | None = None) -> ChildWave:
+               listed: dict[tuple[str, str, str], list[Obj]], before: ChildWave | None = None) -> ChildWave:
     """Render, plan, name-check and apply the children of the Applications ``keys``,
     ``CHILD_BATCH`` at a time. An Application unchanged since the previous pass (a hit) renders
     nothing: its children are unchanged again. ``before``: the wave before this one (the live
@@ -115,12 +117,12 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
     return steps
 
 
-def _unheld(p: Pass, steps: list[plan.Step], holds: dict, wave: _Wave) -> list[plan.Step]:
+def _unheld(p: Pass, steps: list[plan.Step], holds: dict[str, suspend.Hold], wave: _Wave) -> list[plan.Step]:
     """``steps`` less the children a suspended Application or their own annotation holds
     (reported as suspended)."""
     work = []
     for step in steps:
-        key = plan.owner_key(step.desired or step.live)
+        key = plan.owner_key(step.target)
         why = suspend.child(holds.get(key), step.subject, step.live)
         if not why:
             work.append(step)
@@ -135,9 +137,9 @@ def _apply_batch(p: Pass, work: list[plan.Step], idx: ChildIndex, wave: _Wave, i
     """Apply one batch's child steps in the pool; each applied child is kept as health reads it."""
     kube, report = p.kube, p.report
     for step, done in writes.ordered(kube, work, lambda step, scratch: health_only(converge(
-            kube, scratch, plan.owner_key(step.desired or step.live), step)), report, report.failures,
+            kube, scratch, plan.owner_key(step.target), step)), report, report.failures,
             report.reasons, inline=lambda step: step.action == plan.UNCHANGED):
-        key = plan.owner_key(step.desired or step.live)
+        key = plan.owner_key(step.target)
         if done is None:
             continue
         if record(p, key, step.subject, done, in_scope.get(key)):

@@ -17,59 +17,89 @@ Application and its children.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
+from agent.api.objects import Obj
 from agent.kinds import health as health_
 
-READY, RECONCILING, STALLED, SYNCED = "Ready", "Reconciling", "Stalled", "Synced"
-SOURCE_AVAILABLE = "SourceAvailable"
-"""Present, ``False``, only while the Application's source cannot be fetched or its commit
-cannot be read (``source_conditions``); removed by the first pass that reads the source again
-(as Flux removes a ``FetchFailed`` condition), so a healthy Application carries only ``Ready``
-and ``Synced``. ``Ready`` is left as the last pass wrote it: the cluster still runs the last
-commit read (Flux's Kustomization keeps its Ready of the last artifact the same way)."""
-FETCH_FAILED, READ_FAILED = "FetchFailed", "ReadFailed"
-"""``SourceAvailable`` reasons: the remote could not be fetched; the commit could not be read
-(a missing path, a broken object, a submodule that could not be read)."""
 
-INVALID_MANIFEST = "InvalidManifest"
-"""The Application's file in Git failed to parse or validate (sync.py)."""
-INVALID_SPEC = "InvalidSpec"
-"""The live Application's spec does not match the schema, so no children are rendered (sync.py)."""
-IMMUTABLE_CONFLICT = "ImmutableConflict"
-"""A child's immutable field differs from Git and the child is not the agent's to delete (apply.py)."""
-INVALID = "Invalid"
-"""The API server refused an object as invalid (HTTP 422): the same input is refused again."""
+class ConditionType(StrEnum):
+    """The condition types an Application carries (``status.conditions[].type``). A ``str``."""
 
-OWNERSHIP_CONFLICT = "OwnershipConflict"
-"""An object the Application needs is someone else's: a child's slot holds an object another
-controller controls or that nobody controls and the Application does not opt in to adopt
-(``plan.ownership``), or another source holds the Application (``sources.other_source``). The
-agent never applies over it: only a person (rename, delete, hand over) can fix that."""
+    READY = "Ready"
+    RECONCILING = "Reconciling"
+    STALLED = "Stalled"
+    SYNCED = "Synced"
+    SOURCE_AVAILABLE = "SourceAvailable"
+    """Present, ``False``, only while the Application's source cannot be fetched or its commit
+    cannot be read (``source_conditions``); removed by the first pass that reads the source again
+    (as Flux removes a ``FetchFailed`` condition), so a healthy Application carries only ``Ready``
+    and ``Synced``. ``Ready`` is left as the last pass wrote it: the cluster still runs the last
+    commit read (Flux's Kustomization keeps its Ready of the last artifact the same way)."""
 
-PRUNE_SKIPPED = "PruneSkipped"
-"""``Synced`` False of an Application no longer in Git that the pass kept because a person chose
-so: ``--no-prune``, the annotation ``heumsi.github.io/prune: disabled``, or another source still
-has it in Git (sync.py)."""
-PRUNE_BLOCKED = "PruneBlocked"
-"""``Synced`` False of an Application no longer in Git that the pass kept although pruning is on:
-the pass pruned nothing because a file was refused, an Application's namespace is not allowed,
-or the mass-prune guard refused the prune (sync.py, ``guards``). ``explain`` says "Blocked:
-pruning held back" for it; the next clean pass prunes it."""
 
-STALLED_REASONS = frozenset({INVALID_MANIFEST, INVALID_SPEC, IMMUTABLE_CONFLICT, INVALID, OWNERSHIP_CONFLICT})
+class Reason(StrEnum):
+    """The reasons this agent writes on its own conditions (``Synced``, ``Stalled``, ``Ready`` when the
+    pass failed, ``SourceAvailable``). ``Ready`` otherwise carries a health status
+    (``health.Status``) as its reason. A ``str``: it compares and serializes as its value."""
+
+    SYNCED = "Synced"
+    """``Synced`` True: the pass applied the Application and its children."""
+    SYNC_FAILED = "SyncFailed"
+    """Any failure retrying may fix: API errors, timeouts, conflicts (``failure_reason``)."""
+    SUSPENDED = "Suspended"
+    """``Synced`` False of an Application left exactly as it is: ``spec.suspend`` or the reconcile
+    annotation (``suspend``)."""
+    FETCH_FAILED = "FetchFailed"
+    """``SourceAvailable``: the remote could not be fetched."""
+    READ_FAILED = "ReadFailed"
+    """``SourceAvailable``: the commit could not be read (a missing path, a broken object, a
+    submodule that could not be read)."""
+    INVALID_MANIFEST = "InvalidManifest"
+    """The Application's file in Git failed to parse or validate (sync.py)."""
+    INVALID_SPEC = "InvalidSpec"
+    """The live Application's spec does not match the schema, so no children are rendered (sync.py)."""
+    IMMUTABLE_CONFLICT = "ImmutableConflict"
+    """A child's immutable field differs from Git and the child is not the agent's to delete (apply.py)."""
+    INVALID = "Invalid"
+    """The API server refused an object as invalid (HTTP 422): the same input is refused again."""
+    OWNERSHIP_CONFLICT = "OwnershipConflict"
+    """An object the Application needs is someone else's: a child's slot holds an object another
+    controller controls or that nobody controls and the Application does not opt in to adopt
+    (``plan.ownership``), or another source holds the Application (``sources.other_source``). The
+    agent never applies over it: only a person (rename, delete, hand over) can fix that."""
+    PRUNE_SKIPPED = "PruneSkipped"
+    """``Synced`` False of an Application no longer in Git that the pass kept because a person chose
+    so: ``--no-prune``, the annotation ``heumsi.github.io/prune: disabled``, or another source still
+    has it in Git (sync.py)."""
+    PRUNE_BLOCKED = "PruneBlocked"
+    """``Synced`` False of an Application no longer in Git that the pass kept although pruning is on:
+    the pass pruned nothing because a file was refused, an Application's namespace is not allowed,
+    or the mass-prune guard refused the prune (sync.py, ``guards``). ``explain`` says "Blocked:
+    pruning held back" for it; the next clean pass prunes it."""
+
+
+# the module-level names sync.py and explainview.py read, until they use the enums
+SOURCE_AVAILABLE = ConditionType.SOURCE_AVAILABLE
+FETCH_FAILED, READ_FAILED = Reason.FETCH_FAILED, Reason.READ_FAILED
+INVALID_MANIFEST, INVALID_SPEC = Reason.INVALID_MANIFEST, Reason.INVALID_SPEC
+PRUNE_SKIPPED, PRUNE_BLOCKED = Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED
+
+STALLED_REASONS = frozenset({Reason.INVALID_MANIFEST, Reason.INVALID_SPEC, Reason.IMMUTABLE_CONFLICT, Reason.INVALID,
+                             Reason.OWNERSHIP_CONFLICT})
 """Failure reasons retrying cannot fix: only a new commit, or a person, can. Every other failure
 (``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt;
 ``PruneSkipped`` is a state a person chose and ``PruneBlocked`` a held-back prune that the next
 clean pass resolves."""
 
 
-def failure_reason(http_status: int, immutable_conflict: bool) -> str:
+def failure_reason(http_status: int, immutable_conflict: bool) -> Reason:
     """The ``Synced``/``Ready`` reason for an object the API server refused: ``ImmutableConflict``
     when the refusal was an immutable field on an object the agent may not delete
     (``apply.ImmutableConflict``), ``Invalid`` for any other HTTP 422, ``SyncFailed`` otherwise."""
     if immutable_conflict:
-        return IMMUTABLE_CONFLICT
-    return INVALID if http_status == 422 else "SyncFailed"
+        return Reason.IMMUTABLE_CONFLICT
+    return Reason.INVALID if http_status == 422 else Reason.SYNC_FAILED
 
 
 @dataclass(frozen=True)
@@ -77,7 +107,7 @@ class Condition:
     """One condition before times are attached: ``type``, ``status`` (bool), ``reason``
     (CamelCase), ``message``."""
 
-    type: str
+    type: ConditionType
     status: bool
     reason: str
     message: str
@@ -105,35 +135,35 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
     """
     out = []
     if not ok:
-        out.append(Condition(READY, False, reason, message))
-    elif health.status == health_.HEALTHY:
-        out.append(Condition(READY, True, health_.HEALTHY, health.message))
+        out.append(Condition(ConditionType.READY, False, reason, message))
+    elif health.status == health_.Status.HEALTHY:
+        out.append(Condition(ConditionType.READY, True, health_.Status.HEALTHY, health.message))
     else:
-        out.append(Condition(READY, False, health.status, health.message))
-    if ok and health.status == health_.PROGRESSING:
-        out.append(Condition(RECONCILING, True, health_.PROGRESSING, health.message))
+        out.append(Condition(ConditionType.READY, False, health.status, health.message))
+    if ok and health.status == health_.Status.PROGRESSING:
+        out.append(Condition(ConditionType.RECONCILING, True, health_.Status.PROGRESSING, health.message))
     if not ok and reason in STALLED_REASONS:
-        out.append(Condition(STALLED, True, reason, message))
-    elif ok and health.status == health_.DEGRADED:
-        out.append(Condition(STALLED, True, health_.DEGRADED, health.message))
-    out.append(Condition(SYNCED, ok, reason, message))
+        out.append(Condition(ConditionType.STALLED, True, reason, message))
+    elif ok and health.status == health_.Status.DEGRADED:
+        out.append(Condition(ConditionType.STALLED, True, health_.Status.DEGRADED, health.message))
+    out.append(Condition(ConditionType.SYNCED, ok, reason, message))
     return out
 
 
-def source_conditions(old: list[dict], reason: str, message: str, generation: int, now: str) -> list[dict] | None:
+def source_conditions(old: list[Obj], reason: str, message: str, generation: int, now: str) -> list[Obj] | None:
     """The conditions an Application whose source failed (``reason``: ``FETCH_FAILED`` or
     ``READ_FAILED``; ``message``: the error, already redacted) carries: ``old`` (its stored
     conditions, in order) with ``SourceAvailable`` status ``False`` put before ``Synced`` (last
     when there is none). ``lastTransitionTime`` is ``now`` (RFC 3339) when the condition was not
     ``False`` before, else kept: it says since when. None when ``old`` already says the same
     (status, reason, message): a failing source is written once, not on every pass. Pure."""
-    previous = next((c for c in old if c.get("type") == SOURCE_AVAILABLE), None)
+    previous = next((c for c in old if c.get("type") == ConditionType.SOURCE_AVAILABLE), None)
     if previous and (previous.get("status"), previous.get("reason"), previous.get("message")) == \
             ("False", reason, message):
         return None
     since = previous.get("lastTransitionTime") if previous and previous.get("status") == "False" else None
-    condition = {"type": SOURCE_AVAILABLE, "status": "False", "reason": reason, "message": message,
+    condition = {"type": ConditionType.SOURCE_AVAILABLE, "status": "False", "reason": reason, "message": message,
                  "lastTransitionTime": since or now, "observedGeneration": generation}
-    rest = [c for c in old if c.get("type") != SOURCE_AVAILABLE]
-    at = next((i for i, c in enumerate(rest) if c.get("type") == SYNCED), len(rest))
+    rest = [c for c in old if c.get("type") != ConditionType.SOURCE_AVAILABLE]
+    at = next((i for i, c in enumerate(rest) if c.get("type") == ConditionType.SYNCED), len(rest))
     return rest[:at] + [condition] + rest[at:]

@@ -13,20 +13,23 @@ agent's ``heumsi.github.io/source-commit`` annotation, which moves with every co
 
 from __future__ import annotations
 
+import builtins
 import copy
 import difflib
+from typing import Any
 
 import yaml
 
 from agent.api.labels import SOURCE_COMMIT
+from agent.api.objects import Obj
 from agent.engine import plan
-from agent.kube.cluster import Wrapper
+from agent.kube.cluster import Cluster, Wrapper
 
 NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 NOISY_ANNOTATIONS = (SOURCE_COMMIT,)
 
 
-def strip(obj: dict) -> dict:
+def strip(obj: Obj) -> Obj:
     """A deep copy of ``obj`` without status, server-managed metadata and the source-commit
     annotation (an annotations mapping left empty is removed too)."""
     out = copy.deepcopy(obj)
@@ -48,11 +51,11 @@ class _Plain(yaml.SafeDumper):
     would otherwise print once with an anchor (``&id001``) and then as aliases (``*id001``), a
     change of lines where nothing changed. ``kubectl diff`` never prints aliases either."""
 
-    def ignore_aliases(self, data) -> bool:
+    def ignore_aliases(self, data: object) -> bool:
         return True
 
 
-def dump(obj: dict | None) -> list[str]:
+def dump(obj: Obj | None) -> list[str]:
     """``strip(obj)`` as YAML lines with sorted keys and no anchors or aliases (``[]`` for
     None), newline-terminated."""
     if obj is None:
@@ -60,7 +63,7 @@ def dump(obj: dict | None) -> list[str]:
     return yaml.dump(strip(obj), Dumper=_Plain, sort_keys=True, default_flow_style=False).splitlines(keepends=True)
 
 
-def unified(subject: str, live: dict | None, desired: dict | None) -> str:
+def unified(subject: str, live: Obj | None, desired: Obj | None) -> str:
     """Unified diff (3 lines of context) from ``live`` to ``desired`` (either may be None: an
     addition or a deletion), headed ``--- live/<subject>`` and ``+++ desired/<subject>``
     (``/dev/null`` for the missing side, as Git does);
@@ -79,32 +82,32 @@ class Recording(Wrapper):
     ``Kind/namespace/name``. Every other verb is the wrapped one's (``Wrapper``).
     """
 
-    def __init__(self, kube):
+    def __init__(self, kube: Cluster) -> None:
         self._kube = kube
-        self.live: dict[str, dict] = {}
-        self.applied: dict[str, dict] = {}
-        self.deleted: dict[str, dict] = {}
+        self.live: dict[str, Obj] = {}
+        self.applied: dict[str, Obj] = {}
+        self.deleted: dict[str, Obj] = {}
 
-    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[Obj]:
         return self._seen(self._kube.list(group, kind, label_selector))
 
-    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> builtins.list[Obj]:
         """The namespaced list a pass reads before it creates a child (``apply.claim``): an
         object found there is the live side of its diff (one to adopt, or the agent's own that
         lost its label), not an addition."""
         return self._seen(self._kube.list_in(group, kind, namespace, label_selector))
 
-    def _seen(self, items: list[dict]) -> list[dict]:
+    def _seen(self, items: builtins.list[Obj]) -> builtins.list[Obj]:
         for item in items:
             self.live.setdefault(plan.subject(plan.identity(item)), item)
         return items
 
-    def apply(self, obj: dict, *args, **kwargs) -> dict:
+    def apply(self, obj: Obj, *args: Any, **kwargs: Any) -> Obj:
         result = self._kube.apply(obj, *args, **kwargs)
         self.applied[plan.subject(plan.identity(obj))] = result
         return result
 
-    def delete(self, obj: dict, *args, **kwargs):
+    def delete(self, obj: Obj, *args: Any, **kwargs: Any) -> bool:
         result = self._kube.delete(obj, *args, **kwargs)
         self.deleted[plan.subject(plan.identity(obj))] = obj
         return result

@@ -19,9 +19,11 @@ An Application with nothing changed and no new Warning gets no Event. The messag
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
+from agent.api.objects import Obj
 from agent.engine.report import ADOPTED, CONFIGURED, CREATED, PRUNED, RECREATED
-from agent.kube.cluster import Wrapper
+from agent.kube.cluster import Cluster, Wrapper
 
 ORDER = (ADOPTED, CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the parts of a message
 REASONS = {ADOPTED: "Adopted", RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
@@ -59,19 +61,19 @@ class Batch(Wrapper):
     Applications are keyed ``namespace/name``; the Event goes to the last object given for the
     key (the live Application, or the pruned one)."""
 
-    def __init__(self, kube):
+    def __init__(self, kube: Cluster) -> None:
         self._kube = kube
         self._lock = threading.Lock()
-        self._objects: dict[str, dict] = {}
+        self._objects: dict[str, Obj] = {}
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
         self._warnings: dict[str, tuple[str, str]] = {}
         self._notes: dict[str, list[tuple[str, str]]] = {}
 
     @staticmethod
-    def _key(obj: dict) -> str:
+    def _key(obj: Obj) -> str:
         return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
-    def change(self, app: dict | None, key: str, action: str, subject: str, why: str = "") -> None:
+    def change(self, app: Obj | None, key: str, action: str, subject: str, why: str = "") -> None:
         """Note that ``subject`` was ``action`` (created, configured, recreated, pruned) for the
         Application ``key``; ``app`` is its object when known (None: only noted)."""
         with self._lock:
@@ -79,7 +81,7 @@ class Batch(Wrapper):
                 self._objects[key] = app
             self._changes.setdefault(key, []).append((action, subject, why))
 
-    def event(self, obj: dict, type_: str, reason_: str, text: str) -> None:
+    def event(self, obj: Obj, type_: str, reason_: str, text: str) -> None:
         """Hold an Event for ``obj``: a Warning replaces any earlier Warning for it; a Normal
         one's text is appended to the Application's message (its reason is used only when no
         change names a weightier one)."""
@@ -91,7 +93,7 @@ class Batch(Wrapper):
             else:
                 self._notes.setdefault(key, []).append((reason_, text))
 
-    def pending(self) -> list[tuple[dict, str, str, str]]:
+    def pending(self) -> list[tuple[Obj, str, str, str]]:
         """(object, type, reason, message) of every Event ``flush`` would send, sorted by
         Application key."""
         out = []
@@ -110,7 +112,7 @@ class Batch(Wrapper):
                     out.append((obj, "Normal", reason(changes) or notes[0][0], summary))
         return [(o, t, r, m[:MAX_MESSAGE]) for o, t, r, m in out]
 
-    def flush(self, send=None) -> None:
+    def flush(self, send: Callable[[list[tuple[Obj, str, str, str]]], object] | None = None) -> None:
         """Send the held Events (through ``send(task_list)`` when given, e.g. a pool; else one
         after another) and forget them. Event failures are logged by ``Kube.event``."""
         items = self.pending()

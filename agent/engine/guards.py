@@ -16,6 +16,7 @@ Beyond the empty-set guard in ``sync.py`` (a commit with no Applications prunes 
 from __future__ import annotations
 
 from agent.api.labels import PRUNE_ANNOTATION
+from agent.api.objects import Obj
 
 PRUNE_DISABLED = "disabled"
 MIN_PRUNES_GUARDED = 10
@@ -38,7 +39,7 @@ def share(text: str) -> float:
     raise ValueError(f"{text!r} is not a share from 0 to 1 (1.0 turns the guard off)")
 
 
-def prune_disabled(obj: dict) -> bool:
+def prune_disabled(obj: Obj) -> bool:
     """True when ``obj`` (any live object dict) carries ``heumsi.github.io/prune: disabled``,
     the value compared ignoring case as Flux compares its own (``fluxcd/pkg/ssa``
     ``AnyInMetadata``, ``strings.EqualFold``), and as ``suspend`` compares the reconcile

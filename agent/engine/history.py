@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+from agent.api.objects import Obj
+
 LIMIT = 5
 """How many distinct contents the history keeps."""
 
@@ -36,7 +38,7 @@ def digest(spec: object) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def record(history: list[dict] | None, content: str, commit: str, now: str) -> list[dict]:
+def record(history: list[Obj] | None, content: str, commit: str, now: str) -> list[Obj]:
     """The history after a pass that synced ``content`` (a ``digest``) from ``commit`` at ``now``.
 
     - the same content as the newest entry: that entry's ``lastSyncedAt`` and ``passes`` move;
@@ -57,7 +59,7 @@ def record(history: list[dict] | None, content: str, commit: str, now: str) -> l
     return [found, *kept][:LIMIT]
 
 
-def changed_commit(old_history: list[dict] | None, old_changed: str | None, content: str, commit: str) -> str:
+def changed_commit(old_history: list[Obj] | None, old_changed: str | None, content: str, commit: str) -> str:
     """``lastChangedCommit`` after a pass that synced ``content`` from ``commit``: ``commit``
     when the content differs from the newest entry of ``old_history`` (or there is none),
     else ``old_changed`` (or, when that is absent, the newest entry's revision)."""
@@ -67,7 +69,7 @@ def changed_commit(old_history: list[dict] | None, old_changed: str | None, cont
     return old_changed or newest.get("revision") or commit
 
 
-def fields(old: dict, spec: object, commit: str | None, synced: bool, advanced: bool, now: str) -> dict:
+def fields(old: Obj, spec: object, commit: str | None, synced: bool, advanced: bool, now: str) -> Obj:
     """The status fields ``history``, ``lastChangedCommit`` and ``lastChangedCommitShort`` (7
     characters, for ``kubectl get``) after a pass. ``old``: the stored status. ``synced``: the
     pass synced the Application from Git at ``commit``; ``advanced``: it writes the status anyway
@@ -79,7 +81,7 @@ def fields(old: dict, spec: object, commit: str | None, synced: bool, advanced: 
         content = digest(spec)
         changed = changed_commit(history, changed, content, commit)
         history = record(history, content, commit, now)
-    out: dict = {}
+    out: Obj = {}
     if isinstance(history, list) and history:
         out["history"] = history
     if isinstance(changed, str) and changed:

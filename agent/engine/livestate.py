@@ -10,9 +10,11 @@ look at again.
 from __future__ import annotations
 
 from agent.api import labels
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import plan, statuswrite, steady as steady_
-from agent.engine.passvalues import LiveState, Obj, Pass, key_of
+from agent.engine.passvalues import ChildFacts, LiveState, Pass, Version, key_of
+from agent.engine.plan import Identity
 from agent.kinds import registry
 
 CRD_NAME = statuswrite.CRD_NAME
@@ -38,21 +40,21 @@ def read_live(p: Pass) -> LiveState | None:
     children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
     child_facts = [_facts(p.steady, child) for child in children]
-    children_of: dict[str, list] = {}
+    children_of: dict[str, list[tuple[Obj, Identity, Version]]] = {}
     for child, (ident, owner, version) in zip(children, child_facts):
         if owner is not None:
             children_of.setdefault(owner, []).append((child, ident, version))
     return LiveState(apps, app_facts, children, child_facts, children_of, namespaces)
 
 
-def child_facts(child: Obj) -> tuple:
+def child_facts(child: Obj) -> ChildFacts:
     """(identity, its Application's key when the agent owns it, else None, (identity,
     resourceVersion): what ``steady.Steady.unchanged`` compares) of a live child."""
     ident = plan.identity(child)
     return ident, plan.owner_key(child) if plan.owned(child) else None, (ident, child["metadata"].get("resourceVersion"))
 
 
-def _facts(steady: steady_.Steady | None, child: Obj) -> tuple:
+def _facts(steady: steady_.Steady | None, child: Obj) -> ChildFacts:
     """``child_facts``, derived once per object in ``run`` (``steady.Steady.fact``)."""
     return child_facts(child) if steady is None else steady.fact(child, child_facts)
 
@@ -65,12 +67,13 @@ def app_facts_of(p: Pass, app: Obj) -> tuple[str, bool, bool]:
     return derive(app) if p.steady is None else p.steady.fact(app, derive)
 
 
-def unchanged(p: Pass, live: LiveState, live_apps: dict[str, Obj]) -> dict:
+def unchanged(p: Pass, live: LiveState, live_apps: dict[str, Obj]) -> dict[str, steady_.Entry]:
     """The Applications from Git whose document, live object and live children are as the
     previous pass of ``run`` left them (``steady.Steady.unchanged``): key -> entry."""
     if p.steady is None or not p.steady.entries:
         return {}
-    hits, blobs, children_of, same = {}, p.git.blobs, live.children_of, p.steady.unchanged
+    hits: dict[str, steady_.Entry] = {}
+    blobs, children_of, same = p.git.blobs, live.children_of, p.steady.unchanged
     this_source = {key for key, _, this in live.app_facts if this}
     for key, m in zip(p.git.keys, p.git.manifests):
         app = live_apps.get(key)

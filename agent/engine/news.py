@@ -27,14 +27,39 @@ The reasons, each on a transition (old -> new):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
-DEPLOYED, READY, RECOVERED = "Deployed", "Ready", "Recovered"
-DEGRADED, STALLED, APPLY_FAILED, PRUNED = "Degraded", "Stalled", "ApplyFailed", "Pruned"
-REASONS = (DEPLOYED, READY, RECOVERED, DEGRADED, STALLED, APPLY_FAILED, PRUNED)
-INFO, ERROR = "info", "error"
-SEVERITY = {DEPLOYED: INFO, READY: INFO, RECOVERED: INFO, PRUNED: INFO,
-            DEGRADED: ERROR, STALLED: ERROR, APPLY_FAILED: ERROR}
-NOT_FAILURES = frozenset({"Synced", "PruneSkipped", "PruneBlocked", "Suspended"})
+from agent.api.objects import Obj
+from agent.engine.conditions import ConditionType, Reason
+from agent.kinds.health import Status
+
+
+class NoticeReason(StrEnum):
+    """What a notice tells (see the module's list). A ``str``: it compares and serializes as its value."""
+
+    DEPLOYED = "Deployed"
+    READY = "Ready"
+    RECOVERED = "Recovered"
+    DEGRADED = "Degraded"
+    STALLED = "Stalled"
+    APPLY_FAILED = "ApplyFailed"
+    PRUNED = "Pruned"
+
+
+class Severity(StrEnum):
+    """How bad a notice is: ``info`` or ``error``."""
+
+    INFO = "info"
+    ERROR = "error"
+
+
+REASONS = tuple(NoticeReason)
+SEVERITY = {NoticeReason.DEPLOYED: Severity.INFO, NoticeReason.READY: Severity.INFO,
+            NoticeReason.RECOVERED: Severity.INFO, NoticeReason.PRUNED: Severity.INFO,
+            NoticeReason.DEGRADED: Severity.ERROR, NoticeReason.STALLED: Severity.ERROR,
+            NoticeReason.APPLY_FAILED: Severity.ERROR}
+NOT_FAILURES = frozenset({Reason.SYNCED, Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED, Reason.SUSPENDED})
 """``Synced`` condition reasons that are no failure of the Application's own: a state a person
 chose, a prune held back (what blocked it is told as its own failure), or the success."""
 
@@ -50,8 +75,8 @@ class Notice:
 
     namespace: str
     name: str
-    reason: str
-    severity: str
+    reason: NoticeReason
+    severity: Severity
     message: str
     commit: str | None = None
     previous_commit: str | None = None
@@ -64,29 +89,29 @@ class Notice:
         return f"{self.namespace}/{self.name}"
 
 
-def _condition(status: dict, type_: str) -> dict:
+def _condition(status: Obj, type_: str) -> Obj:
     """The condition ``type_`` of ``status`` ({} when absent)."""
     return next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == type_), {})
 
 
-def _is(status: dict, type_: str) -> bool:
+def _is(status: Obj, type_: str) -> bool:
     return _condition(status, type_).get("status") == "True"
 
 
-def _health(status: dict) -> str | None:
+def _health(status: Obj) -> str | None:
     health = status.get("health")
     return health.get("status") if isinstance(health, dict) else None
 
 
-def failing(status: dict) -> bool:
+def failing(status: Obj) -> bool:
     """True when ``status`` says the Application needs attention: ``Synced`` False with a failure
     reason (``NOT_FAILURES`` are none), ``Stalled`` True, or health ``Degraded``."""
-    synced = _condition(status, "Synced")
+    synced = _condition(status, ConditionType.SYNCED)
     return (synced.get("status") == "False" and synced.get("reason") not in NOT_FAILURES) \
-        or _is(status, "Stalled") or _health(status) == "Degraded"
+        or _is(status, ConditionType.STALLED) or _health(status) == Status.DEGRADED
 
 
-def content(status: dict) -> tuple[str | None, str | None]:
+def content(status: Obj) -> tuple[str | None, str | None]:
     """(marker of what the Application deploys, the commit it came from) read from ``status``:
     ``history[0]``'s (digest, revision) when there is a history, else (``lastChangedCommit``,
     ``lastChangedCommit``), else (None, None): unknown."""
@@ -97,9 +122,9 @@ def content(status: dict) -> tuple[str | None, str | None]:
     return changed, changed
 
 
-def _deployed(old: dict, new: dict, changed: bool) -> bool:
+def _deployed(old: Obj, new: Obj, changed: bool) -> bool:
     """Did what the Application deploys change (see the module's ``Deployed``)?"""
-    if not _is(new, "Synced"):
+    if not _is(new, ConditionType.SYNCED):
         return False
     before = content(old)[0]
     if before is None:  # first sync, or a status written before the history existed (an upgrade)
@@ -111,7 +136,7 @@ def _short(sha: str | None) -> str:
     return sha[:7] if sha else "none"
 
 
-def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "",
+def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
          changed: bool = False) -> list[Notice]:
     """The notices the write of ``new`` over ``old`` (the Application's status before; None or
     {} when it had none) is worth, in the order of ``REASONS``; [] when nothing worth telling
@@ -121,45 +146,50 @@ def news(old: dict | None, new: dict, *, namespace: str, name: str, uid: str = "
     old = old or {}
     commit = new.get("lastAttemptedCommit") or new.get("lastSyncedCommit")
     previous = content(old)[1] or old.get("lastSyncedCommit")
-    where = {"namespace": namespace, "name": name, "uid": uid, "commit": commit, "previous_commit": previous,
-             "source_path": new.get("sourcePath")}
+    where: dict[str, Any] = {"namespace": namespace, "name": name, "uid": uid, "commit": commit,
+                             "previous_commit": previous, "source_path": new.get("sourcePath")}
     out: list[Notice] = []
 
-    def tell(reason: str, message: str) -> None:
+    def tell(reason: NoticeReason, message: str) -> None:
         out.append(Notice(reason=reason, severity=SEVERITY[reason], message=message, **where))
 
     if _deployed(old, new, changed):
         revision = content(new)[1] or new.get("lastSyncedCommit")
-        tell(DEPLOYED, f"deployed commit {_short(revision)} (before: {_short(previous)})")
+        tell(NoticeReason.DEPLOYED, f"deployed commit {_short(revision)} (before: {_short(previous)})")
     was_failing, is_failing = failing(old), failing(new)
-    ready = _condition(new, "Ready")
-    if _is(new, "Ready") and not _is(old, "Ready") and not was_failing:
-        tell(READY, f"ready: {ready.get('message') or 'healthy'}")
+    ready = _condition(new, ConditionType.READY)
+    if _is(new, ConditionType.READY) and not _is(old, ConditionType.READY) and not was_failing:
+        tell(NoticeReason.READY, f"ready: {ready.get('message') or 'healthy'}")
     if was_failing and not is_failing:
-        tell(RECOVERED, "recovered: " + (f"ready: {ready.get('message') or 'healthy'}" if _is(new, "Ready")
+        tell(NoticeReason.RECOVERED, "recovered: " + (f"ready: {ready.get('message') or 'healthy'}"
+                                                      if _is(new, ConditionType.READY)
                                          else f"synced, {ready.get('reason') or 'not ready yet'}"))
-    health = new.get("health") if isinstance(new.get("health"), dict) else {}
-    if _health(new) == "Degraded" and _health(old) != "Degraded":
-        tell(DEGRADED, f"Degraded: {health.get('message') or 'a child is degraded'}")
-    stalled = _condition(new, "Stalled")
-    if stalled.get("status") == "True" and stalled.get("reason") != "Degraded" and not _is(old, "Stalled"):
-        tell(STALLED, f"{stalled.get('reason')}: {stalled.get('message', '')}")
-    synced, old_synced = _condition(new, "Synced"), _condition(old, "Synced")
+    found = new.get("health")
+    health: Obj = found if isinstance(found, dict) else {}
+    if _health(new) == Status.DEGRADED and _health(old) != Status.DEGRADED:
+        tell(NoticeReason.DEGRADED, f"Degraded: {health.get('message') or 'a child is degraded'}")
+    stalled = _condition(new, ConditionType.STALLED)
+    if stalled.get("status") == "True" and stalled.get("reason") != Status.DEGRADED \
+            and not _is(old, ConditionType.STALLED):
+        tell(NoticeReason.STALLED, f"{stalled.get('reason')}: {stalled.get('message', '')}")
+    synced, old_synced = _condition(new, ConditionType.SYNCED), _condition(old, ConditionType.SYNCED)
     if synced.get("status") == "False" and synced.get("reason") not in NOT_FAILURES \
             and not (old_synced.get("status") == "False" and old_synced.get("reason") not in NOT_FAILURES) \
             and stalled.get("status") != "True":
-        tell(APPLY_FAILED, f"{synced.get('reason')}: {synced.get('message', '')}")
+        tell(NoticeReason.APPLY_FAILED, f"{synced.get('reason')}: {synced.get('message', '')}")
     return out
 
 
 def pruned(namespace: str, name: str, *, commit: str | None, previous_commit: str | None = None,
            source_path: str | None = None, uid: str = "") -> Notice:
     """The ``Pruned`` notice of an Application the prune step deleted at ``commit``."""
-    return Notice(namespace, name, PRUNED, SEVERITY[PRUNED], f"pruned: no longer in Git at commit {_short(commit)}",
+    return Notice(namespace, name, NoticeReason.PRUNED, SEVERITY[NoticeReason.PRUNED],
+                  f"pruned: no longer in Git at commit {_short(commit)}",
                   commit, previous_commit, source_path, uid)
 
 
 def wanted(notice: Notice, reasons: frozenset[str] | None, severity: str | None) -> bool:
     """True when ``notice`` passes the filters: its reason is in ``reasons`` (None: every
     reason) and, with ``severity`` ``error``, it is an error (``info``: everything)."""
-    return (reasons is None or notice.reason in reasons) and (severity != ERROR or notice.severity == ERROR)
+    return (reasons is None or notice.reason in reasons) and \
+        (severity != Severity.ERROR or notice.severity == Severity.ERROR)

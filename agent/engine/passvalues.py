@@ -16,11 +16,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.api.objects import Obj
 from agent.engine import backoff, steady as steady_
 from agent.engine.options import Options
+from agent.engine.plan import Identity, Step
 from agent.engine.report import Report
+from agent.engine.suspend import Hold
+from agent.manifests.manifest import Manifest
 
-Obj = dict[str, Any]  # an API object as the API server returns it (or as the agent renders it)
+Version = tuple[Identity, str | None]  # (identity, resourceVersion) of a live object: what ``steady`` compares
+ChildFacts = tuple[Identity, str | None, Version]  # (identity, owner key when the agent owns it, version)
 
 
 def key_of(obj: Obj) -> str:
@@ -36,9 +41,9 @@ class Wanted:
     refused (any one blocks pruning: fail closed); ``outside``: how many of ``problems`` are
     Applications ``--allowed-namespaces`` refused."""
 
-    manifests: list
+    manifests: list[Manifest]
     blobs: dict[str, str] = field(default_factory=dict)
-    problems: list = field(default_factory=list)
+    problems: list[Any] = field(default_factory=list)  # manifests.ManifestError
     outside: int = 0
     keys: list[str] = field(init=False)
     paths: dict[str, str] = field(init=False)
@@ -78,8 +83,8 @@ class LiveState:
     apps: list[Obj]
     app_facts: list[tuple[str, bool, bool]]
     children: list[Obj]
-    child_facts: list[tuple]
-    children_of: dict[str, list]
+    child_facts: list[ChildFacts]
+    children_of: dict[str, list[tuple[Obj, Identity, Version]]]
     namespaces: set[str]
 
     def by_key(self) -> dict[str, Obj]:
@@ -102,8 +107,8 @@ class AppPlan:
     hits: dict[str, steady_.Entry]
     desired: tuple[Obj, ...]
     notes_of: dict[str, list[str]]
-    waiting: dict
-    steps: list
+    waiting: dict[str, backoff.Waiting]
+    steps: list[Step]
     refused: frozenset[str]
 
 
@@ -119,7 +124,7 @@ class AppsApplied:
     failed: dict[str, Obj]
     written: frozenset[str]
     foreign: frozenset[str] = frozenset()
-    holds: dict = field(default_factory=dict)
+    holds: dict[str, Hold] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ class ChildIndex:
     """The live children (``childapply.index``): ``by_id``: identity -> live child (a desired child
     pairs with the one of its identity); ``live_of``: owner key -> kind -> owned live child."""
 
-    by_id: dict[tuple, Obj]
+    by_id: dict[Identity, Obj]
     live_of: dict[str, dict[str, Obj]]
 
 
@@ -140,7 +145,7 @@ class ChildWave:
     annotation; ``taken``: key -> kinds whose name someone else's object holds; ``opted``: keys
     of Applications that opted in to adopt (``plan.opted_in``)."""
 
-    paired: frozenset = frozenset()
+    paired: frozenset[Identity] = frozenset()
     live_of: dict[str, dict[str, Obj]] = field(default_factory=dict)
     written: frozenset[str] = frozenset()
     held: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -8,16 +8,35 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Iterable
+from enum import StrEnum
+from typing import Any, Iterable, cast
 
 from agent.api.labels import ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
+from agent.api.objects import Obj, ObjectMeta
 from agent.api.schema import GROUP, KIND
 from agent.kinds import fields
 
-CREATE, UPDATE, UNCHANGED, PRUNE = "create", "update", "unchanged", "prune"
-CONFLICT = "conflict"
-"""A child's slot holds someone else's object (``ownership``): ``claim`` takes such steps out."""
-OURS, ADOPT, STRANGER = "ours", "adopt", "stranger"
+
+class Op(StrEnum):
+    """What a pass does to one object (``Step.action``). A ``str``."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    UNCHANGED = "unchanged"
+    PRUNE = "prune"
+    CONFLICT = "conflict"
+    """A child's slot holds someone else's object (``ownership``): ``claim`` takes such steps out."""
+
+
+class Owner(StrEnum):
+    """Whose an object in a child's slot is (``Verdict.kind``, see ``ownership``). A ``str``."""
+
+    OURS = "ours"
+    ADOPT = "adopt"
+    STRANGER = "stranger"
+
+
+UNCHANGED, PRUNE = Op.UNCHANGED, Op.PRUNE  # the names sync.py reads
 
 Identity = tuple[str, str, str, str]
 """(group, kind, namespace, name); the core group is ""."""
@@ -26,10 +45,10 @@ PROVENANCE = frozenset({SOURCE_COMMIT, SOURCE_PATH})
 """Annotations that record where content came from; a change in them alone is not a change."""
 
 
-def identity(obj: dict) -> Identity:
+def identity(obj: Obj) -> Identity:
     """(group, kind, namespace, name) of an object dict; group from ``apiVersion`` ("" for v1)."""
     group = sys.intern(obj["apiVersion"].rpartition("/")[0])  # one "apps" for 20,000 identities
-    meta = obj["metadata"]
+    meta: ObjectMeta = obj["metadata"]
     return (group, obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
@@ -39,7 +58,7 @@ def subject(ident: Identity) -> str:
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
-def owned(obj: dict, source: str | None = None) -> bool:
+def owned(obj: Obj, source: str | None = None) -> bool:
     """True when the agent owns ``obj`` and may prune it (which objects it applies over, takes
     fields over on or recreates where Git wants them is ``not_ours``'s rule, which does not ask
     for the label or the ownerReference a hand edit removes).
@@ -55,10 +74,10 @@ def owned(obj: dict, source: str | None = None) -> bool:
     return owned_both(obj, source)[source is not None]
 
 
-def owned_both(obj: dict, source: str | None) -> tuple[bool, bool]:
+def owned_both(obj: Obj, source: str | None) -> tuple[bool, bool]:
     """(``owned(obj)``, ``owned(obj, source)``), for the price of one: a pass asks both of
     10,000 Applications."""
-    meta = obj.get("metadata", {})
+    meta: ObjectMeta = obj.get("metadata", {})
     labels = meta.get("labels") or {}
     if labels.get(MANAGED_BY) != AGENT_NAME or not fields.applied_by_agent(obj):
         return False, False
@@ -68,28 +87,28 @@ def owned_both(obj: dict, source: str | None) -> tuple[bool, bool]:
     return mine, mine
 
 
-def owner_name(obj: dict) -> str | None:
+def owner_name(obj: Obj) -> str | None:
     """Name of the Application named by ``obj``'s controller ownerReference, or None."""
     return next((ref.get("name") for ref in obj.get("metadata", {}).get("ownerReferences") or []
                  if ref.get("kind") == KIND and ref.get("apiVersion", "").startswith(GROUP + "/")
                  and ref.get("controller")), None)
 
 
-def controller(obj: dict) -> dict | None:
+def controller(obj: Obj) -> Obj | None:
     """``obj``'s controller ownerReference, whatever its owner's kind, or None (the API server
     allows one per object)."""
     return next((ref for ref in obj.get("metadata", {}).get("ownerReferences") or [] if ref.get("controller")),
                 None)
 
 
-def managers(obj: dict) -> list[str]:
+def managers(obj: Obj) -> list[str]:
     """The field managers that wrote ``obj`` itself (``metadata.managedFields``; a controller
     writing only its ``status`` is not one), sorted, each once."""
     return sorted({e.get("manager") or "?" for e in obj.get("metadata", {}).get("managedFields") or []
                    if e.get("subresource") != "status"})
 
 
-def opted_in(app: dict) -> bool:
+def opted_in(app: Obj) -> bool:
     """True when the Application ``app`` carries ``heumsi.github.io/adopt: "true"``: objects
     in its children's slots that no controller holds are adopted (``ownership``)."""
     value = (app.get("metadata", {}).get("annotations") or {}).get(ADOPT_ANNOTATION, "")
@@ -102,11 +121,11 @@ class Verdict:
     ``ADOPT`` (the Application's child that someone else wrote: the agent takes it over) or
     ``STRANGER`` (never modified or deleted); ``why`` says why it is adopted or left alone."""
 
-    kind: str
+    kind: Owner
     why: str = ""
 
 
-def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
+def ownership(live: Obj, desired: Obj, opt_in: bool = False) -> Verdict:
     """Whose ``live`` is, standing in the slot of the desired child ``desired`` (same kind,
     namespace and name; its controller ownerReference names the Application and its uid).
 
@@ -130,23 +149,23 @@ def ownership(live: dict, desired: dict, opt_in: bool = False) -> Verdict:
     ref, agent = controller(live), fields.applied_by_agent(live)
     if ref is None:
         if agent:
-            return Verdict(OURS)
+            return Verdict(Owner.OURS)
         if opt_in:
-            return Verdict(ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
-        return Verdict(STRANGER, "is controlled by nothing and was not made by the agent")
+            return Verdict(Owner.ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
+        return Verdict(Owner.STRANGER, "is controlled by nothing and was not made by the agent")
     if owner_name(live) != name:
-        return Verdict(STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
+        return Verdict(Owner.STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
                                  f"ownerReference), not by Application {meta.get('namespace')}/{name}")
     if uid is not None and ref.get("uid") != uid:
-        return Verdict(ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
+        return Verdict(Owner.ADOPT, f"its controller ownerReference names an earlier Application {name} (uid "
                               f"{ref.get('uid')}), deleted and made again, and no other controller holds it: the "
                               f"stale reference is replaced by one to this Application (uid {uid})")
     if agent:
-        return Verdict(OURS)
-    return Verdict(ADOPT, "its controller ownerReference names this Application")
+        return Verdict(Owner.OURS)
+    return Verdict(Owner.ADOPT, "its controller ownerReference names this Application")
 
 
-def not_ours(live: dict) -> str | None:
+def not_ours(live: Obj) -> str | None:
     """Why the agent must leave ``live`` alone although it stands where a desired object goes
     (the same identity), as a phrase after "exists and"; None when it is the agent's own.
 
@@ -163,7 +182,7 @@ def not_ours(live: dict) -> str | None:
     if not fields.applied_by_agent(live):
         return (f"was not made by the agent: its metadata.managedFields has no Apply entry of the field "
                 f"manager {AGENT_NAME}")
-    meta = live["metadata"]
+    meta: ObjectMeta = live["metadata"]
     ref = controller(live)
     if ref is not None and owner_name(live) != meta["name"]:
         return (f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller ownerReference), "
@@ -171,18 +190,18 @@ def not_ours(live: dict) -> str | None:
     return None
 
 
-def owner_key(obj: dict) -> str:
+def owner_key(obj: Obj) -> str:
     """``namespace/name`` of the Application an object belongs to: itself for an Application,
     its controller ownerReference's Application for a child (the child's name when it has
     none, as a desired child's reference always names it)."""
-    meta = obj["metadata"]
+    meta: ObjectMeta = obj["metadata"]
     if obj["kind"] == KIND:
         return sys.intern(f"{meta['namespace']}/{meta['name']}")
     # one string per Application however many children and report entries name it
     return sys.intern(f"{meta['namespace']}/{owner_name(obj) or meta['name']}")
 
 
-def drifted_ownership(live: dict, desired: dict | None = None) -> bool:
+def drifted_ownership(live: Obj, desired: Obj | None = None) -> bool:
     """True when ``live``, standing where a desired object goes, is the agent's own
     (``not_ours`` finds no reason against it) and other managers (kubectl and Update writers)
     own fields inside what the agent renders in full (``fields.AUTHORITATIVE``): drift that
@@ -197,7 +216,7 @@ def drifted_ownership(live: dict, desired: dict | None = None) -> bool:
     return (identity(live)[:2] == (GROUP, KIND) or not_ours(live) is None) and bool(fields.foreign(live, desired))
 
 
-def contains(live, desired) -> bool:
+def contains(live: Any, desired: Any) -> bool:
     """True when every field set in ``desired`` has the same value in ``live``.
 
     Mappings compare key by key (extra live keys, such as defaults the API server filled in,
@@ -208,10 +227,10 @@ def contains(live, desired) -> bool:
     if isinstance(desired, list):
         return (isinstance(live, list) and len(live) == len(desired)
                 and all(contains(lv, dv) for lv, dv in zip(live, desired)))
-    return live == desired
+    return bool(live == desired)
 
 
-def _without_provenance(obj: dict) -> dict:
+def _without_provenance(obj: Obj) -> Obj:
     annotations = obj.get("metadata", {}).get("annotations")
     if not annotations:
         return obj
@@ -226,10 +245,10 @@ class Step:
     prune (and for an unchanged child once ``sync`` has let its desired object go: the live one
     then stands for both), ``live`` is None for create."""
 
-    action: str
+    action: Op
     identity: Identity
-    desired: dict | None
-    live: dict | None
+    desired: Obj | None
+    live: Obj | None
     why: str = ""
     """An update that adopts ``live``: why it is the Application's; a conflict: why it is not."""
 
@@ -238,12 +257,17 @@ class Step:
         return subject(self.identity)
 
     @property
+    def target(self) -> Obj:
+        """The object the step is about: ``desired``, else ``live`` (a step has one or both)."""
+        return cast(Obj, self.desired if self.desired is not None else self.live)
+
+    @property
     def adopting(self) -> bool:
         """True for an update that takes over the Application's child someone else wrote."""
-        return self.action == UPDATE and bool(self.why)
+        return self.action == Op.UPDATE and bool(self.why)
 
 
-def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
+def plan(desired: Iterable[Obj], live: Iterable[Obj], *, prune: bool = True,
          source: str | None = None) -> list[Step]:
     """Decide create/update/unchanged for each desired object and prune for each live object
     the agent owns (see ``owned``) that is no longer desired.
@@ -265,32 +289,32 @@ def plan(desired: Iterable[dict], live: Iterable[dict], *, prune: bool = True,
     return steps
 
 
-def decide(obj: dict, current: dict | None, opt_in: bool = False) -> Step:
+def decide(obj: Obj, current: Obj | None, opt_in: bool = False) -> Step:
     """The step for one desired object ``obj``, given ``current``, the live object with its
     identity (None when there is none): create, unchanged or update, as ``plan`` decides. For a
     child, ``current`` is first judged (``ownership``; ``opt_in``: its Application's
     ``opted_in``): an update that adopts it, or a conflict when it is someone else's."""
     ident = identity(obj)
     if current is None:
-        return Step(CREATE, ident, obj, None)
+        return Step(Op.CREATE, ident, obj, None)
     if ident[:2] != (GROUP, KIND):
         verdict = ownership(current, obj, opt_in)
-        if verdict.kind != OURS:
-            return Step(UPDATE if verdict.kind == ADOPT else CONFLICT, ident, obj, current, verdict.why)
+        if verdict.kind != Owner.OURS:
+            return Step(Op.UPDATE if verdict.kind == Owner.ADOPT else Op.CONFLICT, ident, obj, current, verdict.why)
     wanted = _without_provenance(obj)
     if (contains(current, wanted) or _only_theirs_differ(current, wanted)) \
             and not drifted_ownership(current, obj) and not _stale(current, obj):
-        return Step(UNCHANGED, ident, obj, current)
-    return Step(UPDATE, ident, obj, current)
+        return Step(Op.UNCHANGED, ident, obj, current)
+    return Step(Op.UPDATE, ident, obj, current)
 
 
-def _stale(live: dict, desired: dict) -> bool:
+def _stale(live: Obj, desired: Obj) -> bool:
     """True when the agent's own apply of ``live`` holds a field Git no longer sets, to remove
     (``fields.dropped``) or to let go of (``fields.releasable``); only for the agent's own."""
     return (fields.dropped(live, desired) or fields.releasable(live, desired)) and not_ours(live) is None
 
 
-def _only_theirs_differ(live: dict, desired: dict) -> bool:
+def _only_theirs_differ(live: Obj, desired: Obj) -> bool:
     """True when ``live`` contains ``desired`` once the list entries another controller
     declared with its own server-side apply are set aside (``fields.without_theirs``): the
     agent's apply leaves those in place, so applying would change nothing, pass after pass."""
@@ -298,15 +322,15 @@ def _only_theirs_differ(live: dict, desired: dict) -> bool:
     return bool(trie) and contains(fields.without_theirs(live, trie, desired), desired)
 
 
-def prunes(live_by_id: dict, desired: set, source: str | None = None) -> list[Step]:
+def prunes(live_by_id: dict[Identity, Obj], desired: set[Identity], source: str | None = None) -> list[Step]:
     """Prune steps, sorted by identity, for each object of ``live_by_id`` (identity -> live
     object) whose identity is not in ``desired`` and that the agent owns (``owned``; with
     ``source``, only that source's Applications)."""
-    return [Step(PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
+    return [Step(Op.PRUNE, ident, None, live_by_id[ident]) for ident in sorted(set(live_by_id) - desired)
             if owned(live_by_id[ident], source)]
 
 
-def claim(steps: list[Step], found: Iterable[dict],
+def claim(steps: list[Step], found: Iterable[Obj],
           opted: frozenset[str] | set[str] = frozenset()) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Check the child steps against ``found``: objects that exist under a create's identity
     although the label-selected list did not show them (a namespaced list without a selector).
@@ -325,10 +349,11 @@ def claim(steps: list[Step], found: Iterable[dict],
     by_id = {identity(obj): obj for obj in found}
     out, conflicts = [], []
     for step in steps:
-        existing = by_id.get(step.identity) if step.action == CREATE else None
+        existing = by_id.get(step.identity) if step.action == Op.CREATE else None
         if existing is not None:
-            step = decide(step.desired, existing, owner_key(step.desired) in opted)
-        if step.action == CONFLICT:
+            desired = cast(Obj, step.desired)  # a create's
+            step = decide(desired, existing, owner_key(desired) in opted)
+        if step.action == Op.CONFLICT:
             conflicts.append((step, step.why))
         else:
             out.append(step)

@@ -10,11 +10,13 @@ reported as kept or suspended.
 from __future__ import annotations
 
 from agent.api import labels
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import guards, news, plan, suspend, writes
-from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Obj, Pass
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, KEPT, PRUNED, SUSPENDED
 from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 
 def plan_prunes(p: Pass, live: LiveState, idx: ChildIndex, children: ChildWave, prune: bool) -> list[plan.Step]:
@@ -43,24 +45,24 @@ def prune_all(p: Pass, child_prunes: list[plan.Step], planned: AppPlan, applied:
                 kube.change(step.live if step.identity[1] == KIND else applied.in_scope.get(owner), owner, PRUNED,
                             step.subject)
                 if step.identity[1] == KIND:  # its status goes with it: the prune itself is the news
-                    report.notices.append(pruned_notice(step.live, report.commit))
+                    report.notices.append(pruned_notice(step.target, report.commit))
 
 
 def _delete_of(p: Pass, step: plan.Step, planned: AppPlan, applied: AppsApplied,
-               keeps_children: set[str]) -> tuple | None:
+               keeps_children: set[str]) -> tuple[plan.Step, str, str] | None:
     """(step, owner key, propagation) when ``step`` is to be carried out; None when its owner is
     not synced, another's or backing off, or it is held (reported as suspended) or kept by its
     annotation (reported as kept; its owner then keeps ``keeps_children``' orphan propagation)."""
-    report = p.report
-    owner = plan.owner_key(step.live)
+    report, live = p.report, step.target  # a prune's target is its live object
+    owner = plan.owner_key(live)
     if owner in report.failures or owner in applied.foreign or owner in planned.waiting:
         return None
     if step.identity[1] != KIND and owner in applied.holds:  # a suspended Application's child Git dropped
-        report.add(owner, step.subject, SUSPENDED, suspend.child(applied.holds[owner], step.subject, step.live))
+        report.add(owner, step.subject, SUSPENDED, suspend.child(applied.holds[owner], step.subject, live) or "")
         return None
-    if guards.prune_disabled(step.live) or suspend.set_by_hand(step.live):
-        by = labels.PRUNE_ANNOTATION if guards.prune_disabled(step.live) else labels.RECONCILE_ANNOTATION
-        report.add(owner, step.subject, KEPT, f"not in Git; {by}: {step.live['metadata']['annotations'][by]}")
+    if guards.prune_disabled(live) or suspend.set_by_hand(live):
+        by = labels.PRUNE_ANNOTATION if guards.prune_disabled(live) else labels.RECONCILE_ANNOTATION
+        report.add(owner, step.subject, KEPT, f"not in Git; {by}: {live['metadata']['annotations'][by]}")
         keeps_children.add(owner)
         return None
     return step, owner, guards.propagation(step.identity[1], owner in keeps_children)
@@ -74,11 +76,11 @@ def pruned_notice(app: Obj, commit: str | None) -> news.Notice:
                        source_path=old.get("sourcePath") or (meta.get("annotations") or {}).get(labels.SOURCE_PATH))
 
 
-def _prune(kube, report, step: plan.Step, owner: str, propagation: str) -> bool:
+def _prune(kube: Cluster, report: writes.Scratch, step: plan.Step, owner: str, propagation: str) -> bool:
     """Delete one object ``step`` prunes; True when it was deleted (or already gone). A refusal
     is recorded as failed for ``owner``; an unreachable API server (status 0) re-raises."""
     try:
-        kube.delete(step.live, propagation)
+        kube.delete(step.target, propagation)
     except ApiError as err:
         if err.status == 0:
             raise

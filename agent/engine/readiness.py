@@ -19,53 +19,70 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Callable
 
 from agent.api.labels import AGENT_NAME, MANAGED_BY
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
 from agent.kinds import health as health_, registry
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 POLL_SECONDS = 1.0
 """Seconds between two looks: a rollout on a real cluster takes seconds to minutes."""
 DEFAULT_SECONDS = 300.0
 """``--wait`` without a value: 5 minutes, as ``flux reconcile`` and ``kubectl wait``'s usual timeout."""
 
-HEALTHY, FAILED, WAITING = "healthy", "failed", "waiting"
-"""What one Application's status says for the wait (``state``)."""
-TIMEOUT, INTERRUPTED, ERROR = "timeout", "interrupted", "error"
-"""How a wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled)."""
+
+class Wait(StrEnum):
+    """``HEALTHY``, ``FAILED``, ``WAITING``: what one Application's status says for the wait
+    (``state``), and the wait's ``verdict`` so far. ``TIMEOUT``, ``INTERRUPTED``, ``ERROR``: how a
+    wait can end other than ``HEALTHY`` (all healthy) or ``FAILED`` (one Degraded or Stalled).
+    A ``str``: it compares and serializes as its value."""
+
+    HEALTHY = "healthy"
+    FAILED = "failed"
+    WAITING = "waiting"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+OnChange = Callable[[str, Obj], object]
+"""``on_change(key, health)``: told each new ``{"status", "message"}`` of an Application's health."""
 
 
-def state(status: dict | None) -> str:
+def state(status: Obj | None) -> Wait:
     """``HEALTHY`` when the Application's ``status`` has ``Ready`` True; ``FAILED`` when its
     health is ``Degraded`` or its ``Stalled`` condition is True (kstatus: retrying cannot help);
     else ``WAITING`` (Progressing, Missing, no status yet). Pure."""
     status = status or {}
     found = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
-    if found.get(conditions.READY) == "True":
-        return HEALTHY
-    if (status.get("health") or {}).get("status") == health_.DEGRADED or found.get(conditions.STALLED) == "True":
-        return FAILED
-    return WAITING
+    if found.get(conditions.ConditionType.READY) == "True":
+        return Wait.HEALTHY
+    degraded = (status.get("health") or {}).get("status") == health_.Status.DEGRADED
+    if degraded or found.get(conditions.ConditionType.STALLED) == "True":
+        return Wait.FAILED
+    return Wait.WAITING
 
 
-def verdict(states: dict[str, str]) -> str:
+def verdict(states: dict[str, Wait]) -> Wait:
     """The wait's result so far from each Application's ``state``: ``FAILED`` when any failed,
     ``HEALTHY`` when all are healthy (also when there are none), else ``WAITING``. Pure."""
     values = set(states.values())
-    if FAILED in values:
-        return FAILED
-    return HEALTHY if values <= {HEALTHY} else WAITING
+    if Wait.FAILED in values:
+        return Wait.FAILED
+    return Wait.HEALTHY if values <= {Wait.HEALTHY} else Wait.WAITING
 
 
-def count_ready(health: dict[str, dict], failing: list[str]) -> int:
+def count_ready(health: dict[str, Obj], failing: list[str]) -> int:
     """How many of the Applications in ``health`` (``namespace/name`` -> ``{status, message}``,
     ``Report.health``) are Ready: Healthy and not among ``failing`` (``Report.failing``), as the
     ``Ready`` condition says (``conditions.kstatus``). Pure."""
     failed = set(failing)
-    return sum(h.get("status") == health_.HEALTHY and key not in failed for key, h in health.items())
+    return sum(h.get("status") == health_.Status.HEALTHY and key not in failed for key, h in health.items())
 
 
 @dataclass
@@ -75,24 +92,24 @@ class Result:
     -> ``state`` at the end), ``error`` (for ``ERROR``: the sentence), ``skipped``
     (``namespace/name`` of Applications of the pass not waited for: suspended or held)."""
 
-    result: str
+    result: Wait
     seconds: float
     timeout: float
-    states: dict[str, str] = field(default_factory=dict)
+    states: dict[str, Wait] = field(default_factory=dict)
     error: str | None = None
     skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.result == HEALTHY
+        return self.result == Wait.HEALTHY
 
     def not_healthy(self) -> list[str]:
         """Sorted ``namespace/name`` of the Applications that were not healthy at the end."""
-        return sorted(k for k, s in self.states.items() if s != HEALTHY)
+        return sorted(k for k, s in self.states.items() if s != Wait.HEALTHY)
 
 
-def wait(kube: Kube, report: Report, timeout: float, stop: threading.Event, *,
-         poll: float = POLL_SECONDS, on_change=None) -> Result:
+def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *,
+         poll: float = POLL_SECONDS, on_change: OnChange | None = None) -> Result:
     """Wait up to ``timeout`` seconds for the Applications in ``report.synced`` to be healthy,
     rewriting their status as their children move (``statuswrite.write``) and keeping
     ``report.health`` current. ``stop`` (set by SIGTERM or SIGINT) ends the wait at once
@@ -102,33 +119,34 @@ def wait(kube: Kube, report: Report, timeout: float, stop: threading.Event, *,
     started = time.monotonic()
     pending = {key: outcome for key, outcome in report.synced.items() if outcome is not None}
     skipped = sorted(key for key, outcome in report.synced.items() if outcome is None)
-    states: dict[str, str] = {}
+    states: dict[str, Wait] = {}
 
-    def result(kind: str, error: str | None = None) -> Result:
+    def result(kind: Wait, error: str | None = None) -> Result:
         return Result(kind, time.monotonic() - started, timeout, dict(states), error, skipped)
 
     while True:
         try:
             _look(kube, report, pending, states, on_change)
         except ApiError as err:
-            return result(ERROR, f"reading the Applications while waiting failed: {err}")
+            return result(Wait.ERROR, f"reading the Applications while waiting failed: {err}")
         now = verdict(states)
-        if now != WAITING:
+        if now != Wait.WAITING:
             return result(now)
         left = timeout - (time.monotonic() - started)
         if left <= 0:
-            return result(TIMEOUT)
+            return result(Wait.TIMEOUT)
         if stop.wait(min(poll, left)):
-            return result(INTERRUPTED)
+            return result(Wait.INTERRUPTED)
 
 
-def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_change) -> None:
+def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[str, Wait],
+          on_change: OnChange | None) -> None:
     """One look: list the Applications and their children in their namespaces, write each
     status that moved and record each Application's ``state``. Raises ``ApiError``."""
     namespaces = sorted({key.partition("/")[0] for key in pending})
     apps = {f"{ns}/{a['metadata']['name']}": a for ns in namespaces for a in kube.list_in(GROUP, KIND, ns)}
     kinds = {k for key in pending if (app := apps.get(key)) for k in registry.wanted(app.get("spec"))}
-    children: dict[str, dict[str, dict]] = {}
+    children: dict[str, dict[str, Obj]] = {}
     for ns in namespaces:
         for kind in sorted(kinds, key=registry.CHILD_KINDS.index):
             for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
@@ -137,9 +155,9 @@ def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_
     for key, outcome in sorted(pending.items()):
         app = apps.get(key)
         if app is None or app["metadata"].get("deletionTimestamp"):
-            states[key] = FAILED
-            _moved(report, key, {"status": health_.MISSING, "message": "the Application was deleted while waiting"},
-                   on_change)
+            states[key] = Wait.FAILED
+            gone = {"status": health_.Status.MISSING, "message": "the Application was deleted while waiting"}
+            _moved(report, key, gone, on_change)
             continue
         kids = children.get(key, {})
         new = statuswrite.new_status(app, outcome, kids, False, backoff.ONE_SHOT)
@@ -148,7 +166,7 @@ def _look(kube: Kube, report: Report, pending: dict, states: dict[str, str], on_
         _moved(report, key, new["health"], on_change)
 
 
-def _moved(report: Report, key: str, health: dict, on_change) -> None:
+def _moved(report: Report, key: str, health: Obj, on_change: OnChange | None) -> None:
     if report.health.get(key) != health:
         report.health[key] = health
         if on_change is not None:

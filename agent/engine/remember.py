@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import plan, steady as steady_
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
-from agent.engine.report import ADOPTED, CONFIGURED, CREATED, RECREATED, UNCHANGED
+from agent.engine.report import ADOPTED, CONFIGURED, CREATED, RECREATED, UNCHANGED, Change
+from agent.manifests.manifest import Manifest
 
 _CLEAN = frozenset({CREATED, CONFIGURED, RECREATED, ADOPTED, UNCHANGED})
 
@@ -16,10 +20,10 @@ def remember(p: Pass, steady: steady_.Steady, planned: AppPlan, applied: AppsApp
     pass left it: its document, and its live object and children at the resourceVersions of
     the pass's own writes (``steady.Steady.after``). Everything else is decided in full next time."""
     report = p.report
-    lines: dict[str, list] = {}
+    lines: dict[str, list[Change]] = {}
     for change in report.changes:
         lines.setdefault(change.application, []).append(change)
-    entries = {}
+    entries: dict[str, steady_.Entry] = {}
     wanted = dict(zip(p.git.keys, p.git.manifests))
     for key, app in applied.in_scope.items():
         hit = planned.hits.get(key)
@@ -38,14 +42,14 @@ def remember(p: Pass, steady: steady_.Steady, planned: AppPlan, applied: AppsApp
     steady.turn()
 
 
-def _entry(p: Pass, steady: steady_.Steady, key: str, m, app, lines, children: ChildWave,
-           planned: AppPlan) -> steady_.Entry | None:
+def _entry(p: Pass, steady: steady_.Steady, key: str, m: Manifest, app: Obj, lines: Iterable[Change],
+           children: ChildWave, planned: AppPlan) -> steady_.Entry | None:
     """The entry of the Application ``key`` (``m``: its manifest; ``app``: live) as the pass left
     it; None when a resourceVersion after the pass cannot be told."""
     report = p.report
     version = steady.after(app)
     kids = tuple(sorted((plan.identity(c), steady.after(c)) for c in children.live_of.get(key, {}).values()))
-    if version is None or any(v is None for _, v in kids):
+    if version is None or report.commit is None or any(v is None for _, v in kids):
         return None
     return steady_.Entry(
         document=(m.path, m.line, p.git.blobs.get(m.path, "")), version=version, children=kids,

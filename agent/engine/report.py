@@ -4,16 +4,37 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from agent.api.objects import Obj
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = "created", "configured", "unchanged", "pruned", "failed"
-KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
-RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
-ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
-SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
-SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
-WRITTEN = frozenset({CREATED, CONFIGURED, RECREATED, ADOPTED})  # the actions that change a live object by applying
+
+class Action(StrEnum):
+    """What a pass did to one object (``Change.action``), as the summary, the reports (text, json,
+    markdown) and the metrics name it. A ``str``: it compares, hashes and serializes as its value."""
+
+    CREATED = "created"
+    CONFIGURED = "configured"
+    UNCHANGED = "unchanged"
+    PRUNED = "pruned"
+    FAILED = "failed"
+    KEPT = "kept"  # no longer in Git, not pruned (pruning off or blocked)
+    RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
+    ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
+    SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
+    SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
+
+
+# the module-level names sync.py and the reports import
+CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED, Action.PRUNED,
+                                                  Action.FAILED)
+KEPT, RECREATED, ADOPTED, SUSPENDED, SKIPPED = (Action.KEPT, Action.RECREATED, Action.ADOPTED, Action.SUSPENDED,
+                                                Action.SKIPPED)
+WRITTEN = frozenset({Action.CREATED, Action.CONFIGURED, Action.RECREATED, Action.ADOPTED})
+"""The actions that change a live object by applying it."""
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -25,7 +46,7 @@ class Change:
 
     application: str
     subject: str
-    action: str
+    action: Action
     message: str = ""
 
 
@@ -42,7 +63,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     fetch_seconds: float | None = None  # None when no fetch ran this pass
     fetch_failed: bool = False
-    problems: list = field(default_factory=list)  # manifests.ManifestError behind file errors
+    problems: list[Any] = field(default_factory=list)  # manifests.ManifestError behind file errors
     invalid: list[tuple[str, str]] = field(default_factory=list)
     """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the
     Application when the document named one (then also in ``refused``), else ``path:line`` or
@@ -54,9 +75,9 @@ class Report:
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
-    backing_off: dict = field(default_factory=dict)
+    backing_off: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
-    notices: list = field(default_factory=list)
+    notices: list[Any] = field(default_factory=list)
     """``news.Notice`` of every Application whose stored status moved in a way worth telling
     (``news.news``, at a status write that succeeded) or that the pass pruned; in the order
     the statuses were written (Application key order), prunes first."""
@@ -64,10 +85,10 @@ class Report:
     """``namespace/name`` -> (``Ready`` condition status ``True``/``False``, its reason) as the
     pass wrote or kept it, for each Application from Git (not hand-applied ones); read by the
     commit status (``agent.notify.commitstatus.verdict``)."""
-    health: dict[str, dict] = field(default_factory=dict)
+    health: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> ``{"status", "message"}``: the health the pass wrote to each
     Application's status (``status.health_of``); updated by ``sync --wait`` as it waits."""
-    synced: dict = field(default_factory=dict)
+    synced: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``status.Outcome`` (``changed`` False) of each Application from this
     source's Git that the pass synced: what ``sync --wait`` waits for, rewriting its status with
     this outcome (``readiness``); None for one it does not wait for (suspended, a child held)."""
@@ -93,7 +114,7 @@ class Report:
         """True when the pass created, configured, recreated, adopted or pruned anything."""
         return any(c.action in (CREATED, CONFIGURED, RECREATED, ADOPTED, PRUNED) for c in self.changes)
 
-    def add(self, application: str, subject: str, action: str, message: str = "") -> None:
+    def add(self, application: str, subject: str, action: Action, message: str = "") -> None:
         self.changes.append(Change(application, subject, action, message))
         if action == FAILED:
             self.failed.add(application)

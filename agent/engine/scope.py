@@ -18,12 +18,15 @@ namespace is missing and how to make it.
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 import logging
+from typing import Any, Callable
 
+from agent.api.objects import Obj
 from agent.kinds import render
-from agent.kube.client import ApiError, Kube
-from agent.kube.cluster import Wrapper
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster, Wrapper
 
 log = logging.getLogger("agent.scope")
 
@@ -59,11 +62,11 @@ class ScopedKube(Wrapper):
     """``Kube`` restricted to namespaces matching ``patterns``; every other attribute is the
     wrapped Kube's."""
 
-    def __init__(self, kube: Kube, patterns: tuple[str, ...]):
+    def __init__(self, kube: Cluster, patterns: tuple[str, ...]):
         self._kube, self.patterns = kube, patterns
         self.names = literal(patterns)
 
-    def _check(self, obj: dict) -> None:
+    def _check(self, obj: Obj) -> None:
         namespace = obj.get("metadata", {}).get("namespace")
         if obj.get("kind") == "Namespace":
             namespace = obj["metadata"]["name"]
@@ -71,7 +74,7 @@ class ScopedKube(Wrapper):
             raise ApiError(403, "OutsideAllowedNamespaces", refusal(namespace, self.patterns),
                            f"{obj.get('kind')}/{namespace}/{obj['metadata'].get('name')}")
 
-    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[Obj]:
         """Like ``Kube.list``, keeping only objects in allowed namespaces; per namespace when
         the patterns are plain names (Namespaces: the allowed names themselves)."""
         if self.names is None:
@@ -83,21 +86,21 @@ class ScopedKube(Wrapper):
             return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in self.names]
         return [obj for namespace in self.names for obj in self._kube.list_in(group, kind, namespace, label_selector)]
 
-    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> builtins.list[Obj]:
         """Like ``Kube.list_in``; nothing is listed outside the allowed namespaces."""
         if not allowed(namespace, self.patterns):
             return []
         return self._kube.list_in(group, kind, namespace, label_selector)
 
-    def apply(self, obj: dict, force: bool = True) -> dict:
+    def apply(self, obj: Obj, force: bool = True) -> Obj:
         self._check(obj)
         return self._into_namespace(obj, lambda: self._kube.apply(obj, force))
 
-    def create(self, obj: dict) -> dict:
+    def create(self, obj: Obj) -> Obj:
         self._check(obj)
         return self._into_namespace(obj, lambda: self._kube.create(obj))
 
-    def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         """Like ``Kube.event`` (never raises): an Event is written into ``obj``'s namespace,
         so outside the allowed namespaces none is written, and that is logged."""
         namespace = obj["metadata"].get("namespace")
@@ -107,7 +110,7 @@ class ScopedKube(Wrapper):
             return
         self._kube.event(obj, type_, reason, message)
 
-    def _into_namespace(self, obj: dict, write):
+    def _into_namespace(self, obj: Obj, write: Callable[[], Obj]) -> Obj:
         """``write()``; with plain names, when it answers 404 because ``obj``'s namespace is
         missing, the namespace is created (409 AlreadyExists: another write made it) and
         ``write()`` runs once more. Raises ``ApiError``: the write's, or the creation's with the
@@ -127,20 +130,20 @@ class ScopedKube(Wrapper):
                                "or allow the agent to create namespaces", err.what) from None
         return write()
 
-    def delete(self, obj: dict, propagation: str = "Background") -> bool:
+    def delete(self, obj: Obj, propagation: str = "Background") -> bool:
         self._check(obj)
         return self._kube.delete(obj, propagation)
 
-    def patch_status(self, obj: dict, status: dict) -> dict:
+    def patch_status(self, obj: Obj, status: Obj) -> Obj:
         self._check(obj)
         return self._kube.patch_status(obj, status)
 
-    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
+    def patch_managed_fields(self, obj: Obj, entries: builtins.list[Obj]) -> Obj:
         self._check(obj)
         return self._kube.patch_managed_fields(obj, entries)
 
 
-def split(found: list, patterns: tuple[str, ...] | None) -> tuple[list, list]:
+def split(found: list[Any], patterns: tuple[str, ...] | None) -> tuple[list[Any], list[Any]]:
     """(manifests inside ``patterns``, one ``manifests.ManifestError`` per manifest outside,
     naming its file, the line of its ``metadata.namespace`` (of the document when the namespace
     is the default) and the namespace)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import cast
 
 from agent.engine import steady as steady_
 from agent.engine.options import Options
@@ -24,10 +25,10 @@ class SourceRead:
     ids (path -> blob), the loaded documents (``manifests.LoadResult``) and the notes about the
     read (``steady.Source.read``: ``run`` reuses it while the commit stays)."""
 
-    problems: list
-    blobs: dict
-    loaded: object  # manifests.LoadResult
-    notes: list
+    problems: list[tuple[str, str]]
+    blobs: dict[str, str]
+    loaded: manifests.LoadResult
+    notes: list[str]
     plain: bool = False  # ``Snapshot.plain``: the next commit can be read from this one's (``read_since``)
 
 
@@ -38,7 +39,7 @@ def read(opts: Options, commit: str, before: steady_.Source | None = None) -> So
     Raises ``source.SourceError`` (a missing path without ``allow_empty``)."""
     cache = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id)
     snapshot, notes, since = _snapshot(opts, commit, before, cache)
-    loaded = _load_changed(opts, before.read, snapshot, cache) if since and before is not None else None
+    loaded = _load_changed(opts, _read_of(before), snapshot, cache) if since and before is not None else None
     log.debug("commit %s read %s", commit, f"from the files changed since {before.commit}" if loaded and before
               else "in full")
     if loaded is None:
@@ -47,14 +48,20 @@ def read(opts: Options, commit: str, before: steady_.Source | None = None) -> So
     return SourceRead(snapshot.problems, snapshot.blobs, loaded, notes, snapshot.plain)  # the bytes are let go
 
 
-def _snapshot(opts: Options, commit: str, before: steady_.Source | None, cache) -> tuple:
+def _read_of(before: steady_.Source) -> SourceRead:
+    """The read ``steady.Source`` keeps (opaque there: ``steady`` is below this module)."""
+    return cast(SourceRead, before.read)
+
+
+def _snapshot(opts: Options, commit: str, before: steady_.Source | None,
+              cache: parsecache.ParseCache) -> tuple[snapshots.Snapshot, list[str], bool]:
     """(the ``Snapshot`` of ``commit``, notes, whether it was read from ``before``'s)."""
     def unneeded(path: str, blob: str) -> bool:
         return manifests.parsed_before(cache, path, blob, opts.namespace)
     try:
-        if before is not None and before.read.plain:
-            earlier = snapshots.Snapshot(before.commit, blobs=before.read.blobs, problems=before.read.problems,
-                                         plain=True)
+        if before is not None and _read_of(before).plain:
+            read = _read_of(before)
+            earlier = snapshots.Snapshot(before.commit, blobs=read.blobs, problems=read.problems, plain=True)
             snapshot = snapshots.read_since(opts.repo, earlier, commit, opts.cache_dir, opts.path,
                                             credentials=opts.credentials, unneeded=unneeded)
             if snapshot is not None:
@@ -68,7 +75,8 @@ def _snapshot(opts: Options, commit: str, before: steady_.Source | None, cache) 
         return snapshots.Snapshot(commit=commit), [f"{err}; --allow-empty: treated as no Applications"], False
 
 
-def _load_changed(opts: Options, before: SourceRead, snapshot: snapshots.Snapshot, cache):
+def _load_changed(opts: Options, before: SourceRead, snapshot: snapshots.Snapshot,
+                  cache: parsecache.ParseCache) -> manifests.LoadResult | None:
     """``loader.load_changed`` of the files that changed since ``before``, or None; the parse
     cache forgets the blobs the commit no longer has (it is written at the end of the pass)."""
     old, new = before.blobs, snapshot.blobs

@@ -8,11 +8,13 @@ Application keeps it, and its holder never prunes it while another source's Git 
 from __future__ import annotations
 
 import hashlib
+from typing import cast
 
 from agent.api.labels import REPOSITORY, SOURCE_LABEL, SOURCE_PATH, WANTED_BY_PREFIX
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
-from agent.engine.conditions import OWNERSHIP_CONFLICT
-from agent.engine.plan import PRUNE, Step, identity, owned
+from agent.engine.conditions import Reason
+from agent.engine.plan import Op, Step, identity, owned
 
 
 def wanted_by(source: str) -> str:
@@ -23,7 +25,7 @@ def wanted_by(source: str) -> str:
     return WANTED_BY_PREFIX + hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
-def other_source(live: dict | None, source: str) -> str | None:
+def other_source(live: Obj | None, source: str) -> str | None:
     """The id of the source that holds the live Application ``live`` when it is not ``source``
     (this source's id), else None.
 
@@ -40,7 +42,7 @@ def other_source(live: dict | None, source: str) -> str | None:
     return holder if holder and holder != source else None
 
 
-def wanted_elsewhere(live: dict, source: str | None = None) -> list[tuple[str, str]]:
+def wanted_elsewhere(live: Obj, source: str | None = None) -> list[tuple[str, str]]:
     """``(source id, file)`` for each source other than ``source`` whose Git also has the
     Application ``live`` (its wanted-by annotation, ``wanted_by``: value ``"<source id> <file>"``;
     a value without a space is an id with no file), sorted. The holder never prunes an
@@ -75,7 +77,7 @@ def refuse(steps: list[Step], source: str, repository: str,
     prunes it or its children (another source's; ``owned``)."""
     out, refused = [], []
     for step in steps:
-        holder = other_source(step.live, source) if step.action != PRUNE else None
+        holder = other_source(step.live, source) if step.action != Op.PRUNE else None
         if holder is None:
             out.append(step)
         else:
@@ -88,12 +90,14 @@ def _refusal(step: Step, holder: str, source: str, repository: str, where: dict[
     What comes from the live object is quoted and cut to 200 characters (a hand edit could
     make it anything; the report escapes what is not printable)."""
     _, _, namespace, name = step.identity
-    annotations = step.live["metadata"].get("annotations") or {}
-    theirs = (step.live.get("status") or {}).get("sourcePath") or annotations.get(SOURCE_PATH)
+    live = cast(Obj, step.live)  # an Application another source holds: it exists
+    annotations = live["metadata"].get("annotations") or {}
+    theirs = (live.get("status") or {}).get("sourcePath") or annotations.get(SOURCE_PATH)
     other_repo = annotations.get(REPOSITORY)
     about = ", ".join([f"repository {str(other_repo)[:200]!r}"] * bool(other_repo)
                       + [f"file {str(theirs)[:200]!r}"] * bool(theirs))
-    return (f"{where.get(f'{namespace}/{name}', '?')}: {OWNERSHIP_CONFLICT}: not applied: source {holder[:200]!r}"
+    return (f"{where.get(f'{namespace}/{name}', '?')}: {Reason.OWNERSHIP_CONFLICT}: not applied: "
+            f"source {holder[:200]!r}"
             f"{f' ({about})' if about else ''} holds it; this source {source!r} (repository {repository!r}) has it "
             "too. This source leaves it, its status and its children as they are, and neither source prunes it "
             "while the other has it in Git. Keep it in one source only, or hand it over to this one: "

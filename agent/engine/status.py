@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from agent.api.objects import Obj
 from agent.engine import conditions as conditions_, history
 from agent.kinds import health as health_, registry
 
-READY, SYNCED = conditions_.READY, conditions_.SYNCED
+READY, SYNCED = conditions_.ConditionType.READY, conditions_.ConditionType.SYNCED
 
 
 @dataclass(frozen=True, slots=True)  # a pass makes one per object: no __dict__
@@ -46,8 +47,8 @@ class Outcome:
     source_seen: bool = True
 
 
-def _condition(old: list[dict], type_: str, status: bool, reason: str, message: str,
-               generation: int, now: str) -> dict:
+def _condition(old: list[Obj], type_: str, status: bool, reason: str, message: str,
+               generation: int, now: str) -> Obj:
     value = "True" if status else "False"
     previous = next((c for c in old if c.get("type") == type_), None)
     since = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
@@ -55,7 +56,7 @@ def _condition(old: list[dict], type_: str, status: bool, reason: str, message: 
             "lastTransitionTime": since, "observedGeneration": generation}
 
 
-def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], now: str) -> dict:
+def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now: str) -> Obj:
     """The new ``status`` for ``app`` (the live Application dict).
 
     ``children``: the live children by kind (``{"Deployment": obj, ...}``; None or missing where
@@ -73,7 +74,7 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     meta = app["metadata"]
     generation = meta.get("generation", 0)
     spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
-    status: dict = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.wanted(spec)}}
+    status: Obj = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.wanted(spec)}}
     synced_commit = old.get("lastSyncedCommit")
     if outcome.commit:
         status["lastAttemptedCommit"] = outcome.commit
@@ -101,13 +102,13 @@ def compute(app: dict, outcome: Outcome, children: Mapping[str, dict | None], no
     old_conditions = old.get("conditions") or []
     status["conditions"] = [_condition(old_conditions, c.type, c.status, c.reason, c.message, generation, now)
                             for c in conditions_.kstatus(outcome.ok, outcome.reason, outcome.message, health)]
-    kept = next((c for c in old_conditions if c.get("type") == conditions_.SOURCE_AVAILABLE), None)
+    kept = next((c for c in old_conditions if c.get("type") == conditions_.ConditionType.SOURCE_AVAILABLE), None)
     if kept is not None and not outcome.source_seen:
         status["conditions"].insert(-1, kept)  # before Synced, as ``source_conditions`` places it
     return status
 
 
-def health_of(app: dict, outcome: Outcome, children: Mapping[str, dict | None]) -> health_.Health:
+def health_of(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None]) -> health_.Health:
     """The health ``compute`` records for ``app``: "pending deletion" when the Application is
     being deleted, else the outcome's own (a suspended Application), else the worst of its
     spec's children's (``registry.health``; ``children`` by kind, as ``compute`` reads them)."""
@@ -115,6 +116,6 @@ def health_of(app: dict, outcome: Outcome, children: Mapping[str, dict | None]) 
     return health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
 
 
-def differs(old: dict | None, new: dict) -> bool:
+def differs(old: Obj | None, new: Obj) -> bool:
     """True when writing ``new`` would change the stored status ``old``."""
     return (old or {}) != new

@@ -9,13 +9,19 @@ same commit since ``run``'s previous pass is not even computed (``steady.Steady.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 from agent.api import labels
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import (backoff, conditions, guards, plan, sources, status as status_, statuswrite, steady as steady_,
                           suspend, writes)
-from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Obj, Pass
-from agent.engine.report import KEPT
+from agent.engine.conditions import Reason
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
+from agent.engine.report import KEPT, Report
+
+Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
+"""(key, live Application, outcome, kind -> live child, failed): one Application's status to write."""
 from agent.kinds import registry
 
 
@@ -29,7 +35,7 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
     broken_files = {problem.path: str(problem) for problem in p.git.problems}
     synced = {True: f"children applied from commit {(report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
-    statuses = []
+    statuses: list[Status] = []
     for key in keys:
         entry = planned.hits.get(key)
         if steady_.Steady.settled(entry, report.commit, report.source_seen):
@@ -41,11 +47,12 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
         statuses.append((key, app, _located(p, key, outcome), children.live_of.get(key, {}), key in report.failures))
     if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
-        statuses = [(key, app, replace(outcome, source_seen=False), *rest) for key, app, outcome, *rest in statuses]
+        statuses = [(key, app, replace(outcome, source_seen=False), kinds, failed)
+                    for key, app, outcome, kinds, failed in statuses]
     record_health(p, statuses, children)
     kube, retry = p.kube, p.retry
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
-            kube, scratch, *st[:4], failed=st[4], retry=retry), report,
+            kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
 
@@ -56,7 +63,7 @@ def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
     return replace(outcome, source_line=line) if line and outcome.source_path == p.git.paths.get(key) else outcome
 
 
-def record_health(p: Pass, statuses: list[tuple], children: ChildWave) -> None:
+def record_health(p: Pass, statuses: list[Status], children: ChildWave) -> None:
     """Put each Application's health (``status.health_of``) in ``report.health``, and in
     ``report.synced`` each one from this source's Git that synced: its outcome with ``changed``
     False (what ``sync --wait`` rewrites its status with when a child's readiness moves,
@@ -83,23 +90,25 @@ def _outcome(p: Pass, key: str, app: Obj, broken_files: dict[str, str], synced: 
     live_of = children.live_of.get(key, {})
     if key in report.failures:
         taken = children.taken.get(key)
-        return status_.Outcome(False, False, commit if from_git else None, report.reasons.get(key, "SyncFailed"),
+        return status_.Outcome(False, False, commit if from_git else None, report.reasons.get(key, Reason.SYNC_FAILED),
                                report.failures[key], path if from_git else None,
                                health=registry.health(live_of, frozenset(taken), app.get("spec"))
                                if taken is not None else None)
     if not in_git and from_git and path in broken_files:
         report.refused.setdefault(key, broken_files[path])
-        return status_.Outcome(False, False, commit, "InvalidManifest", broken_files[path], path)
+        return status_.Outcome(False, False, commit, Reason.INVALID_MANIFEST, broken_files[path], path)
     if not in_git and from_git:
         return _kept_outcome(p, key, app, path, applied.holds)
-    if key in applied.holds or key in children.held:
-        return suspend.outcome(applied.holds.get(key), children.held.get(key, {}), live_of,
-                               commit=commit if in_git else None, path=paths.get(key), spec=app.get("spec"))
+    held = suspend.outcome(applied.holds.get(key), children.held.get(key, {}), live_of,
+                           commit=commit if in_git else None, path=paths.get(key), spec=app.get("spec")) \
+        if key in applied.holds or key in children.held else None
+    if held is not None:
+        return held
     changed = key in applied.written or key in children.written
-    return status_.Outcome(True, changed, commit if in_git else None, "Synced", synced, path if in_git else None)
+    return status_.Outcome(True, changed, commit if in_git else None, Reason.SYNCED, synced, path if in_git else None)
 
 
-def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict) -> status_.Outcome:
+def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str, suspend.Hold]) -> status_.Outcome:
     """The outcome of an owned Application no longer in Git that this pass kept, and why: reason
     ``PruneBlocked`` when pruning is on and nothing chose to keep it (the pass's pruning was
     blocked), else ``PruneSkipped`` (``conditions``)."""
@@ -113,8 +122,8 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict) ->
     if key in holds:
         why = suspend.kept_because(holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-    return suspend.outcome(holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True) \
-        or status_.Outcome(False, False, p.report.commit, reason,
+    held = suspend.outcome(holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True)
+    return held or status_.Outcome(False, False, p.report.commit, reason,
                            f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
+from typing import Any
 
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.engine import backoff, conditions as conditions_, news as news_, status as status_, suspend, sync_now
 from agent.engine.report import FAILED, Report
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
 
@@ -27,8 +30,8 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_status(app: dict, outcome: status_.Outcome, children: Mapping[str, dict | None],
-               failed: bool, retry: backoff.Policy) -> dict:
+def new_status(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | None],
+               failed: bool, retry: backoff.Policy) -> Obj:
     """The status ``write`` would store: ``status.compute`` plus the sync-now and
     backoff fields (see their modules)."""
     new = status_.compute(app, outcome, children, now())
@@ -37,14 +40,14 @@ def new_status(app: dict, outcome: status_.Outcome, children: Mapping[str, dict 
     return new
 
 
-def moves(app: dict, outcome: status_.Outcome, children: Mapping[str, dict | None], failed: bool, *,
+def moves(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | None], failed: bool, *,
           retry: backoff.Policy) -> bool:
     """True when ``write`` would send a write (the stored status differs); a status
     that does not move is checked, and skipped, without the pool (``writes.ordered``)."""
     return status_.differs(app.get("status"), new_status(app, outcome, children, failed, retry))
 
 
-def dropped(sent, stored, path: str = "status") -> list[str]:
+def dropped(sent: Any, stored: Any, path: str = "status") -> list[str]:
     """Dotted paths of the fields in ``sent`` (a status, or part of one) that ``stored`` (what the
     API server gave back) lacks, e.g. ``status.health``, ``status.conditions[].observedGeneration``
     (a list's items share one path); each once, in ``sent``'s order. Pure."""
@@ -61,7 +64,7 @@ def dropped(sent, stored, path: str = "status") -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def not_stored(sent: dict, stored: dict | None) -> str:
+def not_stored(sent: Obj, stored: Obj | None) -> str:
     """Why a status write the API server accepted did not stick, for the report: the fields it
     dropped (``dropped``) and the cause. The status subresource exists (the pass checked it
     first), so a dropped field is one the CRD's status schema does not name: the API server
@@ -78,8 +81,8 @@ def not_stored(sent: dict, stored: dict | None) -> str:
             "apply this agent's crd.yaml (kubectl apply -f crd.yaml)")
 
 
-def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outcome,
-          children: Mapping[str, dict | None], *, failed: bool = False,
+def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Outcome,
+          children: Mapping[str, Obj | None], *, failed: bool = False,
           retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
     """Write the Application's new status when it differs from the stored one (``children``:
     its live children by kind, as ``status.compute`` reads them); returns the
@@ -91,7 +94,7 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
     new = new_status(app, outcome, children, failed, retry)
     next_retry = new.get(backoff.NEXT_RETRY)
     if outcome.commit:
-        ready = next((c for c in new["conditions"] if c["type"] == status_.READY), {})
+        ready: Obj = next((c for c in new["conditions"] if c["type"] == status_.READY), {})
         report.readiness[key] = (ready.get("status", "False"), ready.get("reason", ""))
     if not status_.differs(app.get("status"), new):
         return next_retry
@@ -115,7 +118,7 @@ def write(kube: Kube, report: Report, key: str, app: dict, outcome: status_.Outc
     return next_retry
 
 
-def write_source_unavailable(kube: Kube, report: Report, key: str, app: dict, reason: str, message: str) -> bool:
+def write_source_unavailable(kube: Cluster, report: Report, key: str, app: Obj, reason: str, message: str) -> bool:
     """Record on the Application ``app`` (``key``: ``namespace/name``) that its source could not
     be fetched or read: its conditions with ``SourceAvailable`` False (``reason``, ``message``:
     the redacted error; ``conditions.source_conditions``), written through the status

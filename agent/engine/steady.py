@@ -26,29 +26,33 @@ another source's, from this source's Git. Anything else is decided in full every
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeGuard, TypeVar, cast
 
+from agent.api.objects import Obj
+
+T = TypeVar("T")
 Document = tuple[str, int, str]  # (path, line, Git blob id) of an Application's document
+Child = tuple[tuple[str, str, str, str], str | None]  # (plan.Identity, resourceVersion) of a live child
 Versions = Callable[[str, str, str, str | None], str | None]  # (kind, namespace, name, read) -> after the pass
 
 
 @dataclass(frozen=True)
 class Entry:
     """One Application as a pass left it. ``children``: (identity, resourceVersion) of each live
-    child, sorted; ``lines``: its (subject, action, message) summary lines; ``health``,
+    child, sorted; ``lines``: the subjects of its children's summary lines (each unchanged again); ``health``,
     ``readiness`` and ``synced``: what the pass put in ``Report.health``, ``readiness`` and
     ``synced`` for it; ``notes``: the pass's notes about its document (labels the agent sets)."""
 
     document: Document
     version: str
-    children: tuple
+    children: tuple[Child, ...]
     commit: str
     source_seen: bool
-    lines: tuple
-    health: dict
-    readiness: tuple | None
+    lines: tuple[str, ...]
+    health: Obj
+    readiness: tuple[str, str] | None
     synced: object
-    notes: tuple = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -69,18 +73,18 @@ class Steady:
     versions: Versions | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
     source: Source | None = None
-    facts: dict = field(default_factory=dict)
-    _next: dict = field(default_factory=dict)
+    facts: dict[int, tuple[Obj, object]] = field(default_factory=dict)
+    _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
 
-    def fact(self, obj: dict, derive: Callable[[dict], object]):
+    def fact(self, obj: Obj, derive: Callable[[Obj], T]) -> T:
         """``derive(obj)``, computed once for as long as the store hands out the same object
         (the watches replace an object on every change: a changed one is derived again). Pure
         ``derive`` only. ``turn`` keeps only the objects of the last pass."""
         known = self._next.get(id(obj))  # asked before in this pass
         if known is not None and known[0] is obj:
-            return known[1]
+            return cast(T, known[1])
         known = self.facts.get(id(obj))
-        value = known[1] if known is not None and known[0] is obj else derive(obj)
+        value = cast(T, known[1]) if known is not None and known[0] is obj else derive(obj)
         self._next[id(obj)] = (obj, value)
         return value
 
@@ -95,7 +99,7 @@ class Steady:
                     if self.after(v[0]) == (v[0].get("metadata") or {}).get("resourceVersion")}
         self.facts, self._next = kept, {}
 
-    def unchanged(self, key: str, document: Document, app: dict, children: tuple) -> Entry | None:
+    def unchanged(self, key: str, document: Document, app: Obj, children: tuple[Child, ...]) -> Entry | None:
         """The entry of ``key`` when its ``document``, live Application ``app`` and live
         ``children`` ((identity, resourceVersion), sorted) are as the previous pass left them."""
         entry = self.entries.get(key)
@@ -104,11 +108,11 @@ class Steady:
         return entry if (app.get("metadata") or {}).get("resourceVersion") == entry.version else None
 
     @staticmethod
-    def settled(entry: Entry | None, commit: str | None, source_seen: bool) -> bool:
+    def settled(entry: Entry | None, commit: str | None, source_seen: bool) -> TypeGuard[Entry]:
         """True when an ``unchanged`` entry's status would not move at ``commit``."""
         return entry is not None and entry.commit == commit and (entry.source_seen or not source_seen)
 
-    def after(self, obj: dict) -> str | None:
+    def after(self, obj: Obj) -> str | None:
         """``obj``'s resourceVersion once this pass's writes are counted (``versions``)."""
         meta = obj.get("metadata") or {}
         if self.versions is None:

@@ -34,12 +34,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent.api.labels import AGENT_NAME, RECONCILE_ANNOTATION
-from agent.engine import status as status_
+from agent.api.objects import Obj
+from agent.engine import conditions, status as status_
 from agent.kinds import health as health_, registry
 
 RECONCILE_DISABLED = "disabled"
-SUSPENDED = "Suspended"
-"""The ``Ready``/``Synced`` condition reason and the health status of a suspended Application."""
+SUSPENDED = conditions.Reason.SUSPENDED
+"""The ``Ready``/``Synced`` condition reason of a suspended Application (its health status is
+``health.Status.SUSPENDED``, the same string); the name sync.py reads."""
 
 SPEC = "spec.suspend: true"
 IN_GIT = f"{RECONCILE_ANNOTATION}: {RECONCILE_DISABLED} in Git"
@@ -68,12 +70,12 @@ class Hold:
                 "pruned; the Application itself is applied from Git")
 
 
-def _disabled(obj: dict | None) -> bool:
+def _disabled(obj: Obj | None) -> bool:
     value = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(RECONCILE_ANNOTATION)
     return isinstance(value, str) and value.casefold() == RECONCILE_DISABLED
 
 
-def _owners(obj: dict) -> set[str]:
+def _owners(obj: Obj) -> set[str]:
     """Field managers that own the annotation in ``obj``'s managedFields."""
     owners = set()
     for entry in obj.get("metadata", {}).get("managedFields") or []:
@@ -87,19 +89,19 @@ def _owners(obj: dict) -> set[str]:
     return owners
 
 
-def set_by_hand(live: dict | None) -> bool:
+def set_by_hand(live: Obj | None) -> bool:
     """True when the live object ``live`` (a dict as the API serves it, with managedFields)
     carries ``heumsi.github.io/reconcile: disabled`` and someone other than the agent owns that
     annotation (``kubectl annotate``, ``kubectl edit``, a hand ``kubectl apply``), or no
     managedFields say who does (fail safe: left alone). False when the agent's manager alone
     owns it: it was applied from Git (see the module docstring)."""
-    if not _disabled(live):
+    if live is None or not _disabled(live):
         return False
     owners = _owners(live)
     return not owners or bool(owners - {AGENT_NAME})
 
 
-def application(desired: dict | None, live: dict | None) -> Hold | None:
+def application(desired: Obj | None, live: Obj | None) -> Hold | None:
     """Whether, and why, one Application is suspended this pass; None when it is not.
 
     ``desired``: the Application as rendered from Git (None when it is not in Git: hand-applied,
@@ -119,19 +121,19 @@ def application(desired: dict | None, live: dict | None) -> Hold | None:
     return None
 
 
-def never_pruned(live: dict) -> bool:
+def never_pruned(live: Obj) -> bool:
     """True when the live Application ``live`` must not be pruned although it left Git: its
     live ``spec.suspend`` is true or it carries the annotation (``application(None, live)``)."""
     return application(None, live) is not None
 
 
-def child(hold: Hold | None, subject: str, live: dict | None) -> str | None:
+def child(hold: Hold | None, subject: str, live: Obj | None) -> str | None:
     """Why the child ``subject`` (``Kind/namespace/name``) is left as it is this pass, or None
     when it is applied as usual: its Application is suspended (``hold``), or the live child
     ``live`` carries the annotation by hand. The reason is the report's message."""
     if hold is not None:
         return f"not applied: its Application is suspended ({hold.mechanism})"
-    if set_by_hand(live):
+    if live is not None and set_by_hand(live):
         return f"not applied, corrected, recreated or pruned: {subject} has {RECONCILE_ANNOTATION}: " \
                f"{(live['metadata']['annotations'][RECONCILE_ANNOTATION])}"
     return None
@@ -142,8 +144,9 @@ def kept_because(hold: Hold) -> str:
     return f"it is suspended ({hold.mechanism})"
 
 
-def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, dict | None], *,
-            commit: str | None, path: str | None, gone: bool = False, spec: dict | None = None) -> status_.Outcome | None:
+def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, Obj | None], *,
+            commit: str | None, path: str | None, gone: bool = False,
+            spec: Obj | None = None) -> status_.Outcome | None:
     """The status outcome of a suspended Application, or None when nothing of it was held.
 
     ``skipped``: child kind (``Deployment``, ``Service``) -> subject of each child left alone by
@@ -162,14 +165,15 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, d
         message = hold.message
         if gone:
             message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
-        return status_.Outcome(False, False, commit, SUSPENDED, message, path,
-                               health=health_.Health(health_.SUSPENDED, hold.message), suspended=True)
+        return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                               health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
     if not skipped:
         return None
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
     found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
-    found.update({kind: health_.Health(health_.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
-                                       f"{RECONCILE_DISABLED})") for kind in skipped})
-    return status_.Outcome(False, False, commit, SUSPENDED, message, path, health=health_.worst(found))
+    found.update({kind: health_.Health(health_.Status.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
+                                                                 f"{RECONCILE_DISABLED})") for kind in skipped})
+    return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                           health=health_.worst(found))

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Callable, cast
 
 from agent.api import labels
+from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
-from agent.engine import (appapply, appplan, childapply, conditions, events, livestate, plan, prune, remember as
-                          remember_, sourceread, statuses, statuswrite, steady as steady_, wantedby, writes)
-from agent.engine import backoff, scope
+from agent.engine import (appapply, appplan, backoff, childapply, conditions, events, livestate, plan, prune,
+                          remember as remember_, scope, sourceread, statuses, statuswrite, steady as steady_, wantedby,
+                          writes)
 from agent.engine.options import Options
-from agent.engine.passvalues import ChildWave, Pass, Wanted, key_of
+from agent.engine.passvalues import ChildIndex, ChildWave, Pass, Wanted, key_of
 from agent.engine.report import Report
 from agent.kube.client import ApiError
 from agent.kube.cluster import Cluster
 from agent.manifests import loader as manifests, parsecache
+from agent.manifests.manifest import Manifest
 from agent.source import mirror as source
 
 CRD_NAME = statuswrite.CRD_NAME
@@ -35,7 +38,8 @@ __all__ = ["CRD_NAME", "Options", "reconcile", "redacted", "run"]
 
 
 def run(kube: Cluster, opts: Options, *, known_commit: str | None = None, offline: bool = False,
-        retry: backoff.Policy = backoff.ONE_SHOT, on_commit=None, steady: steady_.Steady | None = None) -> Report:
+        retry: backoff.Policy = backoff.ONE_SHOT, on_commit: Callable[[str, list[Manifest]], None] | None = None,
+        steady: steady_.Steady | None = None) -> Report:
     """Run one pass against ``kube``; never raises for source, manifest or API faults, which
     are reported in ``Report.errors`` (the command line turns them into exit code 2).
 
@@ -94,7 +98,7 @@ def _source(kube: Cluster, opts: Options, report: Report, known_commit: str | No
                 report.fetch_seconds = time.monotonic() - started
         reason = conditions.READ_FAILED
         if steady is not None and steady.source is not None and steady.source.commit == report.commit:
-            return steady.source.read  # the same commit: the same documents
+            return cast(sourceread.SourceRead, steady.source.read)  # the same commit: the same documents
         read = sourceread.read(opts, report.commit, steady.source if steady is not None else None)
         if steady is not None:
             steady.source = steady_.Source(report.commit, read)
@@ -137,7 +141,8 @@ def reconcile(p: Pass) -> None:
     applied = appapply.keep_live(p, live, planned, appapply.apply_applications(p, live, planned))
     planned = replace(planned, desired=(), steps=[s for s in planned.steps if s.action == plan.PRUNE])  # let go
     first, rest = childapply.waves(p, planned, applied)
-    idx, listed = childapply.index(live), {}
+    idx = childapply.index(live)
+    listed: dict[tuple[str, str, str], list[Obj]] = {}  # ``apply.claim``'s lists, for every batch
     done = childapply.apply_wave(p, first, planned, applied, idx, listed)
     statuses.write_statuses(p, first, planned, applied, _with_live(done, idx))
     appapply.report_unchanged(p, planned.hits)
@@ -149,7 +154,7 @@ def reconcile(p: Pass) -> None:
         remember_.remember(p, p.steady, planned, applied, _with_live(done, idx))
 
 
-def _with_live(done: ChildWave, idx) -> ChildWave:
+def _with_live(done: ChildWave, idx: ChildIndex) -> ChildWave:
     """``done`` with every owned live child in ``live_of``: what the waves applied over what was read."""
     return replace(done, live_of={**idx.live_of, **done.live_of})
 
@@ -174,14 +179,6 @@ def _source_unavailable(kube: Cluster, opts: Options, report: Report, reason: st
     if marked:
         report.notes.append(f"{marked} Application{'s' if marked != 1 else ''} marked {conditions.SOURCE_AVAILABLE}=False "
                             f"({reason})")
-
-
-def redacted(text: str, opts: Options) -> str:
-    """``text`` with the repository URL's user-info and the token of ``opts.credentials`` (a
-    ``--git-token-file``'s) removed (``source.redact``): what may be written to the cluster."""
-    text = source.redact(text, opts.repo)
-    token = opts.credentials.token if opts.credentials else None
-    return text.replace(token, "***") if token and len(token) >= 4 else text
 
 
 def redacted(text: str, opts: Options) -> str:

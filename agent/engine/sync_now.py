@@ -19,6 +19,7 @@ import datetime
 import time
 
 from agent.api.labels import RECONCILE_REQUESTED_AT
+from agent.api.objects import Obj
 
 STATUS_FIELD = "lastHandledReconcileAt"
 """Status field holding the token of the newest request a pass handled."""
@@ -28,27 +29,27 @@ so the agent's server-side apply never owns the annotation). Flux's CLI uses its
 ``flux-client-side-apply`` the same way."""
 
 
-def token(app: dict) -> str | None:
+def token(app: Obj) -> str | None:
     """The request token on ``app`` (a live Application dict): the annotation's value when it
     is a non-empty string, else None."""
     value = ((app.get("metadata") or {}).get("annotations") or {}).get(RECONCILE_REQUESTED_AT)
     return value if isinstance(value, str) and value else None
 
 
-def handled(app: dict) -> str | None:
+def handled(app: Obj) -> str | None:
     """The token the last pass recorded in ``status.lastHandledReconcileAt``, or None."""
     value = (app.get("status") or {}).get(STATUS_FIELD)
     return value if isinstance(value, str) else None
 
 
-def pending(app: dict) -> bool:
+def pending(app: Obj) -> bool:
     """True when ``app`` carries a request no pass has handled yet: a token that differs from
     ``status.lastHandledReconcileAt`` (Flux's rule: any change of the value is a new request)."""
     requested = token(app)
     return requested is not None and requested != handled(app)
 
 
-def status_fields(app: dict) -> dict:
+def status_fields(app: Obj) -> Obj:
     """What a status write for ``app`` records: ``{"lastHandledReconcileAt": token}`` with the
     annotation's token when there is one, else the previously recorded token (a removed
     annotation does not erase the record, as in Flux), else ``{}``."""

@@ -8,10 +8,12 @@ holder's pass reads it (``sources.wanted_elsewhere``).
 
 from __future__ import annotations
 
+from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import plan, sources, writes
-from agent.engine.passvalues import LiveState, Obj, Pass
+from agent.engine import sources, writes
+from agent.engine.passvalues import LiveState, Pass
 from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 
 def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:
@@ -25,7 +27,7 @@ def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:
         return
     source_id, paths = p.opts.source_id, p.git.paths
     name = sources.wanted_by(source_id)
-    patches = []
+    patches: list[tuple[Obj, str, dict[str, str | None]]] = []
     for (key, _, _), app in zip(live.app_facts, live.apps):
         if key in refused:
             want = f"{source_id} {paths[key]}"
@@ -40,7 +42,7 @@ def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:
         pass
 
 
-def _annotate(kube, report, app: Obj, key: str, annotations: dict[str, str | None]) -> None:
+def _annotate(kube: Cluster, report: writes.Scratch, app: Obj, key: str, annotations: dict[str, str | None]) -> None:
     """Write ``annotations`` on the Application ``app`` (``key``); a refusal is a note of the
     pass (the Application's own outcome is reported already), one that is gone is nothing; an
     unreachable API server (status 0) re-raises."""

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from agent.api.objects import Obj
+from agent.engine.report import Report
 from agent.kube.client import ApiError
+from agent.kube.cluster import Cluster
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,16 +44,16 @@ class Scratch:
     ``notes``, ``notices``, ``readiness``) plus its own ``failures`` and ``reasons`` (Application key -> message or
     condition reason), to be replayed in order by ``ordered``."""
 
-    def __init__(self):
-        self.added: list[tuple[tuple, dict]] = []
+    def __init__(self) -> None:
+        self.added: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
         self.failed: set[str] = set()
         self.notes: list[str] = []
         self.failures: dict[str, str] = {}
         self.reasons: dict[str, str] = {}
-        self.notices: list = []  # news.Notice, as ``Report.notices``
+        self.notices: list[Any] = []  # news.Notice, as ``Report.notices``
         self.readiness: dict[str, tuple[str, str]] = {}  # as ``Report.readiness``
 
-    def add(self, *args, **kwargs) -> None:
+    def add(self, *args: Any, **kwargs: Any) -> None:
         self.added.append((args, kwargs))
 
     def __bool__(self) -> bool:
@@ -58,7 +61,8 @@ class Scratch:
         return bool(self.added or self.failed or self.notes or self.failures or self.reasons or self.notices
                     or self.readiness)
 
-    def replay(self, report, failures: dict | None = None, reasons: dict | None = None) -> None:
+    def replay(self, report: Report, failures: dict[str, str] | None = None,
+               reasons: dict[str, str] | None = None) -> None:
         """Apply what was recorded to the real ``report`` and dicts, in recording order."""
         for args, kwargs in self.added:
             report.add(*args, **kwargs)
@@ -80,8 +84,8 @@ def _stops(err: BaseException) -> bool:
     return not isinstance(err, ApiError) or err.status == 0
 
 
-def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
-            failures: dict | None = None, reasons: dict | None = None,
+def ordered(kube: object, items: Iterable[T], task: Callable[[T, Scratch], R], report: Report,
+            failures: dict[str, str] | None = None, reasons: dict[str, str] | None = None,
             inline: Callable[[T], bool] | None = None) -> Iterator[tuple[T, R]]:
     """Run ``task(item, scratch)`` for every item, at most ``kube.concurrency`` at a time
     (1 when ``kube`` has no such attribute), and yield ``(item, result)`` in input order,
@@ -97,7 +101,7 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
     items = list(items)
     stop = threading.Event()
 
-    def run(item):
+    def run(item: T) -> tuple[Any, Scratch | None, BaseException | None]:
         if stop.is_set():
             return _SKIPPED, None, None
         scratch = Scratch()
@@ -109,8 +113,8 @@ def ordered(kube, items: Iterable[T], task: Callable[[T, Scratch], R], report,
                 stop.set()
             return None, scratch, err
 
-    results: list = [None] * len(items)
-    pooled = []
+    results: list[Any] = [None] * len(items)
+    pooled: list[int] = []
     for i, item in enumerate(items):  # inline ones first: they send nothing, so nothing skips them
         if inline is not None and inline(item):
             results[i] = run(item)
@@ -145,7 +149,7 @@ class Namespaces:
     A failed creation raises (``ApiError``) to that caller and is tried again by the next, as
     the serial pass did."""
 
-    def __init__(self, kube, existing: set[str], make: Callable[[str], dict]):
+    def __init__(self, kube: Cluster, existing: set[str], make: Callable[[str], Obj]) -> None:
         self._kube, self._existing, self._make = kube, existing, make
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()

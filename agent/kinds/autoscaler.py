@@ -12,7 +12,8 @@ condition's message; none of these: Progressing ("waiting to autoscale").
 
 from __future__ import annotations
 
-from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.api.objects import Obj
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
@@ -24,18 +25,18 @@ HEALTHY_TYPES = frozenset({"AbleToScale", "ScalingLimited"})
 TARGETS = (("targetCPUUtilizationPercentage", "cpu"), ("targetMemoryUtilizationPercentage", "memory"))
 
 
-def wanted(spec: dict) -> bool:
+def wanted(spec: Obj) -> bool:
     return spec.get("autoscaling") is not None
 
 
-def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
     """The desired ``autoscaling/v2`` HorizontalPodAutoscaler of the Deployment ``name``:
     ``minReplicas`` (when given), ``maxReplicas`` and one Resource metric of average
     utilization per target given (CPU first). None without ``spec.autoscaling``."""
     scaling = spec.get("autoscaling")
     if scaling is None:
         return None
-    out: dict = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}}
+    out: Obj = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}}
     if "minReplicas" in scaling:
         out["minReplicas"] = scaling["minReplicas"]
     out["maxReplicas"] = scaling["maxReplicas"]
@@ -45,22 +46,22 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
             "metadata": child_metadata(name, namespace, uid), "spec": out}
 
 
-def health(obj: dict | None) -> Health:
+def health(obj: Obj | None) -> Health:
     """Health of an ``autoscaling/v2`` HorizontalPodAutoscaler (see the module docstring);
     None: Missing; being deleted: Progressing."""
     if obj is None:
-        return Health(MISSING, "HorizontalPodAutoscaler does not exist")
+        return Health(Status.MISSING, "HorizontalPodAutoscaler does not exist")
     if (deleting := pending_deletion(obj, "HorizontalPodAutoscaler")) is not None:
         return deleting
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if (condition.get("type"), condition.get("reason")) in DEGRADED_CONDITIONS:
-            return Health(DEGRADED, condition.get("message", ""))
+            return Health(Status.DEGRADED, condition.get("message", ""))
         if condition.get("type") in HEALTHY_TYPES and condition.get("status") == "True":
-            return Health(HEALTHY, condition.get("message", ""))
-    return Health(PROGRESSING, "waiting to autoscale")
+            return Health(Status.HEALTHY, condition.get("message", ""))
+    return Health(Status.PROGRESSING, "waiting to autoscale")
 
 
-def news(obj: dict) -> object:
+def news(obj: Obj) -> object:
     """What of a watched autoscaler a pass reports: its health."""
     return health(obj).as_status()
 

@@ -15,7 +15,8 @@ import hashlib
 import json
 import posixpath
 
-from agent.kinds.health import HEALTHY, MISSING, Health, pending_deletion
+from agent.api.objects import Obj
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
@@ -31,18 +32,18 @@ def key(path: str) -> str:
     return f"{base[:200]}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
 
 
-def contents(spec: dict) -> dict[str, str]:
+def contents(spec: Obj) -> dict[str, str]:
     """``{path: text}`` of the files from Git (``content``), sorted by path."""
     files = spec.get("files") or {}
     return {path: files[path]["content"] for path in sorted(files) if "content" in files[path]}
 
 
-def wanted(spec: dict) -> bool:
+def wanted(spec: Obj) -> bool:
     """True when ``spec`` has a file with ``content``."""
     return any("content" in file for file in (spec.get("files") or {}).values())
 
 
-def digest(spec: dict) -> str | None:
+def digest(spec: Obj) -> str | None:
     """A digest of the files' paths and contents (16 hex digits of the SHA-256 of ``contents``
     as JSON, in path order), None when there are none."""
     found = contents(spec)
@@ -51,7 +52,7 @@ def digest(spec: dict) -> str | None:
     return hashlib.sha256(json.dumps(found).encode()).hexdigest()[:16]
 
 
-def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
     """The desired ``v1`` ConfigMap of the Application ``namespace/name``: one key per file with
     ``content`` (``key``); None when there is none."""
     found = contents(spec)
@@ -61,14 +62,14 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
             "data": {key(path): text for path, text in found.items()}}
 
 
-def health(obj: dict | None) -> Health:
+def health(obj: Obj | None) -> Health:
     """Missing when None; Progressing while being deleted; else Healthy."""
     if obj is None:
-        return Health(MISSING, "ConfigMap does not exist")
-    return pending_deletion(obj, "ConfigMap") or Health(HEALTHY)
+        return Health(Status.MISSING, "ConfigMap does not exist")
+    return pending_deletion(obj, "ConfigMap") or Health(Status.HEALTHY)
 
 
-def news(obj: dict) -> object:
+def news(obj: Obj) -> object:
     """What of a watched ConfigMap a pass acts on: its data."""
     return obj.get("data")
 

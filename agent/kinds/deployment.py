@@ -11,15 +11,16 @@ import hashlib
 
 from agent.api import quantity
 from agent.api.labels import FILES_DIGEST
+from agent.api.objects import Obj
 from agent.kinds import configmap
-from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health, pending_deletion
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
 PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
 
 
-def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
     ``spec`` holds ``image`` (str) and ``port`` (int, 1-65535), and any of the optional fields
     of the schema. An Application with none of them renders exactly the original template:
@@ -34,7 +35,7 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
     file, ``podLabels`` after the agent's labels and ``podAnnotations`` with the files' digest
     (``labels.FILES_DIGEST``); the Deployment ``rollout``'s strategy and progress deadline."""
     port = spec["port"]
-    container: dict = {"name": name, "image": spec["image"],
+    container: Obj = {"name": name, "image": spec["image"],
                        "ports": [{"containerPort": port, "protocol": "TCP"}]}
     for field in ("command", "args"):
         if field in spec:
@@ -53,21 +54,21 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
     volumes, mounts = _files(name, spec.get("files") or {})
     if mounts:
         container["volumeMounts"] = mounts
-    pod: dict = {"containers": [container]}
+    pod: Obj = {"containers": [container]}
     if "serviceAccountName" in spec:
         pod["serviceAccountName"] = spec["serviceAccountName"]
     if spec.get("imagePullSecrets"):
         pod["imagePullSecrets"] = [{"name": secret} for secret in spec["imagePullSecrets"]]
     if volumes:
         pod["volumes"] = volumes
-    template: dict = {"metadata": {"labels": {**ownership_labels(name), **(spec.get("podLabels") or {})}}}
+    template: Obj = {"metadata": {"labels": {**ownership_labels(name), **(spec.get("podLabels") or {})}}}
     annotations = dict(sorted((spec.get("podAnnotations") or {}).items()))
     if (digest := configmap.digest(spec)) is not None:
         annotations[FILES_DIGEST] = digest
     if annotations:
         template["metadata"]["annotations"] = annotations
     template["spec"] = pod
-    out: dict = {}
+    out: Obj = {}
     if "replicas" in spec and spec.get("autoscaling") is None:
         out["replicas"] = spec["replicas"]
     out["selector"] = {"matchLabels": selector_labels(name)}
@@ -82,7 +83,7 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
             "spec": out}
 
 
-def _env(name: str, value) -> dict:
+def _env(name: str, value: str | Obj) -> Obj:
     """One ``env`` entry: a string value, or a ``secretKeyRef``/``configMapKeyRef``."""
     if isinstance(value, str):
         return {"name": name, "value": value}
@@ -90,10 +91,10 @@ def _env(name: str, value) -> dict:
     return {"name": name, "valueFrom": {source: {"name": ref["name"], "key": ref["key"]}}}
 
 
-def _probe(probe: dict, port: int) -> dict:
+def _probe(probe: Obj, port: int) -> Obj:
     """A container probe: its handler with the Application's port as a number (a probe's port
     is that port or its name, ``http``), then the timing fields given."""
-    out: dict = {}
+    out: Obj = {}
     if "httpGet" in probe:
         out["httpGet"] = {"path": probe["httpGet"].get("path", "/"), "port": port}
     elif "tcpSocket" in probe:
@@ -109,7 +110,7 @@ def volume_name(path: str) -> str:
     return f"file-{hashlib.sha256(path.encode()).hexdigest()[:10]}"
 
 
-def _files(name: str, files: dict) -> tuple[list[dict], list[dict]]:
+def _files(name: str, files: Obj) -> tuple[list[Obj], list[Obj]]:
     """(volumes, volume mounts) of ``spec.files``, sorted by path: each file one volume holding
     one item, ``file``, mounted read-only at its path (``subPath``); the text ones from the
     Application's ConfigMap, the others from the Secret or ConfigMap they name."""
@@ -129,7 +130,7 @@ def _files(name: str, files: dict) -> tuple[list[dict], list[dict]]:
     return volumes, mounts
 
 
-def health(obj: dict | None) -> Health:
+def health(obj: Obj | None) -> Health:
     """Health of an ``apps/v1`` Deployment (gitops-engine ``getAppsv1DeploymentHealth``).
 
     Reads ``metadata.generation``, ``spec.paused``, ``spec.replicas`` (default 1, as the API
@@ -148,40 +149,40 @@ def health(obj: dict | None) -> Health:
     9. else Healthy.
     """
     if obj is None:
-        return Health(MISSING, "Deployment does not exist")
+        return Health(Status.MISSING, "Deployment does not exist")
     if (deleting := pending_deletion(obj, "Deployment")) is not None:
         return deleting
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     name = obj.get("metadata", {}).get("name", "")
     if spec.get("paused"):
-        return Health(SUSPENDED, f"Deployment {name} is paused")
+        return Health(Status.SUSPENDED, f"Deployment {name} is paused")
     if obj.get("metadata", {}).get("generation", 0) > status.get("observedGeneration", 0):
-        return Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")
+        return Health(Status.PROGRESSING, "waiting for the deployment controller to observe the latest spec")
     for condition in status.get("conditions") or []:
         if condition.get("type") == "Progressing" and condition.get("status") == "False" \
                 and condition.get("reason") == "ProgressDeadlineExceeded":
-            return Health(DEGRADED, f"Deployment {name} exceeded its progress deadline: "
-                                    f"{condition.get('message', '')}".rstrip(": "))
+            return Health(Status.DEGRADED, f"Deployment {name} exceeded its progress deadline: "
+                                           f"{condition.get('message', '')}".rstrip(": "))
     want = spec.get("replicas", 1)
     updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
     available = status.get("availableReplicas", 0)
     if updated < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
     if total > updated:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
-                                   "pending termination")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
+                                          "pending termination")
     if available < want:
-        return Health(PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
-    return Health(HEALTHY, f"{available}/{want} replicas available")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
+    return Health(Status.HEALTHY, f"{available}/{want} replicas available")
 
 
-def _read_whole(condition: dict) -> bool:
+def _read_whole(condition: Obj) -> bool:
     """True for the one condition whose message ``health`` reports (Degraded)."""
     return (condition.get("type") == "Progressing" and condition.get("status") == "False"
             and condition.get("reason") == "ProgressDeadlineExceeded")
 
 
-def trim(obj: dict) -> dict:
+def trim(obj: Obj) -> Obj:
     """``obj`` (a listed or applied object, a dict as the API serves it) (a Deployment) with its
     ``status.conditions`` cut down to what ``health`` reads: each condition's ``type``,
     ``status`` and ``reason``, and the whole condition it reports (Progressing False,
@@ -195,21 +196,21 @@ def trim(obj: dict) -> dict:
     ``triggers.fingerprint`` the replicas and ``deployment``'s answer; ``diff`` drops status)."""
     status = obj.get("status")
     found = status.get("conditions") if isinstance(status, dict) else None
-    if isinstance(found, list):
+    if isinstance(status, dict) and isinstance(found, list):
         status["conditions"] = [c if not isinstance(c, dict) or _read_whole(c)
                                 else {k: c[k] for k in ("type", "status", "reason") if k in c} for c in found]
     return obj
 
 
 
-def observed(obj: dict | None) -> dict:
+def observed(obj: Obj | None) -> Obj:
     """What of the live Deployment the Application's status shows: ``replicas`` and
     ``readyReplicas`` (0 when absent)."""
     status = (obj or {}).get("status") or {}
     return {"replicas": status.get("replicas", 0), "readyReplicas": status.get("readyReplicas", 0)}
 
 
-def news(obj: dict) -> object:
+def news(obj: Obj) -> object:
     """What of a watched Deployment's status a pass reports: replicas, ready replicas, health."""
     status = obj.get("status") or {}
     return (status.get("replicas", 0), status.get("readyReplicas", 0), health(obj).as_status())

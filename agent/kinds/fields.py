@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from agent.api.labels import AGENT_NAME
+from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.kinds import registry
 
@@ -54,7 +55,7 @@ its render, or the next apply removes it (``dropped``): ``ChildKind.rendered`` a
 annotations."""
 
 
-def _sets(obj, path: Path) -> bool:
+def _sets(obj: Any, path: Path) -> bool:
     """True when ``obj`` (a desired object) sets the field at ``path`` (FieldsV1 ``f:`` keys)."""
     for key in path:
         if not isinstance(obj, dict) or key[2:] not in obj:
@@ -63,7 +64,7 @@ def _sets(obj, path: Path) -> bool:
     return True
 
 
-def domains(kind: str, desired: dict | None = None) -> tuple[Path, ...]:
+def domains(kind: str, desired: Obj | None = None) -> tuple[Path, ...]:
     """The authoritative subtrees of ``kind`` for the desired object ``desired``: ``AUTHORITATIVE``
     less the released ones ``desired`` does not set (None: all of them, as when nothing is
     known of what Git wants: the subtrees kept when an object is listed)."""
@@ -81,7 +82,7 @@ HANDED_OVER_SUBRESOURCES = frozenset({"", "scale"})
 to ``status`` belong to controllers and are never taken."""
 
 
-def eligible(entry: dict) -> bool:
+def eligible(entry: Obj) -> bool:
     """True when the agent takes fields over from this managedFields entry: any manager but
     the agent that wrote with an Update operation (kubectl edit/patch/scale, client-side
     apply, scripts) or one of kubectl's managers (``kubectl apply --server-side``), on the
@@ -102,11 +103,11 @@ def _leads_to(path: Path, domains: Iterable[Path]) -> bool:
     return any(len(d) > len(path) and d[:len(path)] == path for d in domains)
 
 
-def split(trie: dict, domains: tuple[Path, ...], at: Path = ()) -> tuple[dict, dict]:
+def split(trie: Obj, domains: tuple[Path, ...], at: Path = ()) -> tuple[Obj, Obj]:
     """Split a FieldsV1 trie into (inside, outside) the ``domains`` subtrees. A node emptied by
     the split is dropped rather than kept as a leaf (an empty mapping would claim the node)."""
-    inside: dict = {}
-    outside: dict = {}
+    inside: Obj = {}
+    outside: Obj = {}
     for key, sub in trie.items():
         here = at + (key,)
         if _covered(here, domains):
@@ -122,7 +123,7 @@ def split(trie: dict, domains: tuple[Path, ...], at: Path = ()) -> tuple[dict, d
     return inside, outside
 
 
-def merge(a: dict, b: dict) -> dict:
+def merge(a: Obj, b: Obj) -> Obj:
     """Union of two FieldsV1 tries. A leaf merged with a subtree becomes the subtree plus
     ``.`` (the node itself stays owned)."""
     out = dict(a)
@@ -136,7 +137,7 @@ def merge(a: dict, b: dict) -> dict:
     return out
 
 
-def foreign(live: dict, desired: dict | None = None) -> dict:
+def foreign(live: Obj, desired: Obj | None = None) -> Obj:
     """The FieldsV1 trie of fields that eligible managers (see ``eligible``) own inside the
     authoritative subtrees of ``live`` (a dict as the API serves it, with managedFields) for
     ``desired`` (``domains``); empty when there is nothing to take over. A non-empty result is
@@ -144,11 +145,11 @@ def foreign(live: dict, desired: dict | None = None) -> dict:
     return _owned_inside(live, eligible, desired)
 
 
-def _owned_inside(live: dict, which, desired: dict | None = None) -> dict:
+def _owned_inside(live: Obj, which: Callable[[Obj], bool], desired: Obj | None = None) -> Obj:
     """The union of the FieldsV1 tries, cut to the authoritative subtrees of ``live``'s kind
     (``domains``), of the managedFields entries for which ``which(entry)`` is True."""
     domains_ = domains(live.get("kind", ""), desired)
-    owned: dict = {}
+    owned: Obj = {}
     for entry in live.get("metadata", {}).get("managedFields") or []:
         if which(entry):
             inside, _ = split(entry.get("fieldsV1") or {}, domains_)
@@ -156,7 +157,7 @@ def _owned_inside(live: dict, which, desired: dict | None = None) -> dict:
     return owned
 
 
-def declared_by_others(entry: dict) -> bool:
+def declared_by_others(entry: Obj) -> bool:
     """True for a managedFields entry of another manager's server-side apply on the object
     itself: a controller declaring its intent (a mesh's sidecar, a metrics port), which the
     agent leaves alone and its apply cannot remove (``eligible`` is False for it)."""
@@ -164,13 +165,13 @@ def declared_by_others(entry: dict) -> bool:
             and not entry.get("subresource") and not eligible(entry))
 
 
-def theirs(live: dict, desired: dict | None = None) -> dict:
+def theirs(live: Obj, desired: Obj | None = None) -> Obj:
     """The FieldsV1 trie of fields that ``declared_by_others`` entries own inside the
     authoritative subtrees of ``live`` for ``desired``; empty when there are none."""
     return _owned_inside(live, declared_by_others, desired)
 
 
-def without_theirs(live, trie: dict, desired):
+def without_theirs(live: Any, trie: Obj, desired: Any) -> Any:
     """``live`` (a node of an object as served) without the keyed list entries (``k:``) that
     ``trie`` (``theirs``) owns whole and ``desired`` (the same node as the agent renders it) has
     no entry for, at any depth (a port another controller declared in the agent's container):
@@ -199,26 +200,26 @@ def without_theirs(live, trie: dict, desired):
                 nodes.append((fields_of, sub))
     wanted = desired if isinstance(desired, list) else []
 
-    def is_entry(item, key_fields: dict) -> bool:
+    def is_entry(item: Any, key_fields: Obj) -> bool:
         return isinstance(item, dict) and all(item.get(f) == v for f, v in key_fields.items())
 
-    def desired_entry(key_fields: dict):  # by the fields desired sets: defaults unknown
+    def desired_entry(key_fields: Obj) -> Any:  # by the fields desired sets: defaults unknown
         return next((d for d in wanted if isinstance(d, dict) and all(d.get(f, v) == v for f, v in key_fields.items())),
                     None)
 
-    out = []
+    entries: list[Any] = []
     for item in live:
         matched = [(k, sub) for k, sub in nodes if is_entry(item, k)]
         if any("." in sub and desired_entry(k) is None for k, sub in matched):
             continue  # theirs whole, and Git has no such entry
         for k, sub in matched:  # an entry Git has: set aside what they declared inside it
             item = without_theirs(item, sub, desired_entry(k))
-        out.append(item)
-    return out
+        entries.append(item)
+    return entries
 
 
-def handover(live: dict, api_version: str, now: datetime.datetime | None = None,
-             desired: dict | None = None) -> list[dict] | None:
+def handover(live: Obj, api_version: str, now: datetime.datetime | None = None,
+             desired: Obj | None = None) -> list[Obj] | None:
     """The managedFields list for ``live`` after the fields that eligible managers own in the
     authoritative subtrees for ``desired`` (``domains``) are handed to the agent's Apply entry
     (created when missing, with ``api_version``); entries left with no fields are removed. None
@@ -229,20 +230,20 @@ def handover(live: dict, api_version: str, now: datetime.datetime | None = None,
     return entries
 
 
-def adoption(live: dict, desired: dict, now: datetime.datetime | None = None) -> tuple[list[dict] | None, list[str]]:
+def adoption(live: Obj, desired: Obj, now: datetime.datetime | None = None) -> tuple[list[Obj] | None, list[str]]:
     """``(managedFields, managers)`` for adopting ``live`` as the child ``desired``: every
     field the agent renders (``adoption_domains``) that any other manager owns on the object
     or its scale subresource, whatever its operation (another operator's create, kubectl, an
     earlier install's server-side apply), handed to the agent's Apply entry, as ``handover``
     does; ``managers``: the sorted names of the managers fields were taken from. The list is
     None when nothing is to be taken."""
-    def other(entry: dict) -> bool:
+    def other(entry: Obj) -> bool:
         return (not _ours(entry) and entry.get("fieldsType", "FieldsV1") == "FieldsV1"
                 and entry.get("subresource", "") in HANDED_OVER_SUBRESOURCES)
     return _hand_over(live, adoption_domains(live, desired), other, desired["apiVersion"], now)
 
 
-def adoption_domains(live: dict, desired: dict) -> tuple[Path, ...]:
+def adoption_domains(live: Obj, desired: Obj) -> tuple[Path, ...]:
     """The subtrees an adoption takes: the authoritative ones for ``desired`` (``domains``),
     each field ``desired`` sets elsewhere (a list whole, a mapping key by key), and under
     ``metadata.ownerReferences`` only the entries of ``live``'s controller references to an
@@ -261,7 +262,7 @@ def adoption_domains(live: dict, desired: dict) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _leaf_paths(node: dict, at: Path) -> list[Path]:
+def _leaf_paths(node: Obj, at: Path) -> list[Path]:
     """The paths of the fields a desired mapping sets: a non-empty mapping by its keys, any
     other value (a list, a scalar, an empty mapping) whole."""
     out: list[Path] = []
@@ -280,14 +281,14 @@ def _key_uid(key: str) -> str | None:
     return fields_of.get("uid") if isinstance(fields_of, dict) else None
 
 
-def _hand_over(live: dict, subtrees: tuple[Path, ...], which, api_version: str,
-               now: datetime.datetime | None) -> tuple[list[dict] | None, list[str]]:
+def _hand_over(live: Obj, subtrees: tuple[Path, ...], which: Callable[[Obj], bool], api_version: str,
+               now: datetime.datetime | None) -> tuple[list[Obj] | None, list[str]]:
     """``(managedFields, managers)``: the fields that entries chosen by ``which(entry)`` own
     inside ``subtrees``, moved to the agent's Apply entry (see ``handover``); None and [] when
     there are none."""
     entries = live.get("metadata", {}).get("managedFields") or []
-    taken: dict = {}
-    kept: list[dict] = []
+    taken: Obj = {}
+    kept: list[Obj] = []
     names: set[str] = set()
     for entry in entries:
         if which(entry):
@@ -311,12 +312,12 @@ def _hand_over(live: dict, subtrees: tuple[Path, ...], which, api_version: str,
     return kept, sorted(names)
 
 
-def _ours(entry: dict) -> bool:
+def _ours(entry: Obj) -> bool:
     """True for the agent's own server-side apply entry on the object itself."""
     return entry.get("manager") == AGENT_NAME and entry.get("operation") == "Apply" and not entry.get("subresource")
 
 
-def _all_set(node, trie: dict) -> bool:
+def _all_set(node: Any, trie: Obj) -> bool:
     """True when every field ``trie`` (FieldsV1) names is set in ``node`` (a desired object or
     part of it): ``f:`` keys of mappings, ``k:`` entries of keyed lists (an entry that leaves a
     key field out matches: it is defaulted), ``v:`` values of sets; ``.`` and ``i:`` are not
@@ -347,7 +348,7 @@ def _all_set(node, trie: dict) -> bool:
     return True
 
 
-def dropped(live: dict, desired: dict) -> bool:
+def dropped(live: Obj, desired: Obj) -> bool:
     """True when the agent's own apply entry of ``live`` owns a field, under its kind's
     ``RENDERED`` subtrees, that ``desired`` no longer sets (Git removed ``command``, an env
     variable, a probe's field, an Ingress annotation): the next apply removes it, so the object
@@ -366,12 +367,12 @@ def dropped(live: dict, desired: dict) -> bool:
     return False
 
 
-def _to_release(kind: str, desired: dict) -> tuple[Path, ...]:
+def _to_release(kind: str, desired: Obj) -> tuple[Path, ...]:
     """The released subtrees of ``kind`` that ``desired`` does not set."""
     return tuple(d for d in RELEASED.get(kind, ()) if not _sets(desired, d))
 
 
-def _without(trie: dict, paths: tuple[Path, ...]) -> tuple[dict, bool]:
+def _without(trie: Obj, paths: tuple[Path, ...]) -> tuple[Obj, bool]:
     """(``trie`` less the subtrees ``paths``, whether any was there)."""
     if not paths:
         return trie, False
@@ -379,7 +380,7 @@ def _without(trie: dict, paths: tuple[Path, ...]) -> tuple[dict, bool]:
     return outside, bool(inside)
 
 
-def release(live: dict, desired: dict) -> list[dict] | None:
+def release(live: Obj, desired: Obj) -> list[Obj] | None:
     """The managedFields list for ``live`` with the released subtrees that ``desired`` does not
     set (a Deployment's ``spec.replicas`` once Git leaves it to an autoscaler) taken out of the
     agent's own apply entry: then nobody owns the field, its value stays, and the agent's apply
@@ -399,14 +400,14 @@ def release(live: dict, desired: dict) -> list[dict] | None:
     return out if changed else None
 
 
-def releasable(live: dict, desired: dict) -> bool:
+def releasable(live: Obj, desired: Obj) -> bool:
     """True when ``release`` has something to hand back."""
     paths = _to_release(live.get("kind", ""), desired)
     return bool(paths) and any(_ours(e) and _without(e.get("fieldsV1") or {}, paths)[1]
                                for e in live.get("metadata", {}).get("managedFields") or [])
 
 
-def applied_by_agent(obj: dict) -> bool:
+def applied_by_agent(obj: Obj) -> bool:
     """True when the agent's field manager has applied ``obj`` (an Apply entry of
     ``gitops-agent`` in managedFields): the record that labels copied from a rendered
     manifest, or a copy-pasted YAML, do not carry."""
@@ -419,7 +420,7 @@ KEPT_FOR_READERS: tuple[Path, ...] = (_path("metadata.annotations"),)
 each annotation (``suspend.set_by_hand`` reads the owner of ``heumsi.github.io/reconcile``)."""
 
 
-def compact(obj: dict) -> dict:
+def compact(obj: Obj) -> Obj:
     """``obj`` (a dict as the API serves it) with each ``metadata.managedFields`` entry's
     ``fieldsV1`` cut down to what the pass reads: ``KEPT_FOR_READERS``, and for an entry the
     agent takes fields over from (``eligible``) or another controller declared

@@ -10,10 +10,27 @@ five statuses. Only the fields named in each docstring are read, so a fixture ca
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-HEALTHY, PROGRESSING, DEGRADED, MISSING, SUSPENDED = "Healthy", "Progressing", "Degraded", "Missing", "Suspended"
+from agent.api.objects import Obj, ObjectMeta
 
-ORDER = (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED)
+
+class Status(StrEnum):
+    """A health status, as written to ``status.health.status`` (gitops-engine's ``HealthStatusCode``).
+    A ``str``: it compares, hashes and serializes as its value."""
+
+    HEALTHY = "Healthy"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    MISSING = "Missing"
+    SUSPENDED = "Suspended"
+    UNKNOWN = "Unknown"
+    """What a reader shows for an Application with no ``status.health`` yet; no rule answers it."""
+
+
+HEALTHY, DEGRADED = Status.HEALTHY, Status.DEGRADED  # the names explainview reads, until it uses Status
+
+ORDER = (Status.HEALTHY, Status.SUSPENDED, Status.PROGRESSING, Status.MISSING, Status.DEGRADED)
 """Statuses from best to worst; an Application takes its worst child's (gitops-engine's
 ``healthOrder``, without Unknown). Why this order: Degraded needs a person (a rollout gave up);
 Missing means a child does not exist at all, which is worse than one still rolling out;
@@ -26,23 +43,23 @@ class Health:
     """``status``: one of ``ORDER``; ``message``: a sentence naming why (empty when Healthy
     needs no explanation)."""
 
-    status: str
+    status: Status
     message: str = ""
 
-    def as_status(self) -> dict:
+    def as_status(self) -> Obj:
         """The ``status.health`` object: ``{"status": ..., "message": ...}``."""
         return {"status": self.status, "message": self.message}
 
 
-def pending_deletion(obj: dict | None, kind: str) -> Health | None:
+def pending_deletion(obj: Obj | None, kind: str) -> Health | None:
     """Progressing when ``obj`` (a live object of ``kind``) carries ``metadata.deletionTimestamp``:
     it is being deleted, held by a finalizer or by its namespace's termination, and will be
     gone however healthy its status reads (gitops-engine ``IsHealthy``'s first rule, "Pending
     deletion"). None otherwise."""
-    meta = (obj or {}).get("metadata") or {}
+    meta: ObjectMeta = (obj or {}).get("metadata") or {}
     if meta.get("deletionTimestamp"):
-        return Health(PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
-                                   f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
+        return Health(Status.PROGRESSING, f"{kind} {meta.get('name', '')} is pending deletion (since "
+                                          f"{meta['deletionTimestamp']}); a pass after it is gone creates it again")
     return None
 
 
@@ -52,7 +69,7 @@ VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp", "resour
 VIEW_SPEC = ("paused", "replicas", "type")
 
 
-def view(obj: dict) -> dict:
+def view(obj: Obj) -> Obj:
     """The part of a child (Deployment or Service, a dict as the API serves it) that ``deployment``,
     ``service`` and ``status.compute`` read: ``apiVersion``, ``kind``, ``metadata``'s
     ``VIEW_METADATA``, ``spec``'s ``VIEW_SPEC`` and the whole ``status``, each where present.
@@ -62,7 +79,7 @@ def view(obj: dict) -> dict:
     at 10,000 Applications), and only their health is read again; the rest of an answer (the
     pod template, managedFields) is most of its size (issue 11: peak RSS)."""
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    out = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    out: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     out["metadata"] = {key: meta[key] for key in VIEW_METADATA if key in meta}
     out["spec"] = {key: spec[key] for key in VIEW_SPEC if key in spec}
     if "status" in obj:
@@ -77,10 +94,10 @@ def worst(children: dict[str, Health]) -> Health:
     the worst by ``ORDER`` (the first named, in sorted order, on a tie), its message prefixed
     with the child's name. No children, or all Healthy: Healthy, "all children healthy"."""
     if not children:
-        return Health(HEALTHY, "no children")
+        return Health(Status.HEALTHY, "no children")
     name, found = max(sorted(children.items()), key=lambda item: ORDER.index(item[1].status))
-    if found.status == HEALTHY:
-        return Health(HEALTHY, "all children healthy")
+    if found.status == Status.HEALTHY:
+        return Health(Status.HEALTHY, "all children healthy")
     return Health(found.status, f"{name}: {found.message}")
 
 

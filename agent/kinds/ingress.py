@@ -8,16 +8,17 @@ Ingress stays Progressing, as Argo CD shows it.
 
 from __future__ import annotations
 
-from agent.kinds.health import HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.api.objects import Obj
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata
 
 
-def wanted(spec: dict) -> bool:
+def wanted(spec: Obj) -> bool:
     return spec.get("ingress") is not None
 
 
-def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
     """The desired ``networking.k8s.io/v1`` Ingress of the Application ``namespace/name``: one
     rule (``host``, if given) sending ``path`` (default ``/``, ``pathType`` default Prefix) to
     the Service's port; ``className``, TLS with ``tlsSecretName`` for the host, and
@@ -30,32 +31,32 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict | None:
         metadata["annotations"] = dict(sorted(ingress["annotations"].items()))
     path = {"path": ingress.get("path", "/"), "pathType": ingress.get("pathType", "Prefix"),
             "backend": {"service": {"name": name, "port": {"number": spec["port"]}}}}
-    rule: dict = {"host": ingress["host"]} if "host" in ingress else {}
+    rule: Obj = {"host": ingress["host"]} if "host" in ingress else {}
     rule["http"] = {"paths": [path]}
-    out: dict = {}
+    out: Obj = {}
     if "className" in ingress:
         out["ingressClassName"] = ingress["className"]
     out["rules"] = [rule]
     if "tlsSecretName" in ingress:
-        tls: dict = {"hosts": [ingress["host"]]} if "host" in ingress else {}
+        tls: Obj = {"hosts": [ingress["host"]]} if "host" in ingress else {}
         out["tls"] = [{**tls, "secretName": ingress["tlsSecretName"]}]
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": metadata, "spec": out}
 
 
-def health(obj: dict | None) -> Health:
+def health(obj: Obj | None) -> Health:
     """Health of a ``networking.k8s.io/v1`` Ingress (gitops-engine ``getIngressHealth``): None:
     Missing; being deleted: Progressing; an address in ``status.loadBalancer.ingress``: Healthy;
     none yet: Progressing (no ingress controller has taken it)."""
     if obj is None:
-        return Health(MISSING, "Ingress does not exist")
+        return Health(Status.MISSING, "Ingress does not exist")
     if (deleting := pending_deletion(obj, "Ingress")) is not None:
         return deleting
     if ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-        return Health(HEALTHY)
-    return Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")
+        return Health(Status.HEALTHY)
+    return Health(Status.PROGRESSING, "waiting for an ingress controller to give the Ingress an address")
 
 
-def news(obj: dict) -> object:
+def news(obj: Obj) -> object:
     """What of a watched Ingress a pass acts on or reports: its spec and its health."""
     return (obj.get("spec"), health(obj).as_status())
 

@@ -12,18 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agent.api.objects import Obj
 from agent.kinds.health import Health
 
 
-def _unchanged(obj: dict) -> dict:
+def _unchanged(obj: Obj) -> Obj:
     return obj
 
 
-def _nothing(obj: dict | None) -> dict:
+def _nothing(obj: Obj | None) -> Obj:
     return {}
 
 
-def _always(spec: dict) -> bool:
+def _always(spec: Obj) -> bool:
     return True
 
 
@@ -48,14 +49,14 @@ class ChildKind:
     version: str
     kind: str
     plural: str
-    render: Callable[[str, str, str, dict], dict | None]
-    health: Callable[[dict | None], Health]
+    render: Callable[[str, str, str, Obj], Obj | None]
+    health: Callable[[Obj | None], Health]
     status_field: str
-    news: Callable[[dict], object]
+    news: Callable[[Obj], object]
     authoritative: tuple[str, ...] = ()
-    observed: Callable[[dict | None], dict] = _nothing
-    trim: Callable[[dict], dict] = _unchanged
-    wanted: Callable[[dict], bool] = _always
+    observed: Callable[[Obj | None], Obj] = _nothing
+    trim: Callable[[Obj], Obj] = _unchanged
+    wanted: Callable[[Obj], bool] = _always
     released: tuple[str, ...] = ()
     rendered: tuple[str, ...] = ("spec",)
 

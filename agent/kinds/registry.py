@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from agent.api.objects import Obj
 from agent.kinds import autoscaler, configmap, deployment, ingress, service
-from agent.kinds.health import MISSING, Health, worst
+from agent.kinds.health import Health, Status, worst
 from agent.kinds.kind import ChildKind
 
 CHILD_KINDS: tuple[ChildKind, ...] = (
@@ -23,31 +24,31 @@ CHILD_KINDS: tuple[ChildKind, ...] = (
 BY_KIND: dict[str, ChildKind] = {k.kind: k for k in CHILD_KINDS}
 
 
-def children(name: str, namespace: str, uid: str, spec: dict) -> list[dict]:
+def children(name: str, namespace: str, uid: str, spec: Obj) -> list[Obj]:
     """The desired children of the Application ``namespace/name`` with ``uid`` and ``spec``,
     as apply-ready dicts in ``CHILD_KINDS`` order (a kind whose render answers None is left out)."""
     return [obj for k in CHILD_KINDS if (obj := k.render(name, namespace, uid, spec)) is not None]
 
 
-def wanted(spec: dict | None) -> tuple[ChildKind, ...]:
+def wanted(spec: Obj | None) -> tuple[ChildKind, ...]:
     """The kinds an Application with ``spec`` has children of (``ChildKind.wanted``), in
     ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment and a Service."""
     return tuple(k for k in CHILD_KINDS if k.wanted(spec or {}))
 
 
-def health(live: Mapping[str, dict | None], taken: frozenset[str] = frozenset(), spec: dict | None = None) -> Health:
+def health(live: Mapping[str, Obj | None], taken: frozenset[str] = frozenset(), spec: Obj | None = None) -> Health:
     """Health of an Application with ``spec`` from its live children, ``{kind: object or
     None}`` (a kind missing from the mapping counts as absent): the worst of the kinds it has
     (``wanted``). ``taken``: the kinds whose name another object holds, so the agent's child is
     Missing though an object of that name exists (the ``OwnershipConflict`` failure says whose)."""
     found = {k.kind: k.health(live.get(k.kind)) for k in wanted(spec)}
     for kind in taken & found.keys():
-        found[kind] = Health(MISSING, f"another {kind} of this name exists and is not the agent's, so the "
-                                      "agent's is not created")
+        found[kind] = Health(Status.MISSING, f"another {kind} of this name exists and is not the agent's, so the "
+                                             "agent's is not created")
     return worst(found)
 
 
-def trim(obj: dict) -> dict:
+def trim(obj: Obj) -> Obj:
     """``obj`` (a listed or applied object) cut by its kind's ``trim``; other kinds as they are."""
-    kind = BY_KIND.get(obj.get("kind"))
+    kind = BY_KIND.get(obj.get("kind", ""))
     return kind.trim(obj) if kind else obj

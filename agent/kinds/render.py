@@ -13,10 +13,11 @@ import json
 
 from agent.api.labels import (AGENT_NAME, APPLICATION_LABEL, CONTENT_HASH, CREATED_BY_AGENT, INSTANCE_LABEL, MANAGED_BY,
                               NAME_LABEL, REPOSITORY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH)
+from agent.api.objects import Obj
 from agent.api.schema import API_VERSION, KIND
 
 
-def namespace(name: str) -> dict:
+def namespace(name: str) -> Obj:
     """The Namespace the agent creates when an Application's namespace is missing: ``name``
     labelled ``CREATED_BY_AGENT``, nothing else."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {CREATED_BY_AGENT: AGENT_NAME}}}
@@ -37,15 +38,15 @@ def selector_labels(app_name: str) -> dict[str, str]:
     return {INSTANCE_LABEL: app_name, APPLICATION_LABEL: app_name}
 
 
-def owner_reference(app_name: str, app_uid: str) -> dict:
+def owner_reference(app_name: str, app_uid: str) -> Obj:
     """ownerReference to an Application; controller and blockOwnerDeletion per the
     Kubernetes garbage-collection convention for objects a controller creates."""
     return {"apiVersion": API_VERSION, "kind": KIND, "name": app_name, "uid": app_uid,
             "controller": True, "blockOwnerDeletion": True}
 
 
-def desired_application(manifest_body: dict, commit: str, path: str, source: str = "default",
-                        repository: str | None = None) -> dict:
+def desired_application(manifest_body: Obj, commit: str, path: str, source: str = "default",
+                        repository: str | None = None) -> Obj:
     """The Application as the agent applies it from Git.
 
     Input: the parsed document (apiVersion, kind, metadata with name and namespace, spec);
@@ -75,7 +76,7 @@ def desired_application(manifest_body: dict, commit: str, path: str, source: str
     }
 
 
-def overridden(manifest_body: dict, desired: dict) -> list[tuple[str, str, str]]:
+def overridden(manifest_body: Obj, desired: Obj) -> list[tuple[str, str, str]]:
     """The labels and annotations Git sets that the agent sets to another value in ``desired``
     (``desired_application``'s output), as ``(field, value in Git, value applied)`` with
     ``field`` dotted, e.g. ``("metadata.labels.app.kubernetes.io/managed-by", "helm",
@@ -89,7 +90,7 @@ def overridden(manifest_body: dict, desired: dict) -> list[tuple[str, str, str]]
     return out
 
 
-def child_metadata(name: str, namespace: str, uid: str) -> dict:
+def child_metadata(name: str, namespace: str, uid: str) -> Obj:
     """``metadata`` of every child of the Application ``namespace/name`` with ``uid``: named like
     it, its ownership labels, and a controller ownerReference to it."""
     return {"name": name, "namespace": namespace, "labels": ownership_labels(name),

@@ -6,12 +6,13 @@ selecting the pods; health by gitops-engine's Service rule.
 
 from __future__ import annotations
 
-from agent.kinds.health import HEALTHY, MISSING, PROGRESSING, Health, pending_deletion
+from agent.api.objects import Obj
+from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, selector_labels
 
 
-def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``v1`` Service of the Application ``namespace/name`` with ``uid``: port
     ``spec["port"]`` to the same target port, selecting the Deployment's pods."""
     port = spec["port"]
@@ -26,7 +27,7 @@ def render(name: str, namespace: str, uid: str, spec: dict) -> dict:
     }
 
 
-def health(obj: dict | None) -> Health:
+def health(obj: Obj | None) -> Health:
     """Health of a ``v1`` Service (gitops-engine ``getCorev1ServiceHealth``).
 
     Reads ``metadata.deletionTimestamp``, ``spec.type`` and ``status.loadBalancer.ingress``.
@@ -35,16 +36,16 @@ def health(obj: dict | None) -> Health:
     headless) is Healthy once it exists.
     """
     if obj is None:
-        return Health(MISSING, "Service does not exist")
+        return Health(Status.MISSING, "Service does not exist")
     if (deleting := pending_deletion(obj, "Service")) is not None:
         return deleting
     if (obj.get("spec") or {}).get("type") == "LoadBalancer":
         if not ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-            return Health(PROGRESSING, "waiting for the load balancer to get an address")
-    return Health(HEALTHY)
+            return Health(Status.PROGRESSING, "waiting for the load balancer to get an address")
+    return Health(Status.HEALTHY)
 
 
-def news(obj: dict) -> object:
+def news(obj: Obj) -> object:
     """What of a watched Service a pass acts on or reports: its spec (Services have no
     generation) and its health."""
     return (obj.get("spec"), health(obj).as_status())

@@ -10,6 +10,7 @@ a pass called it. ``Cluster`` names every verb; ``Wrapper`` hands each one on ex
 
 from __future__ import annotations
 
+import builtins
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -21,14 +22,18 @@ class Cluster(Protocol):
     scope for shared parts of live objects), ``concurrency`` (parallel writes allowed) and
     ``dry_run`` (writes are not kept)."""
 
-    concurrency: int
-    dry_run: bool
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def dry_run(self) -> bool: ...
 
     def get(self, obj: dict) -> dict | None: ...
 
-    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]: ...
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> builtins.list[dict]: ...
 
-    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]: ...
+    def list_in(self, group: str, kind: str, namespace: str,
+                label_selector: str | None = None) -> builtins.list[dict]: ...
 
     def served(self, group: str, version: str) -> set[str]: ...
 
@@ -40,7 +45,7 @@ class Cluster(Protocol):
 
     def delete(self, obj: dict, propagation: str = "Background") -> bool: ...
 
-    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict: ...
+    def patch_managed_fields(self, obj: dict, entries: builtins.list[dict]) -> dict: ...
 
     def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict: ...
 
@@ -69,10 +74,10 @@ class Wrapper:
     def get(self, obj: dict) -> dict | None:
         return self._kube.get(obj)
 
-    def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
+    def list(self, group: str, kind: str, label_selector: str | None = None) -> builtins.list[dict]:
         return self._kube.list(group, kind, label_selector)
 
-    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
+    def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> builtins.list[dict]:
         return self._kube.list_in(group, kind, namespace, label_selector)
 
     def served(self, group: str, version: str) -> set[str]:
@@ -90,7 +95,7 @@ class Wrapper:
     def delete(self, obj: dict, propagation: str = "Background") -> bool:
         return self._kube.delete(obj, propagation)
 
-    def patch_managed_fields(self, obj: dict, entries: list[dict]) -> dict:
+    def patch_managed_fields(self, obj: dict, entries: builtins.list[dict]) -> dict:
         return self._kube.patch_managed_fields(obj, entries)
 
     def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict:

@@ -35,6 +35,7 @@ import json
 import threading
 import urllib.parse
 
+from agent.engine.conditions import Reason
 from agent.notify import http
 
 PENDING, SUCCESS, FAILURE = "pending", "success", "failure"
@@ -42,7 +43,8 @@ MAX_DESCRIPTION = 140
 HOSTS = ("github", "gitlab", "gitea")
 NAMED = 3  # failed Applications named in a failure's description
 PENDING_TEXT = "applying this commit; waiting for its Applications to be ready"
-DONE_REASONS = frozenset({"Suspended", "PruneSkipped", "PruneBlocked"})  # Ready False, but nothing to wait for
+# Ready False, but nothing to wait for
+DONE_REASONS = frozenset({Reason.SUSPENDED, Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED})
 
 
 def _fit(text: str) -> str:

@@ -31,7 +31,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
 from agent.api.schema import GROUP
 from agent.engine import backoff, readiness, sync, sync_now
-from agent.engine.report import Report
+from agent.engine.report import Action, Report
 from agent.engine.steady import Steady
 from agent.kinds import registry
 from agent.kube import watch as watches
@@ -361,7 +361,7 @@ class Runner:
         m.pass_duration.observe(duration)
         m.passes.labels(result="success" if ok else "failure").inc()
         for change in report.changes:
-            if change.action not in ("unchanged", "suspended", "skipped"):  # left alone: not acted on
+            if change.action not in (Action.UNCHANGED, Action.SUSPENDED, Action.SKIPPED):  # left alone: not acted on
                 m.objects.labels(kind=change.subject.split("/", 1)[0], action=change.action).inc()
         if report.fetch_seconds is not None:
             m.fetch_duration.observe(report.fetch_seconds)

@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass
 
 from agent.engine import appview
+from agent.kinds import health as health_
 
-HEALTHS = ("Degraded", "Missing", "Progressing", "Suspended", "Healthy", "Unknown")  # worst first
+HEALTHS = (*reversed(health_.ORDER), health_.Status.UNKNOWN)  # worst first: Degraded, Missing, ..., Healthy, Unknown
 SORTS = ("name", "namespace", "health", "sync", "ready", "reason", "commit", "changed", "suspended", "age",
          "message")
 PER_PAGE = (10, 25, 50, 100, 200)

@@ -36,27 +36,27 @@ KOPF = entry("OpenAPI-Generator")  # the seed operator's create_namespaced_deplo
 
 
 @pytest.mark.parametrize("obj, opt_in, verdict, why", [
-    (live([ref()]), False, plan.OURS, ""),
-    (live([]), False, plan.OURS, ""),  # the agent's own child whose ownerReference was removed by hand
-    (live([ref()], [KOPF]), False, plan.ADOPT, "its controller ownerReference names this Application"),
-    (live([ref()], [KOPF, entry("kopf")]), True, plan.ADOPT, "its controller ownerReference names this Application"),
-    (live([ref(uid=OLD)], [KOPF]), False, plan.ADOPT,
+    (live([ref()]), False, plan.Owner.OURS, ""),
+    (live([]), False, plan.Owner.OURS, ""),  # the agent's own child whose ownerReference was removed by hand
+    (live([ref()], [KOPF]), False, plan.Owner.ADOPT, "its controller ownerReference names this Application"),
+    (live([ref()], [KOPF, entry("kopf")]), True, plan.Owner.ADOPT, "its controller ownerReference names this Application"),
+    (live([ref(uid=OLD)], [KOPF]), False, plan.Owner.ADOPT,
      "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again, and no "
      "other controller holds it: the stale reference is replaced by one to this Application (uid uid-1)"),
-    (live([ref(uid=OLD)]), False, plan.ADOPT,
+    (live([ref(uid=OLD)]), False, plan.Owner.ADOPT,
      "its controller ownerReference names an earlier Application web (uid uid-0), deleted and made again, and no "
      "other controller holds it: the stale reference is replaced by one to this Application (uid uid-1)"),
-    (live([], [entry("kubectl-create")]), False, plan.STRANGER, "is controlled by nothing and was not made by the agent"),
-    (live([], []), False, plan.STRANGER, "is controlled by nothing and was not made by the agent"),
-    (live([], [entry("kubectl-create")]), True, plan.ADOPT,
+    (live([], [entry("kubectl-create")]), False, plan.Owner.STRANGER, "is controlled by nothing and was not made by the agent"),
+    (live([], []), False, plan.Owner.STRANGER, "is controlled by nothing and was not made by the agent"),
+    (live([], [entry("kubectl-create")]), True, plan.Owner.ADOPT,
      f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"'),
-    (live([ref(controller=False)], [KOPF]), True, plan.ADOPT,
+    (live([ref(controller=False)], [KOPF]), True, plan.Owner.ADOPT,
      f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"'),
-    (live([ref("ReplicaSet", "web-1", "rs", api="apps/v1")], [KOPF]), True, plan.STRANGER,
+    (live([ref("ReplicaSet", "web-1", "rs", api="apps/v1")], [KOPF]), True, plan.Owner.STRANGER,
      "is controlled by ReplicaSet/web-1 (its controller ownerReference), not by Application ns/web"),
-    (live([ref(name="other")]), False, plan.STRANGER,
+    (live([ref(name="other")]), False, plan.Owner.STRANGER,
      "is controlled by Application/other (its controller ownerReference), not by Application ns/web"),
-    (live([ref(api="example.com/v1")]), True, plan.STRANGER,  # another group's Application
+    (live([ref(api="example.com/v1")]), True, plan.Owner.STRANGER,  # another group's Application
      "is controlled by Application/web (its controller ownerReference), not by Application ns/web"),
 ])
 def test_ownership_of_an_object_in_a_childs_slot(obj, opt_in, verdict, why):
@@ -73,12 +73,12 @@ def test_opted_in_reads_the_adopt_annotation(value, expected):
 def test_decide_adopts_or_refuses_before_it_compares():
     same = {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "managedFields": [KOPF]}}
     step = plan.decide(DEPLOYMENT, same)  # every value already as Git wants: adopted all the same
-    assert (step.action, step.adopting, step.live) == (plan.UPDATE, True, same)
+    assert (step.action, step.adopting, step.live) == (plan.Op.UPDATE, True, same)
     nobodys = live([], [entry("kubectl-create")])
-    assert plan.decide(DEPLOYMENT, nobodys).action == plan.CONFLICT
+    assert plan.decide(DEPLOYMENT, nobodys).action == plan.Op.CONFLICT
     assert plan.decide(DEPLOYMENT, nobodys, opt_in=True).adopting
     mine = {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "managedFields": [AGENT]}}
-    assert plan.decide(DEPLOYMENT, mine).action == plan.UNCHANGED
+    assert plan.decide(DEPLOYMENT, mine).action == plan.Op.UNCHANGED
     conflict = plan.decide(DEPLOYMENT, nobodys)
     assert not conflict.adopting and conflict.why == "is controlled by nothing and was not made by the agent"
 

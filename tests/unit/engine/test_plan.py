@@ -37,14 +37,14 @@ def test_identity_uses_group_kind_namespace_name():
 
 
 @pytest.mark.parametrize("live, desired, action", [
-    ([], [app("a")], plan.CREATE),
-    ([app("a", labels=OWNED)], [app("a")], plan.UNCHANGED),
-    ([app("a", image="old")], [app("a", image="new")], plan.UPDATE),
+    ([], [app("a")], plan.Op.CREATE),
+    ([app("a", labels=OWNED)], [app("a")], plan.Op.UNCHANGED),
+    ([app("a", image="old")], [app("a", image="new")], plan.Op.UPDATE),
     # provenance annotations alone (a moved file, a new commit) are not a change
     ([app("a", annotations={keys.SOURCE_PATH: "x.yaml"})],
-     [app("a", annotations={keys.SOURCE_PATH: "moved/x.yaml", keys.SOURCE_COMMIT: "abc"})], plan.UNCHANGED),
+     [app("a", annotations={keys.SOURCE_PATH: "moved/x.yaml", keys.SOURCE_COMMIT: "abc"})], plan.Op.UNCHANGED),
     # a label the user added in Git is a change
-    ([app("a")], [app("a", labels={"tier": "web"})], plan.UPDATE),
+    ([app("a")], [app("a", labels={"tier": "web"})], plan.Op.UPDATE),
 ])
 def test_desired_objects(live, desired, action):
     steps = plan.plan(desired, live)
@@ -63,7 +63,7 @@ def test_desired_objects(live, desired, action):
 ])
 def test_prune_only_what_the_agent_owns(live, prunes):
     steps = plan.plan([], live)
-    assert [s.subject for s in steps if s.action == plan.PRUNE] == prunes
+    assert [s.subject for s in steps if s.action == plan.Op.PRUNE] == prunes
 
 
 def test_no_prune_when_pass_is_not_clean():
@@ -96,7 +96,7 @@ def test_a_child_copied_under_another_name_is_never_pruned():
     deployment, _ = map(applied, registry.children("web", "ns", "uid-1", {"image": "i", "replicas": 1, "port": 80}))
     canary = {**deployment, "metadata": {**deployment["metadata"], "name": "web-canary"}}
     steps = plan.plan([], [deployment, canary])
-    assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Deployment/ns/web"]
+    assert [s.subject for s in steps if s.action == plan.Op.PRUNE] == ["Deployment/ns/web"]
 
 
 def test_fields_other_managers_own_where_the_agent_renders_in_full_are_drift():
@@ -107,15 +107,15 @@ def test_fields_other_managers_own_where_the_agent_renders_in_full_are_drift():
                "fieldsType": "FieldsV1", "fieldsV1": extra_port}
     live = {**desired, "metadata": {**desired["metadata"], "managedFields": APPLIED + [patched]}}
     [step] = plan.plan([desired], [live])
-    assert step.action == plan.UPDATE and plan.drifted_ownership(live)
+    assert step.action == plan.Op.UPDATE and plan.drifted_ownership(live)
     # the same fields held by another controller's server-side apply are its business
     theirs = {**live, "metadata": {**live["metadata"], "managedFields": APPLIED + [
         {**patched, "manager": "autoscaler", "operation": "Apply"}]}}
-    assert [s.action for s in plan.plan([desired], [theirs])] == [plan.UNCHANGED]
+    assert [s.action for s in plan.plan([desired], [theirs])] == [plan.Op.UNCHANGED]
     # and on an object the agent does not own, nothing is taken over
     foreign = {**live, "metadata": {**live["metadata"], "managedFields": [patched]}}
     assert not plan.drifted_ownership(foreign)
-    assert [s.action for s in plan.plan([service], [applied(service)])] == [plan.UNCHANGED]
+    assert [s.action for s in plan.plan([service], [applied(service)])] == [plan.Op.UNCHANGED]
 
 
 @pytest.mark.parametrize("live, desired, expected", [
@@ -133,7 +133,7 @@ def test_applications_of_another_source_are_never_pruned():
     mine = app("mine", labels={**OWNED, SOURCE_LABEL: "src-a"})
     theirs = app("theirs", labels={**OWNED, SOURCE_LABEL: "src-b"})
     steps = plan.plan([], [mine, theirs], source="src-a")
-    assert [s.subject for s in steps if s.action == plan.PRUNE] == ["Application/default/mine"]
+    assert [s.subject for s in steps if s.action == plan.Op.PRUNE] == ["Application/default/mine"]
 
 
 def test_owned_both_answers_owned_without_and_with_the_source_at_once():
@@ -154,10 +154,10 @@ def test_steps_carry_identity_desired_and_live():
     live_same, live_changed, live_gone = app("same", labels=OWNED), app("changed", image="old"), app("gone", labels=OWNED)
     steps = plan.plan([desired_new, desired_same, desired_changed], [live_same, live_changed, live_gone])
     assert [(s.action, s.identity, s.desired, s.live) for s in steps] == [
-        (plan.CREATE, plan.identity(desired_new), desired_new, None),
-        (plan.UNCHANGED, plan.identity(desired_same), desired_same, live_same),
-        (plan.UPDATE, plan.identity(desired_changed), desired_changed, live_changed),
-        (plan.PRUNE, plan.identity(live_gone), None, live_gone)]
+        (plan.Op.CREATE, plan.identity(desired_new), desired_new, None),
+        (plan.Op.UNCHANGED, plan.identity(desired_same), desired_same, live_same),
+        (plan.Op.UPDATE, plan.identity(desired_changed), desired_changed, live_changed),
+        (plan.Op.PRUNE, plan.identity(live_gone), None, live_gone)]
     assert [s.subject for s in steps][-1] == "Application/default/gone"
 
 
@@ -272,11 +272,11 @@ def test_claim_decides_a_create_over_the_agents_unlabelled_child_as_for_a_listed
     orphan = _with(mine, ownerReferences=[])
     out, conflicts = plan.claim(steps, [orphan])
     assert conflicts == [] and out[0] == plan.decide(deployment, orphan) == plan.Step(
-        plan.UPDATE, plan.identity(deployment), deployment, orphan)
+        plan.Op.UPDATE, plan.identity(deployment), deployment, orphan)
     # listed after all (its label back, nothing to hand over): the same decision, unchanged
     same = applied(deployment)
     out, _ = plan.claim(steps, [same])
-    assert out[0] == plan.Step(plan.UNCHANGED, plan.identity(deployment), deployment, same)
+    assert out[0] == plan.Step(plan.Op.UNCHANGED, plan.identity(deployment), deployment, same)
 
 
 def test_claim_refuses_a_create_over_someone_elses_object_and_says_why():
@@ -356,9 +356,9 @@ def test_refuse_takes_out_another_sources_application_with_a_one_line_message():
     steps = plan.plan(desired, live, source="b")
     out, refused = sources.refuse(steps, "b", REPO_B, {"default/web": "apps/web.yaml:3"})
     assert [(s.action, s.identity[3]) for s in out] == [
-        (plan.CREATE, "new"), (plan.UNCHANGED, "mine"), (plan.PRUNE, "gone")]
+        (plan.Op.CREATE, "new"), (plan.Op.UNCHANGED, "mine"), (plan.Op.PRUNE, "gone")]
     [(step, why)] = refused
-    assert step.identity == ("heumsi.github.io", "Application", "default", "web") and step.action == plan.UPDATE
+    assert step.identity == ("heumsi.github.io", "Application", "default", "web") and step.action == plan.Op.UPDATE
     assert why == (
         f"apps/web.yaml:3: OwnershipConflict: not applied: source 'a' (repository '{REPO_A}', file 'web.yaml') "
         f"holds it; this source 'b' (repository '{REPO_B}') has it too. This source leaves it, its status and its "
@@ -405,24 +405,24 @@ def test_plan_prunes_an_application_another_source_wants_and_the_pass_reads_why_
     # plan prunes it (it is this source's); the pass keeps it by wanted_elsewhere (sync's guard)
     live = app("web", labels={**OWNED, SOURCE_LABEL: "a"}, annotations={sources.wanted_by("b"): "b x.yaml"})
     [step] = plan.plan([], [live], source="a")
-    assert step.action == plan.PRUNE and sources.wanted_elsewhere(step.live, "a") == [("b", "x.yaml")]
+    assert step.action == plan.Op.PRUNE and sources.wanted_elsewhere(step.live, "a") == [("b", "x.yaml")]
 
 
 def test_the_repository_annotation_is_compared_so_the_first_pass_records_it():
     # an Application an older agent applied (no annotation) is updated once to get it
     desired = [app("web", annotations={keys.REPOSITORY: REPO_A})]
-    assert plan.plan(desired, [app("web", labels=OWNED)])[0].action == plan.UPDATE
+    assert plan.plan(desired, [app("web", labels=OWNED)])[0].action == plan.Op.UPDATE
     assert plan.plan(desired, [app("web", labels=OWNED, annotations={keys.REPOSITORY: REPO_A})])[0].action \
-        == plan.UNCHANGED
+        == plan.Op.UNCHANGED
 
 
 def test_decide_is_plans_rule_for_one_object():
     desired = app("web", labels=OWNED)
-    assert plan.decide(desired, None) == plan.Step(plan.CREATE, plan.identity(desired), desired, None)
+    assert plan.decide(desired, None) == plan.Step(plan.Op.CREATE, plan.identity(desired), desired, None)
     same = applied(desired)
-    assert plan.decide(desired, same) == plan.Step(plan.UNCHANGED, plan.identity(desired), desired, same)
+    assert plan.decide(desired, same) == plan.Step(plan.Op.UNCHANGED, plan.identity(desired), desired, same)
     other = applied(app("web", image="nginx:2", labels=OWNED))
-    assert plan.decide(desired, other) == plan.Step(plan.UPDATE, plan.identity(desired), desired, other)
+    assert plan.decide(desired, other) == plan.Step(plan.Op.UPDATE, plan.identity(desired), desired, other)
     for live in (None, same, other):
         assert [plan.decide(desired, live)] == plan.plan([desired], [live] if live else [], prune=False)
 
@@ -433,7 +433,7 @@ def test_prunes_are_the_owned_live_objects_not_desired_sorted_by_identity():
     live = {**owned, plan.identity(hand): hand}
     steps = plan.prunes(live, {plan.identity(app("c"))})
     assert [s.identity[3] for s in steps] == ["a", "b"]
-    assert all(s.action == plan.PRUNE and s.desired is None and s.live is live[s.identity] for s in steps)
+    assert all(s.action == plan.Op.PRUNE and s.desired is None and s.live is live[s.identity] for s in steps)
     assert plan.prunes(live, set(live)) == []
     theirs = app("t", labels={**OWNED, plan.SOURCE_LABEL: "other"})
     assert plan.prunes({plan.identity(theirs): theirs}, set(), source="mine") == []
@@ -472,7 +472,7 @@ def test_a_list_entry_another_controller_declared_is_not_drift_so_no_apply_is_pl
     meant one apply on every pass, forever."""
     desired, live = _service_with(METRICS_PORT)
     assert not plan.contains(live, desired)
-    assert [s.action for s in plan.plan([desired], [live])] == [plan.UNCHANGED]
+    assert [s.action for s in plan.plan([desired], [live])] == [plan.Op.UNCHANGED]
 
 
 def test_a_sidecar_another_controller_declared_is_not_drift():
@@ -482,11 +482,11 @@ def test_a_sidecar_another_controller_declared_is_not_drift():
     template = {**spec["template"], "spec": {**spec["template"]["spec"],
                                              "containers": [*spec["template"]["spec"]["containers"], sidecar]}}
     live = _declared({**deployment, "spec": {**spec, "template": template}}, "mesh-injector", SIDECAR)
-    assert [s.action for s in plan.plan([deployment], [live])] == [plan.UNCHANGED]
+    assert [s.action for s in plan.plan([deployment], [live])] == [plan.Op.UNCHANGED]
     # the same sidecar from a hand edit is drift: the agent takes it over and removes it
     patched = _declared({**deployment, "spec": {**spec, "template": template}}, "kubectl-patch", SIDECAR,
                         operation="Update")
-    assert [s.action for s in plan.plan([deployment], [patched])] == [plan.UPDATE]
+    assert [s.action for s in plan.plan([deployment], [patched])] == [plan.Op.UPDATE]
 
 
 @pytest.mark.parametrize("case", ["no record", "kubectl", "an update", "status", "our port changed",
@@ -512,7 +512,7 @@ def test_whatever_the_agents_apply_would_change_stays_drift(case):
         port = service["spec"]["ports"][0]
         _, live = _service_with({**port, "name": "x"}, fields_v1={"f:spec": {"f:ports": {
             f'k:{{"port":{port["port"]},"protocol":"TCP"}}': {".": {}}}}})
-    assert [s.action for s in plan.plan([service], [live])] == [plan.UPDATE], case
+    assert [s.action for s in plan.plan([service], [live])] == [plan.Op.UPDATE], case
 
 
 def test_a_port_another_controller_declared_inside_the_agents_container_is_not_drift():
@@ -526,13 +526,13 @@ def test_a_port_another_controller_declared_inside_the_agents_container_is_not_d
         ".": {}, "f:name": {}, "f:ports": {'k:{"containerPort":15090,"protocol":"TCP"}': {
             ".": {}, "f:containerPort": {}, "f:name": {}}}}}}}}}
     live = _declared({**deployment, "spec": live_spec}, "mesh-controller", declared)
-    assert [s.action for s in plan.plan([deployment], [live])] == [plan.UNCHANGED]
+    assert [s.action for s in plan.plan([deployment], [live])] == [plan.Op.UNCHANGED]
     # the agent's own port changed under it is still drift
     changed = [{**p, "containerPort": 81} for p in web.get("ports", [])] + [metrics]
     live_spec["template"]["spec"]["containers"] = [{**web, "ports": changed}]
     assert web.get("ports"), "the rendered container has a port"
     assert [s.action for s in plan.plan([deployment], [_declared({**deployment, "spec": live_spec}, "mesh-controller",
-                                                                 declared)])] == [plan.UPDATE]
+                                                                 declared)])] == [plan.Op.UPDATE]
 
 
 def test_claim_refuses_a_listed_object_that_is_someone_elses_and_adopts_the_applications():
@@ -545,7 +545,7 @@ def test_claim_refuses_a_listed_object_that_is_someone_elses_and_adopts_the_appl
     for live in (_with(applied(deployment), ownerReferences=[keeper]),
                  _with(applied({**deployment, "spec": {**deployment["spec"], "replicas": 3}}), ownerReferences=[keeper])):
         steps = plan.plan([deployment, service], [live, copied])
-        assert [(s.action, s.adopting) for s in steps] == [(plan.CONFLICT, False), (plan.UPDATE, True)]
+        assert [(s.action, s.adopting) for s in steps] == [(plan.Op.CONFLICT, False), (plan.Op.UPDATE, True)]
         out, conflicts = plan.claim(steps, [])
         assert out == steps[1:]
         assert out[0].why == "its controller ownerReference names this Application"

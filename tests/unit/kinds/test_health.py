@@ -8,7 +8,7 @@ import yaml
 
 from agent.kinds import (autoscaler, configmap, deployment as deployment_kind, health, ingress, registry,
                          service as service_kind)
-from agent.kinds.health import DEGRADED, HEALTHY, MISSING, PROGRESSING, SUSPENDED, Health
+from agent.kinds.health import Health, Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"
 
@@ -18,16 +18,16 @@ def fixture(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, status, message", [
-    ("deployment-healthy", HEALTHY, "2/2 replicas available"),
-    ("deployment-scaled-to-zero", HEALTHY, "0/0 replicas available"),
-    ("deployment-paused", SUSPENDED, "Deployment paused is paused"),
-    ("deployment-generation-not-observed", PROGRESSING,
+    ("deployment-healthy", Status.HEALTHY, "2/2 replicas available"),
+    ("deployment-scaled-to-zero", Status.HEALTHY, "0/0 replicas available"),
+    ("deployment-paused", Status.SUSPENDED, "Deployment paused is paused"),
+    ("deployment-generation-not-observed", Status.PROGRESSING,
      "waiting for the deployment controller to observe the latest spec"),
-    ("deployment-progress-deadline-exceeded", DEGRADED,
+    ("deployment-progress-deadline-exceeded", Status.DEGRADED,
      'Deployment deadline exceeded its progress deadline: ReplicaSet "deadline-5755846474" has timed out progressing.'),
-    ("deployment-pods-pending", PROGRESSING, "waiting for rollout to finish: 0 of 2 replicas available"),
-    ("deployment-rolling-update", PROGRESSING, "waiting for rollout to finish: 1 of 2 new replicas updated"),
-    ("deployment-old-replicas-terminating", PROGRESSING,
+    ("deployment-pods-pending", Status.PROGRESSING, "waiting for rollout to finish: 0 of 2 replicas available"),
+    ("deployment-rolling-update", Status.PROGRESSING, "waiting for rollout to finish: 1 of 2 new replicas updated"),
+    ("deployment-old-replicas-terminating", Status.PROGRESSING,
      "waiting for rollout to finish: 1 old replicas pending termination"),
 ])
 def test_deployment_fixtures(name, status, message):
@@ -35,9 +35,9 @@ def test_deployment_fixtures(name, status, message):
 
 
 @pytest.mark.parametrize("name, status", [
-    ("service-clusterip", HEALTHY),
-    ("service-loadbalancer-pending", PROGRESSING),
-    ("service-loadbalancer-ready", HEALTHY),
+    ("service-clusterip", Status.HEALTHY),
+    ("service-loadbalancer-pending", Status.PROGRESSING),
+    ("service-loadbalancer-ready", Status.HEALTHY),
 ])
 def test_service_fixtures(name, status):
     assert service_kind.health(fixture(name)).status == status
@@ -53,13 +53,13 @@ def test_every_fixture_is_a_real_api_object_and_in_a_table():
 
 
 @pytest.mark.parametrize("name, status, message", [
-    ("ingress-no-address", PROGRESSING, "waiting for an ingress controller to give the Ingress an address"),
-    ("ingress-with-address", HEALTHY, ""),
-    ("hpa-new", PROGRESSING, "waiting to autoscale"),
-    ("hpa-missing-target", DEGRADED,
+    ("ingress-no-address", Status.PROGRESSING, "waiting for an ingress controller to give the Ingress an address"),
+    ("ingress-with-address", Status.HEALTHY, ""),
+    ("hpa-new", Status.PROGRESSING, "waiting to autoscale"),
+    ("hpa-missing-target", Status.DEGRADED,
      'the HPA controller was unable to get the target\'s current scale: deployments.apps "nothing-here" not found'),
-    ("hpa-no-metrics", HEALTHY, "the HPA controller was able to get the target's current scale"),
-    ("configmap-files", HEALTHY, ""),
+    ("hpa-no-metrics", Status.HEALTHY, "the HPA controller was able to get the target's current scale"),
+    ("configmap-files", Status.HEALTHY, ""),
 ])
 def test_new_kind_fixtures(name, status, message):
     obj = fixture(name)
@@ -72,26 +72,26 @@ def hpa(*conditions):
 
 
 @pytest.mark.parametrize("obj, expected", [
-    (None, Health(MISSING, "HorizontalPodAutoscaler does not exist")),
-    (hpa(), Health(PROGRESSING, "waiting to autoscale")),
-    ({"metadata": {}}, Health(PROGRESSING, "waiting to autoscale")),
-    (hpa(("AbleToScale", "True", "SucceededGetScale", "ok")), Health(HEALTHY, "ok")),
-    (hpa(("AbleToScale", "False", "FailedGetScale", "no target")), Health(DEGRADED, "no target")),
-    (hpa(("AbleToScale", "False", "FailedUpdateScale", "x")), Health(DEGRADED, "x")),
-    (hpa(("AbleToScale", "False", "BackoffBoth", "x")), Health(PROGRESSING, "waiting to autoscale")),
-    (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m")), Health(DEGRADED, "m")),
-    (hpa(("ScalingActive", "False", "InvalidSelector", "s")), Health(DEGRADED, "s")),
-    (hpa(("ScalingActive", "True", "ValidMetricFound", "v")), Health(PROGRESSING, "waiting to autoscale")),
-    (hpa(("ScalingLimited", "True", "TooFewReplicas", "l")), Health(HEALTHY, "l")),
-    (hpa(("ScalingLimited", "False", "DesiredWithinRange", "l")), Health(PROGRESSING, "waiting to autoscale")),
+    (None, Health(Status.MISSING, "HorizontalPodAutoscaler does not exist")),
+    (hpa(), Health(Status.PROGRESSING, "waiting to autoscale")),
+    ({"metadata": {}}, Health(Status.PROGRESSING, "waiting to autoscale")),
+    (hpa(("AbleToScale", "True", "SucceededGetScale", "ok")), Health(Status.HEALTHY, "ok")),
+    (hpa(("AbleToScale", "False", "FailedGetScale", "no target")), Health(Status.DEGRADED, "no target")),
+    (hpa(("AbleToScale", "False", "FailedUpdateScale", "x")), Health(Status.DEGRADED, "x")),
+    (hpa(("AbleToScale", "False", "BackoffBoth", "x")), Health(Status.PROGRESSING, "waiting to autoscale")),
+    (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m")), Health(Status.DEGRADED, "m")),
+    (hpa(("ScalingActive", "False", "InvalidSelector", "s")), Health(Status.DEGRADED, "s")),
+    (hpa(("ScalingActive", "True", "ValidMetricFound", "v")), Health(Status.PROGRESSING, "waiting to autoscale")),
+    (hpa(("ScalingLimited", "True", "TooFewReplicas", "l")), Health(Status.HEALTHY, "l")),
+    (hpa(("ScalingLimited", "False", "DesiredWithinRange", "l")), Health(Status.PROGRESSING, "waiting to autoscale")),
     # the first condition that decides wins, in the order the controller lists them (gitops-engine)
     (hpa(("AbleToScale", "True", "SucceededGetScale", "ok"), ("ScalingActive", "False", "FailedGetResourceMetric",
-                                                             "m")), Health(HEALTHY, "ok")),
+                                                             "m")), Health(Status.HEALTHY, "ok")),
     (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m"), ("AbleToScale", "True", "x", "ok")),
-     Health(DEGRADED, "m")),
-    (hpa(("AbleToScale", "True", "x", None)), Health(HEALTHY, None)),
+     Health(Status.DEGRADED, "m")),
+    (hpa(("AbleToScale", "True", "x", None)), Health(Status.HEALTHY, None)),
     ({"metadata": {"name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"}},
-     Health(PROGRESSING, "HorizontalPodAutoscaler a is pending deletion (since 2026-01-01T00:00:00Z); a pass after "
+     Health(Status.PROGRESSING, "HorizontalPodAutoscaler a is pending deletion (since 2026-01-01T00:00:00Z); a pass after "
                          "it is gone creates it again")),
 ])
 def test_autoscaler_health(obj, expected):
@@ -99,42 +99,42 @@ def test_autoscaler_health(obj, expected):
 
 
 @pytest.mark.parametrize("obj, expected", [
-    (None, Health(MISSING, "Ingress does not exist")),
-    ({}, Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
+    (None, Health(Status.MISSING, "Ingress does not exist")),
+    ({}, Health(Status.PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
     ({"status": {"loadBalancer": {"ingress": []}}},
-     Health(PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
-    ({"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}}, Health(HEALTHY)),
+     Health(Status.PROGRESSING, "waiting for an ingress controller to give the Ingress an address")),
+    ({"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}}, Health(Status.HEALTHY)),
     ({"metadata": {"name": "a", "deletionTimestamp": "t"}, "status": {"loadBalancer": {"ingress": [{"ip": "1"}]}}},
-     Health(PROGRESSING, "Ingress a is pending deletion (since t); a pass after it is gone creates it again")),
+     Health(Status.PROGRESSING, "Ingress a is pending deletion (since t); a pass after it is gone creates it again")),
 ])
 def test_ingress_health(obj, expected):
     assert ingress.health(obj) == expected
 
 
 def test_configmap_health():
-    assert configmap.health(None) == Health(MISSING, "ConfigMap does not exist")
-    assert configmap.health({"metadata": {"name": "a", "deletionTimestamp": "t"}}).status == PROGRESSING
-    assert configmap.health({"data": {}}) == Health(HEALTHY)
+    assert configmap.health(None) == Health(Status.MISSING, "ConfigMap does not exist")
+    assert configmap.health({"metadata": {"name": "a", "deletionTimestamp": "t"}}).status == Status.PROGRESSING
+    assert configmap.health({"data": {}}) == Health(Status.HEALTHY)
 
 
 def test_an_application_counts_only_the_kinds_it_has():
     dep, svc = fixture("deployment-healthy"), fixture("service-clusterip")
-    assert registry.health({"Deployment": dep, "Service": svc}).status == HEALTHY
+    assert registry.health({"Deployment": dep, "Service": svc}).status == Status.HEALTHY
     with_ingress = {"image": "i", "port": 80, "ingress": {}}
     assert registry.health({"Deployment": dep, "Service": svc}, spec=with_ingress) == Health(
-        MISSING, "Ingress: Ingress does not exist")
+        Status.MISSING, "Ingress: Ingress does not exist")
     found = registry.health({"Deployment": dep, "Service": svc, "Ingress": fixture("ingress-no-address")},
                             spec=with_ingress)
-    assert found.status == PROGRESSING
+    assert found.status == Status.PROGRESSING
     # a child of a kind the spec no longer has (pruned in this pass) does not count
-    assert registry.health({"Deployment": dep, "Service": svc, "Ingress": None}).status == HEALTHY
+    assert registry.health({"Deployment": dep, "Service": svc, "Ingress": None}).status == Status.HEALTHY
     assert [k.kind for k in registry.wanted(None)] == ["Deployment", "Service"]
 
 
 def test_news_of_the_new_kinds():
     assert configmap.news({"data": {"a": "1"}}) == {"a": "1"}
     assert ingress.news({"spec": {"rules": []}}) == ({"rules": []}, ingress.health({}).as_status())
-    assert autoscaler.news(hpa()) == {"status": PROGRESSING, "message": "waiting to autoscale"}
+    assert autoscaler.news(hpa()) == {"status": Status.PROGRESSING, "message": "waiting to autoscale"}
 
 
 def dep(generation=1, observed=1, replicas=2, updated=2, total=2, available=2, paused=None,
@@ -151,40 +151,40 @@ DEADLINE = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlin
 
 
 @pytest.mark.parametrize("obj, status", [
-    (None, MISSING),
-    (dep(), HEALTHY),
-    (dep(paused=True), SUSPENDED),
-    (dep(paused=False), HEALTHY),
-    (dep(paused=True, generation=5, conditions=[DEADLINE]), SUSPENDED),  # paused wins
-    (dep(generation=2, observed=1), PROGRESSING),
-    (dep(generation=2, observed=2), HEALTHY),
-    (dep(generation=1, observed=2), HEALTHY),
-    (dep(generation=2, observed=1, conditions=[DEADLINE]), PROGRESSING),  # deadline of an old spec
-    (dep(conditions=[DEADLINE]), DEGRADED),
-    (dep(updated=0, available=0, conditions=[DEADLINE]), DEGRADED),
-    (dep(conditions=[{**DEADLINE, "status": "True"}]), HEALTHY),
-    (dep(conditions=[{**DEADLINE, "reason": "ReplicaSetUpdated"}]), HEALTHY),
-    (dep(conditions=[{**DEADLINE, "type": "Available"}]), HEALTHY),
-    (dep(conditions=[{**DEADLINE, "type": "ReplicaFailure"}]), HEALTHY),
-    (dep(conditions=[{**DEADLINE, "reason": "NewReplicaSetAvailable"}]), HEALTHY),
-    (dep(conditions=[{k: v for k, v in DEADLINE.items() if k != "status"}]), HEALTHY),
-    (dep(conditions=[{**DEADLINE, "status": "Unknown"}]), HEALTHY),
-    (dep(conditions=[{"type": "Available", "status": "True"}, DEADLINE]), DEGRADED),
-    (dep(updated=1), PROGRESSING),
-    (dep(updated=3, total=3, available=3), HEALTHY),
-    (dep(total=3), PROGRESSING),
-    (dep(total=1), HEALTHY),  # fewer pods than updated ones: nothing old left to go
-    (dep(available=1), PROGRESSING),
-    (dep(available=3), HEALTHY),
-    (dep(replicas=0, updated=0, total=0, available=0), HEALTHY),
-    (dep(spec_replicas=None, updated=1, total=1, available=1), HEALTHY),  # default 1
-    (dep(spec_replicas=None, updated=0, total=0, available=0), PROGRESSING),
-    (dep(spec_replicas=None, updated=1, total=1, available=0), PROGRESSING),
-    ({"metadata": {"name": "web"}, "spec": {"replicas": 1}}, PROGRESSING),  # no status yet
-    ({"metadata": {"name": "web"}, "spec": {"replicas": 0}, "status": {}}, HEALTHY),  # no generations at all
-    ({"metadata": {"generation": 1}, "spec": {"replicas": 0}, "status": {}}, PROGRESSING),  # none observed
-    ({"metadata": {}, "spec": {"replicas": 1}, "status": {"availableReplicas": 1}}, PROGRESSING),  # none updated
-    ({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}, PROGRESSING),
+    (None, Status.MISSING),
+    (dep(), Status.HEALTHY),
+    (dep(paused=True), Status.SUSPENDED),
+    (dep(paused=False), Status.HEALTHY),
+    (dep(paused=True, generation=5, conditions=[DEADLINE]), Status.SUSPENDED),  # paused wins
+    (dep(generation=2, observed=1), Status.PROGRESSING),
+    (dep(generation=2, observed=2), Status.HEALTHY),
+    (dep(generation=1, observed=2), Status.HEALTHY),
+    (dep(generation=2, observed=1, conditions=[DEADLINE]), Status.PROGRESSING),  # deadline of an old spec
+    (dep(conditions=[DEADLINE]), Status.DEGRADED),
+    (dep(updated=0, available=0, conditions=[DEADLINE]), Status.DEGRADED),
+    (dep(conditions=[{**DEADLINE, "status": "True"}]), Status.HEALTHY),
+    (dep(conditions=[{**DEADLINE, "reason": "ReplicaSetUpdated"}]), Status.HEALTHY),
+    (dep(conditions=[{**DEADLINE, "type": "Available"}]), Status.HEALTHY),
+    (dep(conditions=[{**DEADLINE, "type": "ReplicaFailure"}]), Status.HEALTHY),
+    (dep(conditions=[{**DEADLINE, "reason": "NewReplicaSetAvailable"}]), Status.HEALTHY),
+    (dep(conditions=[{k: v for k, v in DEADLINE.items() if k != "status"}]), Status.HEALTHY),
+    (dep(conditions=[{**DEADLINE, "status": "Unknown"}]), Status.HEALTHY),
+    (dep(conditions=[{"type": "Available", "status": "True"}, DEADLINE]), Status.DEGRADED),
+    (dep(updated=1), Status.PROGRESSING),
+    (dep(updated=3, total=3, available=3), Status.HEALTHY),
+    (dep(total=3), Status.PROGRESSING),
+    (dep(total=1), Status.HEALTHY),  # fewer pods than updated ones: nothing old left to go
+    (dep(available=1), Status.PROGRESSING),
+    (dep(available=3), Status.HEALTHY),
+    (dep(replicas=0, updated=0, total=0, available=0), Status.HEALTHY),
+    (dep(spec_replicas=None, updated=1, total=1, available=1), Status.HEALTHY),  # default 1
+    (dep(spec_replicas=None, updated=0, total=0, available=0), Status.PROGRESSING),
+    (dep(spec_replicas=None, updated=1, total=1, available=0), Status.PROGRESSING),
+    ({"metadata": {"name": "web"}, "spec": {"replicas": 1}}, Status.PROGRESSING),  # no status yet
+    ({"metadata": {"name": "web"}, "spec": {"replicas": 0}, "status": {}}, Status.HEALTHY),  # no generations at all
+    ({"metadata": {"generation": 1}, "spec": {"replicas": 0}, "status": {}}, Status.PROGRESSING),  # none observed
+    ({"metadata": {}, "spec": {"replicas": 1}, "status": {"availableReplicas": 1}}, Status.PROGRESSING),  # none updated
+    ({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 1}}, Status.PROGRESSING),
 ])
 def test_deployment_rules(obj, status):
     assert deployment_kind.health(obj).status == status
@@ -204,52 +204,52 @@ def test_deployment_messages(obj, message):
 
 
 @pytest.mark.parametrize("obj, status, message", [
-    (None, MISSING, "Service does not exist"),
-    ({"spec": {"type": "ClusterIP"}}, HEALTHY, ""),
-    ({"spec": {}}, HEALTHY, ""),
-    ({}, HEALTHY, ""),
-    ({"spec": {"type": "NodePort"}}, HEALTHY, ""),
-    ({"spec": {"type": "LoadBalancer"}}, PROGRESSING, "waiting for the load balancer to get an address"),
-    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}}, PROGRESSING,
+    (None, Status.MISSING, "Service does not exist"),
+    ({"spec": {"type": "ClusterIP"}}, Status.HEALTHY, ""),
+    ({"spec": {}}, Status.HEALTHY, ""),
+    ({}, Status.HEALTHY, ""),
+    ({"spec": {"type": "NodePort"}}, Status.HEALTHY, ""),
+    ({"spec": {"type": "LoadBalancer"}}, Status.PROGRESSING, "waiting for the load balancer to get an address"),
+    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}}, Status.PROGRESSING,
      "waiting for the load balancer to get an address"),
-    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": []}}}, PROGRESSING,
+    ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": []}}}, Status.PROGRESSING,
      "waiting for the load balancer to get an address"),
     ({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": [{"hostname": "lb"}]}}},
-     HEALTHY, ""),
+     Status.HEALTHY, ""),
 ])
 def test_service_rules(obj, status, message):
     assert service_kind.health(obj) == Health(status, message)
 
 
 def test_order_is_documented_worst_last():
-    assert health.ORDER == (HEALTHY, SUSPENDED, PROGRESSING, MISSING, DEGRADED)
+    assert health.ORDER == (Status.HEALTHY, Status.SUSPENDED, Status.PROGRESSING, Status.MISSING, Status.DEGRADED)
 
 
 @pytest.mark.parametrize("children, expected", [
-    ({}, Health(HEALTHY, "no children")),
-    ({"A": Health(HEALTHY, "x")}, Health(HEALTHY, "all children healthy")),
-    ({"A": Health(HEALTHY), "B": Health(SUSPENDED, "s")}, Health(SUSPENDED, "B: s")),
-    ({"A": Health(SUSPENDED, "s"), "B": Health(PROGRESSING, "p")}, Health(PROGRESSING, "B: p")),
-    ({"A": Health(MISSING, "m"), "B": Health(PROGRESSING, "p")}, Health(MISSING, "A: m")),
-    ({"A": Health(MISSING, "m"), "B": Health(DEGRADED, "d")}, Health(DEGRADED, "B: d")),
-    ({"A": Health(DEGRADED, "d"), "B": Health(HEALTHY)}, Health(DEGRADED, "A: d")),
-    ({"B": Health(PROGRESSING, "b"), "A": Health(PROGRESSING, "a")}, Health(PROGRESSING, "A: a")),  # tie: first name
-    ({"A": Health(PROGRESSING, "a"), "B": Health(SUSPENDED, "s"), "C": Health(HEALTHY)}, Health(PROGRESSING, "A: a")),
+    ({}, Health(Status.HEALTHY, "no children")),
+    ({"A": Health(Status.HEALTHY, "x")}, Health(Status.HEALTHY, "all children healthy")),
+    ({"A": Health(Status.HEALTHY), "B": Health(Status.SUSPENDED, "s")}, Health(Status.SUSPENDED, "B: s")),
+    ({"A": Health(Status.SUSPENDED, "s"), "B": Health(Status.PROGRESSING, "p")}, Health(Status.PROGRESSING, "B: p")),
+    ({"A": Health(Status.MISSING, "m"), "B": Health(Status.PROGRESSING, "p")}, Health(Status.MISSING, "A: m")),
+    ({"A": Health(Status.MISSING, "m"), "B": Health(Status.DEGRADED, "d")}, Health(Status.DEGRADED, "B: d")),
+    ({"A": Health(Status.DEGRADED, "d"), "B": Health(Status.HEALTHY)}, Health(Status.DEGRADED, "A: d")),
+    ({"B": Health(Status.PROGRESSING, "b"), "A": Health(Status.PROGRESSING, "a")}, Health(Status.PROGRESSING, "A: a")),  # tie: first name
+    ({"A": Health(Status.PROGRESSING, "a"), "B": Health(Status.SUSPENDED, "s"), "C": Health(Status.HEALTHY)}, Health(Status.PROGRESSING, "A: a")),
 ])
 def test_worst_child_wins(children, expected):
     assert health.worst(children) == expected
 
 
 @pytest.mark.parametrize("deployment, service, expected", [
-    ("deployment-healthy", "service-clusterip", Health(HEALTHY, "all children healthy")),
-    ("deployment-healthy", None, Health(MISSING, "Service: Service does not exist")),
-    (None, "service-clusterip", Health(MISSING, "Deployment: Deployment does not exist")),
-    ("deployment-progress-deadline-exceeded", None, Health(DEGRADED, "Deployment: Deployment deadline exceeded "
+    ("deployment-healthy", "service-clusterip", Health(Status.HEALTHY, "all children healthy")),
+    ("deployment-healthy", None, Health(Status.MISSING, "Service: Service does not exist")),
+    (None, "service-clusterip", Health(Status.MISSING, "Deployment: Deployment does not exist")),
+    ("deployment-progress-deadline-exceeded", None, Health(Status.DEGRADED, "Deployment: Deployment deadline exceeded "
                                                             'its progress deadline: ReplicaSet "deadline-5755846474" '
                                                             "has timed out progressing.")),
     ("deployment-paused", "service-loadbalancer-pending",
-     Health(PROGRESSING, "Service: waiting for the load balancer to get an address")),
-    ("deployment-paused", "service-clusterip", Health(SUSPENDED, "Deployment: Deployment paused is paused")),
+     Health(Status.PROGRESSING, "Service: waiting for the load balancer to get an address")),
+    ("deployment-paused", "service-clusterip", Health(Status.SUSPENDED, "Deployment: Deployment paused is paused")),
 ])
 def test_application_is_the_worst_of_its_children(deployment, service, expected):
     got = registry.health({"Deployment": deployment and fixture(deployment), "Service": service and fixture(service)})
@@ -257,20 +257,20 @@ def test_application_is_the_worst_of_its_children(deployment, service, expected)
 
 
 def test_as_status_is_the_status_health_object():
-    assert Health(PROGRESSING, "p").as_status() == {"status": "Progressing", "message": "p"}
-    assert Health(HEALTHY).as_status() == {"status": "Healthy", "message": ""}
+    assert Health(Status.PROGRESSING, "p").as_status() == {"status": "Progressing", "message": "p"}
+    assert Health(Status.HEALTHY).as_status() == {"status": "Healthy", "message": ""}
 
 
 @pytest.mark.parametrize("obj, expected", [
     # an object without metadata (a bare template) is judged by its spec and status alone
     ({"spec": {"replicas": 1}, "status": {"replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}},
-     Health(HEALTHY, "1/1 replicas available")),
-    ({"spec": {"replicas": 1}}, Health(PROGRESSING, "waiting for rollout to finish: 0 of 1 new replicas updated")),
+     Health(Status.HEALTHY, "1/1 replicas available")),
+    ({"spec": {"replicas": 1}}, Health(Status.PROGRESSING, "waiting for rollout to finish: 0 of 1 new replicas updated")),
     # without a name the messages leave the name out rather than print a placeholder
-    ({"spec": {"paused": True}}, Health(SUSPENDED, "Deployment  is paused")),
-    ({"metadata": {}, "spec": {"paused": True}}, Health(SUSPENDED, "Deployment  is paused")),
+    ({"spec": {"paused": True}}, Health(Status.SUSPENDED, "Deployment  is paused")),
+    ({"metadata": {}, "spec": {"paused": True}}, Health(Status.SUSPENDED, "Deployment  is paused")),
     ({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}},
-     Health(PROGRESSING, "waiting for the deployment controller to observe the latest spec")),
+     Health(Status.PROGRESSING, "waiting for the deployment controller to observe the latest spec")),
 ])
 def test_deployment_without_metadata_or_name(obj, expected):
     assert deployment_kind.health(obj) == expected
@@ -284,7 +284,7 @@ def test_deployment_without_metadata_or_name(obj, expected):
 ])
 def test_progress_deadline_message_is_the_controllers(message, expected):
     cond = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": message}
-    assert deployment_kind.health(dep(conditions=[cond])) == Health(DEGRADED, expected)
+    assert deployment_kind.health(dep(conditions=[cond])) == Health(Status.DEGRADED, expected)
 
 
 def deleting(obj: dict, name: str = "web", at: str = "2026-12-01T10:00:00Z") -> dict:
@@ -300,7 +300,7 @@ def deleting(obj: dict, name: str = "web", at: str = "2026-12-01T10:00:00Z") -> 
 def test_a_child_being_deleted_is_progressing_however_healthy_its_status(check, obj, kind):
     # gitops-engine's first rule: a finalizer or a terminating namespace holds it, and it will go
     assert check(deleting(obj)) == Health(
-        PROGRESSING, f"{kind} web is pending deletion (since 2026-12-01T10:00:00Z); "
+        Status.PROGRESSING, f"{kind} web is pending deletion (since 2026-12-01T10:00:00Z); "
                      "a pass after it is gone creates it again")
 
 
@@ -313,7 +313,7 @@ def test_without_a_deletion_timestamp_nothing_is_pending(meta):
 
 def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs_name():
     found = registry.health({"Deployment": deleting(dep()), "Service": {"spec": {}}})
-    assert found.status == PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")
+    assert found.status == Status.PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")), ids=lambda p: p.stem)
@@ -347,12 +347,12 @@ def test_trim_cuts_a_deployments_conditions_to_what_health_reads():
 def test_a_child_whose_name_another_object_holds_is_missing_and_says_so():
     taken = registry.health({}, frozenset({"Service"}))
     assert (taken.status, taken.message) == (
-        health.MISSING, "Deployment: Deployment does not exist")  # the worst, first by name, on a tie
+        health.Status.MISSING, "Deployment: Deployment does not exist")  # the worst, first by name, on a tie
     only = registry.health({"Deployment": fixture("deployment-healthy")}, frozenset({"Service"}))
     assert (only.status, only.message) == (
-        health.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
+        health.Status.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
                         "is not created")
-    assert registry.health({"Deployment": fixture("deployment-healthy"), "Service": fixture("service-clusterip")}, frozenset({"ConfigMap"})).status == health.HEALTHY
+    assert registry.health({"Deployment": fixture("deployment-healthy"), "Service": fixture("service-clusterip")}, frozenset({"ConfigMap"})).status == health.Status.HEALTHY
 
 
 # -- view: what a pass keeps of each child it applied ----------------------------------------------
