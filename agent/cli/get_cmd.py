@@ -18,14 +18,13 @@ import signal
 import sys
 import threading
 
-import yaml
-
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.cli import flags, nametypes
 from agent.common import exitcodes, logs
 from agent.engine import appview, inspect
 from agent.kube import watch
 from agent.kube.client import ApiError, Kube
+from agent.manifests import yamlwrite
 
 RESOURCE = f"{PLURAL}.{GROUP}"
 OUTPUTS = ("wide", "json", "yaml", "name")
@@ -120,7 +119,7 @@ def render(items: list[dict], args: argparse.Namespace, now: datetime.datetime, 
         doc = items[0] if args.name and len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": items,
                                                               "metadata": {"resourceVersion": ""}}
         return json.dumps(doc, indent=4, ensure_ascii=False) if args.output == "json" else \
-            yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).rstrip("\n")
+            yamlwrite.text(doc).rstrip("\n")
     if args.output == "name":
         return "\n".join(f"{KIND.lower()}.{GROUP}/{i['metadata']['name']}" for i in items)
     keys = appview.columns(args.output == "wide", args.all_namespaces)
