@@ -1,6 +1,6 @@
 """``python -m agent explain NAME``: one screen that says whether an Application is live, and if not, why.
 
-The data is ``agent/engine/explainview.py``'s (read by ``agent/engine/inspect.py``); this module
+The data is ``agent/views/explainview.py``'s (read by ``agent/views/inspect.py``); this module
 only renders it as text (``render``) or prints it as JSON (``-o json``, the status page's shape).
 """
 
@@ -14,9 +14,9 @@ import sys
 from agent.cli import commands as ci, flags, nametypes
 from agent.cli.get_cmd import READ_ONLY, RESOURCE, server_error
 from agent.common import exitcodes, logs
-from agent.engine import appview, explainview, inspect
 from agent.kube.client import ApiError, Kube
 from agent.source.cachedir import default_cache_dir
+from agent.views import appview, explainview, inspect
 
 EPILOG = """exit codes:
   0  synced and healthy, and no field differs from Git
@@ -44,7 +44,7 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                         help="the branch or tag the agent syncs, to tell whether Git still has the Application "
                              "(default: the remote's HEAD)")
     parser.add_argument("-o", "--output", type=flags.choice("text", "json"), default="text", metavar="{text,json}",
-                        help="text (default) or json (one document, the shape agent/engine/explainview.py names)")
+                        help="text (default) or json (one document, the shape agent/views/explainview.py names)")
     parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir()), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir()}) [env GITOPS_AGENT_CACHE_DIR]")
     flags.add_credential_flags(parser)

@@ -1,7 +1,7 @@
 """``python -m agent get [NAME]``: list Applications as ``kubectl get`` does, with what the agent knows.
 
 Reads the cluster only (never Git): one list or get of Applications, each row made by
-``agent/engine/appview.py`` (the status page shows the same rows). Spelling and behaviour follow
+``agent/views/appview.py`` (the status page shows the same rows). Spelling and behaviour follow
 kubectl: ``-n``/``-A``/``-l``/``-w``/``-o wide|json|yaml|name``/``--no-headers``; the namespace
 defaults to the kubeconfig context's; a missing Application is ``Error from server (NotFound):
 applications.heumsi.github.io "NAME" not found`` (exit 1); an empty list says ``No resources
@@ -21,10 +21,10 @@ import threading
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.cli import flags, nametypes
 from agent.common import exitcodes, logs
-from agent.engine import appview, inspect
 from agent.kube import watch
 from agent.kube.client import ApiError, Kube
 from agent.manifests import yamlwrite
+from agent.views import appview, inspect
 
 RESOURCE = f"{PLURAL}.{GROUP}"
 OUTPUTS = ("wide", "json", "yaml", "name")

@@ -21,10 +21,10 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from agent.engine import explainview, inspect
 from agent.source import history, mirror
 from agent.source.history import SHA as _SHA
 from agent.source.repository import identity
+from agent.views import explainview, inspect
 
 LIMIT = 10000  # commits kept; the cache is emptied when it grows past this
 _HOST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?$")
