@@ -66,3 +66,17 @@ def test_the_check_finds_git_runs():
     assert runs('subprocess.check_output(args=["git", "show"])') and runs('os.execvp("git", ["git", "log"])')
     assert not runs('subprocess.run(["kubectl", "get"])') and not runs('gitproc.cancel()')
     assert not runs('subprocess.run(["gitx"])') and not runs('print("git")')
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_every_function_fits_on_a_screen():
+    """No function (a declarative table of flags included) is longer than ``MAX_FUNCTION_LINES``."""
+    long = []
+    for path in sorted((ROOT / "agent").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        long += [f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                 for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, long
