@@ -58,10 +58,10 @@ mutation: $(VENV)/.installed
 	$(PY) scripts/mutation_score.py
 
 # docs - what is generated from the code: docs/reference/*.md (agent/cli/reference.py) and crd.yaml
-# (agent/api/crd.py); tests/unit/cli/test_docs.py and test_ci.py fail when a committed copy differs.
+# (agent/api/crd.py, written by agent/cli/reference.py --crd); tests/unit/cli/test_docs.py and test_ci.py fail when a committed copy differs.
 docs: $(VENV)/.installed
 	$(PY) -m agent.cli.reference docs/reference
-	$(PY) -m agent.api.crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
+	$(PY) -m agent.cli.reference --crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
 
 # requirements.lock: the image's pinned dependencies with hashes (pip-tools), from pyproject.toml
 lock: $(VENV)/.installed

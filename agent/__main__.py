@@ -1,5 +1,6 @@
-"""``python -m agent``: see ``agent.cli.main``; ``validate`` goes straight to ``agent.cli.commands`` so it
-never imports the cluster client (a pre-commit hook starts it on every commit)."""
+"""``python -m agent``: see ``agent.cli.main``, which imports only the module of the command given
+(``agent/cli/commands.py``), so ``validate`` never imports the cluster client (a pre-commit hook
+starts it on every commit)."""
 
 import os
 import signal
@@ -34,13 +35,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out, err = streams.guard()  # a failed write (full disk, broken pipe, closed stdout) ends quietly, exit 2
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["validate"]:
-        from agent.cli.commands import validate_main
+    from agent.cli import main as cli
 
-        return streams.exit_code(validate_main(argv[1:]), out, err)
-    from agent.cli.main import main as cli_main
-
-    return streams.exit_code(cli_main(argv), out, err, read_only=argv[:1] in (["get"], ["explain"]))
+    return streams.exit_code(cli.main(argv), out, err, read_only=cli.read_only(argv))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 validation of a whole Application document against it. Pure.
 
 The repository's ``crd.yaml`` is generated from ``definition()`` by ``make docs``
-(``python -m agent.api.crd > crd.yaml``); a unit test fails when the two differ. The package
+(``python -m agent.cli.reference --crd > crd.yaml``, ``reference.crd_text``); a unit test fails when the two differ. The package
 holds no copy of the file, so ``validate`` applies the API server's own rules even when the
 agent is installed from a wheel with no checkout around it.
 
@@ -15,9 +15,6 @@ are Kubernetes integers: ``true`` and ``3.0`` are not integers.
 from __future__ import annotations
 
 import functools
-import sys
-
-import yaml
 
 from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION, validator
 
@@ -289,12 +286,6 @@ def definition() -> dict:
     }
 
 
-def text() -> str:
-    """``crd.yaml`` as generated: the header comments, then ``definition()`` as YAML."""
-    body = yaml.safe_dump(definition(), sort_keys=False, width=120, allow_unicode=True)
-    return "".join(f"{line}\n" for line in HEADER) + body
-
-
 @functools.lru_cache(maxsize=1)
 def _validator():
     return validator(openapi_schema())
@@ -308,6 +299,3 @@ def problems(document: dict) -> list[tuple[tuple, str]]:
     found = {(tuple(e.absolute_path), e.message) for e in _validator().iter_errors(body)}
     return sorted(found, key=lambda p: (list(map(str, p[0])), p[1]))
 
-
-if __name__ == "__main__":
-    sys.stdout.write(text())

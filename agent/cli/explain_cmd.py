@@ -1,6 +1,6 @@
 """``python -m agent explain NAME``: one screen that says whether an Application is live, and if not, why.
 
-The data is ``agent/engine/explainview.py``'s (read by ``agent/engine/inspect.py``); this module
+The data is ``agent/views/explainview.py``'s (read by ``agent/views/inspect.py``); this module
 only renders it as text (``render``) or prints it as JSON (``-o json``, the status page's shape).
 """
 
@@ -11,30 +11,24 @@ import datetime
 import json
 import sys
 
-from agent.cli import commands as ci, flags, nametypes
-from agent.cli.get_cmd import READ_ONLY, RESOURCE, server_error
+from agent.cli import flags, nametypes, sourceflags
+from agent.cli.commands import Command
+from agent.cli.get_cmd import FAIL_FAST, RESOURCE, server_error
 from agent.common import exitcodes, logs
-from agent.engine import appview, explainview, inspect
 from agent.kube.client import ApiError, Kube
 from agent.source.cachedir import default_cache_dir
+from agent.views import appview, explainview, inspect
 
 EPILOG = """exit codes:
   0  synced and healthy, and no field differs from Git
   1  not (yet) synced or healthy, or drifted from Git: the first line says why
   2  a flag was wrong, the Application does not exist, or the cluster could not be read
 """
+_env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
 
 
-def add_parser(commands, env) -> argparse.ArgumentParser:
-    """The ``explain`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>`` (``flags.env``)."""
-    parser = commands.add_parser(
-        "explain", help="say whether an Application is live, and if not, why", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="One screen about one Application: a verdict first, then its Git source, the commit it "
-                    "synced and the one that last changed it (author, date, subject) with that change's diff, "
-                    "each child's state, why pods are not ready, fields changed by hand and by whom, the last "
-                    "Events and its history. Git is read with --repo, or from the repository the Application's "
-                    "annotation names when it is reachable.")
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """``explain``'s arguments and flags."""
     parser.add_argument("name", metavar="NAME", type=nametypes.dns_subdomain, help="the Application's name")
     parser.add_argument("-n", "--namespace", type=nametypes.dns_label,
                         help="the namespace (default: the kubeconfig context's namespace, else default)")
@@ -44,19 +38,18 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                         help="the branch or tag the agent syncs, to tell whether Git still has the Application "
                              "(default: the remote's HEAD)")
     parser.add_argument("-o", "--output", type=flags.choice("text", "json"), default="text", metavar="{text,json}",
-                        help="text (default) or json (one document, the shape agent/engine/explainview.py names)")
-    parser.add_argument("--cache-dir", default=env("CACHE_DIR", default_cache_dir()), type=flags.non_empty,
+                        help="text (default) or json (one document, the shape agent/views/explainview.py names)")
+    parser.add_argument("--cache-dir", default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir()}) [env GITOPS_AGENT_CACHE_DIR]")
     flags.add_credential_flags(parser)
     flags.add_kubeconfig_flags(parser)
-    flags.add_log_flags(parser, env)
-    return parser
+    flags.add_log_flags(parser, _env)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Carry out ``explain`` (see EPILOG for the exit codes); errors are one line on stderr."""
     try:
-        kube = Kube(args.kubeconfig, args.context, **READ_ONLY)
+        kube = Kube(args.kubeconfig, args.context, **FAIL_FAST)
     except ApiError as err:
         logs.problem(str(err))
         return exitcodes.FAILED
@@ -73,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     url = inspect.repository_url(app, args.repo)
     if url:
         flags.cache_dir(args.cache_dir)
-    git = inspect.read_git(app, url, args.ref, args.cache_dir, credentials=ci.credentials(args) if url else None)
+    git = inspect.read_git(app, url, args.ref, args.cache_dir, credentials=sourceflags.credentials(args) if url else None)
     found = explainview.explanation(app, children, pods, events, datetime.datetime.now(datetime.timezone.utc), git)
     if args.output == "json":
         print(json.dumps(found, indent=2, ensure_ascii=False), flush=True)
@@ -171,3 +164,13 @@ def _history(rows: list[dict]) -> list[str]:
     cells = [[headers[k] for k in keys]] + [["-" if r[k] is None else str(r[k]) for k in keys] for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(keys))]
     return ["   ".join([c.ljust(w) for c, w in zip(line[:-1], widths)] + [line[-1]]) for line in cells]
+
+
+COMMAND = Command(
+    help="say whether an Application is live, and if not, why",
+    description="One screen about one Application: a verdict first, then its Git source, the commit it "
+                "synced and the one that last changed it (author, date, subject) with that change's diff, "
+                "each child's state, why pods are not ready, fields changed by hand and by whom, the last "
+                "Events and its history. Git is read with --repo, or from the repository the Application's "
+                "annotation names when it is reachable.",
+    epilog=EPILOG, arguments=arguments, run=run, read_only=True)

@@ -187,7 +187,7 @@ def add_credential_flags(parser: argparse.ArgumentParser) -> None:
     """The repository's credentials, for every command that fetches: ``--git-token-file`` and
     ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), and their
     variables. ``--git-username`` has no default here: None means "not given", so that a user
-    written in ``--repo``'s URL can be told apart (``commands.credentials``)."""
+    written in ``--repo``'s URL can be told apart (``sourceflags.credentials``)."""
     option(parser, "--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the "
            "repository (or set GITOPS_AGENT_GIT_TOKEN)", type=readable_file)
     option(parser, "--git-username", "GIT_USERNAME", "user name sent with the token (default: the user written in "

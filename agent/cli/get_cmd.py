@@ -1,7 +1,7 @@
 """``python -m agent get [NAME]``: list Applications as ``kubectl get`` does, with what the agent knows.
 
 Reads the cluster only (never Git): one list or get of Applications, each row made by
-``agent/engine/appview.py`` (the status page shows the same rows). Spelling and behaviour follow
+``agent/views/appview.py`` (the status page shows the same rows). Spelling and behaviour follow
 kubectl: ``-n``/``-A``/``-l``/``-w``/``-o wide|json|yaml|name``/``--no-headers``; the namespace
 defaults to the kubeconfig context's; a missing Application is ``Error from server (NotFound):
 applications.heumsi.github.io "NAME" not found`` (exit 1); an empty list says ``No resources
@@ -18,14 +18,14 @@ import signal
 import sys
 import threading
 
-import yaml
-
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.cli import flags, nametypes
+from agent.cli.commands import Command
 from agent.common import exitcodes, logs
-from agent.engine import appview, inspect
 from agent.kube import watch
 from agent.kube.client import ApiError, Kube
+from agent.manifests import yamlwrite
+from agent.views import appview, inspect
 
 RESOURCE = f"{PLURAL}.{GROUP}"
 OUTPUTS = ("wide", "json", "yaml", "name")
@@ -36,21 +36,17 @@ EPILOG = """exit codes:
      the request was refused or the cluster could not be reached
   2  a flag was wrong
 """
+_env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
 
 
-READ_ONLY = {"retry_seconds": 3.0, "retry_unreachable": False}
+FAIL_FAST = {"retry_seconds": 3.0, "retry_unreachable": False}
 """How ``get`` and ``explain`` talk to the API server: a fault the server answers (429, 5xx) is
 retried for 3 seconds, no answer at all (refused, unresolvable, timed out) not at all: they
 fail in about a second, as kubectl does."""
 
 
-def add_parser(commands, env) -> argparse.ArgumentParser:
-    """The ``get`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>`` (``flags.env``)."""
-    parser = commands.add_parser(
-        "get", help="list Applications with health, readiness, commits and age (as kubectl get)", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="List Applications as kubectl get does, with the columns NAME, HEALTH, READY, REASON, COMMIT "
-                    "(last synced), CHANGED (last changed), SUSPENDED, AGE and MESSAGE. Reads the cluster only.")
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """``get``'s arguments and flags."""
     parser.add_argument("name", metavar="NAME", nargs="?", type=nametypes.dns_subdomain,
                         help="one Application (default: all in the namespace)")
     parser.add_argument("-n", "--namespace", type=nametypes.dns_label,
@@ -66,18 +62,17 @@ def add_parser(commands, env) -> argparse.ArgumentParser:
                              "or name (application.heumsi.github.io/NAME) (default: a table)")
     parser.add_argument("--no-headers", action="store_true", help="no header line in tables")
     flags.add_kubeconfig_flags(parser)
-    flags.add_log_flags(parser, env)
-    return parser
+    flags.add_log_flags(parser, _env)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Carry out ``get`` (see EPILOG for the exit codes)."""
     if args.all_namespaces and args.name:
         raise flags.UsageError("a resource cannot be retrieved by name across all namespaces", flag="--all-namespaces")
     if args.selector and args.name:  # kubectl refuses the pair too: the name would ignore the selector
         raise flags.UsageError("name cannot be provided when a selector is specified", flag="--selector")
     try:
-        kube = Kube(args.kubeconfig, args.context, **READ_ONLY)
+        kube = Kube(args.kubeconfig, args.context, **FAIL_FAST)
     except ApiError as err:
         logs.problem(str(err))
         return exitcodes.CHANGED  # 1: as kubectl, whatever the error
@@ -120,7 +115,7 @@ def render(items: list[dict], args: argparse.Namespace, now: datetime.datetime, 
         doc = items[0] if args.name and len(items) == 1 else {"apiVersion": "v1", "kind": "List", "items": items,
                                                               "metadata": {"resourceVersion": ""}}
         return json.dumps(doc, indent=4, ensure_ascii=False) if args.output == "json" else \
-            yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).rstrip("\n")
+            yamlwrite.text(doc).rstrip("\n")
     if args.output == "name":
         return "\n".join(f"{KIND.lower()}.{GROUP}/{i['metadata']['name']}" for i in items)
     keys = appview.columns(args.output == "wide", args.all_namespaces)
@@ -183,3 +178,10 @@ def _seen(obj: dict, args: argparse.Namespace):
 def _wanted(obj: dict, args: argparse.Namespace, namespace: str | None) -> bool:
     meta = obj.get("metadata") or {}
     return (namespace is None or meta.get("namespace") == namespace) and (not args.name or meta.get("name") == args.name)
+
+
+COMMAND = Command(
+    help="list Applications with health, readiness, commits and age (as kubectl get)",
+    description="List Applications as kubectl get does, with the columns NAME, HEALTH, READY, REASON, COMMIT "
+                "(last synced), CHANGED (last changed), SUSPENDED, AGE and MESSAGE. Reads the cluster only.",
+    epilog=EPILOG, arguments=arguments, run=run, read_only=True)

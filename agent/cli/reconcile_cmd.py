@@ -20,6 +20,7 @@ import time
 from agent.api import labels
 from agent.api.schema import GROUP, KIND
 from agent.cli import flags, nametypes, output
+from agent.cli.commands import Command
 from agent.common import exitcodes, logs
 from agent.engine import readiness, suspend, sync_now
 from agent.engine.report import printable
@@ -36,29 +37,22 @@ EPILOG = """exit codes:
      --wait: it was not handled within --timeout (no agent run seems to be handling requests),
      or the agent handled it and the sync failed
 """
+_env = flags.env  # a flag's default from GITOPS_AGENT_<NAME>, checked (and named) by the flag's type
 
 
-def add_parser(commands, env) -> argparse.ArgumentParser:
-    """The ``reconcile`` subcommand. ``env(name, default)`` reads ``GITOPS_AGENT_<name>``
-    (``flags.env``)."""
-    parser = commands.add_parser(
-        "reconcile", help="ask the running agent to sync one Application now", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"Set the annotation {labels.RECONCILE_REQUESTED_AT} on the Application to the current time, "
-                    "so that the running agent (run) syncs it now, asking Git for the newest commit. "
-                    "With --wait, wait until the agent handled the request and print the result.")
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """``reconcile``'s arguments and flags."""
     parser.add_argument("name", metavar="NAME", type=nametypes.dns_subdomain, help="the Application's name")
-    parser.add_argument("-n", "--namespace", default=env("NAMESPACE", "default"), type=nametypes.dns_label,
+    parser.add_argument("-n", "--namespace", default=_env("NAMESPACE", "default"), type=nametypes.dns_label,
                         help="the Application's namespace (default: default) [env GITOPS_AGENT_NAMESPACE]")
     flags.switch(parser, "--wait", variable="RECONCILE_WAIT", default=False, negatable=False,
                  help="wait until the agent handled the request and the Application is healthy (Ready=True), "
                       "Degraded or Stalled, then print the result [env GITOPS_AGENT_RECONCILE_WAIT]")
-    parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=env("RECONCILE_TIMEOUT", "300"),
+    parser.add_argument("--timeout", type=flags.number(0, 86400, above=True), default=_env("RECONCILE_TIMEOUT", "300"),
                         help="seconds --wait waits; above 0, at most 86400 (default: 300, as flux reconcile) "
                              "[env GITOPS_AGENT_RECONCILE_TIMEOUT]")
     flags.add_kubeconfig_flags(parser)
-    flags.add_log_flags(parser, env)
-    return parser
+    flags.add_log_flags(parser, _env)
 
 
 def describe(app: dict) -> tuple[bool, str]:
@@ -76,7 +70,7 @@ def describe(app: dict) -> tuple[bool, str]:
     return ok, line
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, argv: list[str]) -> int:
     """Carry out ``reconcile`` (see EPILOG for the exit codes). Errors are one line on stderr
     (``logs.problem``: a JSON object with ``--log-format json``, as every other line there)."""
     subject = f"{KIND}/{args.namespace}/{args.name}"
@@ -170,3 +164,11 @@ def _gave_up(subject: str, app: dict | None, handled: bool, args: argparse.Names
         return exitcodes.FAILED
     logs.problem(printable(f"{subject}: handled and synced, but not healthy {why}: {describe(app)[1]}"))
     return exitcodes.CHANGED
+
+
+COMMAND = Command(
+    help="ask the running agent to sync one Application now",
+    description=f"Set the annotation {labels.RECONCILE_REQUESTED_AT} on the Application to the current time, "
+                "so that the running agent (run) syncs it now, asking Git for the newest commit. "
+                "With --wait, wait until the agent handled the request and print the result.",
+    epilog=EPILOG, arguments=arguments, run=run)

@@ -429,12 +429,25 @@ def generate(directory: str | os.PathLike = DEFAULT_DIR) -> list[Path]:
     return written
 
 
+def crd_text() -> str:
+    """``crd.yaml`` as generated: the header comments (``crd.HEADER``), then ``crd.definition()``
+    as YAML (lines folded at 120 characters)."""
+    from agent.api import crd
+    from agent.manifests import yamlwrite
+
+    return "".join(f"{line}\n" for line in crd.HEADER) + yamlwrite.text(crd.definition(), width=120)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent.cli.reference",
                                      description="Write the reference pages generated from the code.")
     parser.add_argument("directory", nargs="?", default=str(DEFAULT_DIR),
                         help="where the pages go (default: docs/reference)")
+    parser.add_argument("--crd", action="store_true", help="print crd.yaml on stdout instead (make docs writes it)")
     args = parser.parse_args(argv)
+    if args.crd:
+        sys.stdout.write(crd_text())
+        return 0
     for path in generate(args.directory):
         print(path)
     return 0

@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yaml.nodes import MappingNode, SequenceNode
-
 from agent.api import crd
 from agent.manifests import loader as manifests
 from agent.manifests.loader import Manifest, ManifestError
@@ -200,7 +198,7 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
         if not found:
             valid.append(manifest)
             continue
-        lines = _field_lines(files[manifest.path], manifest.line)
+        lines = manifests.field_lines(files[manifest.path], manifest.line)
         errors += [ManifestError(manifest.path, manifests._line(lines, sub) if lines else manifest.line,
                                  manifests._dotted(sub) or None, message) for sub, message in found]
     unique = {(e.path, e.line or 0, e.field or "", e.message): e for e in errors}
@@ -236,21 +234,3 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
     result.seconds = time.monotonic() - started
     return result
 
-
-def _field_lines(data: bytes, doc_line: int) -> dict[tuple, int] | None:
-    """{field path: line} of the document (or ``kind: List`` item) starting on ``doc_line`` of
-    an already-parsed file."""
-    loader = manifests._Loader(data.decode("utf-8-sig"))
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            items = next((v.value for k, v in node.value if getattr(k, "value", None) == "items"
-                          and isinstance(v, SequenceNode)), []) if isinstance(node, MappingNode) else []
-            for candidate in (*items, node):  # a one-line List starts on its first item's line
-                if candidate.start_mark.line + 1 == doc_line:
-                    return manifests._index(candidate)[0]
-    finally:
-        loader.dispose()
-    return None

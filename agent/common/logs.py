@@ -1,7 +1,7 @@
 """Log set-up shared by every command: text or one JSON object per line on stderr.
 
-A module of its own, importing nothing of the agent, so that ``validate`` (which must not import
-the cluster client, see ``agent/__main__.py``) sets up logging exactly as ``sync`` does.
+A module of its own, importing nothing of the agent: every command sets logging up with it
+(``agent/cli/main.py``), ``validate`` too, which must not import the cluster client.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 import sys
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-READ_ONLY = ("get", "explain")
 _json = False  # set by ``setup``: whether stderr carries one JSON object per line
 
 
@@ -41,17 +40,18 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-def setup(log_format: str, log_level: str | None, command: str) -> None:
-    """Log to stderr as ``log_format`` (``text`` or ``json``) at ``log_level`` (default: INFO
-    for ``run``, WARNING otherwise); without a level, API retries are still logged at INFO, but
-    for the read-only commands (``READ_ONLY``), which fail fast with one line instead."""
+def setup(log_format: str, log_level: str | None, *, default_level: str = "WARNING", log_retries: bool = True) -> None:
+    """Log to stderr as ``log_format`` (``text`` or ``json``) at ``log_level`` (None: the
+    command's ``default_level``, INFO for ``run``); without a level, API retries are still
+    logged at INFO when ``log_retries`` (not for the read-only commands, which fail fast with
+    one line instead: ``Command.read_only``, ``agent/cli/commands.py``)."""
     global _json
     _json = log_format == "json"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if _json else TextFormatter(TEXT_FORMAT))
-    level = log_level or ("INFO" if command == "run" else "WARNING")
+    level = log_level or default_level
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    if not log_level and command not in READ_ONLY:  # each API retry says what failed and when the next try is
+    if not log_level and log_retries:  # each API retry says what failed and when the next try is
         logging.getLogger("agent.retry").setLevel(logging.INFO)
     for noisy in ("apscheduler", "urllib3", "kubernetes", "leaderelection"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -18,12 +18,11 @@ import copy
 import difflib
 from typing import Any
 
-import yaml
-
 from agent.api.labels import SOURCE_COMMIT
 from agent.api.objects import Obj
 from agent.engine import plan
 from agent.kube.cluster import Cluster, Wrapper
+from agent.manifests import yamlwrite
 
 NOISY_METADATA = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 NOISY_ANNOTATIONS = (SOURCE_COMMIT,)
@@ -46,21 +45,13 @@ def strip(obj: Obj) -> Obj:
     return out
 
 
-class _Plain(yaml.SafeDumper):
-    """Writes every value out: a pass's live objects share equal parts (``share``), which YAML
-    would otherwise print once with an anchor (``&id001``) and then as aliases (``*id001``), a
-    change of lines where nothing changed. ``kubectl diff`` never prints aliases either."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
 def dump(obj: Obj | None) -> list[str]:
     """``strip(obj)`` as YAML lines with sorted keys and no anchors or aliases (``[]`` for
-    None), newline-terminated."""
+    None), newline-terminated (``yamlwrite.plain_lines``: ``kubectl diff`` never prints aliases
+    either)."""
     if obj is None:
         return []
-    return yaml.dump(strip(obj), Dumper=_Plain, sort_keys=True, default_flow_style=False).splitlines(keepends=True)
+    return yamlwrite.plain_lines(strip(obj))
 
 
 def unified(subject: str, live: Obj | None, desired: Obj | None) -> str:

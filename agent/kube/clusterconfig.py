@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 
-import yaml
 from kubernetes import config
 from kubernetes.config import kube_config
 
@@ -38,6 +37,7 @@ from agent.common import values
 from agent.kube import proxyenv, tokenfile
 from agent.kube.kubecreds import (ANONYMOUS, Chosen, ConfigError, check_ca, check_command, check_proxy, check_sent,
                                   check_tls, check_user, exec_errors, url_problem)
+from agent.manifests import yamlload
 
 __all__ = ["ConfigError", "load"]
 
@@ -93,7 +93,7 @@ def load(configuration, kubeconfig: str | None = None, context: str | None = Non
         merged = kube_config.KubeConfigMerger(kube_config.ENV_KUBECONFIG_PATH_SEPARATOR.join(files))
     except OSError as err:  # changed since it was read
         raise ConfigError(f"{err.filename} cannot be read: {err.strerror or err}") from None
-    except (config.ConfigException, yaml.YAMLError, AttributeError, TypeError, KeyError):
+    except (config.ConfigException, yamlload.YAMLError, AttributeError, TypeError, KeyError):
         raise ConfigError(NOT_A_KUBECONFIG) from None
     if merged.config is None:
         raise ConfigError(f"no configuration found ({LOOKED_FOR})")
@@ -174,12 +174,12 @@ def _read_files(paths: list[str], named: bool) -> tuple[list[str], str | None]:
         except OSError as err:  # chmod 000, a directory
             raise ConfigError(_about(path, named, f"cannot be read: {err.strerror or err}")) from None
         try:
-            doc = yaml.safe_load(data.decode("utf-8"))
+            doc = yamlload.safe_load(data.decode("utf-8"))
         except UnicodeDecodeError as err:
             raise ConfigError(_about(path, named, f"is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
                                                   f"{err.start}): must be a kubeconfig file (YAML with clusters, "
                                                   "users and contexts)")) from None
-        except yaml.YAMLError as err:
+        except yamlload.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark is not None else ""
             why = getattr(err, "problem", None) or "invalid YAML"

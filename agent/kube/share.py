@@ -11,8 +11,8 @@ A shared part is used by many objects, so it must never change: mappings and lis
 object's top level are ``FrozenDict`` and ``FrozenList``, which raise ``TypeError`` on any
 change, and whose ``copy.copy``/``copy.deepcopy`` are ordinary mutable dicts and lists. The top
 level stays a plain dict (it is one object's own). Both are ``dict`` and ``list`` subclasses, so
-``json.dumps``, ``isinstance`` checks and comparisons see ordinary JSON values; YAML's safe
-dumper is taught to write them.
+``json.dumps``, ``isinstance`` checks, comparisons and the agent's YAML writer
+(``agent/manifests/yamlwrite.py``) see ordinary JSON values.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from __future__ import annotations
 import copy
 import sys
 import threading
-
-import yaml
 
 
 def _refuse(self, *args, **kwargs):
@@ -62,10 +60,6 @@ class FrozenList(list):
 
     def __reduce__(self):
         return list, (list(self),)
-
-
-yaml.SafeDumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
-yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
 
 
 class Memo:

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field as dataclass_field
 
 import yaml
+from yaml.nodes import MappingNode, SequenceNode
 
 from agent.manifests import lists, metadata as metadata_rules, parsecache, specrules
 from agent.manifests.manifest import _LABEL_RULE, Manifest, is_dns1123_label
@@ -418,3 +419,22 @@ def _application(path, node, data, lines, default_namespace, found, errors, dups
             manifest = Manifest(identity[0], identity[1], body, path, line,
                                 _line(lines, ("metadata", "namespace")) if "namespace" in meta else None)
         found.append((identity, path, line, manifest, _line(lines, ("metadata", "name"))))
+
+
+def field_lines(data: bytes, doc_line: int) -> dict[tuple, int] | None:
+    """{field path: line} of the document (or ``kind: List`` item) starting on ``doc_line`` of
+    an already-parsed file (``validate`` names the line of a field the CRD refuses with it)."""
+    loader = _Loader(data.decode("utf-8-sig"))
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            items = next((v.value for k, v in node.value if getattr(k, "value", None) == "items"
+                          and isinstance(v, SequenceNode)), []) if isinstance(node, MappingNode) else []
+            for candidate in (*items, node):  # a one-line List starts on its first item's line
+                if candidate.start_mark.line + 1 == doc_line:
+                    return _index(candidate)[0]
+    finally:
+        loader.dispose()
+    return None

@@ -230,3 +230,15 @@ def construct(loader, node) -> tuple:
     problems = [(paths[id(m)] + ((text,) if text else ()) if id(m) in paths else None, at, message, ambiguous)
                 for m, text, at, message, ambiguous in loader.key_problems]
     return data, lines, problems, failure
+
+
+YAMLError = yaml.YAMLError
+"""PyYAML's error: what ``safe_load`` raises, and what the Kubernetes client raises for a
+kubeconfig that is not YAML (``agent/kube/clusterconfig.py`` catches it by this name)."""
+
+
+def safe_load(text: str):
+    """The one YAML document in ``text`` as plain values, with PyYAML's safe loader: what the
+    Kubernetes client reads a kubeconfig with (not an Application: those take ``_Loader``).
+    Raises YAMLError (its ``problem_mark`` and ``problem`` say where and why)."""
+    return yaml.safe_load(text)

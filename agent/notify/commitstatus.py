@@ -37,6 +37,7 @@ import urllib.parse
 
 from agent.engine.conditions import Reason
 from agent.notify import http
+from agent.source.repository import remote
 
 PENDING, SUCCESS, FAILURE = "pending", "success", "failure"
 MAX_DESCRIPTION = 140
@@ -218,31 +219,19 @@ class Poster:
         return True
 
 
-def _host_and_path(repo: str) -> tuple[str, str] | None:
-    """(host, path without ``.git`` and slashes) of a remote URL: ``https://``, ``http://``,
-    ``ssh://`` or scp-like ``git@host:path``; None for a local path or ``file://``."""
-    parts = urllib.parse.urlsplit(repo)
-    if parts.scheme in ("http", "https", "ssh", "git") and parts.hostname:
-        host, path = parts.hostname, parts.path
-    elif not parts.scheme and "@" in repo.split(":", 1)[0] and ":" in repo:
-        userhost, path = repo.split(":", 1)
-        host = userhost.rsplit("@", 1)[1]
-    else:
-        return None
-    path = path.strip("/").removesuffix(".git").strip("/")
-    return (host.lower(), path) if host and path else None
-
-
 def from_repo(kind: str, repo: str) -> tuple[str | None, str | None]:
     """(API base URL, repository) for ``--commit-status KIND`` derived from ``--repo``: GitHub
     ``github.com/o/r`` -> (``https://api.github.com``, ``o/r``), another GitHub host (Enterprise)
     -> ``https://HOST/api/v3``; GitLab -> ``https://HOST/api/v4`` and the project's whole path
     (``group/sub/project``); Gitea -> ``https://HOST/api/v1``. (None, None) when ``repo`` is no
-    remote URL; the repository is None for GitHub or Gitea when the path is not ``owner/name``."""
-    found = _host_and_path(repo)
-    if found is None:
+    remote URL; the repository is None for GitHub or Gitea when the path is not ``owner/name``.
+    ``repo`` is read by ``repository.remote`` (every URL form Git accepts: ``https://``,
+    ``ssh://``, scp-like ``git@host:path``); the API is on the host's HTTPS port, whatever
+    port ``repo`` names."""
+    found = remote(repo)
+    if found is None or not found.host or not found.path:
         return None, None
-    host, path = found
+    host, path = found.host, found.path
     two = path if path.count("/") == 1 else None
     if kind == "github":
         return ("https://api.github.com" if host == "github.com" else f"https://{host}/api/v3"), two

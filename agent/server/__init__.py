@@ -1,4 +1,4 @@
 """``run``: passes on a schedule and on triggers, HTTP endpoints, the push webhook.
 
-May import: agent.engine and every layer below it.
+May import: agent.notify, agent.views and every layer below them.
 """

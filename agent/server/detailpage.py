@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from agent.engine import explainview
 from agent.server import gitinfo
 from agent.server.pages import attr, fragment, layout, link, state_class, t
+from agent.views import explainview
 
 WARN_STATES = (explainview.PROGRESSING, explainview.SUSPENDED, explainview.DRIFTED)
 """Verdicts shown in the warning colour, as the Health line shows Progressing and Suspended;

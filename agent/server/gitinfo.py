@@ -1,5 +1,6 @@
-"""Commits for the status page: subject, author and date of a commit, the diff it made to a file,
-and its address on the Git host. Read from ``run``'s own bare mirror (no network, no API server).
+"""Commits for the status page: subject, author and date of a commit, what Git says of an
+Application, and a commit's address on the Git host. Read from ``run``'s own bare mirror (no
+network, no API server) by ``agent/source/history.py``; what is here is the page's caches.
 
 Why a cache: a commit never changes, so what is read of it is kept (bounded: ``LIMIT`` entries);
 the list page asks for the subjects of the rows it shows, at most one ``git log`` per request for
@@ -20,18 +21,13 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-import git
-
-from agent.engine import explainview, inspect
-from agent.source import gitproc, mirror
+from agent.source import history, mirror
+from agent.source.history import SHA as _SHA
 from agent.source.repository import identity
+from agent.views import explainview, inspect
 
-LIMIT = 10000  # commits (or diffs) kept; the cache is emptied when it grows past this
-DIFF_LIMIT = 64 * 1024  # characters of a diff kept and shown
-TIMEOUT = 5.0  # seconds for one git command
-_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+LIMIT = 10000  # commits kept; the cache is emptied when it grows past this
 _HOST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?$")
-ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def host_kind(host: str) -> str | None:
@@ -84,31 +80,22 @@ def file_url(repo_url: str | None, sha: str | None, path: str | None) -> str | N
 
 
 class Commits:
-    """Reads commits from the bare mirror at ``mirror`` (a directory; it may not exist yet).
-    Thread-safe."""
+    """The subjects of commits read from the bare mirror at ``mirror`` (a directory; it may not
+    exist yet), each commit read once. Thread-safe."""
 
     def __init__(self, mirror: Path | None):
         self.mirror = mirror
         self._lock = threading.Lock()
         self._info: dict[str, dict | None] = {}
-        self._diffs: dict[tuple[str, str], str | None] = {}
-
-    def _git(self, *args: str) -> str | None:
-        if self.mirror is None or not Path(self.mirror).is_dir():
-            return None
-        try:
-            return gitproc.run(list(args), cwd=self.mirror, env=ENV, timeout=TIMEOUT)
-        except gitproc.Failed:
-            return None
 
     def info(self, shas) -> dict[str, dict | None]:
         """{sha: {sha, subject, author, date} or None} for each hexadecimal SHA in ``shas``,
-        reading the unknown ones with one ``git log``."""
+        reading the unknown ones with one ``git log`` (``history.subjects``)."""
         wanted = {s for s in shas if isinstance(s, str) and _SHA.match(s)}
         with self._lock:
             unknown = sorted(s for s in wanted if s not in self._info)
         if unknown:
-            found = self._read(unknown)
+            found = history.subjects(self.mirror, unknown)
             with self._lock:
                 if len(self._info) > LIMIT:
                     self._info.clear()
@@ -116,41 +103,6 @@ class Commits:
                     self._info[sha] = found.get(sha)
         with self._lock:
             return {s: self._info.get(s) for s in wanted}
-
-    def _read(self, shas: list[str]) -> dict[str, dict]:
-        """Each of ``shas`` the mirror holds: one ``git log --no-walk`` (``--ignore-missing``
-        leaves out the ones it does not)."""
-        out = self._git("log", "--no-walk=unsorted", "--ignore-missing", "--format=%H%x00%s%x00%an%x00%aI%x1e",
-                        *shas, "--")
-        if out is None and len(shas) > 1:  # an old git without --ignore-missing: one by one
-            return {k: v for s in shas for k, v in self._read([s]).items()}
-        found: dict[str, dict] = {}
-        for record in (out or "").split("\x1e"):
-            parts = record.strip("\n").split("\x00")
-            if len(parts) == 4:
-                full, subject, author, date = parts
-                entry = {"sha": full, "subject": subject, "author": author, "date": date}
-                for sha in shas:
-                    if full.startswith(sha):
-                        found[sha] = entry
-        return found
-
-    def diff(self, sha: str | None, path: str | None) -> str | None:
-        """The unified diff commit ``sha`` made to ``path`` (against its first parent; the whole
-        file for a root commit), at most ``DIFF_LIMIT`` characters; None when unknown or not read."""
-        if not isinstance(sha, str) or not _SHA.match(sha) or not path:
-            return None
-        with self._lock:
-            if (sha, path) in self._diffs:
-                return self._diffs[(sha, path)]
-        text = self._git("show", "--format=", "--no-color", "--no-ext-diff", "--first-parent", sha, "--", path)
-        if text is not None and len(text) > DIFF_LIMIT:
-            text = text[:DIFF_LIMIT] + "\n... (cut at 64 KB)\n"
-        with self._lock:
-            if len(self._diffs) > LIMIT:
-                self._diffs.clear()
-            self._diffs[(sha, path)] = text
-        return text
 
 
 class Explained:
@@ -173,9 +125,7 @@ class Explained:
 
     def _open(self):
         if self._repo is None and self.url and self.cache_dir:
-            where = mirror.cache_path(self.cache_dir, self.url, self.credentials)
-            if Path(where).is_dir():
-                self._repo = git.Repo(where)
+            self._repo = history.open_mirror(self.cache_dir, self.url, self.credentials)
         return self._repo
 
     def of(self, app: dict, head: str | None) -> dict:

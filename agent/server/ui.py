@@ -38,9 +38,9 @@ import urllib.parse
 from importlib import resources
 
 from agent.api.labels import APPLICATION_LABEL
-from agent.engine import explainview
 from agent.kinds import registry
 from agent.server import gitinfo, views
+from agent.views import explainview
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")

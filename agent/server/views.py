@@ -2,7 +2,7 @@
 paged, counted) and what ``explain`` says of one Application. Pure: no I/O, no clock (``now``
 is given), so the HTML pages and the JSON API show the same values.
 
-The row has the keys of ``gitops-agent get`` (``agent.engine.appview.row``: namespace, name,
+The row has the keys of ``gitops-agent get`` (``agent.views.appview.row``: namespace, name,
 health, ready, reason, commit, changed, suspended, created, age, message, source, image,
 replicas) and two more: ``sync`` (``sync_state``) and ``subject`` (the subject of the commit that
 last changed the Application, filled in by the caller from Git, None when unknown).
@@ -14,8 +14,8 @@ import datetime
 import math
 from dataclasses import dataclass
 
-from agent.engine import appview
 from agent.kinds import health as health_
+from agent.views import appview
 
 HEALTHS = (*reversed(health_.ORDER), health_.Status.UNKNOWN)  # worst first: Degraded, Missing, ..., Healthy, Unknown
 SORTS = ("name", "namespace", "health", "sync", "ready", "reason", "commit", "changed", "suspended", "age",

@@ -1,20 +1,67 @@
 """Read a fetched mirror's history: who made a commit, when and why, what it changed in one file.
 
-For ``explain``: the commit an Application last synced and the one that last changed it are
-shown with their author, date and subject, and the diff of that change for its file. Reads
-only the bare mirror ``mirror.mirror`` brought up to date; never fetches by itself.
+The agent's one Git reader of history. For ``explain`` and an Application's page: the commit
+it last synced and the one that last changed it, with their author, date and subject, and the
+diff of that change for its file (``commit_info``, ``file_diff``, ``file_at``, on a ``git.Repo``
+from ``open_mirror`` or ``mirror.mirror``). For the status page's list: the subjects of many
+commits at once (``subjects``, one ``git log``). Reads only the bare mirror a pass brought up
+to date; never fetches by itself.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import git
 
-from agent.source.mirror import SourceError
+from agent.source import gitproc
+from agent.source.mirror import Credentials, SourceError, cache_path
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """The id of Git's empty tree: what a root commit's file is compared with."""
 MAX_DIFF_CHARS = 20000
 """A diff longer than this is cut, with a line saying so (one screen, not a whole file)."""
+LOG_TIMEOUT = 5.0
+"""Seconds ``subjects``' one ``git log`` may take."""
+LOG_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+"""``subjects``' environment: never a prompt, never a lock taken in a mirror a pass writes."""
+SHA = re.compile(r"^[0-9a-f]{7,64}$")
+"""A commit's hexadecimal SHA, abbreviated (7 digits) to whole (SHA-256's 64)."""
+
+
+def open_mirror(cache_dir: str | os.PathLike, url: str, credentials: Credentials | None = None) -> git.Repo | None:
+    """The bare mirror of ``url`` in ``cache_dir`` (``mirror.cache_path``) as it is: None when
+    no pass made it yet. Fetches nothing."""
+    where = cache_path(cache_dir, url, credentials)
+    return git.Repo(where) if Path(where).is_dir() else None
+
+
+def subjects(mirror: str | os.PathLike | None, shas: list[str]) -> dict[str, dict]:
+    """``{sha: {"sha": full SHA, "subject", "author": name, "date": RFC 3339 author date}}`` for
+    each of ``shas`` (hexadecimal, ``SHA``) the bare mirror at ``mirror`` holds: one ``git log
+    --no-walk`` (``--ignore-missing`` leaves out the ones it does not; an old git without it
+    reads them one by one). ``{}`` when there is no mirror or ``git`` fails (``LOG_TIMEOUT``)."""
+    if mirror is None or not Path(mirror).is_dir():
+        return {}
+    try:
+        out = gitproc.run(["log", "--no-walk=unsorted", "--ignore-missing", "--format=%H%x00%s%x00%an%x00%aI%x1e",
+                           *shas, "--"], cwd=mirror, env=LOG_ENV, timeout=LOG_TIMEOUT)
+    except gitproc.Failed:
+        if len(shas) > 1:
+            return {k: v for s in shas for k, v in subjects(mirror, [s]).items()}
+        return {}
+    found: dict[str, dict] = {}
+    for record in out.split("\x1e"):
+        parts = record.strip("\n").split("\x00")
+        if len(parts) == 4:
+            full, subject, author, date = parts
+            entry = {"sha": full, "subject": subject, "author": author, "date": date}
+            for sha in shas:
+                if full.startswith(sha):
+                    found[sha] = entry
+    return found
 
 
 def commit_info(repo: git.Repo, sha: str) -> dict:

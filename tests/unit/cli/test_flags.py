@@ -188,17 +188,17 @@ def test_one_line_token_is_the_rule_of_every_token(text, token, why):
 
 
 def test_the_token_variable_is_read_by_the_token_files_rule(monkeypatch):
-    from agent.cli import commands
+    from agent.cli import sourceflags
 
     args = argparse.Namespace(git_token_file=None, git_username=None, repo="https://git.example/apps.git",
                               ssh_key_file=None, known_hosts_file=None)
     monkeypatch.delenv("GITOPS_AGENT_GIT_TOKEN", raising=False)
-    assert commands.credentials(args).token is None
+    assert sourceflags.credentials(args).token is None
     monkeypatch.setenv("GITOPS_AGENT_GIT_TOKEN", "s3cret\n")
-    assert commands.credentials(args).token == "s3cret"
+    assert sourceflags.credentials(args).token == "s3cret"
     monkeypatch.setenv("GITOPS_AGENT_GIT_TOKEN", "")
     with pytest.raises(flags.UsageError, match=r"GITOPS_AGENT_GIT_TOKEN='' is not allowed") as err:
-        commands.credentials(args)
+        sourceflags.credentials(args)
     assert err.value.flag == "--git-token-file"
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agent.cli import main
+from agent.cli import commands, main
 from agent.common import logs
 from tests.unit.kube.test_kube_limits import KUBECONFIG  # port 1 on loopback: refused
 
@@ -28,10 +28,11 @@ def test_a_refused_connection_fails_in_one_line_at_once(tmp_path, capsys, argv, 
 
 def test_retries_are_info_lines_by_default_but_for_the_read_only_commands():
     try:
-        logs.setup("text", None, "sync")
+        logs.setup("text", None)  # sync, diff, run
         assert logging.getLogger("agent.retry").getEffectiveLevel() == logging.INFO
         logging.getLogger("agent.retry").setLevel(logging.NOTSET)
-        logs.setup("text", None, "get")
+        assert commands.command("get").read_only and commands.command("explain").read_only
+        logs.setup("text", None, log_retries=False)  # a read-only command's
         assert logging.getLogger("agent.retry").getEffectiveLevel() == logging.WARNING
     finally:
         logging.getLogger("agent.retry").setLevel(logging.NOTSET)

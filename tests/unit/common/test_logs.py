@@ -8,8 +8,8 @@ from agent.common import logs
 
 
 def test_a_job_skipped_while_its_pass_runs_is_not_a_warning(capfd):
-    logs.setup("text", None, "run")
-    logs.setup("text", None, "run")  # set up twice (tests, a second command): one filter
+    logs.setup("text", None, default_level="INFO")
+    logs.setup("text", None, default_level="INFO")  # set up twice (tests, a second command): one filter
     scheduler = logging.getLogger("apscheduler.scheduler")
     scheduler.warning('Execution of job "%s" skipped: maximum number of running instances reached (%d)', "pass", 1)
     scheduler.warning("Run time of job %s was missed", "pass")

@@ -4,9 +4,9 @@ import copy
 import json
 
 import pytest
-import yaml
 
 from agent.kube import share
+from agent.manifests import yamlwrite
 
 
 def deployment(name: str, uid: str) -> dict:
@@ -111,7 +111,8 @@ def test_copies_are_plain_and_changeable_and_leave_the_shared_part_alone():
 def test_shared_objects_serialise_as_json_and_yaml_like_plain_ones():
     obj = share.Memo().share(deployment("a", "1"))
     assert json.dumps(obj, sort_keys=True) == json.dumps(deployment("a", "1"), sort_keys=True)
-    assert yaml.safe_dump(obj) == yaml.safe_dump(deployment("a", "1"))
+    assert yamlwrite.text(obj) == yamlwrite.text(deployment("a", "1"))
+    assert yamlwrite.plain_lines(obj) == yamlwrite.plain_lines(deployment("a", "1"))
     assert isinstance(obj["spec"], dict) and isinstance(obj["metadata"]["managedFields"], list)
 
 

@@ -83,6 +83,10 @@ def test_no_applications_is_success():
     ("gitea", "/srv/repos/apps", (None, None)),
     ("github", "file:///srv/apps", (None, None)),
     ("github", "https://github.com/", (None, None)),
+    # repository.remote reads every URL form Git accepts
+    ("github", "github.com:team/apps", ("https://api.github.com", "team/apps")),
+    ("gitea", "git+ssh://git@git.example.com/team/apps.git", ("https://git.example.com/api/v1", "team/apps")),
+    ("gitlab", "https://[2001:db8::1]:8443/group/apps", ("https://[2001:db8::1]/api/v4", "group/apps")),
 ])
 def test_from_repo(kind, repo, want):
     assert cs.from_repo(kind, repo) == want

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.engine import explainview
 from agent.server import cache as cachemod, detailpage, gitinfo, pages, ui, uiserver, views
+from agent.views import explainview
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 HOSTILE = '<script>alert(1)</script>"\'><img src=x onerror=alert(2)> javascript:alert(3) \u202eevil\u202c ' + "x" * 500

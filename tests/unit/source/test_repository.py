@@ -87,3 +87,24 @@ def test_local_edge_cases(tmp_path, monkeypatch):
     assert repository.identity(":x") == os.path.realpath(tmp_path / ":x")  # no host before the colon
     assert repository.identity("/srv/a:b") == "/srv/a:b"  # a slash first: a path, not host:path
     assert repository.identity("dir/a:b/repo") == os.path.realpath(tmp_path / "dir/a:b/repo")
+
+
+@pytest.mark.parametrize("url, parts", [
+    ("https://user:tok@GitHub.com:443/Org/repo.git", ("https", "github.com", "", "Org/repo")),
+    ("ssh://git@GHE.example.com:2222/team/apps/", ("ssh", "ghe.example.com", "2222", "team/apps")),
+    ("git@github.com:Org/repo.git", ("ssh", "github.com", "", "Org/repo")),
+    ("github.com:Org/repo", ("ssh", "github.com", "", "Org/repo")),
+    ("GIT+SSH://git@host/r.git", ("git+ssh", "host", "", "r")),
+    ("https://[2001:DB8::1]:8443/o/r", ("https", "[2001:db8::1]", "8443", "o/r")),
+    ("https://github.com/", ("https", "github.com", "", "")),
+])
+def test_remote_gives_the_parts_identity_is_made_of(url, parts):
+    found = repository.remote(url)
+    assert (found.scheme, found.host, found.port, found.path) == parts
+    host = f"{found.host}:{found.port}" if found.port else found.host
+    assert repository.identity(url) == (f"{host}/{found.path}" if found.path else host)
+
+
+@pytest.mark.parametrize("url", ["/srv/git/apps", "file:///srv/git/apps", "FILE:///srv/x", "./apps", "apps/x:y"])
+def test_a_local_path_is_no_remote(url):
+    assert repository.remote(url) is None

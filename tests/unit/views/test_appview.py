@@ -4,7 +4,7 @@ import datetime
 
 import pytest
 
-from agent.engine import appview
+from agent.views import appview
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 

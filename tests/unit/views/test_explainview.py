@@ -6,8 +6,8 @@ import datetime
 import pytest
 
 from agent.cli import explain_cmd
-from agent.engine import explainview as ev
 from agent.kinds import registry
+from agent.views import explainview as ev
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 

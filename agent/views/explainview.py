@@ -1,7 +1,7 @@
 """What ``explain`` says of one Application: is it live, and if not, why. Pure.
 
 ``explanation`` turns what was read (the Application, its children, their pods, Events, and
-what Git says, see ``agent/engine/inspect.py``) into one plain dict, the data of
+what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
 ``gitops-agent explain -o json`` and of the status page's Application page::
 
     {"application": {"namespace": "shop", "name": "web"},
@@ -41,8 +41,8 @@ import re
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.engine import conditions
-from agent.engine.appview import condition, parse_time, short, suspended
 from agent.kinds import health as health_, registry
+from agent.views.appview import condition, parse_time, short, suspended
 
 SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED = "Synced", "Progressing", "Degraded", "Suspended", "Drifted"
 BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT, INVALID = (
@@ -362,7 +362,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                 git: dict | None = None) -> dict:
     """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
     ``children`` ``{kind: live object or None}``, ``pods`` (the Application's), ``event_items``
-    (Events of its namespace) and ``git`` (``agent/engine/inspect.py``'s ``read_git``: keys
+    (Events of its namespace) and ``git`` (``agent/views/inspect.py``'s ``read_git``: keys
     ``available``, ``reason``, ``url``, ``ref``, ``line``, ``in_git``, ``synced``, ``changed``
     (author, date, subject), ``diff``; None: not read)."""
     meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}

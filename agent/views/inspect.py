@@ -13,11 +13,11 @@ import os
 
 from agent.api.labels import APPLICATION_LABEL, REPOSITORY
 from agent.api.schema import API_VERSION, GROUP, KIND
-from agent.engine.explainview import changed_commit
 from agent.kinds import registry
 from agent.kube.client import ApiError, path
 from agent.manifests import loader
 from agent.source import history, mirror, snapshot
+from agent.views.explainview import changed_commit
 
 GIT_TIMEOUT = 30.0
 """Seconds a fetch for ``explain`` may take before Git is said to be unreachable."""
