@@ -2,8 +2,8 @@
 ``crd.yaml``. Pure.
 
 Why here: PyYAML is imported only by ``manifests`` (the import contracts in ``pyproject.toml``),
-so every YAML the agent writes is written by these two functions. Both write any ``dict`` or
-``list`` subclass as a plain mapping or list (a pass's live objects are ``FrozenDict`` and
+so every YAML the agent writes is written by these two functions. Both write any ``dict``,
+``list`` or ``str`` subclass as a plain mapping, list or string (the vocabulary's ``StrEnum``s) (a pass's live objects are ``FrozenDict`` and
 ``FrozenList``, ``agent/kube/share.py``), and neither ever writes a Python tag.
 """
 
@@ -18,6 +18,7 @@ class _Dumper(yaml.SafeDumper):
 
 _Dumper.add_multi_representer(dict, yaml.SafeDumper.represent_dict)
 _Dumper.add_multi_representer(list, yaml.SafeDumper.represent_list)
+_Dumper.add_multi_representer(str, yaml.SafeDumper.represent_str)  # the vocabulary's StrEnums are strings
 
 
 class _Plain(_Dumper):

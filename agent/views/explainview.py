@@ -38,17 +38,36 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from enum import StrEnum
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.engine import conditions
 from agent.kinds import health as health_, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
-SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED = "Synced", "Progressing", "Degraded", "Suspended", "Drifted"
+
+class Verdict(StrEnum):
+    """``verdict.state``: what ``explain``, ``get`` and the status page say of an Application first.
+    A ``str``: it compares and serializes as its value."""
+
+    SYNCED = "Synced"
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    SUSPENDED = "Suspended"
+    DRIFTED = "Drifted"
+    BACKOFF = "Backoff"
+    PRUNE_BLOCKED = "PruneBlocked"
+    APPLY_FAILED = "ApplyFailed"
+    OWNERSHIP = "OwnershipConflict"
+    NOT_IN_GIT = "NotInGit"
+    INVALID = "InvalidInGit"
+
+
+SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED = (Verdict.SYNCED, Verdict.PROGRESSING, Verdict.DEGRADED,
+                                                     Verdict.SUSPENDED, Verdict.DRIFTED)
 BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT, INVALID = (
-    "Backoff", "PruneBlocked", "ApplyFailed", "OwnershipConflict", "NotInGit", "InvalidInGit")
-STATES = (SYNCED, PROGRESSING, DEGRADED, SUSPENDED, DRIFTED, BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT,
-          INVALID)
+    Verdict.BACKOFF, Verdict.PRUNE_BLOCKED, Verdict.APPLY_FAILED, Verdict.OWNERSHIP, Verdict.NOT_IN_GIT, Verdict.INVALID)
+STATES = tuple(Verdict)
 """``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
 ``Progressing``, ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
 held back``, ``Apply failed at FIELD``, ``Ownership conflict``, ``Invalid in Git: FILE:LINE: FIELD: RULE`` or ``Not in Git``."""
