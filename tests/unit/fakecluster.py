@@ -352,7 +352,7 @@ class FakeCluster:
         """Store ``obj`` as created by ``manager`` (operation Update), whatever ``dry_run``."""
         dry, self.dry_run = self.dry_run, False
         try:
-            return self._create(obj, manager, record=False)
+            return self._create(obj, manager)
         finally:
             self.dry_run = dry
 
@@ -393,7 +393,7 @@ class FakeCluster:
                     new["status"] = copy.deepcopy(live["status"])
             self._refuse(new, key, live)
             new["metadata"]["managedFields"] = self._updated(live, new, manager, subresource)
-            return self._store(key, live, new, "put")
+            return self._store(key, live, new)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -462,9 +462,9 @@ class FakeCluster:
                 new = self._fresh(config)
                 new["metadata"]["managedFields"] = [_entry(manager, "Apply", obj["apiVersion"], fieldset(config, key[1]))]
                 self._refuse(new, key, None)
-                stored = self._store(key, None, new, "apply")
+                stored = self._store(key, None, new)
             else:
-                stored = self._store(key, live, self._applied(key, live, config, manager, force), "apply")
+                stored = self._store(key, live, self._applied(key, live, config, manager, force))
             out = registry.trim(fields.compact(stored))
             return self._memo.share(out) if self._memo is not None else out
 
@@ -516,7 +516,7 @@ class FakeCluster:
                 self._dry_namespaces.add(key[3])
             return made
 
-    def _create(self, obj: dict, manager: str, record: bool = True) -> dict:
+    def _create(self, obj: dict, manager: str) -> dict:
         key = key_of(obj)
         self._served_or_404(key[0], key[1], "creating")
         if key in self.objects:
@@ -529,12 +529,11 @@ class FakeCluster:
             new.pop("status", None)
         self._refuse(new, key, None)
         new["metadata"]["managedFields"] = [_entry(manager, "Update", obj["apiVersion"], fieldset(new, key[1]))]
-        return self._store(key, None, new, "create" if record else "")
+        return self._store(key, None, new)
 
     def delete(self, obj: dict, propagation: str = "Background") -> bool:
         with self._lock:
             key = self._check(obj, "delete")
-            self.writes.append(("delete", subject(key)))
             live = self.objects.get(key)
             uid = obj["metadata"].get("uid")
             if live is None or (self.dry_run and key in self._dry_deleted) or (uid and live["metadata"]["uid"] != uid):
@@ -581,7 +580,7 @@ class FakeCluster:
                 raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request")
             new = copy.deepcopy(live)
             new["metadata"]["managedFields"] = copy.deepcopy(entries)
-            return self._store(key, live, new, "patch_managed_fields")
+            return self._store(key, live, new)
 
     def patch_annotations(self, obj: dict, annotations: dict[str, str | None]) -> dict:
         """A JSON merge patch of ``metadata.annotations`` as ``gitops-agent`` (operation Update)."""
@@ -593,7 +592,7 @@ class FakeCluster:
             new["metadata"]["annotations"] = {k: v for k, v in merged.items() if v is not None}
             _drop_empty(new["metadata"], ("annotations",))
             new["metadata"]["managedFields"] = self._updated(live, new, AGENT_NAME, "")
-            return self._store(key, live, new, "patch_annotations")
+            return self._store(key, live, new)
 
     def patch_status(self, obj: dict, status: dict) -> dict:
         """A JSON merge patch of the status subresource (lists replaced whole, None removes) as
@@ -608,7 +607,7 @@ class FakeCluster:
             new = copy.deepcopy(live)
             new["status"] = _merge_patch(new.get("status") or {}, status)
             new["metadata"]["managedFields"] = self._updated(live, new, AGENT_NAME, "status")
-            return self._store(key, live, new, "patch_status")
+            return self._store(key, live, new)
 
     def wait_gone(self, obj: dict, timeout: float = 60.0, interval: float = 0.25) -> bool:
         """True when no object with ``obj``'s identity and uid is left; deletion is immediate
@@ -629,9 +628,12 @@ class FakeCluster:
     # -- inside --------------------------------------------------------------------------------
 
     def _check(self, obj: dict, verb: str) -> Key:
-        """``obj``'s key once its kind is served; raises the fault ``fail`` set for it."""
+        """``obj``'s key once its kind is served; records the write request (``writes``; not
+        ``put``, the tests' own) and raises the fault ``fail`` set for it."""
         key = key_of(obj)
         self._served_or_404(key[0], key[1], verb)
+        if verb != "put":
+            self.writes.append((verb, subject(key)))
         error, times = self.faults.get((verb, subject(key)), (None, None))
         if error is not None:
             if times is not None:
@@ -694,11 +696,9 @@ class FakeCluster:
             mine["fieldsV1"] |= changed
         return _entries_out(entries, live, mine if changed else None)
 
-    def _store(self, key: Key, live: dict | None, new: dict, verb: str) -> dict:
+    def _store(self, key: Key, live: dict | None, new: dict) -> dict:
         """Keep ``new`` (unless a dry run): resourceVersion moved when anything moved, generation
         when anything outside metadata and status did. Returns a copy as stored."""
-        if verb:
-            self.writes.append((verb, subject(key)))
         if live is not None and _content(live) == _content(new):
             return copy.deepcopy(live)  # a no-op write: nothing is stored, nothing moves
         if live is not None and "generation" in live["metadata"]:
