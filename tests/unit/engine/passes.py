@@ -24,9 +24,10 @@ def app_yaml(name: str, image: str = "nginx:1.27", replicas: int = 1, port: int 
 
 
 class World:
-    """A Git repository in ``tmp_path``, a ``FakeCluster`` and the ``Options`` of a pass over them."""
+    """A Git repository in ``tmp_path``, a ``FakeCluster`` and the ``Options`` of a pass over them.
+    ``concurrency`` 1 (the default) keeps the order of ``kube.writes`` fixed."""
 
-    def __init__(self, tmp_path: Path, concurrency: int = 2, **options):
+    def __init__(self, tmp_path: Path, concurrency: int = 1, **options):
         self.repo = GitRepo.create(tmp_path / "repo")
         self.kube = FakeCluster(concurrency=concurrency)
         self.opts = sync.Options(repo=str(self.repo.path), cache_dir=str(tmp_path / "cache"), namespace=NS, **options)

@@ -207,3 +207,15 @@ def test_a_write_the_api_server_refuses_fails_that_application_alone(world):
     assert status["failures"] == 1 and TIME.fullmatch(status["nextRetryTime"])
     assert status["health"] == {"status": "Missing", "message": "Service: Service does not exist"}
     assert world.app("db")["status"]["lastSyncedCommit"] == report.commit and "failures" not in world.app("db")["status"]
+
+
+def test_parallel_writes_do_what_one_writer_does(tmp_path):
+    """``concurrency`` 4 (the write pool): the same report, the same writes in another order."""
+    files = {f"app-{i}.yaml": app_yaml(f"app-{i}", replicas=i % 3) for i in range(8)}
+    one, four = World(tmp_path / "one"), World(tmp_path / "four", concurrency=4)
+    for world in (one, four):
+        world.commit(files)
+    first, second = one.sync(), four.sync()
+    assert actions(first) == actions(second) and [a for _, a in actions(first)] == [CREATED] * 24
+    assert sorted(one.kube.writes) == sorted(four.kube.writes) and len(four.kube.writes) == 1 + 24 + 8
+    assert four.sync().changed is False and four.kube.writes == []
