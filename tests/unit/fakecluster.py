@@ -19,7 +19,7 @@ too and compares the outcomes:
 - refusals: invalid names and missing fields the API server refuses (422 Invalid), a
   namespaced object in a namespace that does not exist (404), create of an existing object
   (409 AlreadyExists), a JSON patch whose resourceVersion test fails (422), an update (``put``)
-  without a resourceVersion (422), a changed Deployment selector (422, immutable).
+  of an Application without a resourceVersion (422), a changed Deployment selector (422, immutable).
 - deletion: 404 (``False``) for an absent object, a uid precondition that names another object
   (``False``), the garbage collector at once (``Background``/``Foreground`` delete dependents,
   ``Orphan`` drops their ownerReference); a Namespace takes its objects along; an object with
@@ -373,15 +373,17 @@ class FakeCluster:
 
     def put(self, obj: dict, manager: str = "kubectl-edit", subresource: str = "") -> dict:
         """An update (HTTP PUT) of the whole object, as ``kubectl edit`` or a controller sends it:
-        ``metadata.resourceVersion`` required (422) and current (409); the fields it adds or
+        ``metadata.resourceVersion`` current (409) when given, and given for an Application (422:
+        a custom resource allows no unconditional update); the fields it adds or
         changes pass to ``manager`` (operation Update), the fields it drops leave every manager."""
         with self._lock:
             key = self._check(obj, "put")
             live = self._live(key)
             rv = (obj.get("metadata") or {}).get("resourceVersion")
-            if not rv:
+            if rv:
+                self._current(key, live, rv)
+            elif (key[0], key[1]) == (GROUP, KIND):  # built-in kinds allow an unconditional update, a CRD's not
                 raise _invalid(key, ["metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"])
-            self._current(key, live, rv)
             new = copy.deepcopy(obj)
             new["metadata"] = {**new["metadata"], **{k: live["metadata"][k] for k in STRIPPED
                                                      if k in live["metadata"] and k != "managedFields"}}
@@ -492,7 +494,8 @@ class FakeCluster:
             entry["fieldsV1"].discard(path)
         others = set().union(*(e["fieldsV1"] for e in entries if e is not mine and not e.get("subresource")))
         new = _merge(live, config, (), kind)
-        for path in sorted((mine["fieldsV1"] if mine else set()) - wanted - others, key=len, reverse=True):
+        gone = (mine["fieldsV1"] if mine else set()) - wanted - others
+        for path in sorted(gone, key=lambda p: len(p) - (p[-1] == ".")):  # a keyed entry before its fields
             if path[-1] == "." and any(o[:len(path) - 1] == path[:-1] for o in others | wanted):
                 continue  # the entry stays: someone still owns a field of it
             _remove(new, path)
