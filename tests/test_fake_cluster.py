@@ -11,7 +11,7 @@ import time
 import pytest
 
 from agent.api.schema import GROUP, VERSION
-from agent.kinds import registry, render
+from agent.kinds import registry
 from agent.kube import client
 from agent.kube.client import Kube
 from agent.kube.cluster import ApiError
@@ -75,7 +75,8 @@ def fields_of(obj: dict, manager: str, operation: str = "Apply") -> dict:
 
 def application(namespace: str, name: str = "web", **spec) -> dict:
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Application",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gitops-agent"}},
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gitops-agent"}},
             "spec": {"image": "nginx:1.27", "replicas": 1, "port": 80, **spec}}
 
 
@@ -119,7 +120,8 @@ def test_resource_versions_move_on_every_change_and_only_then(both):
             before = kube.get(app)["metadata"]
             kube.apply(change)
             after = kube.get(app)["metadata"]
-            moved.append((before["resourceVersion"] != after["resourceVersion"], after["generation"] - before["generation"]))
+            moved.append((before["resourceVersion"] != after["resourceVersion"],
+                          after["generation"] - before["generation"]))
         stale = {**app, "metadata": {**app["metadata"], "resourceVersion": first["metadata"]["resourceVersion"]}}
         return moved, outcome(lambda: kube.apply(stale)), kube.get(app)["metadata"]["labels"]
     # the same apply moves nothing; a spec change moves both; a label change the version alone
@@ -175,7 +177,8 @@ def test_fields_an_update_took_are_handed_back_by_patch_managed_fields_then_remo
         put(kube, live, "kubectl-edit")
         live = kube.get(svc)
         theirs = fields_of(live, "kubectl-edit", "Update")
-        stale = {**live, "metadata": {**live["metadata"], "resourceVersion": str(int(live["metadata"]["resourceVersion"]) - 1)}}
+        older = str(int(live["metadata"]["resourceVersion"]) - 1)
+        stale = {**live, "metadata": {**live["metadata"], "resourceVersion": older}}
         refused = outcome(lambda: kube.patch_managed_fields(stale, []))
         entries = [e for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"]
         ours = {**entries[0], "fieldsV1": {"f:spec": {**entries[0]["fieldsV1"]["f:spec"], "f:ports": {

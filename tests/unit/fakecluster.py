@@ -76,6 +76,7 @@ STRIPPED = ("name", "namespace", "uid", "resourceVersion", "generation", "creati
 """Metadata fields no manager owns."""
 SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 NOW = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -99,7 +100,9 @@ def subject(key: Key) -> str:
 # -- FieldsV1 ---------------------------------------------------------------------------------
 
 def _ports_key(path: Path, kind: str) -> tuple[str, ...]:
-    return ("port", "protocol") if kind == "Service" and path == ("f:spec", "f:ports") else ("containerPort", "protocol")
+    if kind == "Service" and path == ("f:spec", "f:ports"):
+        return "port", "protocol"
+    return "containerPort", "protocol"
 
 
 def _list_type(path: Path, name: str, kind: str):
@@ -236,7 +239,8 @@ def _merge(live, config, path: Path, kind: str):
             out = [copy.deepcopy(i) for i in live]
             for item in config:
                 key = _entry_key(item, list_type)
-                at = next((n for n, i in enumerate(out) if isinstance(i, dict) and _entry_key(i, list_type) == key), None)
+                at = next((n for n, i in enumerate(out)
+                           if isinstance(i, dict) and _entry_key(i, list_type) == key), None)
                 if at is None:
                     out.append(copy.deepcopy(item))
                 else:
@@ -275,6 +279,11 @@ def selects(selector: str | None, labels: dict) -> bool:
 
 # -- validation --------------------------------------------------------------------------------
 
+def _modified(key: Key) -> ApiError:
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {key[1]} "{key[3]}": the object has been '
+                                     "modified; please apply your changes to the latest version and try again")
+
+
 def _invalid(key: Key, causes: list[str]) -> ApiError:
     return ApiError(422, "Invalid", f'{key[1]} "{key[3]}" is invalid: {"; ".join(causes)}')
 
@@ -291,8 +300,7 @@ def refusals(obj: dict, key: Key) -> list[str]:
         causes.append(f"metadata.name: Invalid value: {name!r}: must be a lowercase RFC 1123 "
                       f"{'label' if limit == 63 else 'subdomain'}")
     for label, value in ((obj.get("metadata") or {}).get("labels") or {}).items():
-        if not isinstance(value, str) or len(value) > 63 or not re.match(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$",
-                                                                           value):
+        if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
             causes.append(f"metadata.labels: Invalid value: {value!r}")
     return causes + _kind_refusals(obj, key)
 
@@ -453,16 +461,15 @@ class FakeCluster:
             live = self.objects.get(key)
             rv = obj["metadata"].get("resourceVersion")
             if rv and (live is None or rv != live["metadata"]["resourceVersion"]):
-                raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {key[1]} "{key[3]}": '
-                                                "the object has been modified; please apply your changes to the "
-                                                "latest version and try again")
+                raise _modified(key)
             config = copy.deepcopy(obj)
             if (key[0], key[1]) in STATUS_SUBRESOURCE:
                 config.pop("status", None)
             if live is None:
                 self._namespace_exists(key)
                 new = self._fresh(config)
-                new["metadata"]["managedFields"] = [_entry(manager, "Apply", obj["apiVersion"], fieldset(config, key[1]))]
+                owned = fieldset(config, key[1])
+                new["metadata"]["managedFields"] = [_entry(manager, "Apply", obj["apiVersion"], owned)]
                 self._refuse(new, key, None)
                 stored = self._store(key, None, new)
             else:
@@ -476,7 +483,8 @@ class FakeCluster:
         else owns removed, the rest merged in."""
         kind = key[1]
         wanted = fieldset(config, kind)
-        entries = [dict(e, fieldsV1=paths_of(e.get("fieldsV1") or {})) for e in live["metadata"].get("managedFields") or []]
+        entries = [dict(e, fieldsV1=paths_of(e.get("fieldsV1") or {}))
+                   for e in live["metadata"].get("managedFields") or []]
         mine = next((e for e in entries if e["manager"] == manager and e["operation"] == "Apply"
                      and not e.get("subresource")), None)
         conflicts = {}
@@ -658,8 +666,7 @@ class FakeCluster:
 
     def _current(self, key: Key, live: dict, rv: str) -> None:
         if rv != live["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {key[1]} "{key[3]}": the object has '
-                                            "been modified; please apply your changes to the latest version and try again")
+            raise _modified(key)
 
     def _namespace_exists(self, key: Key) -> None:
         if not key[2] or ("", "Namespace", "", key[2]) in self.objects or key[2] in self._dry_namespaces:
@@ -686,7 +693,8 @@ class FakeCluster:
         kind = new["kind"]
         before, after = fieldset(live, kind), fieldset(new, kind)
         changed = {p for p in after if p not in before or value_at(live, p) != value_at(new, p)}
-        entries = [dict(e, fieldsV1=paths_of(e.get("fieldsV1") or {}) & after) for e in live["metadata"].get("managedFields") or []]
+        entries = [dict(e, fieldsV1=paths_of(e.get("fieldsV1") or {}) & after)
+                   for e in live["metadata"].get("managedFields") or []]
         for entry in entries:
             entry["fieldsV1"] -= changed
         mine = next((e for e in entries if e["manager"] == manager and e["operation"] == "Update"
@@ -731,7 +739,8 @@ def _entry(manager: str, operation: str, api_version: str, paths: set[Path], sub
 def _entries_out(entries: list[dict], live: dict, touched: dict | None) -> list[dict]:
     """Entries (``fieldsV1`` as path sets) back to managedFields: empty ones dropped, the
     ``touched`` one stamped now, the others keep their time."""
-    old = {(e["manager"], e["operation"], e.get("subresource", "")): e for e in live["metadata"].get("managedFields") or []}
+    old = {(e["manager"], e["operation"], e.get("subresource", "")): e
+           for e in live["metadata"].get("managedFields") or []}
     out = []
     for entry in entries:
         if not entry["fieldsV1"]:

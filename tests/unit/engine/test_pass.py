@@ -22,7 +22,8 @@ def world(tmp_path):
 
 
 def trio_actions(name: str, app: str, deployment: str, service: str) -> list[tuple[str, str]]:
-    return [(f"Application/{NS}/{name}", app), (f"Deployment/{NS}/{name}", deployment), (f"Service/{NS}/{name}", service)]
+    return [(f"Application/{NS}/{name}", app), (f"Deployment/{NS}/{name}", deployment),
+            (f"Service/{NS}/{name}", service)]
 
 
 def test_a_first_pass_creates_the_namespace_the_applications_and_their_children(world):
@@ -45,19 +46,22 @@ def test_a_first_pass_creates_the_namespace_the_applications_and_their_children(
     assert app["metadata"]["annotations"]["heumsi.github.io/source-path"] == "web.yaml"
     assert app["spec"] == {"image": "nginx:1.27", "replicas": 1, "port": 80}
     assert image(deployment) == "nginx:1.27" and deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
     assert service["spec"]["ports"] == [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 80}]
     for child in (deployment, service):
         assert child["metadata"]["ownerReferences"] == [
             {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "web", "uid": app["metadata"]["uid"],
              "controller": True, "blockOwnerDeletion": True}]
         assert child["metadata"]["labels"]["app.kubernetes.io/instance"] == "web"
-        assert [(e["manager"], e["operation"]) for e in child["metadata"]["managedFields"]] == [("gitops-agent", "Apply")]
+        owners = [(e["manager"], e["operation"]) for e in child["metadata"]["managedFields"]]
+        assert owners == [("gitops-agent", "Apply")]
     writers = {(e["manager"], e["operation"], e.get("subresource", "")) for e in app["metadata"]["managedFields"]}
     assert writers == {("gitops-agent", "Apply", ""), ("gitops-agent", "Update", "status")}  # one field manager
     assert [(e["reason"], e["type"], e["message"]) for e in world.kube.events if e["name"] == "web"] == [
         ("Created", "Normal", f"created Application/{NS}/web, Deployment/{NS}/web, Service/{NS}/web")]
-    assert report.summary().splitlines()[-1] == "sync succeeded: 6 created, 0 configured, 0 unchanged, 0 pruned, 0 failed"
+    assert report.summary().splitlines()[-1] == ("sync succeeded: 6 created, 0 configured, 0 unchanged, 0 pruned, "
+                                                 "0 failed")
 
 
 def test_the_status_of_a_first_pass_names_the_commit_the_children_and_the_health(world):
@@ -110,7 +114,8 @@ def test_a_second_pass_without_change_is_all_unchanged_and_writes_nothing(world)
     assert world.kube.writes == [] and len(world.kube.events) == events
     assert {k: o["metadata"]["resourceVersion"] for k, o in world.kube.objects.items()} == before
     assert [a for _, a in actions(report)] == [UNCHANGED] * 6 and report.ok
-    assert report.summary().splitlines()[-1] == "sync succeeded: 0 created, 0 configured, 6 unchanged, 0 pruned, 0 failed"
+    assert report.summary().splitlines()[-1] == ("sync succeeded: 0 created, 0 configured, 6 unchanged, 0 pruned, "
+                                                 "0 failed")
 
 
 def test_a_change_in_git_configures_what_it_changes_and_moves_the_generation(world):
@@ -206,7 +211,8 @@ def test_a_write_the_api_server_refuses_fails_that_application_alone(world):
     assert "lastSyncedCommit" not in status and status["lastAttemptedCommit"] == report.commit
     assert status["failures"] == 1 and TIME.fullmatch(status["nextRetryTime"])
     assert status["health"] == {"status": "Missing", "message": "Service: Service does not exist"}
-    assert world.app("db")["status"]["lastSyncedCommit"] == report.commit and "failures" not in world.app("db")["status"]
+    db = world.app("db")["status"]
+    assert db["lastSyncedCommit"] == report.commit and "failures" not in db
 
 
 def test_parallel_writes_do_what_one_writer_does(tmp_path):

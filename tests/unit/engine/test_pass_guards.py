@@ -86,7 +86,8 @@ def test_an_invalid_file_fails_its_application_and_blocks_every_prune(world):
     assert changes(report) == [
         (f"Application/{NS}/good", CONFIGURED, ""), (f"Deployment/{NS}/good", CONFIGURED, ""),
         (f"Service/{NS}/good", UNCHANGED, ""), (f"Deployment/{NS}/stays", UNCHANGED, ""),
-        (f"Service/{NS}/stays", UNCHANGED, ""), (f"Application/{NS}/stays", KEPT, "not in Git; pruning was blocked this pass")]
+        (f"Service/{NS}/stays", UNCHANGED, ""),
+        (f"Application/{NS}/stays", KEPT, "not in Git; pruning was blocked this pass")]
     assert world.child("Deployment", "good")["spec"]["replicas"] == 2
     assert all(world.trio("stays")) and world.trio("bad") == (None, None, None)
     why = f"no longer in Git at commit {head}; kept because pruning was blocked this pass"
@@ -101,7 +102,8 @@ def test_an_application_with_prune_disabled_is_kept_with_its_children(world):
     report = world.sync()
     assert [c for c in changes(report) if "other" not in c[0]] == [
         (f"Deployment/{NS}/keep", UNCHANGED, ""), (f"Service/{NS}/keep", UNCHANGED, ""),
-        (f"Service/{NS}/gone", PRUNED, ""), (f"Deployment/{NS}/gone", PRUNED, ""), (f"Application/{NS}/gone", PRUNED, ""),
+        (f"Service/{NS}/gone", PRUNED, ""), (f"Deployment/{NS}/gone", PRUNED, ""),
+        (f"Application/{NS}/gone", PRUNED, ""),
         (f"Application/{NS}/keep", KEPT, f"not in Git; it has the annotation {PRUNE}: disabled")]
     assert all(world.trio("keep")) and world.trio("gone") == (None, None, None)
     why = f"no longer in Git at commit {head}; kept because it has the annotation {PRUNE}: disabled"
@@ -130,7 +132,8 @@ def test_a_child_with_prune_disabled_outlives_its_application_orphaned(world):
     assert kept is not None and "ownerReferences" not in kept["metadata"]  # deleted with propagation Orphan
     report = world.sync()  # no longer the agent's child: left alone
     assert world.kube.writes == [] and world.child("Deployment", "web") is not None
-    assert [s for s, _ in actions(report)] == [f"Application/{NS}/other", f"Deployment/{NS}/other", f"Service/{NS}/other"]
+    assert [s for s, _ in actions(report)] == [f"Application/{NS}/other", f"Deployment/{NS}/other",
+                                               f"Service/{NS}/other"]
 
 
 # -- suspend -----------------------------------------------------------------------------------
@@ -191,7 +194,8 @@ def test_reconcile_disabled_on_one_child_keeps_that_child_while_the_rest_syncs(w
     world.kube.put(deployment, manager="kubectl-edit")
     report = world.sync()
     held = f"Deployment/{NS}/web has {RECONCILE}: disabled"
-    assert (f"Deployment/{NS}/web", SUSPENDED, f"not applied, corrected, recreated or pruned: {held}") in changes(report)
+    kept = f"not applied, corrected, recreated or pruned: {held}"
+    assert (f"Deployment/{NS}/web", SUSPENDED, kept) in changes(report)
     assert world.kube.writes == [("patch_status", f"Application/{NS}/web")]
     assert image(world.child("Deployment", "web")) == "nginx:hotfix"
     message = f"{held}: not applied, corrected, recreated or pruned; the rest of the Application synced"
@@ -258,7 +262,8 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(world)
     assert world.child("Service", "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
     world.commit({"web.yaml": app_yaml("web", annotations=ADOPT)})
     report = world.sync()
-    taken = 'no controller holds it and the Application has heumsi.github.io/adopt: "true"; fields taken from kubectl-create'
+    taken = ('no controller holds it and the Application has heumsi.github.io/adopt: "true"; fields taken from '
+             "kubectl-create")
     assert changes(report) == [
         (f"Application/{NS}/web", CONFIGURED, ""),
         (f"Deployment/{NS}/web", ADOPTED, f"{taken}; spec.selector is immutable and differs from Git, so recreated"),
@@ -267,7 +272,8 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(world)
         ("apply", f"Application/{NS}/web"), ("patch_managed_fields", f"Deployment/{NS}/web"),
         ("apply", f"Deployment/{NS}/web"),  # refused: the selector is immutable (422)
         ("delete", f"Deployment/{NS}/web"), ("apply", f"Deployment/{NS}/web"),
-        ("patch_managed_fields", f"Service/{NS}/web"), ("apply", f"Service/{NS}/web"), ("patch_status", f"Application/{NS}/web")]
+        ("patch_managed_fields", f"Service/{NS}/web"), ("apply", f"Service/{NS}/web"),
+        ("patch_status", f"Application/{NS}/web")]
     after, app = world.child("Service", "web"), world.app("web")
     assert after["metadata"]["uid"] == service["metadata"]["uid"]  # adopted in place
     assert after["spec"] == {"selector": {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"},
@@ -288,9 +294,9 @@ def test_a_child_another_controller_holds_is_never_adopted(world):
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}})
     world.commit({"web.yaml": app_yaml("web", annotations=ADOPT), "other.yaml": app_yaml("other")})
     report = world.sync()
-    held = (f"exists and is controlled by ConfigMap/keeper (its controller ownerReference), not by Application {NS}/web; "
-            "field managers: kubectl-create; left alone. Delete or rename it to let the agent create its own, or "
-            "rename the Application")
+    held = ("exists and is controlled by ConfigMap/keeper (its controller ownerReference), not by Application "
+            f"{NS}/web; field managers: kubectl-create; left alone. Delete or rename it to let the agent create its "
+            "own, or rename the Application")
     assert report.errors == [f"Service/{NS}/web: {held}"] and report.failed == {f"{NS}/web"}
     assert (f"Service/{NS}/web", FAILED, held) in changes(report)
     assert (f"Deployment/{NS}/web", CREATED, "") in changes(report)
@@ -317,8 +323,8 @@ def test_a_failing_application_is_skipped_until_its_retry_time_and_a_new_commit_
                                   f"backing off after 1 failure, next retry at {status['nextRetryTime']}")
     assert [s for s, _ in actions(report)][1:] == [f"Application/{NS}/ok", f"Deployment/{NS}/ok", f"Service/{NS}/ok"]
     assert report.backing_off == {f"{NS}/web": backoff.Waiting(1, status["nextRetryTime"])} and not report.ok
-    assert report.summary().splitlines()[-1] == ("sync failed: 0 created, 0 configured, 3 unchanged, 0 pruned, 0 failed, "
-                                                 f"1 skipped; 1 Application skipped: {NS}/web")
+    assert report.summary().splitlines()[-1] == ("sync failed: 0 created, 0 configured, 3 unchanged, 0 pruned, "
+                                                 f"0 failed, 1 skipped; 1 Application skipped: {NS}/web")
     assert world.kube.writes == [] and world.app("web")["status"] == status
     report = world.sync()  # sync --once attempts everything
     assert ("apply", f"Service/{NS}/web") in world.kube.writes and world.app("web")["status"]["failures"] == 2
