@@ -6,6 +6,7 @@ API server refuses, with the same status."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -80,8 +81,9 @@ def application(namespace: str, name: str = "web", **spec) -> dict:
             "spec": {"image": "nginx:1.27", "replicas": 1, "port": 80, **spec}}
 
 
-def children(namespace: str, uid: str = UID, **spec) -> dict:
-    """The agent's rendered children of an Application ``web``, by kind."""
+def children(namespace: str, uid: str, **spec) -> dict:
+    """The agent's rendered children of the Application ``web`` with ``uid``, by kind (a uid
+    that exists: the garbage collector deletes a child whose owner is gone)."""
     full = {"image": "nginx:1.27", "replicas": 1, "port": 80, "env": {"A": "1"},
             "files": {"/etc/web/a.conf": {"content": "a = 1\n"}}, "ingress": {"host": "web.example.com"},
             "autoscaling": {"minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 80}, **spec}
@@ -97,17 +99,22 @@ def test_apply_creates_with_identity_and_the_managed_fields_kubernetes_records(b
     """Every child kind the agent renders and the Application: uid, creationTimestamp,
     generation where the kind has one, and the FieldsV1 of the agent's apply, key for key."""
     def scenario(kube, namespace):
+        app = kube.apply(application(namespace, env={"A": "1"}))
         out = {}
-        for obj in [application(namespace, env={"A": "1"}), *children(namespace).values()]:
+        for obj in [application(namespace, env={"A": "1"}), *children(namespace, app["metadata"]["uid"]).values()]:
             kube.apply(obj)
             live = kube.get(obj)
             meta = live["metadata"]
+            owned = json.dumps(fields_of(live, "gitops-agent")).replace(app["metadata"]["uid"], "UID")
             out[obj["kind"]] = (bool(meta["uid"]), bool(meta["creationTimestamp"]), meta.get("generation"),
-                                managers(live), fields_of(live, "gitops-agent"))
+                                managers(live), json.loads(owned))
         return out
     got = both(scenario)
     assert set(got) == {"Application", "ConfigMap", "Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}
     assert got["Deployment"][:4] == (True, True, 1, [("gitops-agent", "Apply", "")])
+    assert [kind for kind, made in got.items() if made[2] is not None] == ["Application", "Deployment", "Ingress"]
+    assert got["Deployment"][4]["f:spec"]["f:selector"] == {}  # a LabelSelector is atomic
+    assert got["Service"][4]["f:metadata"]["f:ownerReferences"] == {'k:{"uid":"UID"}': {}}  # so is an owner reference
 
 
 def test_resource_versions_move_on_every_change_and_only_then(both):
@@ -170,7 +177,7 @@ def test_server_side_apply_conflicts_force_and_removal(both):
 
 def test_fields_an_update_took_are_handed_back_by_patch_managed_fields_then_removed(both):
     def scenario(kube, namespace):
-        svc = children(namespace)["Service"]
+        svc = children(namespace, kube.apply(application(namespace))["metadata"]["uid"])["Service"]
         kube.apply(svc)
         live = kube.get(svc)
         live["spec"]["ports"].append({"name": "extra", "port": 81, "targetPort": 81, "protocol": "TCP"})
@@ -226,7 +233,7 @@ def test_refusals(both):
     def scenario(kube, namespace):
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": namespace}}
         kube.create(cm)
-        deployment = children(namespace)["Deployment"]
+        deployment = children(namespace, kube.apply(application(namespace))["metadata"]["uid"])["Deployment"]
         no_selector = {**deployment, "spec": {k: v for k, v in deployment["spec"].items() if k != "selector"}}
         kube.apply(deployment)
         moved = {**deployment, "spec": {**deployment["spec"], "selector": {"matchLabels": {"other": "x"}}}}
@@ -253,6 +260,7 @@ def test_deletion_and_the_garbage_collector(both):
         out.append(kube.delete(app, "Orphan"))
         wait_for(lambda: kube.get(kids["Deployment"]) and not kube.get(kids["Deployment"])["metadata"].get(
             "ownerReferences"), timeout=30, what="the orphaned Deployment")
+        wait_for(lambda: kube.get(app) is None, timeout=30, what="the Application (its orphan finalizer)")
         app = kube.apply(application(namespace))
         for kind in ("Deployment", "Service"):  # the orphans, owned again
             kube.apply(children(namespace, uid=app["metadata"]["uid"])[kind])

@@ -11,8 +11,8 @@ too and compares the outcomes:
   create; ``generation`` starts at 1 and moves when anything outside metadata and status moves
   (kinds that have one: ``GENERATION``).
 - server-side apply: ``metadata.managedFields`` entries per manager and operation, in FieldsV1
-  (``fieldset``: keyed lists as Kubernetes' schemas key them, ``LIST_KEYS``; a CRD's lists are
-  atomic); a field another manager owns with another value is a conflict (409) unless
+  (``fieldset``: keyed lists as Kubernetes' schemas key them, ``LIST_KEYS``; atomic selectors
+  and owner references, ``ATOMIC``; a CRD's lists are atomic); a field another manager owns with another value is a conflict (409) unless
   ``force``, which takes it over; fields a manager stops applying are removed unless another
   manager owns them; ``status`` of a kind with a status subresource is ignored by apply and
   written only through ``patch_status``; an apply of a kind that is not served is 404.
@@ -22,8 +22,10 @@ too and compares the outcomes:
   of an Application without a resourceVersion (422), a changed Deployment selector (422, immutable).
 - deletion: 404 (``False``) for an absent object, a uid precondition that names another object
   (``False``), the garbage collector at once (``Background``/``Foreground`` delete dependents,
-  ``Orphan`` drops their ownerReference); a Namespace takes its objects along; an object with
-  finalizers only gets a deletionTimestamp.
+  ``Orphan`` drops their ownerReference; the real one takes a moment, and holds an object
+  deleted with ``Orphan`` or ``Foreground`` by a finalizer meanwhile); a Namespace takes its
+  objects along; an object with finalizers only gets a deletionTimestamp. Not modelled: the
+  collector also deletes an object whose owner's uid does not exist.
 - lists by label selector (``=``, ``==``, ``!=``, ``in``, ``notin``, exists, ``!``);
   ``served(group, version)`` with the subresources (``applications/status``).
 - ``dry_run`` (writes answered, nothing kept; status writes and events not sent, as ``Kube``),
@@ -61,8 +63,7 @@ STATUS_SUBRESOURCE = frozenset({("apps", "Deployment"), ("autoscaling", "Horizon
                                 ("networking.k8s.io", "Ingress"), ("", "Service"), ("", "Namespace"),
                                 (GROUP, KIND)})
 """Kinds whose status is a subresource: apply and update leave their status alone."""
-GENERATION = frozenset({("apps", "Deployment"), ("autoscaling", "HorizontalPodAutoscaler"),
-                        ("networking.k8s.io", "Ingress"), (GROUP, KIND)})
+GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), (GROUP, KIND)})
 """Kinds whose ``metadata.generation`` the API server keeps."""
 LABEL_NAMED = frozenset({("", "Service"), ("", "Namespace")})
 """Kinds whose names must be DNS-1123 labels (63 characters, no dots); others are subdomains."""
@@ -71,6 +72,11 @@ LIST_KEYS = {"containers": ("name",), "initContainers": ("name",), "env": ("name
              "imagePullSecrets": ("name",)}
 """Keyed lists (``x-kubernetes-list-map-keys``) by field name; ``ports`` is keyed by
 ``_ports_key``; ``finalizers`` is a set; every other list is atomic (replaced whole)."""
+ATOMIC = frozenset({("Deployment", ("f:spec", "f:selector")), ("Service", ("f:spec", "f:selector"))})
+"""(kind, path) of the mappings Kubernetes' schemas mark atomic (``x-kubernetes-map-type``): a
+LabelSelector, a Service's selector; an ownerReferences entry is atomic too (``_atomic``)."""
+ATOMIC_FIELDS = frozenset({"f:secretKeyRef", "f:configMapKeyRef", "f:fieldRef", "f:resourceFieldRef"})
+"""Fields holding atomic structs wherever they are (an env variable's ``valueFrom``)."""
 STRIPPED = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
             "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
 """Metadata fields no manager owns."""
@@ -133,8 +139,16 @@ def fieldset(obj: dict, kind: str) -> set[Path]:
     return out
 
 
+def _atomic(path: Path, kind: str) -> bool:
+    """True for a mapping Kubernetes' schema makes atomic (``ATOMIC``): owned and replaced whole."""
+    return (kind, path) in ATOMIC or (path[-1:] and path[-1] in ATOMIC_FIELDS and kind != KIND) or \
+        (len(path) == 3 and path[:2] == ("f:metadata", "f:ownerReferences"))
+
+
 def _walk(value, path: Path, kind: str, out: set[Path]) -> None:
-    if isinstance(value, dict):
+    if isinstance(value, dict) and path and _atomic(path, kind):
+        out.add(path)
+    elif isinstance(value, dict):
         if not value and path:
             out.add(path)
         for name, sub in value.items():
@@ -147,7 +161,8 @@ def _walk(value, path: Path, kind: str, out: set[Path]) -> None:
             elif kind_of_list:
                 for item in sub:
                     entry = here + (_entry_key(item, kind_of_list),)
-                    out.add(entry + (".",))
+                    if not _atomic(entry, kind):
+                        out.add(entry + (".",))
                     _walk(item, entry, kind, out)
                 if not sub:
                     out.add(here)
@@ -226,7 +241,7 @@ def _remove(obj: dict, path: Path) -> None:
 def _merge(live, config, path: Path, kind: str):
     """``config`` applied over ``live``: mappings key by key, keyed lists entry by entry (new
     entries after the live ones), sets united, anything else replaced."""
-    if isinstance(live, dict) and isinstance(config, dict):
+    if isinstance(live, dict) and isinstance(config, dict) and not (path and _atomic(path, kind)):
         out = dict(live)
         for name, sub in config.items():
             out[name] = _merge(live.get(name), sub, path + (f"f:{name}",), kind) if name in live else copy.deepcopy(sub)
