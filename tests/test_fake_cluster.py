@@ -312,3 +312,19 @@ def test_events_are_recorded_on_their_object(both, objects):
                      for e in objects.events(namespace)]
         return found
     assert both(scenario) == [("Application", "web", True, "Warning", "SyncFailed", "it failed")]
+
+
+def test_a_kind_that_is_not_served_is_404(both):
+    """The fake without the CRD against the real server asked for a resource it does not serve
+    (the session's control plane has the CRD; another plural of its group is not served)."""
+    def scenario(kube, namespace):
+        app = application(namespace)
+        if isinstance(kube, FakeCluster):
+            return (outcome(lambda: kube.apply(app))[:3], outcome(lambda: kube.list(GROUP, "Application")),
+                    kube.served(GROUP, VERSION))
+        unserved = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/nothings"
+        return (outcome(lambda: kube.request("PATCH", f"{unserved}/web", body=app, query={"fieldManager": "x"},
+                                             content_type="application/apply-patch+yaml"))[:3],  # no Status body
+                "404 NotFound" if kube.request("GET", unserved) is None else "served",  # as Kube.list says it
+                kube.served("nothing.example.com", VERSION))
+    assert both(scenario, crd=False) == ("404", "404 NotFound", set())
