@@ -12,8 +12,8 @@ too and compares the outcomes:
   (kinds that have one: ``GENERATION``).
 - server-side apply: ``metadata.managedFields`` entries per manager and operation, in FieldsV1
   (``fieldset``: keyed lists as Kubernetes' schemas key them, ``LIST_KEYS``; atomic selectors
-  and owner references, ``ATOMIC``; a CRD's lists are atomic); a field another manager owns with another value is a conflict (409) unless
-  ``force``, which takes it over; fields a manager stops applying are removed unless another
+  and owner references, ``ATOMIC``; a CRD's lists are atomic); a field another manager owns
+  with another value is a conflict (409) unless ``force``, which takes it over; fields a manager stops applying are removed unless another
   manager owns them; ``status`` of a kind with a status subresource is ignored by apply and
   written only through ``patch_status``; an apply of a kind that is not served is 404.
 - refusals: invalid names and missing fields the API server refuses (422 Invalid), a
