@@ -328,3 +328,22 @@ def test_a_kind_that_is_not_served_is_404(both):
                 "404 NotFound" if kube.request("GET", unserved) is None else "served",  # as Kube.list says it
                 kube.served("nothing.example.com", VERSION))
     assert both(scenario, crd=False) == ("404", "404 NotFound", set())
+
+
+def test_within_sharing_applied_objects_share_their_equal_parts_frozen(both):
+    """As ``Kube`` does (``share.Memo``): a pass that changed a shared part would fail here too."""
+    def configmap(name, namespace):
+        return {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"},
+                "metadata": {"name": name, "namespace": namespace, "labels": {"x": "y"}}}
+
+    def scenario(kube, namespace):
+        with kube.sharing() as shared:
+            one, two = shared.apply(configmap("one", namespace)), shared.apply(configmap("two", namespace))
+        outside = kube.apply(configmap("three", namespace))
+        try:
+            one["data"]["b"] = "2"
+            changed = "changed"
+        except TypeError:
+            changed = "refused"
+        return one["data"] is two["data"], changed, type(outside["data"]) is dict
+    assert both(scenario) == (True, "refused", True)
