@@ -38,6 +38,7 @@ from agent.api.labels import AGENT_NAME
 from agent.api.schema import GROUP, PLURAL, VERSION
 from agent.kinds import fields, registry
 from agent.kube import clusterconfig, listread, share
+from agent.kube.cluster import ApiError, NoConfiguration  # noqa: F401 (re-exported: callers import them from here)
 from agent.kube.kubecreds import without_password
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
 
@@ -55,25 +56,6 @@ RESOURCES = {
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
-
-
-class ApiError(Exception):
-    """An API call failed: ``status`` is the HTTP status (0 when no answer came), ``reason``
-    the Kubernetes Status reason (e.g. NotFound, Conflict), ``message`` the server's text."""
-
-    def __init__(self, status: int, reason: str, message: str, what: str = ""):
-        self.status, self.reason, self.message, self.what = status, reason, message, what
-        head = f"{status} {reason}".strip() if status else reason  # 0: no HTTP answer at all
-        super().__init__(f"{what}: {head}: {message}" if what else f"{head}: {message}")
-
-
-class NoConfiguration(ApiError):
-    """No usable cluster configuration (``reason`` NoConfiguration, no HTTP answer): ``str()`` is
-    ``WHAT: MESSAGE``, the reason in words, without the reason's name."""
-
-    def __init__(self, message: str, what: str):
-        super().__init__(0, "NoConfiguration", message, what)
-        self.args = (f"{what}: {message}",)
 
 
 def _text(body: bytes) -> str:

@@ -6,6 +6,10 @@ what it wrote, ``diff`` what it would write, ``--allowed-namespaces`` refuses wh
 the progress bar counts); each used to forward everything else with ``__getattr__``, so what a
 pass may ask of the cluster was written nowhere and a wrapper could hide a missing verb until
 a pass called it. ``Cluster`` names every verb; ``Wrapper`` hands each one on explicitly.
+
+``ApiError`` (and its ``NoConfiguration``) is what every verb raises, so it lives beside the
+protocol: an engine typed against ``Cluster`` and a fake of it need nothing of ``client``.
+``agent.kube.client`` re-exports both.
 """
 
 from __future__ import annotations
@@ -13,6 +17,25 @@ from __future__ import annotations
 import builtins
 from contextlib import AbstractContextManager
 from typing import Protocol
+
+
+class ApiError(Exception):
+    """An API call failed: ``status`` is the HTTP status (0 when no answer came), ``reason``
+    the Kubernetes Status reason (e.g. NotFound, Conflict), ``message`` the server's text."""
+
+    def __init__(self, status: int, reason: str, message: str, what: str = ""):
+        self.status, self.reason, self.message, self.what = status, reason, message, what
+        head = f"{status} {reason}".strip() if status else reason  # 0: no HTTP answer at all
+        super().__init__(f"{what}: {head}: {message}" if what else f"{head}: {message}")
+
+
+class NoConfiguration(ApiError):
+    """No usable cluster configuration (``reason`` NoConfiguration, no HTTP answer): ``str()`` is
+    ``WHAT: MESSAGE``, the reason in words, without the reason's name."""
+
+    def __init__(self, message: str, what: str):
+        super().__init__(0, "NoConfiguration", message, what)
+        self.args = (f"{what}: {message}",)
 
 
 class Cluster(Protocol):

@@ -183,30 +183,24 @@ def test_a_diff_of_objects_with_shared_parts_writes_every_value_out():
     assert "".join(diff.dump(shared("nginx:1"))).count("app: web") == 3
 
 
-class FakeKube:
-    def __init__(self, items):
-        self.items = items
-
-    def list(self, group, kind, selector=None):
-        return [i for i in self.items if i["kind"] == kind]
-
-    def apply(self, obj):
-        return {**obj, "metadata": {**obj["metadata"], "uid": "new"}}
-
-    def delete(self, obj):
-        return True
-
-    def served(self, *a):
-        return True
-
-
 def test_recording_pairs_live_with_dry_run_results():
-    web, old = live(), live(name="old")
-    rec = diff.Recording(FakeKube([web, old]))
+    """``diff``'s Recording over a dry-run cluster: what is listed, paired with what the dry run
+    answers for each apply and delete; nothing is kept."""
+    from agent.kinds import registry
+    from tests.unit.fakecluster import FakeCluster
+
+    def deployment(name, replicas=1):
+        return registry.BY_KIND["Deployment"].render(name, "ns", "u0", {"image": "nginx", "port": 80,
+                                                                       "replicas": replicas})
+    kube = FakeCluster(namespaces=("ns",))
+    old = kube.add(deployment("old"))
+    kube.add(deployment("web"))
+    kube.dry_run = True
+    rec = diff.Recording(kube)
     rec.list("apps", "Deployment")
-    assert rec.served("g", "v") is True  # other verbs pass through
-    rec.apply(live(replicas=2))
-    rec.apply({**live(name="new"), "status": {}})
+    assert rec.served("heumsi.github.io", "v1") == {"applications", "applications/status"}  # passes through
+    rec.apply(deployment("web", replicas=2))
+    rec.apply({**deployment("new"), "status": {}})
     rec.delete(old)
     diffs = rec.diffs()
     assert sorted(diffs) == ["Deployment/ns/new", "Deployment/ns/old", "Deployment/ns/web"]
@@ -214,6 +208,7 @@ def test_recording_pairs_live_with_dry_run_results():
     body = {s: d.splitlines()[2:] for s, d in diffs.items()}
     assert not any(l.startswith("-") for l in body["Deployment/ns/new"]) and "+kind: Deployment" in body["Deployment/ns/new"]
     assert not any(l.startswith("+") for l in body["Deployment/ns/old"]) and "-kind: Deployment" in body["Deployment/ns/old"]
+    assert [d["spec"]["replicas"] for d in kube.of_kind("Deployment")] == [1, 1]  # a dry run keeps nothing
 
 
 def sample_report():

@@ -5,6 +5,7 @@ import pytest
 
 from agent.engine import statuswrite
 from agent.engine.statuswrite import dropped, not_stored
+from tests.unit.fakecluster import FakeCluster
 
 SENT = {"health": {"status": "Healthy", "message": "ok"}, "replicas": 1,
         "conditions": [{"type": "Ready", "observedGeneration": 2}, {"type": "Synced", "observedGeneration": 2}]}
@@ -37,18 +38,23 @@ def test_values_stored_otherwise_are_not_called_dropped():
                        "than were sent")
 
 
-class _Kube:
-    """Stores a status write as the API server does (``stored``: what it gives back, None: as sent)."""
+APP = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+       "metadata": {"name": "web", "namespace": "ns"}, "spec": {"image": "nginx", "replicas": 1, "port": 80}}
+
+
+class _Kube(FakeCluster):
+    """The in-memory cluster holding ``ns/web``, whose status writes keep ``stored`` instead of
+    what was sent (None: as sent), as an API server with an older CRD prunes fields."""
 
     def __init__(self, stored=None):
+        super().__init__(namespaces=("ns",))
         self.stored, self.sent = stored, []
+        self.add(APP)
 
     def patch_status(self, app, patch):
         self.sent.append(patch)
-        return {"status": self.stored if self.stored is not None else {k: v for k, v in patch.items() if v is not None}}
-
-    def event(self, *args):
-        pass
+        written = super().patch_status(app, patch)
+        return written if self.stored is None else {**written, "status": self.stored}
 
 
 def _write(kube, old_status=None, commit="1" * 40, changed=True):
@@ -56,16 +62,16 @@ def _write(kube, old_status=None, commit="1" * 40, changed=True):
     from agent.engine.report import Report
 
     report = Report()
-    app = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
-           "metadata": {"name": "web", "namespace": "ns", "uid": "u1", "generation": 1}, "spec": {},
-           "status": old_status or {}}
+    app = {**kube.get(APP), "status": old_status or {}}
     statuswrite.write(kube, report, "ns/web", app, status.Outcome(True, changed, commit, "Synced", "ok", "a.yaml"), {})
     return report
 
 
 def test_a_stored_write_records_its_news_and_readiness():
-    report = _write(_Kube())
-    assert [(n.application, n.reason, n.uid) for n in report.notices] == [("ns/web", "Deployed", "u1")]
+    kube = _Kube()
+    report = _write(kube)
+    uid = kube.get(APP)["metadata"]["uid"]
+    assert [(n.application, n.reason, n.uid) for n in report.notices] == [("ns/web", "Deployed", uid)]
     assert report.readiness == {"ns/web": ("False", "Missing")}
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from agent.engine import writes
 from agent.engine.report import Report
+from agent.kinds import render
 from agent.kube.client import ApiError
+from tests.unit.fakecluster import FakeCluster
 
 
 class Pool:
@@ -110,34 +112,27 @@ def test_scratch_replays_failed_and_notes_and_reasons():
 
 
 def test_each_missing_namespace_is_created_once_however_many_tasks_need_it():
-    created = []
-
-    class Kube:
+    class Slow(FakeCluster):  # a slow API server: the tasks overlap
         def create(self, obj):
             time.sleep(0.01)
-            created.append(obj["name"])
+            return super().create(obj)
 
-    made = writes.Namespaces(Kube(), {"existing"}, lambda name: {"name": name})
+    kube = Slow(namespaces=("existing",))
+    made = writes.Namespaces(kube, {"existing"}, render.namespace)
     list(writes.ordered(Pool(8), ["a", "a", "b", "existing", "a", "b"] * 3,
                         lambda ns, _s: made.ensure(ns), Report()))
-    assert sorted(created) == ["a", "b"]
+    assert sorted(kube.writes) == [("create", "Namespace/a"), ("create", "Namespace/b")]  # a second: 409
 
 
 def test_a_failed_namespace_creation_is_tried_again_by_the_next_task():
-    calls = []
-
-    class Kube:
-        def create(self, obj):
-            calls.append(obj["name"])
-            if len(calls) == 1:
-                raise ApiError(500, "InternalError", "try again")
-
-    made = writes.Namespaces(Kube(), set(), lambda name: {"name": name})
+    kube = FakeCluster()
+    kube.fail("create", "Namespace/a", ApiError(500, "InternalError", "try again"))
+    made = writes.Namespaces(kube, set(), render.namespace)
     with pytest.raises(ApiError):
         made.ensure("a")
     made.ensure("a")
     made.ensure("a")
-    assert calls == ["a", "a"]
+    assert kube.writes == [("create", "Namespace/a")] * 2 and kube.stored("Namespace", "", "a") is not None
 
 
 def test_inline_items_run_in_the_calling_thread_and_keep_their_place():

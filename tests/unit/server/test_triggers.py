@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from agent.server import triggers
@@ -97,36 +95,30 @@ def test_a_served_list_recorded_late_never_replaces_a_later_write_or_deletion():
     assert known.judge(triggers.Sighting.of("MODIFIED", written)) is False
 
 
-class FakeKube:
-    def __init__(self):
-        self.calls = []
+def cluster_with_a_service():
+    """The in-memory cluster holding the Service ``ns/web`` (a Service ``ns/other`` labelled c=d)."""
+    from tests.unit.fakecluster import FakeCluster
 
-    def apply(self, obj, force=True):
-        self.calls.append("apply")
-        stored = copy.deepcopy(obj)
-        stored["metadata"]["resourceVersion"] = "99"
-        return stored
-
-    def delete(self, obj, propagation="Background"):
-        self.calls.append("delete")
-        return True
-
-    def list(self, group, kind, label_selector=None):
-        return [service()]
-
-    def served(self, group, version):
-        return {"applications"}
+    kube = FakeCluster(namespaces=("ns",))
+    for name, labels in (("web", {**LABELS, "a": "b"}), ("other", {"c": "d"})):
+        kube.add({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 80}]},
+                  "metadata": {"name": name, "namespace": "ns", "labels": labels}})
+    return kube
 
 
 def test_recording_records_what_the_pass_reads_and_writes():
-    known = triggers.Known()
-    kube = triggers.Recording(FakeKube(), known)
-    written = kube.apply(deployment(generation=2))
+    from agent.kinds import registry
+
+    fake, known = cluster_with_a_service(), triggers.Known()
+    kube = triggers.Recording(fake, known)
+    written = kube.apply(registry.BY_KIND["Deployment"].render("web", "ns", "u0", {"image": "nginx", "port": 80}))
     assert known.news("MODIFIED", written) is False  # its own apply's event
-    assert kube.list("", "Service") == [service()] and known.news("ADDED", service()) is False
-    kube.delete(service())
-    assert known.news("DELETED", service()) is False
-    assert kube.served("g", "v") == {"applications"}  # everything else passes through
+    listed = kube.list("", "Service", "a=b")
+    assert [s["metadata"]["name"] for s in listed] == ["web"] and known.news("ADDED", listed[0]) is False
+    kube.delete(listed[0])
+    assert known.news("DELETED", listed[0]) is False
+    assert kube.served("heumsi.github.io", "v1") == {"applications", "applications/status"}  # passed through
+    assert fake.writes == [("apply", "Deployment/ns/web"), ("delete", "Service/ns/web")]
 
 
 @pytest.mark.parametrize("wrapper", ["agent.server.triggers:Recording", "agent.engine.diff:Recording", "agent.engine.scope:ScopedKube"])
@@ -155,19 +147,11 @@ def test_every_wrapper_of_kube_takes_every_argument_kube_takes(wrapper):
 
 
 def test_recording_passes_list_ins_label_selector_on():
-    calls = []
-
-    class Listing(FakeKube):
-        def list_in(self, group, kind, namespace, label_selector=None):
-            calls.append((group, kind, namespace, label_selector))
-            return [service()]
-
     known = triggers.Known()
-    kube = triggers.Recording(Listing(), known)
-    assert kube.list_in("", "Service", "ns", "a=b") == [service()]
-    assert kube.list_in("", "Service", "ns", label_selector="c=d") == [service()]
-    assert calls == [("", "Service", "ns", "a=b"), ("", "Service", "ns", "c=d")]
-    assert known.news("ADDED", service()) is False
+    kube = triggers.Recording(cluster_with_a_service(), known)
+    assert [s["metadata"]["name"] for s in kube.list_in("", "Service", "ns", "a=b")] == ["web"]
+    assert [s["metadata"]["name"] for s in kube.list_in("", "Service", "ns", label_selector="c=d")] == ["other"]
+    assert known.news("ADDED", kube.list_in("", "Service", "ns", "a=b")[0]) is False
 
 
 def test_a_list_served_by_the_store_records_only_the_objects_it_did_not_serve_before():
