@@ -15,7 +15,8 @@ from agent.cli import flags, nametypes, sourceflags
 from agent.cli.commands import Command
 from agent.cli.get_cmd import FAIL_FAST, RESOURCE, server_error
 from agent.common import exitcodes, logs
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import Kube
+from agent.kube.cluster import ApiError
 from agent.source.cachedir import default_cache_dir
 from agent.views import appview, explainview, inspect
 

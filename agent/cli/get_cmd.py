@@ -23,7 +23,8 @@ from agent.cli import flags, nametypes
 from agent.cli.commands import Command
 from agent.common import exitcodes, logs
 from agent.kube import watch
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import Kube
+from agent.kube.cluster import ApiError
 from agent.manifests import yamlwrite
 from agent.views import appview, inspect
 

@@ -28,6 +28,7 @@ def connect(args: argparse.Namespace, *, notify: bool):
     flag, ``ApiError`` or ``OSError`` when the cluster's configuration cannot be loaded."""
     from agent.kube.client import Kube
 
+
     opts = sourceflags.options_from(args)
     settings = notify_flags.settings(args, opts.source_id) if notify else None
     kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds, dry_run=is_dry_run(args),
@@ -38,7 +39,7 @@ def connect(args: argparse.Namespace, *, notify: bool):
 def run(args: argparse.Namespace, *, notify: bool) -> int:
     """``sync`` or ``diff``: ``connect``, then ``run_pass``; a command that could not start is
     ``report_failure``. Returns the exit code."""
-    from agent.kube.client import ApiError
+    from agent.kube.cluster import ApiError
 
     flags.cache_dir(args.cache_dir)
     try:

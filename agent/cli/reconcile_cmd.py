@@ -24,7 +24,8 @@ from agent.cli.commands import Command
 from agent.common import exitcodes, logs
 from agent.engine import readiness, suspend, sync_now
 from agent.engine.report import printable
-from agent.kube.client import ApiError, Kube, path
+from agent.kube.client import Kube, path
+from agent.kube.cluster import ApiError
 
 POLL_SECONDS = 0.5
 EPILOG = """exit codes:

@@ -16,7 +16,8 @@ from agent.cli import flags, nametypes, notify_flags, passrun, sourceflags
 from agent.cli.commands import Command
 from agent.common import exitcodes, logs
 from agent.engine import backoff, sync
-from agent.kube.client import ApiError, Kube
+from agent.kube.client import Kube
+from agent.kube.cluster import ApiError
 from agent.source.mirror import cache_path, redact
 
 EPILOG = """exit codes:

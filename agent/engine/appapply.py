@@ -17,8 +17,7 @@ from agent.engine.conditions import Reason
 from agent.engine.passvalues import AppPlan, AppsApplied, LiveState, Pass, key_of
 from agent.engine.report import FAILED, SUSPENDED, UNCHANGED, WRITTEN, Report
 from agent.kinds import health, render
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 
 def apply_applications(p: Pass, live: LiveState, planned: AppPlan) -> AppsApplied:

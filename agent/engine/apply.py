@@ -24,8 +24,7 @@ from agent.api.schema import KIND
 from agent.engine import conditions, diff, plan
 from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Action, Report
 from agent.kinds import fields
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 log = logging.getLogger("agent.apply")
 RECREATE_WAIT = 60.0  # seconds to wait for the old object to be gone before creating it again

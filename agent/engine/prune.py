@@ -15,8 +15,7 @@ from agent.api.schema import KIND
 from agent.engine import guards, news, plan, suspend, writes
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, KEPT, PRUNED, SUSPENDED
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 
 def plan_prunes(p: Pass, live: LiveState, idx: ChildIndex, children: ChildWave, prune: bool) -> list[plan.Step]:

@@ -28,8 +28,7 @@ from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
 from agent.kinds import health as health_, registry
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 POLL_SECONDS = 1.0
 """Seconds between two looks: a rollout on a real cluster takes seconds to minutes."""

@@ -25,8 +25,7 @@ from typing import Any, Callable
 
 from agent.api.objects import Obj
 from agent.kinds import render
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster, Wrapper
+from agent.kube.cluster import ApiError, Cluster, Wrapper
 
 log = logging.getLogger("agent.scope")
 

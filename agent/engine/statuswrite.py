@@ -19,8 +19,7 @@ from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.engine import backoff, conditions as conditions_, news as news_, status as status_, suspend, sync_now
 from agent.engine.report import FAILED, Report
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
 

@@ -27,8 +27,7 @@ from agent.engine import (appapply, appplan, backoff, childapply, conditions, ev
 from agent.engine.options import Options
 from agent.engine.passvalues import ChildIndex, ChildWave, Pass, Wanted, key_of
 from agent.engine.report import Report
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 from agent.manifests import loader as manifests, parsecache
 from agent.manifests.manifest import Manifest
 from agent.source import mirror as source

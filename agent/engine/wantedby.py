@@ -12,8 +12,7 @@ from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import sources, writes
 from agent.engine.passvalues import LiveState, Pass
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 
 def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:

@@ -29,8 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from agent.api.objects import Obj
 from agent.engine.report import Report
-from agent.kube.client import ApiError
-from agent.kube.cluster import Cluster
+from agent.kube.cluster import ApiError, Cluster
 
 T = TypeVar("T")
 R = TypeVar("R")

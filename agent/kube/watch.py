@@ -19,7 +19,8 @@ import urllib3
 from kubernetes import client, watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from agent.kube.client import RESOURCES, ApiError, path
+from agent.kube.client import RESOURCES, path
+from agent.kube.cluster import ApiError
 
 log = logging.getLogger("agent.kube")
 

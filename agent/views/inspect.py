@@ -14,7 +14,8 @@ import os
 from agent.api.labels import APPLICATION_LABEL, REPOSITORY
 from agent.api.schema import API_VERSION, GROUP, KIND
 from agent.kinds import registry
-from agent.kube.client import ApiError, path
+from agent.kube.client import path
+from agent.kube.cluster import ApiError
 from agent.manifests import loader
 from agent.source import history, mirror, snapshot
 from agent.views.explainview import changed_commit
