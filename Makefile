@@ -57,11 +57,13 @@ mutation: $(VENV)/.installed
 	$(VENV)/bin/mutmut run --max-children $(MUTATION_CHILDREN) $(MUTANTS)
 	$(PY) scripts/mutation_score.py
 
-# docs - what is generated from the code: docs/reference/*.md (agent/cli/reference.py) and crd.yaml
-# (agent/api/crd.py, written by agent/cli/reference.py --crd); tests/unit/cli/test_docs.py and test_ci.py fail when a committed copy differs.
+# docs - what is generated from the code (agent/cli/reference.py): docs/reference/*.md, crd.yaml, and
+# the child kinds' RBAC rules in deploy/ (agent/kinds/install.py); tests/unit/cli/test_docs.py,
+# test_ci.py and tests/unit/kinds/test_install.py fail when a committed copy differs.
 docs: $(VENV)/.installed
 	$(PY) -m agent.cli.reference docs/reference
 	$(PY) -m agent.cli.reference --crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
+	$(PY) -m agent.cli.reference --rbac
 
 # requirements.lock: the image's pinned dependencies with hashes (pip-tools), from pyproject.toml
 lock: $(VENV)/.installed

@@ -1,10 +1,12 @@
 """The Application CRD, built from the one schema in ``agent.api.schema``, and the API server's
 validation of a whole Application document against it. Pure.
 
-The repository's ``crd.yaml`` is generated from ``definition()`` by ``make docs``
-(``python -m agent.cli.reference --crd > crd.yaml``, ``reference.crd_text``); a unit test fails when the two differ. The package
-holds no copy of the file, so ``validate`` applies the API server's own rules even when the
-agent is installed from a wheel with no checkout around it.
+The status fields that name or describe a child come from the child kinds (each
+``ChildKind.status_schema``); this layer sits below ``agent.kinds``, so ``definition`` takes them
+as an argument. The repository's ``crd.yaml`` is generated from the registry by ``make docs``
+(``python -m agent.cli.reference --crd > crd.yaml``, ``reference.crd_text``); a unit test fails
+when the two differ. The package holds no copy of the file, so ``validate`` applies the API
+server's own rules even when the agent is installed from a wheel with no checkout around it.
 
 The API server validates a custom resource against the version's ``openAPIV3Schema``; this
 module does the same with ``schema.validator`` (Kubernetes extensions such as
@@ -15,6 +17,7 @@ are Kubernetes integers: ``true`` and ``3.0`` are not integers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION, validator
 
@@ -22,7 +25,7 @@ NAME = f"{PLURAL}.{GROUP}"
 HEADER = (
     "# The Application custom resource (applications.heumsi.github.io), compatible with the original",
     "# design's CRD: an Application YAML written for that CRD applies and syncs unchanged.",
-    "# Generated from agent/api/ by make docs; do not edit. Install: kubectl apply -f crd.yaml",
+    "# Generated from agent/api/ and agent/kinds/ by make docs; do not edit. Install: kubectl apply -f crd.yaml",
 )
 """The comment lines at the top of the generated ``crd.yaml``."""
 
@@ -119,34 +122,6 @@ STATUS_SCHEMA: dict = {
             "format": "date-time",
             "description": "When run retries this failing Application (exponential backoff); a new commit, a spec change or a sync-now request retries at once. Absent after a success."
         },
-        "deployment": {
-            "type": "string",
-            "description": "Name of the child Deployment."
-        },
-        "service": {
-            "type": "string",
-            "description": "Name of the child Service."
-        },
-        "configMap": {
-            "type": "string",
-            "description": "Name of the child ConfigMap holding the files from Git; absent without any."
-        },
-        "ingress": {
-            "type": "string",
-            "description": "Name of the child Ingress; absent without spec.ingress."
-        },
-        "horizontalPodAutoscaler": {
-            "type": "string",
-            "description": "Name of the child HorizontalPodAutoscaler; absent without spec.autoscaling."
-        },
-        "replicas": {
-            "type": "integer",
-            "description": "Replicas of the child Deployment, as observed."
-        },
-        "readyReplicas": {
-            "type": "integer",
-            "description": "Ready replicas of the child Deployment, as observed."
-        },
         "suspended": {
             "type": "boolean",
             "description": "Present and true while the Application is suspended (spec.suspend, or the annotation heumsi.github.io/reconcile: disabled on it): its children are not applied. Absent otherwise."
@@ -213,7 +188,12 @@ STATUS_SCHEMA: dict = {
         }
     }
 }
-"""OpenAPI v3 schema of ``status``: what the agent writes through the status subresource."""
+"""OpenAPI v3 schema of ``status``: what the agent writes through the status subresource, but
+for the fields of the child kinds (``status_schema`` adds them)."""
+
+CHILDREN_AFTER = "nextRetryTime"
+"""The child kinds' status fields follow this one in ``status.properties`` (the order of
+``kubectl explain`` and of the reference page; the API server does not care)."""
 
 PRINTER_COLUMNS: list = [
     {
@@ -260,14 +240,31 @@ PRINTER_COLUMNS: list = [
 """``kubectl get applications`` columns."""
 
 
-def openapi_schema() -> dict:
-    """The ``openAPIV3Schema`` of version ``v1``: ``spec`` (required) and ``status``."""
+def status_schema(children: Mapping[str, dict]) -> dict:
+    """``STATUS_SCHEMA`` with ``children``, the child kinds' status fields (field name to its
+    OpenAPI v3 schema, in order), after ``CHILDREN_AFTER``. Raises ValueError when a child's
+    field is one the Application's status already has."""
+    own = STATUS_SCHEMA["properties"]
+    if taken := sorted(own.keys() & children.keys()):
+        raise ValueError(f"child status fields clash with the Application's own: {', '.join(taken)}")
+    properties: dict = {}
+    for key, sub in own.items():
+        properties[key] = sub
+        if key == CHILDREN_AFTER:
+            properties.update(children)
+    return {**STATUS_SCHEMA, "properties": properties}
+
+
+def openapi_schema(children: Mapping[str, dict]) -> dict:
+    """The ``openAPIV3Schema`` of version ``v1``: ``spec`` (required) and ``status``, with the
+    child kinds' status fields ``children`` (``status_schema``)."""
     return {"type": "object", "required": ["spec"],
-            "properties": {"spec": SPEC_SCHEMA, "status": STATUS_SCHEMA}}
+            "properties": {"spec": SPEC_SCHEMA, "status": status_schema(children)}}
 
 
-def definition() -> dict:
-    """The whole CustomResourceDefinition as a dict (apiextensions.k8s.io/v1)."""
+def definition(children: Mapping[str, dict]) -> dict:
+    """The whole CustomResourceDefinition as a dict (apiextensions.k8s.io/v1); ``children``: the
+    child kinds' status fields (``status_schema``)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -280,7 +277,7 @@ def definition() -> dict:
                 "name": VERSION, "served": True, "storage": True,
                 "subresources": {"status": {}},
                 "additionalPrinterColumns": PRINTER_COLUMNS,
-                "schema": {"openAPIV3Schema": openapi_schema()},
+                "schema": {"openAPIV3Schema": openapi_schema(children)},
             }],
         },
     }
@@ -288,7 +285,8 @@ def definition() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _validator():
-    return validator(openapi_schema())
+    # ``problems`` never validates ``status``, so the child kinds' status fields do not matter here.
+    return validator(openapi_schema({}))
 
 
 def problems(document: dict) -> list[tuple[tuple, str]]:
@@ -298,4 +296,3 @@ def problems(document: dict) -> list[tuple[tuple, str]]:
     body = {k: v for k, v in document.items() if k != "status"}
     found = {(tuple(e.absolute_path), e.message) for e in _validator().iter_errors(body)}
     return sorted(found, key=lambda p: (list(map(str, p[0])), p[1]))
-

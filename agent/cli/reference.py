@@ -3,7 +3,7 @@
 Why generated: a hand-written table of flags, metrics or status fields goes stale the day a flag
 changes. Each page here is made from what the agent itself runs: the argparse parsers
 (``main.build_parser``), ``common.exitcodes.CODES``, the Application's schema and CRD
-(``api.schema``, ``api.crd``), the JSON report's schema, the Prometheus metrics ``run`` serves
+(``api.schema``, ``api.crd``, ``kinds.install``), the JSON report's schema, the Prometheus metrics ``run`` serves
 (``server.endpoints.Metrics``), ``api.labels.KEYS`` and the modules' docstrings. ``make docs``
 writes them; ``tests/unit/cli/test_docs.py`` fails when a committed page differs.
 
@@ -241,8 +241,9 @@ def _fields(schema: dict, prefix: str, required: bool = True) -> Iterator[tuple[
 def application_page() -> str:
     from agent.api import crd
     from agent.api.schema import API_VERSION, KIND, SPEC_SCHEMA
+    from agent.kinds import install
 
-    version = crd.definition()["spec"]["versions"][0]
+    version = crd.definition(install.status_fields())["spec"]["versions"][0]
     status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
     spec_rows = [(code(path), _type(sub), "yes" if needed else "no", _rule(sub), text_cell(sub.get("description", "")))
                  for path, sub, needed in _fields(SPEC_SCHEMA, "spec")]
@@ -255,7 +256,7 @@ def application_page() -> str:
             *table(("field", "type", "rule", "description"), status_rows),
             "", "## kubectl get applications", "", "The columns `kubectl get app` prints.", "",
             *table(("column", "JSONPath", "type"), columns)]
-    return page("The Application resource", "agent/api/schema.py and agent/api/crd.py",
+    return page("The Application resource", "agent/api/schema.py, agent/api/crd.py and agent/kinds/",
                 [f"`apiVersion: {API_VERSION}`, `kind: {KIND}`, namespaced, short name `app` ({code(crd.NAME)}).",
                  "How to write one in Git (metadata, keys, files) is in [../applications.md](../applications.md)."],
                 body)
@@ -430,12 +431,25 @@ def generate(directory: str | os.PathLike = DEFAULT_DIR) -> list[Path]:
 
 
 def crd_text() -> str:
-    """``crd.yaml`` as generated: the header comments (``crd.HEADER``), then ``crd.definition()``
-    as YAML (lines folded at 120 characters)."""
+    """``crd.yaml`` as generated: the header comments (``crd.HEADER``), then ``crd.definition``
+    with the child kinds' status fields (``kinds.install.status_fields``) as YAML (lines folded at
+    120 characters)."""
     from agent.api import crd
+    from agent.kinds import install
     from agent.manifests import yamlwrite
 
-    return "".join(f"{line}\n" for line in crd.HEADER) + yamlwrite.text(crd.definition(), width=120)
+    body = yamlwrite.text(crd.definition(install.status_fields()), width=120)
+    return "".join(f"{line}\n" for line in crd.HEADER) + body
+
+
+def rbac_files(root: str | os.PathLike = ".") -> dict[Path, str]:
+    """Each RBAC file of ``kinds.install.RBAC`` (a path under ``root``, the repository) as
+    generated: as read, with the child kinds' rules between its markers (``install.fill``).
+    Raises OSError when a file cannot be read, ValueError when it has no markers."""
+    from agent.kinds import install
+
+    return {Path(root, path): install.fill(Path(root, path).read_text(encoding="utf-8"), verbs)
+            for path, verbs in install.RBAC.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -444,9 +458,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("directory", nargs="?", default=str(DEFAULT_DIR),
                         help="where the pages go (default: docs/reference)")
     parser.add_argument("--crd", action="store_true", help="print crd.yaml on stdout instead (make docs writes it)")
+    parser.add_argument("--rbac", action="store_true",
+                        help="rewrite the child kinds' rules in deploy/'s RBAC files (under the current directory) instead")
     args = parser.parse_args(argv)
     if args.crd:
         sys.stdout.write(crd_text())
+        return 0
+    if args.rbac:
+        for path, text in rbac_files().items():
+            path.write_text(text, encoding="utf-8")
+            print(path)
         return 0
     for path in generate(args.directory):
         print(path)

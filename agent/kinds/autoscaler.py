@@ -69,4 +69,7 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="autoscaling", version="v2", kind="HorizontalPodAutoscaler",
                  plural="horizontalpodautoscalers", render=render, health=health,
                  status_field="horizontalPodAutoscaler", news=news, wanted=wanted,
-                 authoritative=("spec.metrics", "spec.scaleTargetRef"))
+                 authoritative=("spec.metrics", "spec.scaleTargetRef"),
+                 status_schema={"horizontalPodAutoscaler": {
+                     "type": "string",
+                     "description": "Name of the child HorizontalPodAutoscaler; absent without spec.autoscaling."}})

@@ -75,4 +75,7 @@ def news(obj: Obj) -> object:
 
 
 KIND = ChildKind(group="", version="v1", kind="ConfigMap", plural="configmaps", render=render, health=health,
-                 status_field="configMap", news=news, wanted=wanted, authoritative=("data",), rendered=("data",))
+                 status_field="configMap", news=news, wanted=wanted, authoritative=("data",), rendered=("data",),
+                 status_schema={"configMap": {
+                     "type": "string",
+                     "description": "Name of the child ConfigMap holding the files from Git; absent without any."}})

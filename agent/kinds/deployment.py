@@ -219,4 +219,9 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="apps", version="v1", kind="Deployment", plural="deployments", render=render,
                  health=health, status_field="deployment", trim=trim, observed=observed, news=news,
                  authoritative=("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                "spec.template.spec.containers"), released=("spec.replicas",))
+                                "spec.template.spec.containers"), released=("spec.replicas",),
+                 status_schema={
+                     "deployment": {"type": "string", "description": "Name of the child Deployment."},
+                     "replicas": {"type": "integer", "description": "Replicas of the child Deployment, as observed."},
+                     "readyReplicas": {"type": "integer",
+                                       "description": "Ready replicas of the child Deployment, as observed."}})

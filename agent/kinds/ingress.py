@@ -63,4 +63,6 @@ def news(obj: Obj) -> object:
 
 KIND = ChildKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses", render=render,
                  health=health, status_field="ingress", news=news, wanted=wanted,
-                 authoritative=("spec.rules", "spec.tls"))
+                 authoritative=("spec.rules", "spec.tls"),
+                 status_schema={"ingress": {"type": "string",
+                                            "description": "Name of the child Ingress; absent without spec.ingress."}})

@@ -2,15 +2,16 @@
 
 Every kind-specific rule of the pass lives in its ``ChildKind``: how it is rendered from an
 Application's spec, its health, the fields the agent owns in full, what of it the
-Application's status shows, and what of a watched object is news. The engine, the cluster
-door and ``run`` read these and never name a kind (gitops-engine keeps one health function per
-kind the same way).
+Application's status shows (and those fields' schema in the CRD), and what of a watched object
+is news. Its REST resource (``group``, ``plural``) is also its RBAC rule in ``deploy/``. The
+engine, the cluster door and ``run`` read these and never name a kind (gitops-engine keeps one
+health function per kind the same way).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from agent.api.objects import Obj
 from agent.kinds.health import Health
@@ -35,10 +36,13 @@ class ChildKind:
     desired object of the Application ``namespace/name`` (None: its spec asks for none);
     ``health(live or None)`` answers a ``Health``; ``authoritative``: dotted spec paths the
     agent renders in full (``fields.AUTHORITATIVE``: anything else in them is removed);
-    ``status_field``: the Application status key naming the child; ``observed(live or None)``:
-    the status fields read from the live child; ``trim(obj)``: cuts a listed or applied object
-    to what a pass reads (in place); ``news(obj)``: what of a watched object a pass acts on or
-    reports (JSON-able), besides its metadata. ``wanted(spec)``: whether an Application with
+    ``status_field``: the Application status key naming the child; ``status_schema``: the
+    OpenAPI v3 schema of each status field the kind adds, by name (``status_field`` and every key
+    ``observed`` answers), in the CRD's order (``agent/kinds/install.py`` puts them in
+    ``crd.yaml``); ``observed(live or None)``: the status fields read from the live child;
+    ``trim(obj)``: cuts a listed or applied object to what a pass reads (in place);
+    ``news(obj)``: what of a watched object a pass acts on or reports (JSON-able), besides its
+    metadata. ``wanted(spec)``: whether an Application with
     ``spec`` has a child of this kind (``render`` answers None exactly when it is False);
     ``released``: of ``authoritative``, the paths the agent owns only while its render sets them
     (a Deployment's ``spec.replicas``: without it, the autoscaler or a person owns the value);
@@ -52,6 +56,7 @@ class ChildKind:
     render: Callable[[str, str, str, Obj], Obj | None]
     health: Callable[[Obj | None], Health]
     status_field: str
+    status_schema: Mapping[str, Obj] = field(hash=False)  # a dict: the kind hashes without it
     news: Callable[[Obj], object]
     authoritative: tuple[str, ...] = ()
     observed: Callable[[Obj | None], Obj] = _nothing

@@ -1,8 +1,10 @@
 """The child kinds an Application has, in one place. Pure.
 
-A new kind is its module (``ChildKind``), one line in ``CHILD_KINDS``, its fields in the
-schema (``agent/api/schema.py``), the generated CRD and RBAC (``deploy/``); nothing else names
-it. Order matters: children are rendered, applied and reported in this order.
+A new kind is its module (``ChildKind``), one line in ``CHILD_KINDS`` and its fields in the
+schema (``agent/api/schema.py``); ``make docs`` writes its status fields into the CRD and its
+RBAC rules into ``deploy/`` (``agent/kinds/install.py``). docs/development.md lists every file
+it touches. Order matters: children are rendered, applied and reported in this order (and so
+are their status fields in the CRD and their RBAC rules).
 """
 
 from __future__ import annotations

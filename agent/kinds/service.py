@@ -52,4 +52,5 @@ def news(obj: Obj) -> object:
 
 
 KIND = ChildKind(group="", version="v1", kind="Service", plural="services", render=render, health=health,
-                 status_field="service", news=news, authoritative=("spec.selector", "spec.ports"))
+                 status_field="service", news=news, authoritative=("spec.selector", "spec.ports"),
+                 status_schema={"service": {"type": "string", "description": "Name of the child Service."}})

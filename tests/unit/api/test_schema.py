@@ -20,6 +20,6 @@ def test_only_the_strict_validator_refuses_unknown_fields():
 
 
 def test_the_crd_is_built_from_the_schema():
-    version = crd.definition()["spec"]["versions"][0]
+    version = crd.definition({})["spec"]["versions"][0]
     assert version["schema"]["openAPIV3Schema"]["properties"]["spec"] is schema.SPEC_SCHEMA
-    assert crd.definition()["metadata"]["name"] == f"{schema.PLURAL}.{schema.GROUP}" == crd.NAME
+    assert crd.definition({})["metadata"]["name"] == f"{schema.PLURAL}.{schema.GROUP}" == crd.NAME
