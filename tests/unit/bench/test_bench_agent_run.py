@@ -10,7 +10,8 @@ from bench import agent_run
 def test_the_peak_rss_is_the_processs_own_without_its_childrens(tmp_path):
     """Linux folds the largest waited-for descendant into ``wait4``'s ``ru_maxrss``; a Git child
     of the pass used to be reported as the agent's peak."""
-    code = ("import subprocess, sys, time; own = bytearray(40 << 20); time.sleep(0.3); "
+    # the 1 s: the sampler reads VmHWM every 20 ms, and must read it once past the 40 MiB on a loaded machine
+    code = ("import subprocess, sys, time; own = bytearray(40 << 20); time.sleep(1); "
             "subprocess.run([sys.executable, '-c', 'child = bytearray(300 << 20)'])")
     log = tmp_path / "log"
     with open(log, "wb") as out:

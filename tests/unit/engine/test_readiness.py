@@ -133,7 +133,7 @@ def test_the_wait_times_out_and_names_who_is_not_healthy():
 def test_a_degraded_deployment_ends_the_wait_at_once():
     cluster = Cluster(["web"], degraded=True)
     result = readiness.wait(cluster, report_for(["web"]), 30, threading.Event(), poll=0.01)
-    assert result.result == "failed" and cluster.looks == 1 and result.seconds < 5
+    assert result.result == "failed" and cluster.looks == 1  # one look, not a poll until the 30 s
 
 
 def test_a_deleted_application_fails_and_a_set_stop_interrupts():

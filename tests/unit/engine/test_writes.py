@@ -44,18 +44,20 @@ def test_results_and_report_come_in_input_order_whatever_the_completion_order(co
 
 
 def test_at_most_concurrency_tasks_run_at_once():
-    running, peak, lock = [0], [0], threading.Lock()
+    running, peak, lock, threads = [0], [0], threading.Condition(), set()
 
     def task(_item, _scratch):
         with lock:
+            threads.add(threading.current_thread().name)
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.02)
-        with lock:
+            lock.notify_all()
+            # hold until three ran at once (not for a time a loaded machine may outlast)
+            lock.wait_for(lambda: peak[0] >= 3, timeout=30)
             running[0] -= 1
 
     list(writes.ordered(Pool(3), range(12), task, Report()))
-    assert peak[0] == 3
+    assert peak[0] == 3 and len(threads) == 3  # three threads: never a fourth task at once
 
 
 def test_no_concurrency_attribute_means_one_at_a_time():

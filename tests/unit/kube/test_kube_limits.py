@@ -129,7 +129,7 @@ def test_throttle_ends_at_once_on_interrupt(kubeconfig):
     kube.interrupt.set()
     started = time.monotonic()
     kube.throttle()
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 50  # not the token's 100 s, however loaded the machine
 
 
 def test_a_request_passes_the_limit_before_it_is_sent(kubeconfig):

@@ -70,8 +70,10 @@ def test_a_pass_never_reads_a_kind_before_the_watch_delivered_its_own_last_write
         None, "the watch has not yet delivered resourceVersion 15 (the pass's last write)")
     threading.Timer(0.1, store.event, ("Deployment", "MODIFIED", dep("a", "15"))).start()
     started = time.monotonic()
-    items, _ = store.read("Deployment", SELECTOR, wait=5)  # waits for the event, not for the timeout
-    assert items[0]["metadata"]["resourceVersion"] == "15" and time.monotonic() - started < 2
+    items, _ = store.read("Deployment", SELECTOR, wait=60)  # waits for the event, not for the timeout
+    # items at all: the event came within the wait; and before it ran out (60 s: no load delays a
+    # 0.1 s timer that long), so the read ended on the event
+    assert items[0]["metadata"]["resourceVersion"] == "15" and time.monotonic() - started < 60
     store.written(dep("a", "17"))
     store.progress("Deployment", "18")  # a bookmark past it counts as well
     assert store.read("Deployment", SELECTOR, wait=0)[0] is not None

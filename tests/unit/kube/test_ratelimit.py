@@ -59,7 +59,7 @@ def test_wait_blocks_for_the_reserved_delay_and_returns_it():
     assert bucket.wait() == 0.0
     started = time.monotonic()
     waited = bucket.wait(threading.Event())
-    assert 0.08 <= waited and time.monotonic() - started >= 0.08
+    assert 0.08 <= waited and time.monotonic() - started >= 0.08  # lower bounds: load only adds to them
 
 
 def test_wait_ends_at_once_on_interrupt():
@@ -69,7 +69,7 @@ def test_wait_ends_at_once_on_interrupt():
     threading.Timer(0.1, interrupt.set).start()
     started = time.monotonic()
     bucket.wait(interrupt)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 50  # not the token's 100 s; no load delays a 0.1 s timer by 50 s
 
 
 def test_a_lifted_bucket_never_waits_again():

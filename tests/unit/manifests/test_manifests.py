@@ -364,9 +364,9 @@ def test_alias_bomb_is_rejected_quickly():
         prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
         lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
     bomb = "\n".join(lines) + "\n---\n" + app("after")
-    start = time.monotonic()
+    start = time.process_time()  # this process's CPU time: other processes' load does not count
     result = run({"bomb.yaml": bomb})
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2  # expanded, the 9**9 aliases would take minutes
     assert [m.name for m in result.manifests] == ["after"]
     assert [(e.line, e.message) for e in result.errors] == [(2, "YAML aliases are not supported")]
 
@@ -391,9 +391,9 @@ def test_anchor_without_alias_is_harmless():
     (EXAMPLE + "  extra: " + "[" * 150 + "]" * 150 + "\n", 9),
 ])
 def test_deep_nesting_is_rejected_quickly(text, line):
-    start = time.monotonic()
+    start = time.process_time()  # this process's CPU time: other processes' load does not count
     err = only_error(run({"deep.yaml": text}, max_file_bytes=10**7))
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
     assert (err.line, err.message) == (line, "nesting deeper than 100 levels is not supported")
 
 
@@ -754,9 +754,9 @@ def test_many_refused_documents_are_attributed_in_linear_time():
 
     errors = [ManifestError("f.yaml", i + 1, "spec.replicas", "bad") for i in range(20000)]
     rows = [("f.yaml", i + 1, i + 1, f"default/a{i}", True, [e], None) for i, e in enumerate(errors)]
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU time: other processes' load does not count
     rejected = _rejected(errors, rows)
-    assert time.monotonic() - started < 3
+    assert time.process_time() - started < 3
     assert len(rejected) == 20000 and rejected[1] == Rejected("f.yaml", 2, "default/a1", ("f.yaml:2: spec.replicas: bad",), True)
 
 

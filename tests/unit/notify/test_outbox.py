@@ -68,10 +68,9 @@ def test_batch_filters_and_severity(receiver):
 def test_retry_after_is_honoured(receiver):
     receiver.mode, receiver.failures = "retry", 1
     n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=5))
-    started = time.monotonic()
     n.finished(report_of(notice()))
     assert n.drain() == []
-    assert time.monotonic() - started >= 0.9
+    assert receiver.times[1] - receiver.times[0] >= 0.9  # a lower bound: a loaded machine only adds to it
     assert len(receiver.notifications()) == 1
     assert (value(n.counters.failed, "webhook"), value(n.counters.sent, "webhook")) == (1, 1)
 
@@ -79,13 +78,13 @@ def test_retry_after_is_honoured(receiver):
 def test_a_receiver_that_is_down_is_retried_then_dropped_with_one_line_and_an_event(receiver, caplog):
     receiver.mode = "down"
     events = Events()
-    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=1.5), kube=events)
-    started = time.monotonic()
+    n = Notifier(Settings(url=receiver.hook_url, secret=SECRET, timeout=2.5), kube=events)
     n.finished(report_of(notice()))
     dropped = n.drain()
-    assert time.monotonic() - started < 2.5
+    # the message's own time ran out, not drain's: the thread tried at 0 s and 1 s, and gave up
+    # since the next try (2 s later) would end past 2.5 s; load only makes the tries later
     assert dropped == ["dropped 1 notification (Deployed of ns/web) to webhook: HTTP 503 (Service Unavailable)"]
-    assert len(receiver.requests) >= 2
+    assert len(receiver.requests) == 2
     assert events.sent == [("ns", "web", "Warning", "NotificationDropped", dropped[0])]
     assert value(n.counters.dropped, "webhook") == 1
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == dropped
@@ -94,11 +93,12 @@ def test_a_receiver_that_is_down_is_retried_then_dropped_with_one_line_and_an_ev
 def test_a_hanging_receiver_costs_at_most_the_timeout(receiver, caplog):
     receiver.mode = "hang"
     n = Notifier(Settings(url=receiver.hook_url, timeout=1))
-    started = time.monotonic()
-    n.finished(report_of(notice("a"), notice("b")))
+    n.finished(report_of(*(notice(f"a{i}") for i in range(5))))
     dropped = n.drain()
-    assert time.monotonic() - started < 1.8
-    assert len(dropped) == 2
+    assert len(dropped) == 5
+    # drain gave up on the messages at its own 1 s: each in turn would cost 1 s of its own; the
+    # thread had time for at most two of them (one taken before drain started), however loaded
+    assert sum(line.endswith("not sent within --notify-timeout (1s)") for line in dropped) >= 3, dropped
     assert receiver.path not in caplog.text and "s3cr3t" not in " ".join(dropped)
 
 
@@ -123,12 +123,13 @@ def test_a_message_failing_as_drain_gives_up_is_dropped_once():
     not drop it again (two warning lines, two Events, the counter +2)."""
     import threading
 
-    dropped, release = [], threading.Event()
+    dropped, dropping, release = [], threading.Event(), threading.Event()
 
     def on_drop(message, why):
         dropped.append(why)
         if threading.current_thread().name == "notify":
-            release.wait(5)  # the thread is dropping it while drain runs
+            dropping.set()
+            release.wait(30)  # the thread is dropping it while drain runs
 
     def send(timeout):
         raise http.Failed("no answer within 3.0s", transient=False)
@@ -136,9 +137,10 @@ def test_a_message_failing_as_drain_gives_up_is_dropped_once():
     counters = outbox.Counters()
     box = outbox.Outbox(1, counters, on_drop)
     box.put(outbox.Message("webhook", "x", send))
+    assert dropping.wait(30)  # the thread is in on_drop however late a loaded machine runs it
     assert box.drain(0.3) == 0
     release.set()
-    box._thread.join(2)
+    box._thread.join(30)
     assert dropped == ["no answer within 3.0s"]
     assert value(counters.dropped, "webhook") == 1
 
@@ -266,11 +268,10 @@ def test_user_and_password_in_the_url_are_sent_as_basic_auth_and_never_shown(rec
 
 def test_an_invalid_url_is_not_retried():
     n = Notifier(Settings(url="http://127.0.0.1:8080/a b", timeout=5))
-    started = time.monotonic()
     n.finished(report_of(notice()))
     [line] = n.drain()
-    assert time.monotonic() - started < 1 and "the URL is not valid" in line
-    assert value(n.counters.failed, "webhook") == 1
+    assert "the URL is not valid" in line
+    assert value(n.counters.failed, "webhook") == 1  # one try: each retried failure counts once more
 
 
 def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
@@ -287,8 +288,10 @@ def test_a_dropped_commit_status_is_posted_by_a_later_pass_once():
     host = GitHost("github")
     try:
         events = Events()
+        # 2.9 s: tries at 0 s and 1 s while the host is down (the next would end past 2.9 s), and
+        # time to spare for the six posts of the passes after the outage, however loaded the machine
         n = Notifier(Settings(commit_status="github", token=host.token, api_url=host.api_url,
-                              repository=host.repository, timeout=1.5), kube=events)
+                              repository=host.repository, timeout=2.9), kube=events)
         n.started(SHA)
         until(lambda: host.posted(SHA) == [pending])
         host.mode = "down"
@@ -327,8 +330,10 @@ def test_a_dropped_pending_status_is_a_warning_event_on_the_first_application():
     host.mode = "down"
     try:
         events = Events()
+        # 0.9 s: one try, then the next (1 s later) would end past it; drain's own 0.9 s is the
+        # slack for the one request on a loaded machine
         n = Notifier(Settings(commit_status="gitlab", token=host.token, api_url=host.api_url,
-                              repository=host.repository, timeout=1.2), kube=events)
+                              repository=host.repository, timeout=0.9), kube=events)
         n.started(SHA, [SimpleNamespace(namespace="ns", name="a"), SimpleNamespace(namespace="ns", name="b")])
         [line] = n.drain()
         assert line == "dropped commit status pending for bbbbbbbbbbbb to gitlab: HTTP 503 (Service Unavailable)"

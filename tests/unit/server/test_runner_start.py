@@ -1,51 +1,81 @@
 """What `run` sets up before its first pass: the wait for the watches' first lists (issue 33), the collector."""
 
-import threading
-import time
-
 import pytest
 
 from agent.server import runner as runner_mod
 from agent.server.endpoints import Health, Metrics
 
 
+class Clock:
+    """``time`` as ``_await_first_lists`` reads it, in virtual seconds: only the waits move it,
+    so the tests measure the wait's own time, whatever the machine's load."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class Listed:
+    """A watch's first list done (``set``), as ``threading.Event``; each ``wait(seconds)`` moves
+    the clock by ``seconds`` and then calls ``on_wait`` (items arriving meanwhile)."""
+
+    def __init__(self, clock: Clock, on_wait=lambda: None):
+        self.clock, self.on_wait, self.done, self.waits = clock, on_wait, False, 0
+
+    def is_set(self) -> bool:
+        return self.done
+
+    def set(self) -> None:
+        self.done = True
+
+    def wait(self, seconds: float) -> bool:
+        self.waits += 1
+        self.clock.now += seconds
+        self.on_wait()
+        return self.done
+
+
 @pytest.fixture
-def runner(monkeypatch):
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(runner_mod, "time", clock)  # the module's own ``time`` only
+    return clock
+
+
+@pytest.fixture
+def runner(monkeypatch, clock):
     monkeypatch.setattr(runner_mod, "FIRST_LIST_WAIT", 0.3)
     r = runner_mod.Runner(None, None, interval=60, jitter=0, metrics=Metrics(), health=Health(max_age=60))
-    r._first_lists = [threading.Event(), threading.Event()]
+    r._first_lists = [Listed(clock), Listed(clock)]
     return r
 
 
-def _list_slowly(r, seconds: float) -> None:
-    """Items arrive every 50 ms for ``seconds``, then both lists are done."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        r.store.items_read += 1
-        time.sleep(0.05)
-    for listed in r._first_lists:
-        listed.set()
-
-
-def test_the_wait_lasts_while_items_arrive_past_the_quiet_limit(runner):
+def test_the_wait_lasts_while_items_arrive_past_the_quiet_limit(runner, clock):
     lists = list(runner._first_lists)
-    threading.Thread(target=_list_slowly, args=(runner, 1.0), daemon=True).start()
-    start = time.monotonic()
+
+    def arrive():  # an item every 0.1 s for 1 s, then both lists are done
+        runner.store.items_read += 1
+        if clock.now >= 1.0:
+            for listed in lists:
+                listed.set()
+
+    lists[0].on_wait = arrive
     runner._await_first_lists()
-    assert time.monotonic() - start >= 0.9 and all(e.is_set() for e in lists) and runner._first_lists == []
+    assert clock.now >= 1.0 and all(e.is_set() for e in lists) and runner._first_lists == []
 
 
-def test_the_wait_ends_once_no_item_arrived_for_the_quiet_limit(runner):
-    start = time.monotonic()
+def test_the_wait_ends_once_no_item_arrived_for_the_quiet_limit(runner, clock):
     runner._await_first_lists()  # a list refused or not answered: nothing arrives
-    assert 0.25 <= time.monotonic() - start < 1.0
+    assert 0.3 <= clock.now < 0.4 and runner._first_lists == []
 
 
-def test_the_wait_ends_at_once_when_stopping(runner):
+def test_the_wait_ends_at_once_when_stopping(runner, clock):
+    lists = list(runner._first_lists)
     runner.stopping.set()
-    start = time.monotonic()
     runner._await_first_lists()
-    assert time.monotonic() - start < 0.1
+    assert clock.now == 0 and [e.waits for e in lists] == [0, 0]
 
 
 def test_leading_raises_the_threshold_of_a_full_collection(monkeypatch):
