@@ -311,15 +311,18 @@ def files_containing(root: Path, needle: bytes) -> list[str]:
 
 @dataclass
 class Measured:
-    """A finished agent run: exit code, output, wall-clock seconds, and peak memory in MiB: the
-    largest ``VmHWM`` (peak resident set since exec) seen of the agent process or any of its
-    descendants (the ``git`` processes), sampled every 20 ms."""
+    """A finished agent run: exit code, output, wall-clock seconds, CPU seconds, and peak memory
+    in MiB: the largest ``VmHWM`` (peak resident set since exec) seen of the agent process or any
+    of its descendants (the ``git`` processes), sampled every 20 ms. ``cpu_seconds``: user and
+    system time of the agent process and the descendants it waited for (``wait4``), the run's own
+    time: other processes' load does not lengthen it as it does ``seconds``."""
 
     returncode: int
     stdout: str
     stderr: str
     seconds: float
     max_rss_mib: float
+    cpu_seconds: float = 0.0
 
 
 def _descendants(pid: int) -> list[int]:
@@ -359,22 +362,27 @@ def run_measured(agent, repo: str | Path, *args: str, timeout: float = 60, env: 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=agent.cwd, stdout=out, stderr=err, env=full_env)
         try:
-            while proc.poll() is None:
+            while True:  # reaped here, with wait4, for its CPU time
+                peak = max([peak] + [_hwm_kib(p) for p in _descendants(proc.pid)])
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
                 if time.monotonic() - started > timeout:
                     proc.kill()
-                    proc.wait()
+                    pid, status, usage = os.wait4(proc.pid, 0)
                     break
-                peak = max([peak] + [_hwm_kib(p) for p in _descendants(proc.pid)])
                 time.sleep(0.02)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
         result = Measured(proc.returncode, out.read().decode(errors="replace"),
-                          err.read().decode(errors="replace"), seconds, peak / 1024)
-    print(f"$ {' '.join(cmd)}\nexit {result.returncode} in {result.seconds:.1f}s, "
-          f"peak RSS {result.max_rss_mib:.0f} MiB\n{result.stdout}{result.stderr}")
+                          err.read().decode(errors="replace"), seconds, peak / 1024,
+                          usage.ru_utime + usage.ru_stime)
+    print(f"$ {' '.join(cmd)}\nexit {result.returncode} in {result.seconds:.1f}s "
+          f"({result.cpu_seconds:.1f}s of CPU), peak RSS {result.max_rss_mib:.0f} MiB\n{result.stdout}{result.stderr}")
     return result

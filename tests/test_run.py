@@ -136,6 +136,14 @@ def _connectable(port: int) -> bool:
         return False
 
 
+def passes_logged(agent) -> list[dict]:
+    """The ``pass`` lines ``run`` logged so far (``--log-format json``), in order; a line still
+    being written is left out."""
+    lines = agent.output().split("\n")[:-1]  # the last one is not whole yet (or empty)
+    return [doc for doc in map(json.loads, (line for line in lines if line.startswith("{")))
+            if doc.get("event") == "pass"]
+
+
 def image_of(objects, namespace, name):
     deployment = objects.deployment(namespace, name)
     return deployment and deployment["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -148,15 +156,24 @@ def test_pushed_commit_is_applied_within_one_interval(transport, request, start_
     repo.write("a.yaml", app_yaml("web", image="nginx:1"))
     remote.push()
     interval = 4
-    agent = start_agent(url, "--interval", str(interval), "--namespace", namespace, "--no-watch")
+    agent = start_agent(url, "--interval", str(interval), "--namespace", namespace, "--no-watch",
+                        "--log-format", "json")
     wait_for(lambda: image_of(objects, namespace, "web") == "nginx:1", timeout=30, what="first sync")
     repo.write("a.yaml", app_yaml("web", image="nginx:2"))
-    pushed_at = time.monotonic()
     head = remote.push()
-    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=interval + 6, what="the push")
-    assert time.monotonic() - pushed_at <= interval + 6
+    pushed = len(passes_logged(agent))  # passes ended by now
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=60, what="the push")
     wait_for(lambda: (objects.app(namespace, "web").get("status") or {}).get("lastSyncedCommit") == head,
-             timeout=interval + 6, what="status to record the pushed commit")
+             timeout=60, what="status to record the pushed commit")
+    # within one interval, counted in passes rather than seconds (a loaded machine stretches
+    # those): the pass under way when the push was done may have fetched before it; the one
+    # after it started after the push, so it has the commit
+    def commits():
+        found = [p["commit"] for p in passes_logged(agent)]
+        return found if head in found else None
+
+    found = wait_for(commits, timeout=60, what="the pass line with the pushed commit")
+    assert found.index(head) <= pushed + 1, (pushed, found)
 
 
 def test_idle_intervals_do_not_fetch_but_still_undo_drift(start_agent, repo, remote, namespace, objects, cluster):
@@ -168,12 +185,12 @@ def test_idle_intervals_do_not_fetch_but_still_undo_drift(start_agent, repo, rem
     wait_for(lambda: (objects.deployment(namespace, "web")["status"].get("readyReplicas") or 0) == 1)
     fetches = agent.metric("gitops_agent_git_fetch_duration_seconds_count")
     passes = agent.metric("gitops_agent_passes_total", result="success")
-    time.sleep(3 * interval)
-    assert agent.metric("gitops_agent_passes_total", result="success") >= passes + 2
+    wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= passes + 2, timeout=60,
+             what="two idle passes")  # counted, not timed: a loaded machine may space them wider
     assert agent.metric("gitops_agent_git_fetch_duration_seconds_count") == fetches  # ls-remote only
     cluster.kubectl("-n", namespace, "scale", "deployment/web", "--replicas=4")
-    wait_for(lambda: objects.deployment(namespace, "web")["spec"]["replicas"] == 1, timeout=interval + 5,
-             what="drift to be undone by the interval pass")
+    wait_for(lambda: objects.deployment(namespace, "web")["spec"]["replicas"] == 1, timeout=60,
+             what="drift to be undone by the interval pass")  # --no-watch: only an interval pass can
 
 
 def test_watch_restores_a_deleted_child_within_seconds(start_agent, repo, remote, namespace, objects, cluster):
@@ -183,21 +200,21 @@ def test_watch_restores_a_deleted_child_within_seconds(start_agent, repo, remote
     wait_for(lambda: objects.deployment(namespace, "web") is not None, timeout=30, what="first sync")
     old_uid = objects.deployment(namespace, "web")["metadata"]["uid"]
     cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=false")
-    deleted_at = time.monotonic()
+    # the next interval pass is 300 s away: anything within 60 s (however loaded the machine) is the watch's
     wait_for(lambda: (objects.deployment(namespace, "web") or {}).get("metadata", {}).get("uid") not in (None, old_uid),
-             timeout=5, interval=0.1, what="the Deployment to be recreated")
-    assert time.monotonic() - deleted_at < 5
+             timeout=60, interval=0.1, what="the Deployment to be recreated")
     # a hand-applied Application gets its children at once, too
     manual = Path(cluster.state_dir) / f"manual-{namespace}.yaml"
     manual.write_text(app_yaml("manual", namespace=namespace))
     cluster.kubectl("apply", "-f", str(manual))
-    wait_for(lambda: objects.service(namespace, "manual") is not None, timeout=5, interval=0.1,
+    wait_for(lambda: objects.service(namespace, "manual") is not None, timeout=60, interval=0.1,
              what="children of a hand-applied Application")
 
 
 def test_endpoints_and_metrics(start_agent, repo, remote, namespace):
     repo.write("a.yaml", app_yaml("web"))
     remote.push()
+    began = time.time()
     agent = start_agent(remote.url, "--interval", "30", "--namespace", namespace)
     assert agent.get("/healthz")[0] == 200
     wait_for(lambda: agent.get("/readyz")[0] == 200, timeout=30, what="/readyz")
@@ -206,7 +223,7 @@ def test_endpoints_and_metrics(start_agent, repo, remote, namespace):
     assert agent.metric("gitops_agent_passes_total", result="success") >= 1
     assert agent.metric("gitops_agent_leader") == 1
     assert agent.metric("gitops_agent_git_fetch_duration_seconds_count") >= 1
-    assert agent.metric("gitops_agent_last_synced_commit_timestamp_seconds") > time.time() - 120
+    assert agent.metric("gitops_agent_last_synced_commit_timestamp_seconds") >= int(began)  # this agent's sync
     assert agent.get("/nope")[0] == 404
 
 
@@ -237,13 +254,12 @@ def test_two_agents_one_lease_failover(start_agent, repo, remote, namespace, obj
     assert second.metric("gitops_agent_passes_total", result="success") == 0  # the standby never writes
     assert second.get("/readyz")[0] == 200  # a healthy standby is ready
     first.stop(signal.SIGKILL)
-    killed_at = time.monotonic()
     repo.write("a.yaml", app_yaml("web", image="nginx:2"))
     head = remote.push()
-    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=30, what="the standby to take over")
-    assert time.monotonic() - killed_at < 2 * 4 + 2 + 6  # two lease durations, one interval, slack
+    # two lease durations and one interval (10 s) on an idle machine; 60 s leaves a loaded one room
+    wait_for(lambda: image_of(objects, namespace, "web") == "nginx:2", timeout=60, what="the standby to take over")
     assert second.metric("gitops_agent_leader") == 1
-    wait_for(lambda: objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head, timeout=10,
+    wait_for(lambda: objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head, timeout=60,
              what="the status write at the end of that pass")  # children are applied before it
 
 
@@ -255,9 +271,7 @@ def test_sigterm_during_a_pass_exits_0_and_the_next_start_converges(start_agent,
     running = start_agent(remote.url, "--interval", "60", "--namespace", namespace)
     wait_for(lambda: objects.deployment(namespace, "app0") is not None, timeout=30, interval=0.05,
              what="the pass to be under way")
-    started = time.monotonic()
-    assert running.stop(signal.SIGTERM, timeout=30) == 0
-    assert time.monotonic() - started < 25
+    assert running.stop(signal.SIGTERM, timeout=60) == 0  # how soon: tests/test_shutdown.py
     for i in range(8):  # status is either not written yet or whole, never a mixture
         status = (objects.app(namespace, f"app{i}") or {}).get("status") or {}
         if status:
@@ -363,7 +377,8 @@ def test_watch_recovers_from_dropped_connections(start_agent, repo, remote, name
         old_uid = objects.deployment(namespace, "web")["metadata"]["uid"]
         cluster.kubectl("-n", namespace, "delete", "deployment", "web", "--wait=false")
         wait_for(lambda: (objects.deployment(namespace, "web") or {}).get("metadata", {}).get("uid")
-                 not in (None, old_uid), timeout=5, interval=0.1, what="the Deployment to be recreated")
+                 not in (None, old_uid), timeout=60, interval=0.1,  # the interval pass is 300 s away
+                 what="the Deployment to be recreated")
     finally:
         proxy.close()
 

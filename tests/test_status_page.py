@@ -220,27 +220,27 @@ def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namesp
 
     # filters and paging (through the script: still no reload)
     page.select_option("select[name=namespace]", broken)
-    wait_for(lambda: rows.count() == 1 and "stuck" in rows.first.inner_text(), timeout=10, what="the namespace filter")
+    wait_for(lambda: rows.count() == 1 and "stuck" in rows.first.inner_text(), timeout=30, what="the namespace filter")
     page.select_option("select[name=namespace]", "")
     page.select_option("select[name=health]", "Suspended")
-    wait_for(lambda: rows.count() == 1 and "held" in rows.first.inner_text(), timeout=10, what="the health filter")
+    wait_for(lambda: rows.count() == 1 and "held" in rows.first.inner_text(), timeout=30, what="the health filter")
     page.select_option("select[name=health]", "")
     page.select_option("select[name=sync]", "OwnershipConflict")
-    wait_for(lambda: rows.count() == 1 and "taken" in rows.first.inner_text(), timeout=10, what="the sync filter")
+    wait_for(lambda: rows.count() == 1 and "taken" in rows.first.inner_text(), timeout=30, what="the sync filter")
     assert "sync=OwnershipConflict" in page.url and page.evaluate("window.__marker") == "kept"
     page.select_option("select[name=sync]", "")
     page.fill("input[name=name]", "WEB-0")
     page.click("#filters button")
-    wait_for(lambda: rows.count() == 10, timeout=10, what="the name filter")
+    wait_for(lambda: rows.count() == 10, timeout=30, what="the name filter")
     page.select_option("select[name=per]", "10")
     page.fill("input[name=name]", "")
     page.click("#filters button")
-    wait_for(lambda: rows.count() == 10 and "page 1 of 2" in page.inner_text("#where"), timeout=10, what="page 1")
+    wait_for(lambda: rows.count() == 10 and "page 1 of 2" in page.inner_text("#where"), timeout=30, what="page 1")
     page.click("#pager a[rel=next]")
-    wait_for(lambda: rows.count() == 5 and "page 2 of 2" in page.inner_text("#where"), timeout=10, what="page 2")
+    wait_for(lambda: rows.count() == 5 and "page 2 of 2" in page.inner_text("#where"), timeout=30, what="page 2")
     assert "page=2" in page.url and page.evaluate("window.__marker") == "kept"
     page.click("th[data-key=name] a")  # sort by name, descending
-    wait_for(lambda: rows.first.locator(".c-name").inner_text() == "web-10", timeout=10, what="sorting")
+    wait_for(lambda: rows.first.locator(".c-name").inner_text() == "web-10", timeout=30, what="sorting")
 
     # a failing Application's page: the pod's reason and the diff
     wait_for(lambda: (objects.deployment(broken, "stuck") or {}).get("status", {}).get("replicas") == 2,
@@ -259,7 +259,7 @@ def test_the_status_page_in_a_browser(browser, start_agent, remote, repo, namesp
     assert page.inner_text("#verdict") == explained["verdict"]["text"]
     assert explained["pods"][0]["problems"][0]["reason"] == "Unschedulable"
     assert "FailedScheduling" in {e["reason"] for e in explained["events"]}  # the scheduler's, kept by run's watch
-    wait_for(lambda: "FailedScheduling" in page.inner_text(".events"), timeout=10, what="the Events on the page")
+    wait_for(lambda: "FailedScheduling" in page.inner_text(".events"), timeout=30, what="the Events on the page")
     shoot(page, "status-page-application")
 
     # hostile content is shown as text: an annotation, and the subject of the commit that changed it

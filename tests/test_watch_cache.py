@@ -292,7 +292,7 @@ def test_periodic_relist_lists_again_and_passes_go_on(start_agent, agent, repo, 
     # each watch lists again once its current 30-s request ends after the 10 s
     wait_for(lambda: all(f"watch of {k}: periodic relist" in messages(running, lines) for k in kinds),
              timeout=60, interval=1, what="every watch's periodic relist")
-    wait_for(lambda: set(grown(listed, lists(cluster))) == set(WATCHED), timeout=10, what="the relists' LISTs")
+    wait_for(lambda: set(grown(listed, lists(cluster))) == set(WATCHED), timeout=60, what="the relists' LISTs")
     assert passes(running) == count  # a relist that finds nothing new starts no pass
     service_uid = objects.service(namespace, "web")["metadata"]["uid"]
     cluster.kubectl("-n", namespace, "delete", "service", "web", "--wait=false")

