@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,15 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.25, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def json_lines(log: str, event: str | None = None) -> list[dict]:
+    """The JSON lines of a log that is still being written (``--log-format json``), oldest first,
+    those of ``event`` only when given. A last line without its newline is left out: on a loaded
+    machine the test may read it half written."""
+    whole = log.split("\n")[:-1]
+    found = [json.loads(line) for line in whole if line.startswith("{")]
+    return [line for line in found if event is None or line.get("event") == event]
 
 
 def unprivileged(args: list[str]) -> list[str]:

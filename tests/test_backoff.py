@@ -6,14 +6,13 @@ status; a new commit or a sync-now request retries at once; ``sync --once`` alwa
 from __future__ import annotations
 
 import datetime
-import json
 import signal
 import time
 
 import pytest
 
 from agent.engine import backoff
-from tests.support import api_writes, app_yaml, new_writes, wait_for
+from tests.support import api_writes, app_yaml, json_lines, new_writes, wait_for
 from tests.test_reconcile_request import reconcile, token_of
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 from tests.test_webhook import passes
@@ -193,8 +192,7 @@ def test_a_skipped_application_is_listed_as_skipped_and_every_count_matches_its_
                           "--min-retry-delay", "600", "--max-retry-delay", "600")
 
     def pass_lines() -> list[dict]:
-        lines = [json.loads(line) for line in running.output().splitlines() if line.startswith("{")]
-        return [line for line in lines if line.get("event") == "pass"]
+        return json_lines(running.output(), "pass")
 
     wait_for(lambda: len(pass_lines()) >= 3, timeout=120, what="three passes")
     first, skipping = pass_lines()[0], pass_lines()[1:]

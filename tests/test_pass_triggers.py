@@ -6,13 +6,12 @@ Genuine changes still start a pass: ``tests/test_run.py`` recreates a hand-delet
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 import yaml
 
-from tests.support import app_yaml, wait_for
+from tests.support import app_yaml, json_lines, wait_for
 from tests.test_reconcile_request import reconcile
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 from tests.test_webhook import passes
@@ -76,7 +75,6 @@ def test_start_on_a_synced_cluster_logs_one_pass(start_agent, agent, repo, remot
     running = start_agent(remote.url, "--interval", "300", "--namespace", namespace, "--log-format", "json")
     wait_for(lambda: passes(running) >= 1, timeout=60, what="the first pass")
     time.sleep(QUIET)
-    lines = [json.loads(line) for line in running.output().splitlines() if line.startswith("{")]
-    logged = [line for line in lines if line.get("event") == "pass"]
+    logged = json_lines(running.output(), "pass")
     assert [line["trigger"] for line in logged] == ["interval"], running.output()
     assert logged[0]["result"] == "success" and logged[0]["unchanged"] == 8 and passes(running) == 1

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import free_port
-from tests.support import app_yaml, wait_for
+from tests.support import app_yaml, json_lines, wait_for
 
 pytestmark = pytest.mark.usefixtures("crd")
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,11 +137,8 @@ def _connectable(port: int) -> bool:
 
 
 def passes_logged(agent) -> list[dict]:
-    """The ``pass`` lines ``run`` logged so far (``--log-format json``), in order; a line still
-    being written is left out."""
-    lines = agent.output().split("\n")[:-1]  # the last one is not whole yet (or empty)
-    return [doc for doc in map(json.loads, (line for line in lines if line.startswith("{")))
-            if doc.get("event") == "pass"]
+    """The ``pass`` lines ``run`` logged so far (``--log-format json``), in order."""
+    return json_lines(agent.output(), "pass")
 
 
 def image_of(objects, namespace, name):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import app_yaml, wait_for
+from tests.support import app_yaml, json_lines, wait_for
 from tests.test_run import ROOT, image_of, remote, start_agent  # noqa: F401 (fixtures)
 from tests.test_webhook import github, hooks, passes, post, push_payload, secret_file, sign  # noqa: F401
 
@@ -25,8 +25,7 @@ ANNOTATION = "heumsi.github.io/pass-requested-at"
 
 def pass_lines(agent) -> list[dict]:
     """The agent's pass log lines (``--log-format json``), oldest first."""
-    lines = [json.loads(line) for line in agent.output().splitlines() if line.startswith("{")]
-    return [line for line in lines if line.get("event") == "pass"]
+    return json_lines(agent.output(), "pass")
 
 
 def electing(agent) -> bool:
