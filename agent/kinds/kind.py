@@ -38,7 +38,7 @@ class ChildKind:
     agent renders in full (``fields.AUTHORITATIVE``: anything else in them is removed);
     ``status_field``: the Application status key naming the child; ``status_schema``: the
     OpenAPI v3 schema of each status field the kind adds, by name (``status_field`` and every key
-    ``observed`` answers), in the CRD's order (``agent/kinds/install.py`` puts them in
+    ``observed`` answers), in the CRD's order (``agent/kinds/install.py`` collects them for
     ``crd.yaml``); ``observed(live or None)``: the status fields read from the live child;
     ``trim(obj)``: cuts a listed or applied object to what a pass reads (in place);
     ``news(obj)``: what of a watched object a pass acts on or reports (JSON-able), besides its
