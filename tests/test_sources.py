@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from agent.engine.plan import wanted_by
+from agent.engine.sources import wanted_by
 from agent.source import mirror as source
 from tests.cluster import free_port
 from tests.support import GitRepo, app_yaml, wait_for
