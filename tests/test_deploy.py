@@ -51,6 +51,7 @@ def test_the_base_needs_no_secret(cluster):
     refs = [e["valueFrom"]["secretKeyRef"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
             if "secretKeyRef" in e.get("valueFrom", {})]
     assert all(ref["optional"] for ref in refs)  # only the optional webhook secret: none is needed
+    assert env["GITOPS_AGENT_ALLOWED_NAMESPACES"] == "team-*"  # an explicit namespace policy (issue 42)
 
 
 @pytest.mark.parametrize("component, env_name, secret", [

@@ -9,6 +9,7 @@ Nothing here imports the cluster client when ``validate`` uses it.
 from __future__ import annotations
 
 import argparse
+import os
 import urllib.parse
 
 from agent.cli import flags, nametypes, output
@@ -76,7 +77,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flags.add_credential_flags(parser)
     flag("--allowed-namespaces", "ALLOWED_NAMESPACES", "comma-separated namespace names or globs "
          "(team-*) that Applications may target; an Application elsewhere is refused and nothing there is "
-         "created or pruned; plain names need only namespaced Roles (default: every namespace)",
+         "created or pruned; plain names need only namespaced Roles. kube-system, kube-public, kube-node-lease "
+         "and the agent's own namespace ($POD_NAMESPACE) are refused unless listed by their plain name, not "
+         "a glob (default: every namespace but those)",
          default=_env("ALLOWED_NAMESPACES"), type=nametypes.namespace_patterns)
 
 
@@ -133,4 +136,5 @@ def options_from(args: argparse.Namespace):
                         fetch_timeout=args.fetch_timeout, credentials=credentials_,
                         source_id=args.source_id or source.source_id(args.repo, args.path),
                         submodules=args.submodules, allowed_namespaces=args.allowed_namespaces,
+                        agent_namespace=os.environ.get("POD_NAMESPACE", "").strip() or None,
                         max_prune_share=args.max_prune_share)

@@ -22,7 +22,9 @@ class Options:
     ``heumsi.github.io/source`` label that marks this source's Applications (see ``source.source_id``);
     ``submodules``: follow submodules under ``path`` (False: a submodule there fails the pass);
     ``max_prune_share``: a pass that would prune more than this share of the source's Applications, and
-    more than 10, prunes nothing and fails (1.0: no limit; see ``guards``)."""
+    more than 10, prunes nothing and fails (1.0: no limit; see ``guards``); ``allowed_namespaces``: names or
+    globs Applications may target, ``agent_namespace``: the agent's own namespace, refused with the system
+    ones unless ``allowed_namespaces`` names it (``scope.permitted``)."""
 
     repo: str
     cache_dir: str
@@ -35,5 +37,6 @@ class Options:
     credentials: source.Credentials | None = None
     source_id: str = "default"
     submodules: bool = True
-    allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace
+    allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace but the protected
+    agent_namespace: str | None = None  # the agent's own (POD_NAMESPACE): refused unless named (scope.protected)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE

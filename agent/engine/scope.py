@@ -14,6 +14,13 @@ taken to exist until a write answers 404 ``namespaces "NAME" not found``: the ag
 that namespace (as it creates missing namespaces without the flag) and writes again once. When
 it may not create it (403 with namespaced RBAC), the write fails with a message that says the
 namespace is missing and how to make it.
+
+The tenant boundary is on without the flag: the system namespaces (``SYSTEM_NAMESPACES``) and the
+agent's own namespace (``POD_NAMESPACE``, set by ``deploy/``) are refused unless
+``--allowed-namespaces`` names them as a plain name (a glob such as ``*`` or ``kube-*`` does not
+let them in). Whoever can push to the synced branch must not get a Deployment in ``kube-system``
+or beside the agent, where its ServiceAccount and Secrets live (issue 42). So a ``ScopedKube``
+wraps every pass, with or without the flag.
 """
 
 from __future__ import annotations
@@ -30,12 +37,31 @@ from agent.kube.cluster import ApiError, Cluster, Wrapper
 log = logging.getLogger("agent.scope")
 
 _WILDCARDS = set("*?[")
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
 def allowed(namespace: str, patterns: tuple[str, ...] | None) -> bool:
     """True when ``patterns`` is None (no restriction) or ``namespace`` matches one of them
     (shell-style globs, case-sensitive: ``team-*`` matches ``team-web``)."""
     return patterns is None or any(fnmatch.fnmatchcase(namespace, p) for p in patterns)
+
+
+def protected(namespace: str, agent_namespace: str | None = None) -> str | None:
+    """Why ``namespace`` is refused unless named explicitly ("a system namespace", "the agent's own
+    namespace"), or None when it is an ordinary namespace."""
+    if namespace in SYSTEM_NAMESPACES:
+        return "a system namespace"
+    if agent_namespace and namespace == agent_namespace:
+        return "the agent's own namespace (POD_NAMESPACE)"
+    return None
+
+
+def permitted(namespace: str, patterns: tuple[str, ...] | None, agent_namespace: str | None = None) -> bool:
+    """True when an Application may target ``namespace``: a protected one (``protected``) only when
+    ``patterns`` holds its plain name; any other when ``allowed``."""
+    if protected(namespace, agent_namespace):
+        return patterns is not None and namespace in patterns
+    return allowed(namespace, patterns)
 
 
 def literal(patterns: tuple[str, ...] | None) -> list[str] | None:
@@ -51,26 +77,35 @@ def missing_namespace(err: ApiError, namespace: str | None) -> bool:
     return namespace is not None and err.status == 404 and f'namespaces "{namespace}" not found' in err.message
 
 
-def refusal(namespace: str, patterns: tuple[str, ...]) -> str:
-    """The message for an Application whose namespace is outside ``patterns``."""
-    return (f"namespace {namespace!r} is not allowed (--allowed-namespaces {','.join(patterns)}); "
+def refusal(namespace: str, patterns: tuple[str, ...] | None, agent_namespace: str | None = None) -> str:
+    """The message for an Application whose namespace is not ``permitted``: the rule that refused
+    it and, for a protected namespace, how to allow it."""
+    why = protected(namespace, agent_namespace)
+    if why:
+        return (f"namespace {namespace!r} is {why}, refused unless --allowed-namespaces names it as a plain name "
+                f"(a glob does not; add {namespace!r} to the list to allow it); nothing was created, changed or "
+                "pruned there")
+    return (f"namespace {namespace!r} is not allowed (--allowed-namespaces {','.join(patterns or ())}); "
             "nothing was created, changed or pruned there")
 
 
 class ScopedKube(Wrapper):
-    """``Kube`` restricted to namespaces matching ``patterns``; every other attribute is the
-    wrapped Kube's."""
+    """``Kube`` restricted to the namespaces ``permitted`` by ``patterns`` (None: every namespace
+    but the protected ones) and ``agent_namespace``; every other attribute is the wrapped Kube's."""
 
-    def __init__(self, kube: Cluster, patterns: tuple[str, ...]):
-        self._kube, self.patterns = kube, patterns
+    def __init__(self, kube: Cluster, patterns: tuple[str, ...] | None, agent_namespace: str | None = None):
+        self._kube, self.patterns, self.agent_namespace = kube, patterns, agent_namespace
         self.names = literal(patterns)
+
+    def _permitted(self, namespace: str) -> bool:
+        return permitted(namespace, self.patterns, self.agent_namespace)
 
     def _check(self, obj: Obj) -> None:
         namespace = obj.get("metadata", {}).get("namespace")
         if obj.get("kind") == "Namespace":
             namespace = obj["metadata"]["name"]
-        if namespace is not None and not allowed(namespace, self.patterns):
-            raise ApiError(403, "OutsideAllowedNamespaces", refusal(namespace, self.patterns),
+        if namespace is not None and not self._permitted(namespace):
+            raise ApiError(403, "OutsideAllowedNamespaces", refusal(namespace, self.patterns, self.agent_namespace),
                            f"{obj.get('kind')}/{namespace}/{obj['metadata'].get('name')}")
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[Obj]:
@@ -79,15 +114,15 @@ class ScopedKube(Wrapper):
         if self.names is None:
             items = self._kube.list(group, kind, label_selector)
             if kind == "Namespace":
-                return [n for n in items if allowed(n["metadata"]["name"], self.patterns)]
-            return [o for o in items if allowed(o["metadata"].get("namespace", ""), self.patterns)]
+                return [n for n in items if self._permitted(n["metadata"]["name"])]
+            return [o for o in items if self._permitted(o["metadata"].get("namespace", ""))]
         if kind == "Namespace":
             return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in self.names]
         return [obj for namespace in self.names for obj in self._kube.list_in(group, kind, namespace, label_selector)]
 
     def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> builtins.list[Obj]:
         """Like ``Kube.list_in``; nothing is listed outside the allowed namespaces."""
-        if not allowed(namespace, self.patterns):
+        if not self._permitted(namespace):
             return []
         return self._kube.list_in(group, kind, namespace, label_selector)
 
@@ -103,9 +138,9 @@ class ScopedKube(Wrapper):
         """Like ``Kube.event`` (never raises): an Event is written into ``obj``'s namespace,
         so outside the allowed namespaces none is written, and that is logged."""
         namespace = obj["metadata"].get("namespace")
-        if namespace is not None and not allowed(namespace, self.patterns):
+        if namespace is not None and not self._permitted(namespace):
             log.warning("could not record event %s on %s: %s", reason, obj["metadata"]["name"],
-                        refusal(namespace, self.patterns))
+                        refusal(namespace, self.patterns, self.agent_namespace))
             return
         self._kube.event(obj, type_, reason, message)
 
@@ -142,15 +177,15 @@ class ScopedKube(Wrapper):
         return self._kube.patch_managed_fields(obj, entries)
 
 
-def split(found: list[Any], patterns: tuple[str, ...] | None) -> tuple[list[Any], list[Any]]:
-    """(manifests inside ``patterns``, one ``manifests.ManifestError`` per manifest outside,
-    naming its file, the line of its ``metadata.namespace`` (of the document when the namespace
-    is the default) and the namespace)."""
+def split(found: list[Any], patterns: tuple[str, ...] | None,
+          agent_namespace: str | None = None) -> tuple[list[Any], list[Any]]:
+    """(manifests ``permitted`` by ``patterns`` and ``agent_namespace``, one ``manifests.ManifestError``
+    per manifest refused, naming its file, the line of its ``metadata.namespace`` (of the document
+    when the namespace is the default), the namespace and the rule)."""
     from agent.manifests.loader import ManifestError
 
-    if patterns is None:
-        return list(found), []
-    inside = [m for m in found if allowed(m.namespace, patterns)]
+    inside = [m for m in found if permitted(m.namespace, patterns, agent_namespace)]
     outside = [ManifestError(m.path, m.namespace_line or m.line, "metadata.namespace", f"Application {m.namespace}/{m.name}: "
-                             + refusal(m.namespace, patterns)) for m in found if not allowed(m.namespace, patterns)]
+                             + refusal(m.namespace, patterns, agent_namespace))
+               for m in found if not permitted(m.namespace, patterns, agent_namespace)]
     return inside, outside

@@ -54,8 +54,7 @@ def run(kube: Cluster, opts: Options, *, known_commit: str | None = None, offlin
     commit and its unchanged Applications are reused, and this pass's are recorded in it.
     """
     report = Report()
-    if opts.allowed_namespaces is not None:
-        kube = scope.ScopedKube(kube, opts.allowed_namespaces)
+    kube = scope.ScopedKube(kube, opts.allowed_namespaces, opts.agent_namespace)  # on without the flag too
     read = _source(kube, opts, report, known_commit, offline, steady)
     if read is None:
         return report
@@ -115,7 +114,7 @@ def _wanted(opts: Options, report: Report, read: sourceread.SourceRead) -> Wante
     error, ``invalid`` and (for an Application) ``refused`` in ``report``."""
     report.notes += read.notes
     loaded = read.loaded
-    wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces)
+    wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces, opts.agent_namespace)
     problems = [manifests.ManifestError(p, None, None, m) for p, m in read.problems] + loaded.errors + outside
     report.errors += [str(p) for p in problems]
     report.problems = problems

@@ -24,14 +24,14 @@ def test_literal(patterns, names):
 
 
 def test_split_names_file_line_and_namespace():
-    text = (b"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web, namespace: kube-system}\n"
+    text = (b"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web, namespace: ops-tools}\n"
             b"spec: {image: nginx, replicas: 1, port: 80}\n")
-    loaded = manifests.load({"apps/web.yaml": text, "apps/ok.yaml": text.replace(b"kube-system", b"team-a")},
+    loaded = manifests.load({"apps/web.yaml": text, "apps/ok.yaml": text.replace(b"ops-tools", b"team-a")},
                             "default")
     inside, outside = scope.split(loaded.manifests, ("team-*",))
     assert [m.namespace for m in inside] == ["team-a"]
     assert [str(e) for e in outside] == [
-        "apps/web.yaml:3: metadata.namespace: Application kube-system/web: namespace 'kube-system' is not "
+        "apps/web.yaml:3: metadata.namespace: Application ops-tools/web: namespace 'ops-tools' is not "
         "allowed (--allowed-namespaces team-*); nothing was created, changed or pruned there"]
 
 
@@ -128,3 +128,45 @@ def test_events_go_through_the_scope_and_none_is_written_outside(caplog):
     assert cluster.calls == [("event", "team-a", "Created", "made")]
     assert [r.getMessage() for r in caplog.records] == [
         f"could not record event Created on db: {scope.refusal('other', ('team-*',))}"]
+
+
+@pytest.mark.parametrize("namespace, patterns, agent_namespace, ok", [
+    ("kube-system", None, None, False), ("kube-public", None, None, False), ("kube-node-lease", None, None, False),
+    ("kube-system", ("*",), None, False), ("kube-system", ("kube-*",), None, False),  # a glob does not let it in
+    ("kube-system", ("kube-system",), None, True), ("kube-system", ("team-*", "kube-system"), None, True),
+    ("gitops-agent", None, "gitops-agent", False), ("gitops-agent", ("*",), "gitops-agent", False),
+    ("gitops-agent", ("gitops-agent",), "gitops-agent", True), ("gitops-agent", None, None, True),
+    ("team-a", None, "gitops-agent", True), ("team-a", ("*",), "gitops-agent", True), ("kube-systemx", None, None, True),
+])
+def test_system_and_own_namespaces_only_by_their_plain_name(namespace, patterns, agent_namespace, ok):
+    assert scope.permitted(namespace, patterns, agent_namespace) is ok
+
+
+def test_split_refuses_a_system_namespace_without_the_flag_naming_the_rule_and_how_to_allow_it():
+    text = (b"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: dns, namespace: kube-system}\n"
+            b"spec: {image: nginx, replicas: 1, port: 80}\n")
+    loaded = manifests.load({"apps/dns.yaml": text, "apps/own.yaml": text.replace(b"kube-system", b"gitops-agent"),
+                             "apps/ok.yaml": text.replace(b"kube-system", b"team-a")}, "default")
+    inside, outside = scope.split(loaded.manifests, None, "gitops-agent")
+    assert [m.namespace for m in inside] == ["team-a"]
+    assert sorted(str(e) for e in outside) == [
+        "apps/dns.yaml:3: metadata.namespace: Application kube-system/dns: namespace 'kube-system' is a system "
+        "namespace, refused unless --allowed-namespaces names it as a plain name (a glob does not; add "
+        "'kube-system' to the list to allow it); nothing was created, changed or pruned there",
+        "apps/own.yaml:3: metadata.namespace: Application gitops-agent/dns: namespace 'gitops-agent' is the agent's "
+        "own namespace (POD_NAMESPACE), refused unless --allowed-namespaces names it as a plain name (a glob does "
+        "not; add 'gitops-agent' to the list to allow it); nothing was created, changed or pruned there"]
+    inside, outside = scope.split(loaded.manifests, ("kube-system", "team-*"), "gitops-agent")
+    assert sorted(m.namespace for m in inside) == ["kube-system", "team-a"] and len(outside) == 1
+
+
+def test_without_the_flag_the_scope_still_refuses_writes_and_hides_reads_in_protected_namespaces():
+    class Listing(_Cluster):
+        def list(self, group, kind, label_selector=None):
+            return [{"metadata": {"name": n, "namespace": n}} for n in ("kube-system", "team-a", "ops")]
+    scoped = scope.ScopedKube(Listing(), None, "ops")
+    assert [o["metadata"]["namespace"] for o in scoped.list("apps", "Deployment")] == ["team-a"]
+    assert scoped.list_in("apps", "Deployment", "kube-system") == []
+    with pytest.raises(scope.ApiError) as caught:
+        scoped.apply({"kind": "Deployment", "metadata": {"name": "x", "namespace": "kube-system"}})
+    assert (caught.value.status, caught.value.reason) == (403, "OutsideAllowedNamespaces")
