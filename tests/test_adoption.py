@@ -404,11 +404,19 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent,
     assert (conditions["Synced"]["status"], conditions["Synced"]["reason"]) == ("False", "OwnershipConflict")
     assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
     in_git(repo, annotations={"heumsi.github.io/adopt": "true"})
+    proc = agent.sync(repo.path, "--namespace", namespace)  # Git consents; the operator has not (issue 42)
+    assert proc.returncode == 2
+    assert (f'Service/{namespace}/web: exists and is controlled by nothing and was not made by the agent; the '
+            f'Application has heumsi.github.io/adopt: "true", but the operator has not consented to adoption in '
+            f"namespace '{namespace}' (--adopt-namespaces names where the annotation is honoured; it is not set), so "
+            "it was not adopted") in proc.stderr
+    assert objects.service(namespace, "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
+    consent = {"GITOPS_AGENT_ADOPT_NAMESPACES": namespace}
     proc = agent.run([sys.executable, "-m", "agent", "diff", "--repo", str(repo.path), "--kubeconfig",
-                      str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "--namespace", namespace])
+                      str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "--namespace", namespace], env=consent)
     assert proc.returncode == 1, proc.stderr  # the diff of an adopted object is against the live one
     assert f"--- live/Service/{namespace}/web" in proc.stdout and "/dev/null" not in proc.stdout
-    proc = agent.sync(repo.path, "--namespace", namespace)
+    proc = agent.sync(repo.path, "--namespace", namespace, env=consent)
     assert proc.returncode == 0, proc.stderr
     assert (f'Service/{namespace}/web adopted (no controller holds it and the Application has heumsi.github.io/adopt: '
             '"true"; fields taken from kubectl-create)') in proc.stdout

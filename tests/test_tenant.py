@@ -40,3 +40,32 @@ def test_the_agents_own_namespace_is_refused_unless_named(agent, repo, namespace
     proc = agent.sync(repo.path, "--allowed-namespaces", f"{own},{team}", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert all(objects.trio(own, "grab"))
+
+
+def test_pods_may_not_run_as_the_agents_own_service_account(agent, repo, namespaces, objects):
+    """The agent's own namespace let in by name (it is refused otherwise): an Application there still
+    may not name the agent's ServiceAccount, whose token holds the agent's permissions."""
+    own = namespaces("own")
+    repo.write("a.yaml", app_yaml("grab", namespace=own).replace("spec:\n", "spec:\n  serviceAccountName: gitops-agent\n"))
+    repo.write("b.yaml", app_yaml("web", namespace=own).replace("spec:\n", "spec:\n  serviceAccountName: web\n"))
+    repo.commit()
+    env = {"POD_NAMESPACE": own, "POD_SERVICE_ACCOUNT": "gitops-agent"}
+    proc = agent.sync(repo.path, "--allowed-namespaces", own, env=env)
+    assert proc.returncode == 2
+    assert (f"error: a.yaml:1: spec.serviceAccountName: Application {own}/grab: 'gitops-agent' is the agent's own "
+            f"ServiceAccount ({own}/gitops-agent, POD_SERVICE_ACCOUNT)") in proc.stderr
+    assert objects.trio(own, "grab") == (None, None, None)
+    assert objects.deployment(own, "web")["spec"]["template"]["spec"]["serviceAccountName"] == "web"
+
+
+def test_the_operators_service_account_list_narrows_what_git_may_name(agent, repo, namespace, objects):
+    repo.write("a.yaml", app_yaml("admin", namespace=namespace).replace("spec:\n", "spec:\n  serviceAccountName: ci-admin\n"))
+    repo.write("b.yaml", app_yaml("web", namespace=namespace).replace("spec:\n", "spec:\n  serviceAccountName: app-web\n"))
+    repo.write("c.yaml", app_yaml("db", namespace=namespace))
+    repo.commit()
+    proc = agent.sync(repo.path, env={"GITOPS_AGENT_ALLOWED_SERVICE_ACCOUNTS": "app-*"})
+    assert proc.returncode == 2
+    assert (f"error: a.yaml:1: spec.serviceAccountName: Application {namespace}/admin: 'ci-admin' is not allowed "
+            "(--allowed-service-accounts app-*)") in proc.stderr
+    assert objects.trio(namespace, "admin") == (None, None, None)
+    assert all(objects.trio(namespace, "web")) and all(objects.trio(namespace, "db"))

@@ -121,3 +121,19 @@ def namespace_patterns(text: str) -> tuple[str, ...]:
                 or pattern.count("[") != pattern.count("]"):
             raise not_allowed(text, rule)
     return patterns
+
+
+def service_account_patterns(text: str) -> tuple[str, ...]:
+    """Type for ``--allowed-service-accounts``: comma-separated ServiceAccount names (DNS-1123
+    subdomains) or shell-style globs (``app-*``); blanks around commas are ignored. Returns the
+    patterns as a tuple."""
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    rule = ("comma-separated ServiceAccount names or globs (lowercase letters, digits, '-', '.', and the "
+            "wildcards * ? [...]), at least one")
+    if not patterns:
+        raise not_allowed(text, rule)
+    for pattern in patterns:
+        if len(pattern) > 253 or not re.fullmatch(r"[a-z0-9*?\[\]!.-]+", pattern) \
+                or pattern.count("[") != pattern.count("]"):
+            raise not_allowed(text, rule)
+    return patterns

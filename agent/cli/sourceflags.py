@@ -81,6 +81,16 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "and the agent's own namespace ($POD_NAMESPACE) are refused unless listed by their plain name, not "
          "a glob (default: every namespace but those)",
          default=_env("ALLOWED_NAMESPACES"), type=nametypes.namespace_patterns)
+    flag("--allowed-service-accounts", "ALLOWED_SERVICE_ACCOUNTS", "comma-separated ServiceAccount names or globs "
+         "(app-*) an Application's spec.serviceAccountName may name; another is refused. One that names none runs "
+         "as its namespace's default, always allowed. The agent's own ServiceAccount ($POD_NAMESPACE and "
+         "$POD_SERVICE_ACCOUNT) is refused whatever this says (default: any but the agent's own)",
+         default=_env("ALLOWED_SERVICE_ACCOUNTS"), type=nametypes.service_account_patterns)
+    flag("--adopt-namespaces", "ADOPT_NAMESPACES", "comma-separated namespace names or globs where an "
+         "Application's heumsi.github.io/adopt annotation is honoured: objects in its children's slots that no "
+         "controller holds are taken over there. Elsewhere the annotation is ignored and the Application fails "
+         "with OwnershipConflict, saying so (default: none; Git alone cannot take over what someone made by hand)",
+         default=_env("ADOPT_NAMESPACES"), type=nametypes.namespace_patterns)
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -137,4 +147,7 @@ def options_from(args: argparse.Namespace):
                         source_id=args.source_id or source.source_id(args.repo, args.path),
                         submodules=args.submodules, allowed_namespaces=args.allowed_namespaces,
                         agent_namespace=os.environ.get("POD_NAMESPACE", "").strip() or None,
+                        agent_service_account=os.environ.get("POD_SERVICE_ACCOUNT", "").strip() or None,
+                        allowed_service_accounts=args.allowed_service_accounts,
+                        adopt_namespaces=args.adopt_namespaces,
                         max_prune_share=args.max_prune_share)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, cast
+from typing import Callable, Mapping, cast
 
 from agent.api.labels import ADOPT_ANNOTATION
 from agent.api.objects import Obj
@@ -180,34 +180,38 @@ def _recreate(kube: Cluster, step: plan.Step, field: str, refused: ApiError) -> 
 def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[str, str],
           reasons: dict[str, str], taken: dict[str, set[str]] | None = None,
           listed: dict[tuple[str, str, str], list[Obj]] | None = None,
-          opted: frozenset[str] | set[str] = frozenset()) -> list[plan.Step]:
+          opted: frozenset[str] | set[str] = frozenset(), denied: Mapping[str, str] | None = None) -> list[plan.Step]:
     """Children whose slot may hold someone else's object: one list per kind and namespace
     that has a create (no label selector), then ``plan.claim`` (``opted``: the Applications
-    that opted in to adopt, ``plan.opted_in``). A child the agent made that lost its
+    that opted in to adopt, ``plan.opted_in``, where the operator consents; ``denied``: why it
+    does not, for the others that opted in). A child the agent made that lost its
     ``managed-by`` label, or the Application's child someone else made, is updated in place
     (``converge``); someone else's object fails its Application (reason
     ``OwnershipConflict``, Stalled) with one message naming the object, its controller, its
     field managers and what to do (every such object of one Application, joined by ``; ``),
     and is never applied over or pruned; ``taken`` (app key -> kinds) records which child. ``listed`` ((group, kind, namespace) -> objects), when given,
     keeps each list for the next call: a pass that claims its children in batches lists each
-    kind and namespace once, before it created any of them, as one call for all would."""
+    kind and namespace once, before it created any of them, as one call for all would. Then an
+    Ingress that would take over a host and path another namespace's Ingress serves fails its
+    Application the same way (``hostclaim``: one cluster-wide list of Ingresses, kept in ``listed``)."""
     listed = {} if listed is None else listed
     wanted = sorted({(s.identity[0], s.identity[1], s.identity[2]) for s in steps if s.action == plan.Op.CREATE})
     for where in wanted:
         if where not in listed:
             listed[where] = kube.list_in(*where)
     found = [obj for where in wanted for obj in listed[where]]
-    steps, conflicts = plan.claim(steps, found, opted)
-    for step, reason in conflicts:
-        key = plan.owner_key(cast(Obj, step.desired))  # a conflict has both objects
-        why = f"exists and {reason}; field managers: {', '.join(plan.managers(cast(Obj, step.live))) or 'none'}; " \
-              f"{_remedy(step)}"
+    steps, conflicts = plan.claim(steps, found, opted, denied)
+    hosts: list[tuple[plan.Step, str]] = []
+    refused = [(step, f"exists and {reason}; field managers: {', '.join(plan.managers(cast(Obj, step.live))) or 'none'}; "
+                f"{_remedy(step)}") for step, reason in conflicts] + hosts
+    for n, (step, why) in enumerate(refused):
+        key = plan.owner_key(cast(Obj, step.desired))  # a conflict has both objects, a claimed host its desired one
         line = f"{step.subject}: {why}"
         # one message naming every such object of the Application (a ConfigMap and an autoscaler)
         failures[key] = f"{failures[key]}; {line}" \
             if reasons.get(key) == conditions.Reason.OWNERSHIP_CONFLICT and key in failures else line
         reasons[key] = conditions.Reason.OWNERSHIP_CONFLICT
-        if taken is not None:
+        if taken is not None and n < len(conflicts):  # someone else's object holds the slot
             taken.setdefault(key, set()).add(step.identity[1])
         report.add(key, step.subject, FAILED, why)
     return steps
@@ -215,6 +219,9 @@ def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[
 
 def _remedy(step: plan.Step) -> str:
     """What a person can do about someone else's object in a child's slot."""
+    if plan.controller(cast(Obj, step.live)) is None and "--adopt-namespaces" in step.why:
+        return ("left alone. To hand it to the agent, the operator adds its namespace to --adopt-namespaces; or "
+                "delete or rename it, or rename the Application")
     if plan.controller(cast(Obj, step.live)) is None:
         return (f'left alone. To hand it to the agent, set the annotation {ADOPT_ANNOTATION}: "true" on the '
                 "Application in Git; or delete or rename it, or rename the Application")

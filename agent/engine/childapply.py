@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import apply, conditions, plan, suspend, writes
+from agent.engine import apply, conditions, plan, suspend, tenancy, writes
 from agent.engine.appapply import converge, health_only, record
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, SUSPENDED, UNCHANGED
@@ -58,6 +58,7 @@ class _Wave:
         self.held: dict[str, dict[str, str]] = {}
         self.taken: dict[str, set[str]] = {}
         self.opted: set[str] = set()
+        self.denied: dict[str, str] = {}  # opted in where the operator does not consent: why
 
     def result(self) -> ChildWave:
         return ChildWave(frozenset(self.paired), self.live_of, frozenset(self.written), self.held, self.taken,
@@ -84,7 +85,7 @@ def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied,
     for start in range(0, len(scoped), CHILD_BATCH):
         steps = _plan_children(p, scoped[start:start + CHILD_BATCH], idx, wave)
         claimed = apply.claim(p.kube, p.report, steps, p.report.failures, p.report.reasons, wave.taken, listed,
-                              wave.opted)
+                              wave.opted, wave.denied)
         _apply_batch(p, _unheld(p, claimed, applied.holds, wave), idx, wave, applied.in_scope)
     return wave.result()
 
@@ -105,6 +106,9 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             report.add(key, f"{KIND}/{key}", FAILED, report.failures[key])
             continue
         meta, opt_in = app["metadata"], plan.opted_in(app)
+        denied = tenancy.adoption_denied(meta["namespace"], p.opts.adopt_namespaces) if opt_in else None
+        if denied:
+            opt_in, wave.denied[key] = False, denied
         if opt_in:
             wave.opted.add(key)
         for child in registry.children(meta["name"], meta["namespace"], meta["uid"], spec):
@@ -112,7 +116,7 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             live = idx.by_id.get(ident) if ident not in wave.paired else None
             if live is not None:
                 wave.paired.add(ident)
-            step = plan.decide(child, live, opt_in)
+            step = plan.decide(child, live, opt_in, denied or "")
             steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
     return steps
 

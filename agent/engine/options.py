@@ -24,7 +24,10 @@ class Options:
     ``max_prune_share``: a pass that would prune more than this share of the source's Applications, and
     more than 10, prunes nothing and fails (1.0: no limit; see ``guards``); ``allowed_namespaces``: names or
     globs Applications may target, ``agent_namespace``: the agent's own namespace, refused with the system
-    ones unless ``allowed_namespaces`` names it (``scope.permitted``)."""
+    ones unless ``allowed_namespaces`` names it (``scope.permitted``); ``agent_service_account`` and
+    ``allowed_service_accounts``: the ServiceAccounts an Application's pods may not and may run as
+    (``tenancy.Policy``); ``adopt_namespaces``: names or globs of the namespaces where the operator
+    consents to adoption (``tenancy.adoption_denied``; None: none)."""
 
     repo: str
     cache_dir: str
@@ -39,4 +42,7 @@ class Options:
     submodules: bool = True
     allowed_namespaces: tuple[str, ...] | None = None  # names or globs; None: every namespace but the protected
     agent_namespace: str | None = None  # the agent's own (POD_NAMESPACE): refused unless named (scope.protected)
+    agent_service_account: str | None = None  # the agent's own (POD_SERVICE_ACCOUNT): never a pod's (tenancy)
+    allowed_service_accounts: tuple[str, ...] | None = None  # names or globs; None: any but the agent's own
+    adopt_namespaces: tuple[str, ...] | None = None  # where heumsi.github.io/adopt is honoured; None: nowhere
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE

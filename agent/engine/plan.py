@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Iterable, cast
+from typing import Any, Iterable, Mapping, cast
 
 from agent.api.labels import ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from agent.api.objects import Obj, ObjectMeta
@@ -125,7 +125,7 @@ class Verdict:
     why: str = ""
 
 
-def ownership(live: Obj, desired: Obj, opt_in: bool = False) -> Verdict:
+def ownership(live: Obj, desired: Obj, opt_in: bool = False, denied: str = "") -> Verdict:
     """Whose ``live`` is, standing in the slot of the desired child ``desired`` (same kind,
     namespace and name; its controller ownerReference names the Application and its uid).
 
@@ -141,7 +141,9 @@ def ownership(live: Obj, desired: Obj, opt_in: bool = False) -> Verdict:
       stale reference, ``fields.adoption_domains``, and ``why`` says so);
     - no controller: ``OURS`` when the agent applied it (its child that lost its
       ownerReference by hand), ``ADOPT`` when the Application opted in (``opt_in``,
-      ``opted_in``), else ``STRANGER``;
+      ``opted_in``) and the operator consents there, else ``STRANGER``; ``denied``: why the
+      operator does not consent although the Application opted in (``tenancy.adoption_denied``),
+      added to the stranger's ``why``;
     - any other controller: ``STRANGER``.
     """
     meta, name = live["metadata"], desired["metadata"]["name"]
@@ -152,7 +154,8 @@ def ownership(live: Obj, desired: Obj, opt_in: bool = False) -> Verdict:
             return Verdict(Owner.OURS)
         if opt_in:
             return Verdict(Owner.ADOPT, f'no controller holds it and the Application has {ADOPT_ANNOTATION}: "true"')
-        return Verdict(Owner.STRANGER, "is controlled by nothing and was not made by the agent")
+        return Verdict(Owner.STRANGER, "is controlled by nothing and was not made by the agent"
+                       + (f"; {denied}" if denied else ""))
     if owner_name(live) != name:
         return Verdict(Owner.STRANGER, f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller "
                                  f"ownerReference), not by Application {meta.get('namespace')}/{name}")
@@ -289,16 +292,17 @@ def plan(desired: Iterable[Obj], live: Iterable[Obj], *, prune: bool = True,
     return steps
 
 
-def decide(obj: Obj, current: Obj | None, opt_in: bool = False) -> Step:
+def decide(obj: Obj, current: Obj | None, opt_in: bool = False, denied: str = "") -> Step:
     """The step for one desired object ``obj``, given ``current``, the live object with its
     identity (None when there is none): create, unchanged or update, as ``plan`` decides. For a
     child, ``current`` is first judged (``ownership``; ``opt_in``: its Application's
-    ``opted_in``): an update that adopts it, or a conflict when it is someone else's."""
+    ``opted_in`` with the operator's consent; ``denied``: why the operator refused it): an update
+    that adopts it, or a conflict when it is someone else's."""
     ident = identity(obj)
     if current is None:
         return Step(Op.CREATE, ident, obj, None)
     if ident[:2] != (GROUP, KIND):
-        verdict = ownership(current, obj, opt_in)
+        verdict = ownership(current, obj, opt_in, denied)
         if verdict.kind != Owner.OURS:
             return Step(Op.UPDATE if verdict.kind == Owner.ADOPT else Op.CONFLICT, ident, obj, current, verdict.why)
     wanted = _without_provenance(obj)
@@ -330,11 +334,13 @@ def prunes(live_by_id: dict[Identity, Obj], desired: set[Identity], source: str 
             if owned(live_by_id[ident], source)]
 
 
-def claim(steps: list[Step], found: Iterable[Obj],
-          opted: frozenset[str] | set[str] = frozenset()) -> tuple[list[Step], list[tuple[Step, str]]]:
+def claim(steps: list[Step], found: Iterable[Obj], opted: frozenset[str] | set[str] = frozenset(),
+          denied: Mapping[str, str] | None = None) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Check the child steps against ``found``: objects that exist under a create's identity
     although the label-selected list did not show them (a namespaced list without a selector).
-    ``opted``: ``namespace/name`` of the Applications that opted in to adopt (``opted_in``).
+    ``opted``: ``namespace/name`` of the Applications that opted in to adopt (``opted_in``) where
+    the operator consents; ``denied``: ``namespace/name`` -> why the operator does not, for those
+    that opted in elsewhere.
     Returns ``(steps, conflicts)``:
 
     - a create whose object exists is decided again against it (``decide``): the agent's own
@@ -352,7 +358,8 @@ def claim(steps: list[Step], found: Iterable[Obj],
         existing = by_id.get(step.identity) if step.action == Op.CREATE else None
         if existing is not None:
             desired = cast(Obj, step.desired)  # a create's
-            step = decide(desired, existing, owner_key(desired) in opted)
+            key = owner_key(desired)
+            step = decide(desired, existing, key in opted, (denied or {}).get(key, ""))
         if step.action == Op.CONFLICT:
             conflicts.append((step, step.why))
         else:

@@ -22,7 +22,7 @@ from agent.api import labels
 from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import (appapply, appplan, backoff, childapply, conditions, events, livestate, plan, prune,
-                          remember as remember_, scope, sourceread, statuses, statuswrite, steady as steady_, wantedby,
+                          remember as remember_, scope, sourceread, tenancy, statuses, statuswrite, steady as steady_, wantedby,
                           writes)
 from agent.engine.options import Options
 from agent.engine.passvalues import ChildIndex, ChildWave, Pass, Wanted, key_of
@@ -115,12 +115,14 @@ def _wanted(opts: Options, report: Report, read: sourceread.SourceRead) -> Wante
     report.notes += read.notes
     loaded = read.loaded
     wanted, outside = scope.split(loaded.manifests, opts.allowed_namespaces, opts.agent_namespace)
-    problems = [manifests.ManifestError(p, None, None, m) for p, m in read.problems] + loaded.errors + outside
+    wanted, forbidden = tenancy.refuse(wanted, tenancy.policy(opts))
+    problems = [manifests.ManifestError(p, None, None, m) for p, m in read.problems] + loaded.errors + outside \
+        + forbidden
     report.errors += [str(p) for p in problems]
     report.problems = problems
     rejected = [(r.application or (f"{r.path}:{r.line}" if r.line else r.path), "; ".join(r.reasons), r)
                 for r in loaded.rejected]
-    elsewhere = [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside]
+    elsewhere = [(m.message.split(":", 1)[0].removeprefix("Application "), str(m)) for m in outside + forbidden]
     report.invalid += [(p, m) for p, m in read.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)

@@ -261,15 +261,25 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(world)
                                                     "Synced": ("False", "OwnershipConflict")}
     assert world.child("Service", "web")["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
     world.commit({"web.yaml": app_yaml("web", annotations=ADOPT)})
-    report = world.sync()
+    report = world.sync()  # Git consents, the operator does not (--adopt-namespaces): still left alone
+    denied = ('exists and is controlled by nothing and was not made by the agent; the Application has '
+              f'heumsi.github.io/adopt: "true", but the operator has not consented to adoption in namespace {NS!r} '
+              "(--adopt-namespaces names where the annotation is honoured; it is not set), so it was not adopted; "
+              "field managers: kubectl-create; left alone. To hand it to the agent, the operator adds its namespace "
+              "to --adopt-namespaces; or delete or rename it, or rename the Application")
+    assert changes(report) == [(f"Application/{NS}/web", CONFIGURED, ""), (f"Deployment/{NS}/web", FAILED, denied),
+                               (f"Service/{NS}/web", FAILED, denied)]
+    assert [w for w in world.kube.writes if w[1] != f"Application/{NS}/web"] == []
+    assert conditions(world.app("web"))["Stalled"][:2] == ("True", "OwnershipConflict")
+    report = world.sync(adopt_namespaces=("other", "sh*"))
     taken = ('no controller holds it and the Application has heumsi.github.io/adopt: "true"; fields taken from '
              "kubectl-create")
     assert changes(report) == [
-        (f"Application/{NS}/web", CONFIGURED, ""),
+        (f"Application/{NS}/web", UNCHANGED, ""),  # configured (annotated) by the pass before
         (f"Deployment/{NS}/web", ADOPTED, f"{taken}; spec.selector is immutable and differs from Git, so recreated"),
         (f"Service/{NS}/web", ADOPTED, taken)]
     assert world.kube.writes == [
-        ("apply", f"Application/{NS}/web"), ("patch_managed_fields", f"Deployment/{NS}/web"),
+        ("patch_managed_fields", f"Deployment/{NS}/web"),
         ("apply", f"Deployment/{NS}/web"),  # refused: the selector is immutable (422)
         ("delete", f"Deployment/{NS}/web"), ("apply", f"Deployment/{NS}/web"),
         ("patch_managed_fields", f"Service/{NS}/web"), ("apply", f"Service/{NS}/web"),

@@ -1,0 +1,38 @@
+"""agent.engine.tenancy: the ServiceAccounts an Application's pods may run as."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.engine import tenancy
+from agent.manifests import loader as manifests
+
+_OWN = tenancy.Policy("ops", "gitops-agent")
+
+
+@pytest.mark.parametrize("namespace, account, policy, refused", [
+    ("ops", "gitops-agent", _OWN, "the agent's own ServiceAccount"),
+    ("team-a", "gitops-agent", _OWN, None),  # another namespace's account of that name is not the agent's
+    ("ops", "web", _OWN, None), ("ops", None, _OWN, None),
+    ("ops", "gitops-agent", tenancy.Policy("ops", None), None),  # not known: nothing to compare with
+    ("team-a", "ci-admin", tenancy.Policy(allowed_service_accounts=("app-*", "web")), "is not allowed"),
+    ("team-a", "app-x", tenancy.Policy(allowed_service_accounts=("app-*", "web")), None),
+    ("team-a", "web", tenancy.Policy(allowed_service_accounts=("app-*", "web")), None),
+    ("team-a", None, tenancy.Policy(allowed_service_accounts=("app-*",)), None),  # the namespace's default
+    ("ops", "gitops-agent", tenancy.Policy("ops", "gitops-agent", ("*",)), "the agent's own ServiceAccount"),
+])
+def test_service_account_problem(namespace, account, policy, refused):
+    problem = tenancy.service_account_problem(namespace, account, policy)
+    assert (problem is None) if refused is None else (refused in problem)
+
+
+def test_refuse_names_file_line_field_and_application():
+    text = (b"apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: grab, namespace: ops}\n"
+            b"spec: {image: nginx, port: 80, serviceAccountName: gitops-agent}\n")
+    loaded = manifests.load({"a.yaml": text, "b.yaml": text.replace(b"gitops-agent}", b"web}").replace(b"grab", b"web")}, "default")
+    kept, refused = tenancy.refuse(loaded.manifests, _OWN)
+    assert [m.path for m in kept] == ["b.yaml"]
+    assert [str(e) for e in refused] == [
+        "a.yaml:1: spec.serviceAccountName: Application ops/grab: 'gitops-agent' is the agent's own ServiceAccount "
+        "(ops/gitops-agent, POD_SERVICE_ACCOUNT): its token holds the agent's permissions, so no Application may run "
+        "pods as it; use a ServiceAccount of the Application's own; nothing was created, changed or pruned for it"]
