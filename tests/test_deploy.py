@@ -72,8 +72,10 @@ def test_private_repository_components_render(cluster, tmp_path, component, env_
 
 def test_namespaced_rbac_component_renders(cluster, tmp_path):
     docs = render(cluster, with_component(tmp_path, "namespaced-rbac"))
-    kinds = [d["kind"] for d in docs]
-    assert "ClusterRole" not in kinds and "ClusterRoleBinding" not in kinds
+    cluster_wide = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert [d["metadata"]["name"] for d in cluster_wide] == ["gitops-agent-ingress-hosts"]  # the one read
+    assert cluster_wide[0]["rules"] == [{"apiGroups": ["networking.k8s.io"], "resources": ["ingresses"],
+                                         "verbs": ["list"]}]
     roles = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "Role"}
     assert {("team-a", "gitops-agent"), ("team-b", "gitops-agent")} <= roles
     assert agent_env(docs)["GITOPS_AGENT_ALLOWED_NAMESPACES"] == "team-a,team-b"

@@ -4,6 +4,8 @@ are refused unless named explicitly."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support import app_yaml
@@ -69,3 +71,46 @@ def test_the_operators_service_account_list_narrows_what_git_may_name(agent, rep
             "(--allowed-service-accounts app-*)") in proc.stderr
     assert objects.trio(namespace, "admin") == (None, None, None)
     assert all(objects.trio(namespace, "web")) and all(objects.trio(namespace, "db"))
+
+
+def ingress(objects, namespace: str, name: str) -> dict | None:
+    from kubernetes import client
+
+    return objects._get(client.NetworkingV1Api(objects.api_client).read_namespaced_ingress, name, namespace)
+
+
+def with_ingress(text: str, host: str, annotations: dict | None = None) -> str:
+    extra = "".join(f"\n      {k}: {json.dumps(v)}" for k, v in (annotations or {}).items())
+    return text.replace("spec:\n", f"spec:\n  ingress:\n    host: {host}\n" + (f"    annotations:{extra}\n" if extra else ""))
+
+
+def test_a_host_another_namespace_serves_is_not_claimed(agent, repo, namespaces, objects, cluster):
+    theirs, ours = namespaces("theirs"), namespaces("ours")
+    cluster.kubectl("-n", theirs, "create", "ingress", "shop", "--rule=shop.example.com/*=shop:80")
+    before = ingress(objects, theirs, "shop")["metadata"]["resourceVersion"]
+    repo.write("grab.yaml", with_ingress(app_yaml("grab", namespace=ours), "shop.example.com"))
+    repo.write("blog.yaml", with_ingress(app_yaml("blog", namespace=ours), "blog.example.com"))
+    repo.commit()
+    proc = agent.sync(repo.path, "--allowed-namespaces", ours)  # theirs is outside the scope, and still seen
+    assert proc.returncode == 2
+    assert (f"Ingress/{ours}/grab: claims host 'shop.example.com' path '/', which Ingress {theirs}/shop already serves "
+            "('/'): another namespace's host is not taken over (OwnershipConflict)") in proc.stderr
+    conditions = {c["type"]: c for c in objects.app(ours, "grab")["status"]["conditions"]}
+    assert (conditions["Stalled"]["status"], conditions["Stalled"]["reason"]) == ("True", "OwnershipConflict")
+    assert ingress(objects, ours, "blog") is not None and ingress(objects, ours, "grab") is None
+    assert ingress(objects, theirs, "shop")["metadata"]["resourceVersion"] == before
+
+
+def test_a_snippet_annotation_is_refused_unless_the_operator_allows_it(agent, repo, namespace, objects):
+    snippet = {"nginx.ingress.kubernetes.io/server-snippet": "location /admin { proxy_pass http://10.0.0.1; }"}
+    repo.write("web.yaml", with_ingress(app_yaml("web", namespace=namespace), "web.example.com", snippet))
+    repo.commit()
+    proc = agent.sync(repo.path)
+    assert proc.returncode == 2
+    assert (f"error: web.yaml:1: spec.ingress.annotations: Application {namespace}/web: "
+            "'nginx.ingress.kubernetes.io/server-snippet' injects configuration into the ingress controller") \
+        in proc.stderr
+    assert objects.trio(namespace, "web") == (None, None, None)
+    proc = agent.sync(repo.path, "--allow-ingress-snippets")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ingress(objects, namespace, "web")["metadata"]["annotations"] == snippet

@@ -731,3 +731,20 @@ def test_a_cache_dir_checked_by_many_processes_at_once_is_never_refused(tmp_path
         given = str(tmp_path / f"r{round_}" / "cache")
         with ThreadPoolExecutor(8) as pool:
             assert list(pool.map(cache_dir, [given] * 8)) == [given] * 8
+
+
+def test_an_ingress_snippet_annotation_is_refused_offline_at_its_line_unless_allowed(validate, tmp_path):
+    """Issue 42: an ingress-nginx server-snippet from Git runs in the controller that serves every team's hosts."""
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "web.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: web}\nspec:\n  image: nginx\n"
+        "  port: 80\n  ingress:\n    host: shop.example.com\n    annotations:\n"
+        "      nginx.ingress.kubernetes.io/rewrite-target: /\n"
+        "      nginx.ingress.kubernetes.io/server-snippet: 'location /admin { proxy_pass http://10.0.0.1; }'\n")
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "error: apps/web.yaml:11: spec.ingress.annotations.nginx.ingress.kubernetes.io/server-snippet: "
+        "'nginx.ingress.kubernetes.io/server-snippet' injects configuration into the ingress controller, which serves "
+        "every namespace's hosts from it; refused unless the operator allows it (--allow-ingress-snippets)\n")
+    assert validate("--path", "apps", "--allow-ingress-snippets", cwd=tmp_path).returncode == 0

@@ -163,6 +163,15 @@ def switch(parser: argparse.ArgumentParser, *names: str, variable: str, default:
     return action
 
 
+def add_snippets_switch(parser: argparse.ArgumentParser) -> None:
+    """``--allow-ingress-snippets`` (``sync``, ``diff``, ``run`` and ``validate``)."""
+    switch(parser, "--allow-ingress-snippets", variable="ALLOW_INGRESS_SNIPPETS", default=False, negatable=False,
+           help="allow Ingress annotations that inject configuration into the ingress controller (names ending in "
+                "snippet: ingress-nginx's server-snippet, configuration-snippet, auth-snippet); without it an "
+                "Application with one is refused, naming its file (default: off; the controller serves every "
+                "namespace's hosts from that configuration) [env GITOPS_AGENT_ALLOW_INGRESS_SNIPPETS]")
+
+
 def option(parser: argparse.ArgumentParser, name: str, variable: str, help: str, **kwargs) -> argparse.Action:
     """Add the flag ``name`` whose default is ``GITOPS_AGENT_<variable>`` (``default`` in
     ``kwargs`` when the variable is unset; converted and checked by ``type`` like the flag), its

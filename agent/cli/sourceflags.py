@@ -91,6 +91,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "controller holds are taken over there. Elsewhere the annotation is ignored and the Application fails "
          "with OwnershipConflict, saying so (default: none; Git alone cannot take over what someone made by hand)",
          default=_env("ADOPT_NAMESPACES"), type=nametypes.namespace_patterns)
+    flags.add_snippets_switch(parser)
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
@@ -149,5 +150,5 @@ def options_from(args: argparse.Namespace):
                         agent_namespace=os.environ.get("POD_NAMESPACE", "").strip() or None,
                         agent_service_account=os.environ.get("POD_SERVICE_ACCOUNT", "").strip() or None,
                         allowed_service_accounts=args.allowed_service_accounts,
-                        adopt_namespaces=args.adopt_namespaces,
+                        adopt_namespaces=args.adopt_namespaces, allow_ingress_snippets=args.allow_ingress_snippets,
                         max_prune_share=args.max_prune_share)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.api import crd
+from agent.kinds import ingress
 from agent.manifests import loader as manifests
 from agent.manifests.loader import Manifest, ManifestError
 from agent.source import mirror as source, snapshot as snapshots
@@ -186,15 +187,21 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] = ()) -> Result:
+def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] = (),
+          allow_snippets: bool = False) -> Result:
     """Validate ``files`` (path -> bytes) as ``sync`` would, plus the apply-time rules of the
-    module docstring. ``refused``: problems found while reading (kept in the result).
+    module docstring. ``refused``: problems found while reading (kept in the result);
+    ``allow_snippets``: ``--allow-ingress-snippets`` (else an Ingress annotation that injects
+    controller configuration is a problem at its own line, ``ingress.snippets``).
     Raises ValueError for an invalid default ``namespace``."""
     loaded = manifests.load(files, namespace, max_file_bytes=MAX_FILE_BYTES)
     errors = list(refused) + loaded.errors
     valid = []
     for manifest in loaded.manifests:
         found = [(sub, f"{message} (rule from crd.yaml)") for sub, message in crd.problems(manifest.body)]
+        if not allow_snippets:
+            found += [(("spec", "ingress", "annotations", key), ingress.snippet_refusal(key))
+                      for key in ingress.snippets(manifest.body.get("spec") or {})]
         if not found:
             valid.append(manifest)
             continue
@@ -208,12 +215,13 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
 
 def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace: str = "default",
         cache_dir: str | None = None, fetch_timeout: float = 60.0,
-        credentials: source.Credentials | None = None, submodules: bool = True) -> Result:
+        credentials: source.Credentials | None = None, submodules: bool = True,
+        allow_snippets: bool = False) -> Result:
     """Validate a directory (``repo`` None: ``path`` on disk) or the files under ``path`` in
     the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does).
     ``submodules``: follow submodules under ``path`` (False: one there is a problem, as for
     ``sync --no-submodules``). Never raises for bad input: a source that cannot be read sets
-    ``Result.fatal``."""
+    ``Result.fatal``. ``allow_snippets``: ``--allow-ingress-snippets`` (``check``)."""
     started = time.monotonic()
     commit = fetch_seconds = None
     try:
@@ -227,7 +235,7 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
                                    submodules=submodules)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
-        result = check(files, namespace, refused)
+        result = check(files, namespace, refused, allow_snippets)
     except (OSError, source.SourceError, ValueError) as err:
         result = Result(fatal=source.redact(str(err), repo))
     result.commit, result.fetch_seconds = commit, fetch_seconds

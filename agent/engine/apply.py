@@ -21,7 +21,7 @@ from typing import Callable, Mapping, cast
 from agent.api.labels import ADOPT_ANNOTATION
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import conditions, diff, plan
+from agent.engine import conditions, diff, hostclaim, plan
 from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Action, Report
 from agent.kinds import fields
 from agent.kube.cluster import ApiError, Cluster
@@ -201,7 +201,7 @@ def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[
             listed[where] = kube.list_in(*where)
     found = [obj for where in wanted for obj in listed[where]]
     steps, conflicts = plan.claim(steps, found, opted, denied)
-    hosts: list[tuple[plan.Step, str]] = []
+    steps, hosts = hostclaim.check(kube, steps, listed)
     refused = [(step, f"exists and {reason}; field managers: {', '.join(plan.managers(cast(Obj, step.live))) or 'none'}; "
                 f"{_remedy(step)}") for step, reason in conflicts] + hosts
     for n, (step, why) in enumerate(refused):

@@ -27,7 +27,8 @@ class Options:
     ones unless ``allowed_namespaces`` names it (``scope.permitted``); ``agent_service_account`` and
     ``allowed_service_accounts``: the ServiceAccounts an Application's pods may not and may run as
     (``tenancy.Policy``); ``adopt_namespaces``: names or globs of the namespaces where the operator
-    consents to adoption (``tenancy.adoption_denied``; None: none)."""
+    consents to adoption (``tenancy.adoption_denied``; None: none); ``allow_ingress_snippets``: Ingress
+    annotations that inject controller configuration are allowed (``kinds.ingress.snippets``)."""
 
     repo: str
     cache_dir: str
@@ -45,4 +46,5 @@ class Options:
     agent_service_account: str | None = None  # the agent's own (POD_SERVICE_ACCOUNT): never a pod's (tenancy)
     allowed_service_accounts: tuple[str, ...] | None = None  # names or globs; None: any but the agent's own
     adopt_namespaces: tuple[str, ...] | None = None  # where heumsi.github.io/adopt is honoured; None: nowhere
+    allow_ingress_snippets: bool = False  # ingress-nginx *-snippet annotations (tenancy)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE

@@ -18,6 +18,9 @@ The rules (``refuse``):
   ``heumsi.github.io/adopt`` annotation is honoured, none by default. Adopting makes a hand-made
   object the agent's, and a later commit that drops it deletes it: one commit could otherwise take
   over and then delete whatever someone made by hand in a namespace the agent may write.
+- An Ingress annotation that injects configuration into the ingress controller (``ingress.snippets``:
+  ingress-nginx ``*-snippet``) is refused unless ``allow_ingress_snippets`` (``--allow-ingress-snippets``):
+  the controller serves every namespace's hosts from that one configuration.
 - With ``allowed_service_accounts`` (``--allowed-service-accounts``: names or shell-style globs), a
   ``spec.serviceAccountName`` must match one of them. An Application that names none runs as its
   namespace's ``default``, which the cluster's administrator set up, and is always allowed.
@@ -31,22 +34,26 @@ from typing import Any
 
 from agent.api.labels import ADOPT_ANNOTATION
 from agent.engine.options import Options
+from agent.kinds import ingress
 from agent.manifests.loader import ManifestError
 
 
 @dataclass(frozen=True)
 class Policy:
     """The operator's tenant rules: ``agent_namespace`` and ``agent_service_account`` (None: not
-    known, e.g. outside a pod), ``allowed_service_accounts`` (None: any but the agent's own)."""
+    known, e.g. outside a pod), ``allowed_service_accounts`` (None: any but the agent's own),
+    ``allow_ingress_snippets`` (``--allow-ingress-snippets``)."""
 
     agent_namespace: str | None = None
     agent_service_account: str | None = None
     allowed_service_accounts: tuple[str, ...] | None = None
+    allow_ingress_snippets: bool = False
 
 
 def policy(opts: Options) -> Policy:
     """The ``Policy`` of ``opts``."""
-    return Policy(opts.agent_namespace, opts.agent_service_account, opts.allowed_service_accounts)
+    return Policy(opts.agent_namespace, opts.agent_service_account, opts.allowed_service_accounts,
+                  opts.allow_ingress_snippets)
 
 
 def service_account_problem(namespace: str, account: str | None, policy: Policy) -> str | None:
@@ -77,18 +84,26 @@ def adoption_denied(namespace: str, patterns: tuple[str, ...] | None) -> str | N
             "was not adopted")
 
 
+def problems(namespace: str, spec: dict[str, Any], policy: Policy) -> list[tuple[str, str]]:
+    """(field, why) of each tenant rule ``spec`` (an Application's, in ``namespace``) breaks."""
+    found = []
+    why = service_account_problem(namespace, spec.get("serviceAccountName"), policy)
+    if why is not None:
+        found.append(("spec.serviceAccountName", why))
+    if not policy.allow_ingress_snippets:
+        found += [("spec.ingress.annotations", ingress.snippet_refusal(key)) for key in ingress.snippets(spec)]
+    return found
+
+
 def refuse(found: list[Any], policy: Policy) -> tuple[list[Any], list[ManifestError]]:
-    """(the manifests the tenant rules allow, one ``ManifestError`` per manifest refused: its file,
-    the line of its document, the field and ``Application NAMESPACE/NAME: `` before the rule broken).
+    """(the manifests the tenant rules allow, one ``ManifestError`` per rule broken: its file, the
+    line of its document, the field and ``Application NAMESPACE/NAME: `` before the rule broken).
     ``found``: ``Manifest``s."""
     kept, refused = [], []
     for m in found:
-        spec = m.body.get("spec") or {}
-        why = service_account_problem(m.namespace, spec.get("serviceAccountName"), policy)
-        if why is None:
+        broken = problems(m.namespace, m.body.get("spec") or {}, policy)
+        if not broken:
             kept.append(m)
-        else:
-            refused.append(ManifestError(m.path, m.line, "spec.serviceAccountName",
-                                         f"Application {m.namespace}/{m.name}: {why}; nothing was created, changed "
-                                         "or pruned for it"))
+        refused += [ManifestError(m.path, m.line, field, f"Application {m.namespace}/{m.name}: {why}; nothing was "
+                                  "created, changed or pruned for it") for field, why in broken]
     return kept, refused

@@ -43,6 +43,23 @@ def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": metadata, "spec": out}
 
 
+def snippets(spec: Obj) -> list[str]:
+    """The keys of ``spec.ingress.annotations`` that inject configuration into the ingress
+    controller, sorted: those whose name (after the ``prefix/``) ends in ``snippet``, any case
+    (ingress-nginx ``nginx.ingress.kubernetes.io/server-snippet``, ``configuration-snippet``,
+    ``auth-snippet``, ``stream-snippet``; HAProxy's ``backend-config-snippet``). Such text runs
+    inside the controller's configuration for every host it serves: CVE-2021-25742, and
+    ingress-nginx's own ``allow-snippet-annotations`` (off by default since v1.9) say why."""
+    annotations = (spec.get("ingress") or {}).get("annotations") or {}
+    return sorted(k for k in annotations if isinstance(k, str) and k.rpartition("/")[2].lower().endswith("snippet"))
+
+
+def snippet_refusal(key: str) -> str:
+    """Why the Ingress annotation ``key`` (one of ``snippets``) is refused (``sync`` and ``validate``)."""
+    return (f"{key!r} injects configuration into the ingress controller, which serves every namespace's hosts "
+            "from it; refused unless the operator allows it (--allow-ingress-snippets)")
+
+
 def health(obj: Obj | None) -> Health:
     """Health of a ``networking.k8s.io/v1`` Ingress (gitops-engine ``getIngressHealth``): None:
     Missing; being deleted: Progressing; an address in ``status.loadBalancer.ingress``: Healthy;

@@ -304,6 +304,13 @@ class Kube:
                            f"listing {kind} in {namespace}")
         return data.get("items") or []
 
+    def list_unscoped(self, group: str, kind: str) -> list[dict]:
+        """Every object of a kind across all namespaces, as ``list``, and never narrowed by a
+        wrapper's scope (``--allowed-namespaces`` hides the objects outside from ``list``): for a
+        check against other tenants' objects (an Ingress host another namespace serves). Read
+        only: nothing it returns is planned or pruned. Raises ApiError."""
+        return self.list(group, kind)
+
     def _item(self, group: str, kind: str):
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]  # "/apis/apps/v1" -> apps/v1, "/api/v1" -> v1
         # a list's own memo, dropped after it: one memo for a pass's lists kept more (what only

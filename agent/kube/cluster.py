@@ -40,7 +40,7 @@ class NoConfiguration(ApiError):
 
 class Cluster(Protocol):
     """The verbs of one pass (see ``Kube`` for each one's contract): reads (``get``, ``list``,
-    ``list_in``, ``served``), writes (``apply``, ``create``, ``delete``, ``patch_managed_fields``,
+    ``list_in``, ``list_unscoped``, ``served``), writes (``apply``, ``create``, ``delete``, ``patch_managed_fields``,
     ``patch_annotations``, ``patch_status``, ``event``), ``wait_gone``, ``sharing`` (a pass's
     scope for shared parts of live objects), ``concurrency`` (parallel writes allowed) and
     ``dry_run`` (writes are not kept)."""
@@ -57,6 +57,8 @@ class Cluster(Protocol):
 
     def list_in(self, group: str, kind: str, namespace: str,
                 label_selector: str | None = None) -> builtins.list[dict]: ...
+
+    def list_unscoped(self, group: str, kind: str) -> builtins.list[dict]: ...
 
     def served(self, group: str, version: str) -> set[str]: ...
 
@@ -102,6 +104,9 @@ class Wrapper:
 
     def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> builtins.list[dict]:
         return self._kube.list_in(group, kind, namespace, label_selector)
+
+    def list_unscoped(self, group: str, kind: str) -> builtins.list[dict]:
+        return self._kube.list_unscoped(group, kind)
 
     def served(self, group: str, version: str) -> set[str]:
         return self._kube.served(group, version)

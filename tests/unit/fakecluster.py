@@ -437,6 +437,9 @@ class FakeCluster:
     def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
         return self._list(group, kind, namespace, label_selector)
 
+    def list_unscoped(self, group: str, kind: str) -> list[dict]:
+        return self._list(group, kind, None, None)
+
     def _list(self, group: str, kind: str, namespace: str | None, selector: str | None) -> list[dict]:
         with self._lock:
             self._served_or_404(group, kind, f"listing {kind}")

@@ -36,3 +36,20 @@ def test_refuse_names_file_line_field_and_application():
         "a.yaml:1: spec.serviceAccountName: Application ops/grab: 'gitops-agent' is the agent's own ServiceAccount "
         "(ops/gitops-agent, POD_SERVICE_ACCOUNT): its token holds the agent's permissions, so no Application may run "
         "pods as it; use a ServiceAccount of the Application's own; nothing was created, changed or pruned for it"]
+
+
+@pytest.mark.parametrize("annotations, refused", [
+    ({"nginx.ingress.kubernetes.io/server-snippet": "x"}, ["nginx.ingress.kubernetes.io/server-snippet"]),
+    ({"nginx.ingress.kubernetes.io/configuration-snippet": "x", "nginx.ingress.kubernetes.io/auth-snippet": "y",
+      "nginx.ingress.kubernetes.io/rewrite-target": "/"},
+     ["nginx.ingress.kubernetes.io/auth-snippet", "nginx.ingress.kubernetes.io/configuration-snippet"]),
+    ({"haproxy.org/backend-config-snippet": "x"}, ["haproxy.org/backend-config-snippet"]),
+    ({"nginx.ingress.kubernetes.io/Server-Snippet": "x"}, ["nginx.ingress.kubernetes.io/Server-Snippet"]),
+    ({"example.com/snippets-enabled": "true", "nginx.ingress.kubernetes.io/ssl-redirect": "true"}, []),
+])
+def test_snippet_annotations_are_refused_unless_allowed(annotations, refused):
+    spec = {"image": "nginx", "port": 80, "ingress": {"host": "a.example.com", "annotations": annotations}}
+    assert [w for f, w in tenancy.problems("team-a", spec, tenancy.Policy())] == [
+        f"{k!r} injects configuration into the ingress controller, which serves every namespace's hosts from it; "
+        "refused unless the operator allows it (--allow-ingress-snippets)" for k in refused]
+    assert tenancy.problems("team-a", spec, tenancy.Policy(allow_ingress_snippets=True)) == []
