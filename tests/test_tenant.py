@@ -114,3 +114,51 @@ def test_a_snippet_annotation_is_refused_unless_the_operator_allows_it(agent, re
     proc = agent.sync(repo.path, "--allow-ingress-snippets")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ingress(objects, namespace, "web")["metadata"]["annotations"] == snippet
+
+
+TENANT_ROLE = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: gitops-tenant, namespace: NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: gitops-tenant, namespace: NS}
+rules:
+  - apiGroups: ["", "apps", "networking.k8s.io", "autoscaling"]
+    resources: ["configmaps", "services", "deployments", "ingresses", "horizontalpodautoscalers"]
+    verbs: ["get", "list", "create", "patch", "delete"]
+  - apiGroups: ["heumsi.github.io"]
+    resources: ["applications/finalizers"]
+    verbs: ["update"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: gitops-tenant, namespace: NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gitops-tenant}
+subjects: [{kind: ServiceAccount, name: gitops-tenant, namespace: NS}]
+"""
+
+
+def test_children_are_written_as_the_namespaces_tenant_and_its_rbac_bounds_them(agent, repo, namespaces, objects,
+                                                                                 cluster, tmp_path):
+    """--tenant-service-account: a namespace whose tenant ServiceAccount may write the children gets them; one
+    where it may not gets none, and the refusal names the verb, the object and the ServiceAccount."""
+    granted, foreign = namespaces("granted"), namespaces("foreign")
+    manifest = tmp_path / "tenant.yaml"
+    manifest.write_text(TENANT_ROLE.replace("NS", granted))
+    cluster.kubectl("apply", "-f", str(manifest))
+    repo.write("a.yaml", app_yaml("web", namespace=granted))
+    repo.write("b.yaml", app_yaml("grab", namespace=foreign))
+    repo.commit()
+    proc = agent.sync(repo.path, "--tenant-service-account", "gitops-tenant")
+    assert proc.returncode == 2
+    assert all(objects.trio(granted, "web"))
+    deployment = objects.deployment(granted, "web")
+    assert any(e["manager"] == "gitops-agent" and e["operation"] == "Apply" for e in deployment["metadata"]["managedFields"])
+    assert objects.app(foreign, "grab") is not None  # the Application is the agent's own
+    assert objects.deployment(foreign, "grab") is None and objects.service(foreign, "grab") is None
+    assert (f'User "system:serviceaccount:{foreign}:gitops-tenant" cannot patch resource "deployments" in API group '
+            f'"apps" in the namespace "{foreign}" (written as ServiceAccount {foreign}/gitops-tenant, '
+            "--tenant-service-account: that namespace's RBAC does not allow it)") in proc.stderr
+    assert f'deployments.apps "grab" is forbidden' in proc.stderr

@@ -32,7 +32,8 @@ def connect(args: argparse.Namespace, *, notify: bool):
     opts = sourceflags.options_from(args)
     settings = notify_flags.settings(args, opts.source_id) if notify else None
     kube = Kube(args.kubeconfig, args.context, retry_seconds=args.api_retry_seconds, dry_run=is_dry_run(args),
-                concurrency=args.concurrency, qps=args.kube_api_qps, burst=args.kube_api_burst)
+                concurrency=args.concurrency, qps=args.kube_api_qps, burst=args.kube_api_burst,
+                tenant_service_account=args.tenant_service_account)
     return kube, opts, settings
 
 

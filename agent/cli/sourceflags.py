@@ -92,6 +92,12 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "with OwnershipConflict, saying so (default: none; Git alone cannot take over what someone made by hand)",
          default=_env("ADOPT_NAMESPACES"), type=nametypes.namespace_patterns)
     flags.add_snippets_switch(parser)
+    flag("--tenant-service-account", "TENANT_SERVICE_ACCOUNT", "write each Application's children as this "
+         "ServiceAccount of the Application's namespace (Kubernetes impersonation, as Flux's "
+         "--default-service-account), so that namespace's RBAC bounds what Git can make there; a refusal names the "
+         "verb, the object and the ServiceAccount. Applications, their status, Events and reads stay the agent's "
+         "own (default: none, every write is the agent's)", default=_env("TENANT_SERVICE_ACCOUNT"),
+         type=nametypes.dns_subdomain)
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,13 @@ fairness (``ratelimit.FLOW_CONTROL_HEADER``), as Flux does. The client is
 thread-safe and its urllib3 pool holds ``concurrency`` connections and more, for the parallel
 writes of ``agent.engine.writes``.
 
+With ``tenant_service_account=NAME`` (``--tenant-service-account``) every write of a child (a
+child kind's resource in a namespace: apply, create, delete, the managedFields and annotation
+patches) is sent as the ServiceAccount NAME of that namespace (``Impersonate-User:
+system:serviceaccount:NAMESPACE:NAME``, as Flux's ``--default-service-account``), so that
+namespace's RBAC bounds what Git can make there. Applications, their status, Events, Namespaces
+and every read stay the agent's own. A refusal (403) says which ServiceAccount was refused.
+
 With ``dry_run=True`` every write is a server-side dry run (``dryRun=All``): the API server
 validates, defaults and admits it and answers with the object it would store, but stores
 nothing. Events and status writes are skipped entirely (no request), so a dry-run pass leaves
@@ -25,6 +32,7 @@ import contextlib
 import datetime
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -54,6 +62,21 @@ RESOURCES = {
     ("", "Pod"): ("/api/v1", "pods", True),  # read only: get and explain, and the status page's watch
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+CHILD_RESOURCES = frozenset((k.api_prefix, k.plural) for k in registry.CHILD_KINDS)
+IMPERSONATE_HEADER = "Impersonate-User"
+_NAMESPACED = re.compile(r"(/apis?(?:/[^/]+)?/[^/]+)/namespaces/([^/]+)/([^/]+)")
+
+
+def tenant_of(method: str, url_path: str, account: str | None) -> tuple[str, str] | None:
+    """(namespace, user) a request is sent as with ``--tenant-service-account`` ``account``: a write
+    (``WRITE_METHODS``) to a child kind's resource in a namespace goes as
+    ``system:serviceaccount:NAMESPACE:ACCOUNT``; None for anything else (the agent itself)."""
+    if account is None or method not in WRITE_METHODS:
+        return None
+    found = _NAMESPACED.match(url_path)
+    if found is None or (found.group(1), found.group(3)) not in CHILD_RESOURCES:
+        return None
+    return found.group(2), f"system:serviceaccount:{found.group(2)}:{account}"
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
 
@@ -167,8 +190,10 @@ class Kube:
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
                  retry_seconds: float = 20.0, dry_run: bool = False, *, concurrency: int = 1,
-                 qps: float | None = None, burst: int | None = None, retry_unreachable: bool = True):
+                 qps: float | None = None, burst: int | None = None, retry_unreachable: bool = True,
+                 tenant_service_account: str | None = None):
         self.dry_run = dry_run
+        self.tenant_service_account = tenant_service_account
         self.concurrency = concurrency
         self.limiter = TokenBucket(DEFAULT_QPS if qps is None else qps, DEFAULT_BURST if burst is None else burst)
         self.limit_auto = qps is None and burst is None  # lifted by the server's flow control
@@ -238,6 +263,9 @@ class Kube:
         what = f"{method} {url_path}"
         self.throttle()
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        tenant = tenant_of(method, url_path, self.tenant_service_account)
+        if tenant is not None:
+            headers[IMPERSONATE_HEADER] = tenant[1]
         req = self.api.param_serialize(method, url_path, query_params=list((query or {}).items()),
                                        header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
@@ -269,7 +297,11 @@ class Kube:
         if not 200 <= resp.status <= 299:
             if not isinstance(data, dict):
                 raise ApiError(resp.status, "", _text(resp.data), what)
-            raise ApiError(resp.status, data.get("reason", ""), data.get("message", _text(resp.data)), what)
+            message = data.get("message", _text(resp.data))
+            if tenant is not None and resp.status == 403:
+                message = (f"{message} (written as ServiceAccount {tenant[0]}/{self.tenant_service_account}, "
+                           "--tenant-service-account: that namespace's RBAC does not allow it)")
+            raise ApiError(resp.status, data.get("reason", ""), message, what)
         if not isinstance(data, dict):
             raise ApiError(resp.status, "Unreadable", f"the answer is not JSON: {_text(resp.data)}", what)
         return data
