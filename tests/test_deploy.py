@@ -43,7 +43,8 @@ def test_the_base_needs_no_secret(cluster):
     docs = render(cluster, ROOT / "deploy")
     assert sorted(d["kind"] for d in docs) == sorted(["Namespace", "ServiceAccount", "ClusterRole",
                                                       "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
-                                                      "Service"])
+                                                      "Service"] + ["Namespace", "ServiceAccount", "Role",
+                                                                    "RoleBinding"] * 2)  # the tenants team-a, team-b
     env = agent_env(docs)
     assert "GITOPS_AGENT_GIT_TOKEN_FILE" not in env and "GITOPS_AGENT_SSH_KEY_FILE" not in env
     deployment = next(d for d in docs if d["kind"] == "Deployment")
@@ -52,6 +53,9 @@ def test_the_base_needs_no_secret(cluster):
             if "secretKeyRef" in e.get("valueFrom", {})]
     assert all(ref["optional"] for ref in refs)  # only the optional webhook secret: none is needed
     assert env["GITOPS_AGENT_ALLOWED_NAMESPACES"] == "team-*"  # an explicit namespace policy (issue 42)
+    assert env["GITOPS_AGENT_TENANT_SERVICE_ACCOUNT"] == "gitops-tenant"
+    assert {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount"} == {
+        ("gitops-agent", "gitops-agent"), ("team-a", "gitops-tenant"), ("team-b", "gitops-tenant")}
 
 
 @pytest.mark.parametrize("component, env_name, secret", [
@@ -102,9 +106,17 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         kubeconfig = service_account_kubeconfig(cluster, tmp_path)
         repo.write("a.yaml", app_yaml("web"))
         head = repo.commit()
-        proc = agent.run([sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",
-                          "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"),
-                          "--namespace", namespace])
+        command = [sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",
+                   "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace]
+        proc = agent.run(command)  # as itself the agent may write no child (issue 42)
+        assert proc.returncode == 2
+        assert (f'User "system:serviceaccount:gitops-agent:gitops-agent" cannot patch resource "deployments" in API '
+                f'group "apps" in the namespace "{namespace}"') in proc.stderr
+        assert objects.deployment(namespace, "web") is None
+        tenant = (ROOT / "deploy" / "tenants.yaml").read_text().split("\n---\n")[1:4]  # team-a's, less its Namespace
+        (tmp_path / "tenant.yaml").write_text("\n---\n".join(tenant).replace("team-a", namespace))
+        cluster.kubectl("apply", "-f", str(tmp_path / "tenant.yaml"))
+        proc = agent.run(command + ["--tenant-service-account", "gitops-tenant"])
         assert proc.returncode == 0, proc.stderr
         assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
         assert all(objects.trio(namespace, "web"))

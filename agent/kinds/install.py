@@ -22,10 +22,20 @@ CHILD_VERBS = ("get", "list", "watch", "create", "patch", "delete")
 """What the agent does to children: get (wait for a recreated child), list and watch (each pass
 reads them; ``run`` watches them), create and patch (server-side apply), delete (prune)."""
 
+READ_VERBS = ("get", "list", "watch")
+"""What the agent itself does to children when it writes them as each namespace's tenant
+(``--tenant-service-account``, as ``deploy/`` runs it): it only reads and watches them."""
+
+TENANT_VERBS = ("get", "list", "create", "patch", "delete")
+"""What the tenant ServiceAccount of a namespace does to children on the agent's behalf: its
+writes (create and patch: server-side apply; delete: prune; get and list for the API server's
+checks). No watch: the agent watches as itself."""
+
 RBAC: dict[Path, tuple[str, ...]] = {
-    Path("deploy", "rbac.yaml"): CHILD_VERBS,
+    Path("deploy", "rbac.yaml"): READ_VERBS,  # the agent's own ClusterRole: writes go as the tenant
+    Path("deploy", "tenants.yaml"): TENANT_VERBS,  # each namespace's tenant Role
     # The namespaced Roles' component sets GITOPS_AGENT_WATCH=false: watches are cluster-wide.
-    Path("deploy", "components", "namespaced-rbac", "roles.yaml"): tuple(v for v in CHILD_VERBS if v != "watch"),
+    Path("deploy", "components", "namespaced-rbac", "roles.yaml"): ("get", "list"),
 }
 """Each RBAC file with child rules, relative to the repository's root, and the verbs they grant."""
 

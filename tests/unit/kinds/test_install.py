@@ -36,16 +36,21 @@ def granted(path: Path) -> dict[tuple, set[tuple[str, str, str]]]:
 
 @pytest.mark.parametrize("path, verbs", install.RBAC.items())
 def test_every_role_grants_every_child_kind_its_verbs(path, verbs):
-    roles = {key: rules for key, rules in granted(path).items() if key[2] == "gitops-agent"}  # not the Lease's
+    roles = {key: rules for key, rules in granted(path).items()
+             if key[2] in ("gitops-agent", "gitops-tenant")}  # not the Lease's nor the Ingress list's
     assert roles
     for rules in roles.values():
         assert {(k.group, k.plural, v) for k in CHILD_KINDS for v in verbs} <= rules
 
 
-def test_the_namespaced_roles_grant_what_the_cluster_role_does_but_watch():
-    assert install.RBAC[Path("deploy", "rbac.yaml")] == install.CHILD_VERBS
-    assert install.RBAC[Path("deploy", "components", "namespaced-rbac", "roles.yaml")] == (
-        "get", "list", "create", "patch", "delete")
+def test_the_agent_reads_children_and_the_tenants_write_them():
+    """Issue 42: the agent's own roles grant no child write; each namespace's tenant Role does."""
+    assert install.RBAC[Path("deploy", "rbac.yaml")] == ("get", "list", "watch")
+    assert install.RBAC[Path("deploy", "components", "namespaced-rbac", "roles.yaml")] == ("get", "list")
+    assert install.RBAC[Path("deploy", "tenants.yaml")] == ("get", "list", "create", "patch", "delete")
+    agent = granted(Path("deploy", "rbac.yaml"))[("ClusterRole", None, "gitops-agent")]
+    assert not {(k.group, k.plural, v) for k in CHILD_KINDS for v in ("create", "patch", "delete")} & agent
+    assert ("", "serviceaccounts", "impersonate") in agent
 
 
 def test_rules_are_one_per_api_group_in_registry_order():
