@@ -240,6 +240,8 @@ def _follow(tree, link) -> tuple[object | None, str | None]:
         item = tree / resolved
     except KeyError:
         return None, f"symlink to {target!r} points to nothing in this commit"
+    except ValueError:  # a directory on the way holds a name Git refuses (submodules.entries)
+        return None, f"symlink to {target!r} goes through a directory Git would refuse"
     if item.type != "blob" or item.mode == SYMLINK_MODE:
         return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
     return item, None
