@@ -260,6 +260,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             repo = git.Repo(target)
             if want and _has(repo, want, timeout):
                 return repo, False
+            _remove_stale_locks(target)
         else:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
             for stale in Path(cache_dir).glob(".new-*"):  # a first fetch cut short (the lock is held: none runs)
@@ -349,6 +350,25 @@ def _short(detail: str) -> str:
         return f"the server answered HTTP {status.group(1)}"
     return next((words for needle, words in _SHORT if needle in detail),
                 "the remote did not answer as a Git repository")
+
+
+def _remove_stale_locks(mirror: Path) -> None:
+    """Remove the lock files a Git process killed with SIGKILL left in ``mirror`` (the whole pod
+    killed for memory, a kill -9 of the process group): Git removes them itself on SIGTERM, but
+    one left behind makes every later fetch fail with ``cannot lock ref``. Called with the cache
+    directory's lock held (``cachedir.locked``), which every fetch into a mirror holds, so no
+    live Git writes to it: each lock file there is stale. Never raises."""
+    names = ["HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock", "FETCH_HEAD.lock"]
+    found = [mirror / name for name in names]
+    try:
+        found += list((mirror / "refs").rglob("*.lock"))
+    except OSError:
+        pass
+    for lock in found:
+        try:
+            lock.unlink()
+        except OSError:
+            pass
 
 
 _HTTP_STATUS = re.compile(r"The requested URL returned error: (\d{3})")

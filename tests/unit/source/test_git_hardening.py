@@ -348,3 +348,18 @@ def test_git_dies_with_a_killed_agent_and_the_next_run_works(repo, tmp_path):
         done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "valid: 1 file, 1 Application" in done.stdout
+
+
+def test_lock_files_a_killed_git_left_in_the_mirror_do_not_stop_the_next_fetch(repo, tmp_path):
+    """SIGKILL (the whole pod killed) leaves Git no chance to remove its lock files; the next fetch
+    holds the cache's lock, so any lock file in the mirror is stale and removed."""
+    repo.write("web.yaml", app_yaml("web"))
+    repo.commit("web")
+    cache = tmp_path / "cache"
+    source.fetch(str(repo.path), None, cache)
+    mirror = source.cache_path(cache, str(repo.path))
+    for lock in ("refs/remotes/origin/main.lock", "packed-refs.lock", "HEAD.lock"):
+        (mirror / lock).write_text("")
+    second = repo.commit("two")
+    assert source.fetch(str(repo.path), None, cache).commit == second
+    assert not list(mirror.rglob("*.lock"))
