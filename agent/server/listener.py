@@ -109,7 +109,7 @@ App = Callable[[Request], Response]
 
 
 def _head(parser: HTTPRequestParser) -> Head:
-    headers = {name.replace("_", "-"): value for name, value in parser.headers.items()}
+    headers = {name.replace("_", "-").title(): value for name, value in parser.headers.items()}
     return Head(parser.command, parser.request_uri.partition("?")[0], headers)
 
 
@@ -130,6 +130,7 @@ class _Parser(HTTPRequestParser):
             self.headers["TRANSFER_ENCODING"] = "chunked"
         if self.early(_head(self)):  # answered from the headers: the body is never read
             self.body_rcv, self.chunked, self.content_length, self.connection_close = None, False, 0, True
+            self.headers["CONNECTION"] = "close"  # what waitress reads to close after the answer
         else:
             if self.chunked:
                 del self.headers["TRANSFER_ENCODING"]
@@ -164,23 +165,32 @@ class _Server(TcpWSGIServer):
     """Waitress's server with the absolute deadlines of ``_Parser``, checked every second."""
 
     def maintenance(self, now):
-        super().maintenance(now)  # idle connections: channel_timeout (header_seconds)
-        clock = time.monotonic()
+        """Close connections idle for ``channel_timeout`` between requests and those whose request's
+        headers are late; hand a late body to the application (``timed_out``). ``now``: ``time.time()``."""
+        idle_since, clock = now - self.adj.channel_timeout, time.monotonic()
         for channel in list(self.active_channels.values()):
             request = channel.request
-            if request is None or channel.will_close or clock < request.deadline:
+            if channel.requests or channel.will_close:  # being answered
                 continue
-            if not request.headers_finished:
+            if request is None:
+                if channel.last_activity < idle_since:
+                    channel.will_close = True
+            elif clock >= request.deadline and not request.headers_finished:
                 channel.will_close = True  # headers too slow: closed without an answer
-                continue
-            with channel.requests_lock:  # the body is late: the application answers (408)
-                request.timed_out, request.completed, request.connection_close = True, True, True
-                request.close()
-                request.body_rcv = None
-                channel.request = None
-                channel.requests.append(request)
-                if len(channel.requests) == 1:
-                    self.add_task(channel)
+            elif clock >= request.deadline:
+                self._late(channel, request)
+
+    def _late(self, channel, request) -> None:
+        """The body is late: the application answers it (408), then the connection closes."""
+        with channel.requests_lock:
+            request.timed_out, request.completed, request.connection_close = True, True, True
+            request.headers["CONNECTION"] = "close"
+            request.close()
+            request.body_rcv = None
+            channel.request = None
+            channel.requests.append(request)
+            if len(channel.requests) == 1:
+                self.add_task(channel)
 
 
 def _wsgi(app: App):
