@@ -145,6 +145,8 @@ class _Task(WSGITask):
 
     def build_response_header(self):
         spelled = {"-".join(part.capitalize() for part in name.split("-")): name for name, _ in self.response_headers}
+        if self.environ is not None and self.environ.get("gitops_agent.close"):  # Response.close (WSGI may not say it)
+            self.set_close_on_finish()
         head = super().build_response_header()
         for normal, name in spelled.items():
             if normal != name:
@@ -210,8 +212,7 @@ def _wsgi(app: App):
                           timed_out)
         response = app(request)
         out = [*response.headers, ("Content-Length", str(len(response.body)))]
-        if response.close:
-            out.append(("Connection", "close"))
+        environ["gitops_agent.close"] = response.close  # _Task closes the connection after the answer
         start_response(f"{response.code} {HTTPStatus(response.code).phrase}", out)
         return [response.body] if request.method != "HEAD" else [b""]
     return application

@@ -150,3 +150,14 @@ def test_anonymous_on_loopback_still_answers_loopback_host_names_only():
         assert ask(port, headers={"Host": f"127.0.0.1:{port}"})[0] == 200
     finally:
         server.shutdown()
+
+
+def test_an_answer_that_closes_says_so_and_closes(serve):
+    """WSGI may not name ``Connection``: ``Response.close`` reaches waitress another way (it was a 500)."""
+    port = serve(app=lambda request: Response(413, [("Content-Type", "application/json")], b"{}", close=True))
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"\r\nConnection: close\r\n" in answer
+    assert closed_within(sock, 5) is not None
+    sock.close()
