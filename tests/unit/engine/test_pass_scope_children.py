@@ -63,7 +63,8 @@ def test_an_application_outside_the_allowed_namespaces_is_refused_and_blocks_pru
 
 def test_the_pruning_note_counts_the_applications_outside_and_the_files_that_failed(tmp_path):
     world = World(tmp_path, allowed_namespaces=(NS,))
-    world.commit({"web.yaml": app_yaml("web"), "x.yaml": app_in("evil", "kube-system"), "y.yaml": app_in("more", "ops")})
+    world.commit({"web.yaml": app_yaml("web"), "x.yaml": app_in("evil", "kube-system"),
+                  "y.yaml": app_in("more", "ops")})
     report = world.sync()
     assert report.errors == [outside("x.yaml", 5, "kube-system", "evil"), outside("y.yaml", 5, "ops", "more")]
     assert report.notes == ["pruning skipped: 2 Applications in Git target a namespace --allowed-namespaces does not "

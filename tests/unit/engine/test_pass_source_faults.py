@@ -35,7 +35,8 @@ def gone(world: World, tmp_path) -> None:
 def fetch_error(report, world: World) -> str:
     """The one error of a failed fetch, without its tail; asserts its shape."""
     [error] = report.errors
-    assert error.startswith(f"fetching {world.opts.repo} failed: ") and error.endswith("; nothing was changed or pruned")
+    assert error.startswith(f"fetching {world.opts.repo} failed: ")
+    assert error.endswith("; nothing was changed or pruned")
     return error.removesuffix("; nothing was changed or pruned")
 
 
