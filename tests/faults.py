@@ -20,10 +20,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def free_port() -> int:
-    """A loopback TCP port nobody listens on (connections to it are refused)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A loopback TCP port nobody listens on at ``host`` (connections to it are refused)."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
@@ -188,11 +188,13 @@ class GitHttpServer:
     status), ``hang`` (connections are accepted and never answered). The port stays the same
     across modes, so the agent sees one remote URL (one cache mirror) going bad and back.
     ``required_auth``: the Authorization header every request must carry (else 401);
-    ``repo_auth``: the same per repository (first path component), overriding it there."""
+    ``repo_auth``: the same per repository (first path component), overriding it there.
+    ``host``: the loopback address it listens on (127.0.0.2 is another host on the same machine)."""
 
-    def __init__(self, root: Path, mode: str = OK):
+    def __init__(self, root: Path, mode: str = OK, host: str = "127.0.0.1"):
         self.root = Path(root)
-        self.port = free_port()
+        self.host = host
+        self.port = free_port(host)
         self.mode = OK
         self.requests: list = []
         self.required_auth: str | None = None  # e.g. "Basic dXNlcjp0b2tlbg==": else 401
@@ -203,7 +205,7 @@ class GitHttpServer:
         self.set_mode(mode)
 
     def url(self, name: str, userinfo: str = "") -> str:
-        return f"http://{userinfo + '@' if userinfo else ''}127.0.0.1:{self.port}/{name}"
+        return f"http://{userinfo + '@' if userinfo else ''}{self.host}:{self.port}/{name}"
 
     def set_mode(self, mode: str) -> None:
         if mode == REFUSED:
@@ -219,7 +221,7 @@ class GitHttpServer:
         deadline = time.monotonic() + 10
         while True:
             try:
-                self._server = _Server(("127.0.0.1", self.port), _Handler)
+                self._server = _Server((self.host, self.port), _Handler)
                 break
             except OSError:
                 if time.monotonic() > deadline:

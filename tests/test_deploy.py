@@ -43,8 +43,9 @@ def test_the_base_needs_no_secret(cluster):
     docs = render(cluster, ROOT / "deploy")
     assert sorted(d["kind"] for d in docs) == sorted(["Namespace", "ServiceAccount", "ClusterRole",
                                                       "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
-                                                      "Service"] + ["Namespace", "ServiceAccount", "Role",
-                                                                    "RoleBinding"] * 2)  # the tenants team-a, team-b
+                                                      "Service", "NetworkPolicy"]
+                                                     + ["Namespace", "ServiceAccount", "Role", "RoleBinding"] * 2)
+    # the tenants team-a and team-b (tenants.yaml)
     env = agent_env(docs)
     assert "GITOPS_AGENT_GIT_TOKEN_FILE" not in env and "GITOPS_AGENT_SSH_KEY_FILE" not in env
     deployment = next(d for d in docs if d["kind"] == "Deployment")
@@ -56,6 +57,12 @@ def test_the_base_needs_no_secret(cluster):
     assert env["GITOPS_AGENT_TENANT_SERVICE_ACCOUNT"] == "gitops-tenant"
     assert {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in docs if d["kind"] == "ServiceAccount"} == {
         ("gitops-agent", "gitops-agent"), ("team-a", "gitops-tenant"), ("team-b", "gitops-tenant")}
+    # probes and metrics on a listener of their own, and only the webhook's and the metrics' ports let in
+    assert env["GITOPS_AGENT_PROBE_ADDR"] == ":8082"
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["port"] == container["readinessProbe"]["httpGet"]["port"] == "probes"
+    policy = next(d for d in docs if d["kind"] == "NetworkPolicy")
+    assert sorted(port["port"] for rule in policy["spec"]["ingress"] for port in rule["ports"]) == ["http", "probes"]
 
 
 @pytest.mark.parametrize("component, env_name, secret", [

@@ -384,7 +384,7 @@ def test_deploy_directory_renders_with_kustomize(cluster):
     rendered = cluster.kubectl("kustomize", str(ROOT / "deploy")).stdout
     kinds = re.findall(r"^kind: (\w+)", rendered, re.M)
     assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                    "RoleBinding", "Deployment", "Service"])
+                                    "RoleBinding", "Deployment", "Service", "NetworkPolicy"])
     assert "secrets" not in rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
 
 

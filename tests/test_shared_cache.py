@@ -39,6 +39,12 @@ def private_repo(tmp_path) -> GitRepo:
     return secret
 
 
+LOOPBACK_SUBMODULES = source.Credentials(submodule_hosts=("127.0.0.1",))
+"""B's superprojects are local directories (no host), so their submodules on the test's server
+are fetched only when ``--submodule-hosts`` names it: here it does, so each must be fetched and
+is refused by the server, which is what these tests prove (not the host rule)."""
+
+
 def superproject(tmp_path, name: str, url: str, sha: str) -> GitRepo:
     """B's repository: one Application of its own and a gitlink to ``sha`` at ``apps/stolen``
     whose ``.gitmodules`` URL is ``url``."""
@@ -87,9 +93,9 @@ def test_a_submodule_naming_another_sources_private_https_repository_must_be_fet
         same_host = superproject(tmp_path, "b-same-host", "../secret.git", secret.head())
         faults.bare_clone(same_host.path, tmp_path / "srv" / "b.git")
         embedded = superproject(tmp_path, "b-embedded", server.url("secret.git", "git:not-a-token"), secret.head())
-        attacks = [("no credentials", str(anonymous.path), None),
+        attacks = [("no credentials", str(anonymous.path), LOOPBACK_SUBMODULES),
                    ("B's token, same host", server.url("b.git"), source.Credentials(token=TOKEN_B)),
-                   ("other credentials in the URL", str(embedded.path), None)]
+                   ("other credentials in the URL", str(embedded.path), LOOPBACK_SUBMODULES)]
         for what, url, creds in attacks:
             for attempt in range(3):  # a request the loaded machine dropped never reaches the server
                 before = len(server.requests)
@@ -131,7 +137,7 @@ def test_a_mirror_of_the_layout_before_credential_keys_is_never_read(tmp_path):
         old = cache / (hashlib.sha256(secret_url.encode()).hexdigest()[:16] + ".git")
         shutil.move(source.cache_path(cache, secret_url, creds_a), old)  # as an older agent left it
         b = superproject(tmp_path, "b", secret_url, secret.head())
-        assert "submodule 'apps/stolen'" in refused(str(b.path), cache)
+        assert "submodule 'apps/stolen'" in refused(str(b.path), cache, LOOPBACK_SUBMODULES)
         before = len(server.requests)
         assert sorted(fetch_and_read(secret_url, cache, creds_a).files) == ["apps/secret-app.yaml"]
         assert len(server.requests) > before and source.cache_path(cache, secret_url, creds_a).is_dir()
@@ -151,15 +157,15 @@ def test_a_submodule_naming_another_sources_private_ssh_repository_must_be_fetch
     creds_a = source.Credentials(ssh_key_file=str(key), known_hosts_file=str(known))
     assert sorted(fetch_and_read(secret_url, cache, creds_a).files) == ["apps/secret-app.yaml"]
     b = superproject(tmp_path, "b", secret_url, secret.head())
-    message = refused(str(b.path), cache)
-    assert "submodule 'apps/stolen'" in message, message
+    message = refused(str(b.path), cache, LOOPBACK_SUBMODULES)
+    assert "submodule 'apps/stolen'" in message and "--submodule-hosts" not in message, message
     other_key = tmp_path / "b_key"  # a key of B's own, not let in by the server
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other_key)], check=True)
     b2 = superproject(tmp_path, "b2", secret_url, secret.head())
     creds_b = source.Credentials(ssh_key_file=str(other_key), known_hosts_file=str(known))
     assert source.cache_path(cache, secret_url, creds_b) != source.cache_path(cache, secret_url, creds_a)
     assert sorted(fetch_and_read(secret_url, cache, creds_a).files) == ["apps/secret-app.yaml"]  # A unchanged
-    assert "submodule 'apps/stolen'" in refused(str(b2.path), cache)
+    assert "submodule 'apps/stolen'" in refused(str(b2.path), cache, LOOPBACK_SUBMODULES)
 
 
 @pytest.mark.usefixtures("crd")
@@ -178,7 +184,7 @@ def test_two_sources_sharing_a_cache_dir_one_cannot_sync_the_others_private_repo
         assert proc.returncode == 0, proc.stderr
         assert objects.app(ns_a, "secret-app") is not None
         b = superproject(tmp_path, "b", server.url("secret.git"), secret.head())
-        proc = agent.sync(b.path, "--namespace", ns_b, "--path", "apps")
+        proc = agent.sync(b.path, "--namespace", ns_b, "--path", "apps", "--submodule-hosts", "127.0.0.1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     errors = error_lines(proc)
     assert len(errors) == 1 and "submodule 'apps/stolen'" in errors[0], proc.stderr

@@ -278,12 +278,20 @@ def test_unreadable_submodules_fail_by_name_and_prune_nothing(agent, repo, names
     secret = "s3cret-t0ken-in-gitmodules"
     repo.git("config", "-f", ".gitmodules", "submodule.apps/team-b.url", f"https://u:{secret}@127.0.0.1:1/b.git")
     repo.commit("team b moves to a host that is down")
-    proc = sync(agent, repo, namespace, "--fetch-timeout", "5")
+    proc = sync(agent, repo, namespace, "--fetch-timeout", "5", "--submodule-hosts", "127.0.0.1")
     assert proc.returncode == 2
     errors = error_lines(proc)
     assert len(errors) == 1 and "submodule 'apps/team-b'" in errors[0] and "127.0.0.1:1/b.git" in errors[0]
+    assert "could not connect" in errors[0]
     assert secret not in proc.stdout + proc.stderr
     before.check("unreachable")
+
+    proc = sync(agent, repo, namespace, "--fetch-timeout", "5")  # a host --submodule-hosts does not name
+    assert proc.returncode == 2
+    errors = error_lines(proc)
+    assert len(errors) == 1 and "submodule 'apps/team-b'" in errors[0] and "'127.0.0.1' is not --repo's" in errors[0]
+    assert secret not in proc.stdout + proc.stderr
+    before.check("another host")
 
     (repo.path / ".gitmodules").unlink()
     repo.commit(".gitmodules removed, the gitlink kept")

@@ -194,8 +194,8 @@ def add_kubeconfig_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_credential_flags(parser: argparse.ArgumentParser) -> None:
     """The repository's credentials, for every command that fetches: ``--git-token-file`` and
-    ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), and their
-    variables. ``--git-username`` has no default here: None means "not given", so that a user
+    ``--git-username`` (HTTPS), ``--ssh-key-file`` and ``--known-hosts-file`` (SSH), where they
+    and fetches may go (``--allow-insecure-http``, ``--submodule-hosts``), and their variables. ``--git-username`` has no default here: None means "not given", so that a user
     written in ``--repo``'s URL can be told apart (``sourceflags.credentials``)."""
     option(parser, "--git-token-file", "GIT_TOKEN_FILE", "file holding an HTTPS token or password for the "
            "repository (or set GITOPS_AGENT_GIT_TOKEN)", type=readable_file)
@@ -204,6 +204,12 @@ def add_credential_flags(parser: argparse.ArgumentParser) -> None:
     option(parser, "--ssh-key-file", "SSH_KEY_FILE", "private key for ssh:// repositories", type=readable_file)
     option(parser, "--known-hosts-file", "KNOWN_HOSTS_FILE", "known_hosts for ssh:// repositories (strict checking)",
            type=readable_file)
+    switch(parser, "--allow-insecure-http", variable="ALLOW_INSECURE_HTTP", default=False, negatable=False,
+           help="send the token over plain http:// to a host that is not loopback (refused by default: anyone on "
+                "the way could read it) [env GITOPS_AGENT_ALLOW_INSECURE_HTTP]")
+    option(parser, "--submodule-hosts", "SUBMODULE_HOSTS", "comma-separated hosts (names, addresses or globs, "
+           "*.example.com) that submodules may be fetched from besides --repo's own host (default: none: a "
+           "submodule elsewhere is refused)", type=host_patterns, default=None)
 
 
 def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:
@@ -213,6 +219,18 @@ def add_submodules_switch(parser: argparse.ArgumentParser) -> argparse.Action:
     return switch(parser, "--submodules", variable="SUBMODULES", default=True,
                   help="follow Git submodules under --path; with --no-submodules a submodule there "
                        "fails the pass (default: on) [env GITOPS_AGENT_SUBMODULES]")
+
+
+def host_patterns(text: str) -> tuple[str, ...]:
+    """Type for ``--submodule-hosts``: comma-separated host names, IP addresses (IPv6 without
+    brackets) or shell-style globs (``*.example.com``; ``*`` alone: every host); blanks around
+    commas are ignored, letters are lowercased (DNS names are not case sensitive, RFC 4343).
+    Returns the patterns as a tuple."""
+    patterns = tuple(p.strip().lower() for p in text.split(",") if p.strip())
+    rule = "comma-separated host names, IP addresses or globs (*.example.com), at least one"
+    if not patterns or any(len(p) > 253 or not re.fullmatch(r"[a-z0-9.*?:_-]+", p) for p in patterns):
+        raise not_allowed(text, rule)
+    return patterns
 
 
 def boolean(text: str) -> bool:

@@ -203,15 +203,21 @@ def text(doc: dict) -> str:
         return _verdict(doc)
     if doc["command"] == "diff":
         for app in doc["applications"]:
-            lines += [obj["diff"].rstrip("\n") for obj in app["objects"] if obj["diff"]]
+            lines += [_printable_lines(obj["diff"]) for obj in app["objects"] if obj["diff"]]
     lines.append(f"commit {doc['commit']}" if doc["commit"] else "commit: none (source not fetched)")
     for app in doc["applications"]:
-        lines.append(f"{app['name']}:")
+        lines.append(printable(f"{app['name']}:"))
         for obj in app["objects"]:
             lines.append(printable(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else "")))
     lines += [printable(f"note: {n}") for n in doc["notes"]]
     lines.append(_verdict(doc))
     return "\n".join(lines)
+
+
+def _printable_lines(text: str) -> str:
+    """``text`` (a unified diff) with each of its lines ``printable``: its line breaks kept, any
+    other control character (a carriage return, ESC) escaped."""
+    return "\n".join(printable(line) for line in text.rstrip("\n").split("\n"))
 
 
 def code(value: str) -> str:
@@ -293,7 +299,7 @@ def markdown(doc: dict, limit: int = MARKDOWN_LIMIT) -> str:
     for app in doc["applications"]:
         for obj in app["objects"]:
             if obj.get("diff"):
-                diff = obj["diff"].rstrip("\n")
+                diff = _printable_lines(obj["diff"])
                 fence = "`" * max(3, max(map(len, re.findall("`+", diff)), default=0) + 1)  # longer than any inside
                 summary = html.escape(printable(f"{obj['subject']} ({obj['action']})"), quote=False)
                 blocks.append(("diff", "\n".join([f"<details><summary>{summary}</summary>", "", f"{fence}diff", diff,

@@ -54,8 +54,12 @@ def _schedule_flags(parser: argparse.ArgumentParser) -> None:
                              "between what the passes read and the cluster; 10 to 86400 (default: 600) "
                              "[env GITOPS_AGENT_RELIST_INTERVAL]")
     parser.add_argument("--http-addr", default=_env("HTTP_ADDR", ":8080"), type=nametypes.http_addr,
-                        help="HOST:PORT for /healthz, /readyz, /metrics (default: :8080) "
+                        help="HOST:PORT for /healthz, /readyz, /metrics and /hooks/git (default: :8080) "
                              "[env GITOPS_AGENT_HTTP_ADDR]")
+    parser.add_argument("--probe-addr", default=_env("PROBE_ADDR"), type=nametypes.http_addr,
+                        help="HOST:PORT of a listener of their own for /healthz, /readyz and /metrics, which "
+                             "keep answering there whatever floods --http-addr or the status page; point the "
+                             "kubelet's probes and Prometheus at it (default: off) [env GITOPS_AGENT_PROBE_ADDR]")
 
 
 def _lease_flags(parser: argparse.ArgumentParser) -> None:
@@ -191,6 +195,31 @@ def _serve_ui(args: argparse.Namespace, opts: sync.Options, cache, runner) -> bo
     return True
 
 
+def _serve_endpoints(args: argparse.Namespace, metrics, health, hook) -> list | None:
+    """Start ``--http-addr`` (and ``--probe-addr`` when given); None (after one problem line, with
+    nothing left listening) when one cannot listen."""
+    from agent.server.endpoints import listen_problem, serve, serve_probes
+
+    started: list = []
+    log = logging.getLogger("agent.run")
+    for flag, address in (("--http-addr", args.http_addr), ("--probe-addr", args.probe_addr)):
+        if not address:
+            continue
+        try:
+            server = serve(address, metrics, health, webhook=hook) if flag == "--http-addr" else \
+                serve_probes(address, metrics, health)
+        except OSError as err:  # in use, not an address of this machine, a port below 1024
+            for running in started:
+                running.shutdown()
+            given = getattr(address, "variable", flag)  # the flag, or the variable it came from
+            logs.problem(f"cannot listen on {address} ({given}): {listen_problem(address, err)}")
+            return None
+        started.append(server)
+        paths = "/healthz, /readyz, /metrics" + (", /hooks/git" if hook is not None and flag == "--http-addr" else "")
+        log.info("serving %s on %s:%d", paths, *server.server_address[:2])
+    return started
+
+
 def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret: bytes | None = None,
                 notify=None) -> int:
     """``run``: serve HTTP, elect (optionally), pass on schedule and on changes, stop on SIGTERM.
@@ -198,14 +227,15 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     ``notifier.Settings`` (None: no notifications, no commit status)."""
     from agent.server import webhook
     from agent.server.cache import Cache
-    from agent.server.endpoints import Health, Metrics, listen_problem, serve
+    from agent.server.endpoints import STUCK_MINIMUM, Health, Metrics
     from agent.server.runner import Runner
 
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
-    health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout)
+    health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout,
+                    stuck_after=max(3 * args.interval, STUCK_MINIMUM))
     cache = Cache() if args.ui_address else None
     notifier = None
     if notify is not None:
@@ -217,20 +247,16 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
                     relist_interval=args.relist_interval,
                     retry=backoff.Policy(base=args.min_retry_delay, cap=args.max_retry_delay, skip=True))
     hook = webhook.create(secret, opts, runner, metrics) if secret else None
-    try:
-        server = serve(args.http_addr, metrics, health, webhook=hook)
-    except OSError as err:  # in use, not an address of this machine, a port below 1024
+    servers = _serve_endpoints(args, metrics, health, hook)
+    if servers is None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        given = getattr(args.http_addr, "variable", "--http-addr")  # the flag, or the variable it came from
-        logs.problem(f"cannot listen on {args.http_addr} ({given}): {listen_problem(args.http_addr, err)}")
         return exitcodes.FAILED
-    logging.getLogger("agent.run").info("serving /healthz, /readyz, /metrics%s on %s:%d",
-                                        ", /hooks/git" if secret else "", *server.server_address[:2])
     if cache is not None and not _serve_ui(args, opts, cache, runner):
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        server.shutdown()
+        for server in servers:
+            server.shutdown()
         return exitcodes.FAILED
     election = None
     if args.leader_elect:
@@ -250,7 +276,8 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     if election is not None and not runner.lost_lease:
         election.release()  # the next replica takes over at once instead of after the lease expires
     logging.getLogger("agent.run").info("stopped")
-    server.shutdown()
+    for server in servers:
+        server.shutdown()  # within about a second each, whatever their connections do
     # Ended here, not by the interpreter's finalization: an abandoned pass's thread would hold
     # its exit, and the watches' and the rate limiter's daemon threads still blocked in C (a TLS
     # read, a lock) made finalization abort now and then (SIGABRT, exit -6, about one stop in

@@ -119,7 +119,9 @@ def credentials(args) -> source.Credentials:
     user-info and the flags disagree (another user, another token): one would silently win.
     The message names neither the user-info nor the token (a token can be written as the
     URL's user). Without a token here, ``source.effective`` uses the URL's own user and
-    password, as before (never sent to a submodule)."""
+    password, as before (never sent to a submodule). Raises ``flags.UsageError`` too when a
+    token (given or in the URL) would go over plain ``http://`` to a host that is not loopback
+    without ``--allow-insecure-http`` (``source.plain_http_refused``)."""
     if args.git_token_file:  # wins over the variable, which is then not read
         token, token_from = flags.read_token_file(args.git_token_file), flags.shown(args.git_token_file)
     else:
@@ -138,8 +140,15 @@ def credentials(args) -> source.Credentials:
                                    "in --repo's URL when both are given (they differ; neither is shown): give the "
                                    "token in one place", flag="--git-token-file")
         username = username or written or None
-    return source.Credentials(token=token, username=username or "git",
-                              ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file)
+    creds = source.Credentials(token=token, username=username or "git",
+                               ssh_key_file=args.ssh_key_file, known_hosts_file=args.known_hosts_file,
+                               insecure_http=bool(getattr(args, "allow_insecure_http", False)),
+                               submodule_hosts=tuple(getattr(args, "submodule_hosts", None) or ()))
+    if args.repo:
+        refused = source.plain_http_refused(*source.effective(args.repo, creds))
+        if refused:
+            raise flags.UsageError(refused, flag="--repo")
+    return creds
 
 
 def options_from(args: argparse.Namespace):

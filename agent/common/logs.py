@@ -28,8 +28,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` as one line a terminal shows as it is: each character ``str.isprintable`` refuses
+    (newline, carriage return, ESC and other control or format characters) written as an escape
+    (``\\n``, ``\\x1b``, ``\\u202e``), the way ``engine.report.printable`` writes the report. A
+    file name from Git can then neither forge a log line nor drive the terminal (issue 42)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+        for c in text)
+
+
 class TextFormatter(logging.Formatter):
-    """Human lines; a pass's fields follow the message as ``key=value``."""
+    """Human lines; a pass's fields follow the message as ``key=value``. The line (``TEXT_FORMAT``)
+    is ``printable``: a message holding a file name from Git stays one line; a traceback after
+    it keeps its own lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's API)
+        return printable(super().formatMessage(record))
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
@@ -71,7 +91,7 @@ def problem(message: str, fields: dict | None = None) -> None:
                  "level": "error", "logger": "agent", "message": message, **(fields or {})}
         print(json.dumps(entry, default=str), file=sys.stderr)
     else:
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {printable(message)}", file=sys.stderr)
 
 
 class _OverlapSkipped(logging.Filter):

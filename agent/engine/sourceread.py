@@ -44,7 +44,9 @@ def read(opts: Options, commit: str, before: steady_.Source | None = None) -> So
               else "in full")
     if loaded is None:
         loaded = manifests.load(snapshot.files, opts.namespace, blobs=snapshot.blobs, cache=cache)
-        cache.save()
+        unsaved = cache.save()
+        if unsaved:  # a full disk says so in the report, never silently
+            notes = [*notes, unsaved]
     return SourceRead(snapshot.problems, snapshot.blobs, loaded, notes, snapshot.plain)  # the bytes are let go
 
 

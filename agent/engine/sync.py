@@ -72,8 +72,10 @@ def run(kube: Cluster, opts: Options, *, known_commit: str | None = None, offlin
         return report
     batch.flush(lambda items: list(writes.ordered(kube, items, lambda e, _: kube.event(*e), report)))
     if steady is not None:  # a read of the changed files only leaves the parse cache's file to write
-        parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials), opts.source_id).save(
-            prune=False)
+        unsaved = parsecache.beside(source.cache_path(opts.cache_dir, opts.repo, opts.credentials),
+                                    opts.source_id).save(prune=False)
+        if unsaved:
+            report.notes.append(unsaved)
     return report
 
 

@@ -8,7 +8,7 @@ report in the order the serial loop would have produced it, whatever order they 
 
 How the guarantees of the serial pass are kept:
 
-* Phases stay in order (``sync._reconcile`` waits for one before starting the next): namespaces
+* Phases stay in order (``sync.reconcile`` waits for one stage before starting the next): namespaces
   and Applications, then their children (which need the Application's uid), then prunes of
   children, then prunes of Applications, then status. Nothing is pruned before the whole
   desired set is known and valid, because pruning is a later phase.
@@ -93,7 +93,7 @@ def ordered(kube: object, items: Iterable[T], task: Callable[[T, Scratch], R], r
     All tasks finish before the first yield. A task that raised an exception that stops the
     pass (see ``_stops``) makes the tasks not yet started skip; the exception is re-raised
     when the replay reaches it. Any other exception a task raised is re-raised at its place
-    too (tasks are expected to turn per-object ApiErrors into results, as ``sync._converge``
+    too (tasks are expected to turn per-object ApiErrors into results, as ``appapply.converge``
     does). ``inline(item)`` True: the task sends no request (e.g. an unchanged step), so it runs
     in the calling thread, without the pool's overhead (its place in the
     replay is unchanged). They run before the pool's tasks."""

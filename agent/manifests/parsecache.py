@@ -172,10 +172,14 @@ class ParseCache:
                 self._checked.discard(k)
                 self._restored.pop(k, None)
 
-    def save(self, prune: bool = True) -> None:
+    def save(self, prune: bool = True) -> str | None:
         """Keep only the entries this pass used (all, without ``prune``: a pass that asked for
-        the changed files only, see ``forget``) and write the file (atomically) when anything
-        changed; errors are logged, never raised."""
+        the changed files only, see ``forget``) and write the file (atomically: a temporary file
+        beside it, renamed over it) when anything changed. Never raises: returns None, or one line
+        saying what could not be written and why (a full disk, a read-only directory), for the
+        pass's report. The temporary file is removed on every error (issue 42: on a full disk it
+        was left behind, holding the last free space, and the next fetch failed); the entries stay
+        in memory and the next save tries again."""
         with self._lock:
             unused = set(self._entries) - self._used if prune else set()
             for k in unused:
@@ -186,17 +190,29 @@ class ParseCache:
             dirty, self._dirty = self._dirty or bool(unused), False
             self._used = set()
             if self.file is None or not dirty:
-                return
+                return None
             text = json.dumps({"format": FORMAT, "version": self.version, "entries": self._entries},
                               separators=(",", ":"))
+        tmp = None
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".parsed-")
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(text)
             os.replace(tmp, self.file)
+            return None
         except OSError as err:
-            log.info("could not save the parse cache %s: %s", self.file, err)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            with self._lock:
+                self._dirty = True  # not on disk: the next save writes it
+            problem = (f"could not write the parse cache {self.file} ({err.strerror or err}); the next pass parses "
+                       "every file again")
+            log.warning("%s", problem)
+            return problem
 
 
 def beside(mirror: str | os.PathLike, source: str = "default") -> ParseCache:

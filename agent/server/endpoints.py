@@ -1,7 +1,9 @@
-"""HTTP endpoints of ``python -m agent run``: ``/healthz``, ``/readyz`` and ``/metrics``.
+"""HTTP endpoints of ``python -m agent run``: ``/healthz``, ``/readyz`` and ``/metrics``, and the
+push webhook beside them on ``--http-addr``; the first three alone on ``--probe-addr``.
 
 Metrics come from ``prometheus-client``; health and readiness from ``Health``, which the runner
-updates after every pass.
+tells when each pass starts and ends. Each address is a bounded listener of its own
+(``listener``: waitress, with deadlines for headers and bodies).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import errno
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from agent.notify.outbox import Counters
-from agent.server.webhook import PATH as WEBHOOK_PATH
+from agent.server import listener
+from agent.server.listener import Limits, Listener, Request, Response
+from agent.server.webhook import BODY_GRACE, MAX_BODY, MIN_RATE, PATH as WEBHOOK_PATH, READ_TIMEOUT
 
 
 class Metrics:
@@ -58,20 +62,43 @@ class Metrics:
             registry=r, buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
+STUCK_MINIMUM = 600.0  # seconds: a pass may run this long whatever the interval before /healthz fails
+
+
 class Health:
     """Liveness and readiness. Ready when this replica leads and its last pass finished within
-    ``max_age`` seconds, or when it is a standby (not leading) whose election loop is alive."""
+    ``max_age`` seconds, or when it is a standby (not leading) whose election loop is alive.
+    Live unless a pass has run for longer than ``stuck_after`` seconds (``run`` gives 3 intervals,
+    at least ``STUCK_MINIMUM``; issue 42: a pass hung for ever on one commit while ``/healthz``
+    answered 200, so nothing restarted the pod). ``clock``: monotonic seconds (a fake in tests)."""
 
-    def __init__(self, max_age: float):
-        self.max_age = max_age
-        self.started = time.monotonic()
+    def __init__(self, max_age: float, stuck_after: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_age, self.stuck_after, self.clock = max_age, stuck_after, clock
+        self.started = clock()
         self.leading = False
         self.last_pass_end: float | None = None
+        self.pass_start: float | None = None  # the running pass's, None between passes
         self.lock = threading.Lock()
+
+    def pass_started(self) -> None:
+        with self.lock:
+            self.pass_start = self.clock()
 
     def pass_finished(self) -> None:
         with self.lock:
-            self.last_pass_end = time.monotonic()
+            self.last_pass_end = self.clock()
+            self.pass_start = None
+
+    def live(self) -> tuple[bool, str]:
+        """(False, why) when the running pass has run for longer than ``stuck_after``."""
+        with self.lock:
+            if self.stuck_after is None or self.pass_start is None:
+                return True, "ok"
+            ran = self.clock() - self.pass_start
+            if ran > self.stuck_after:
+                return False, f"a pass has run for {ran:.0f}s (limit {self.stuck_after:.0f}s): it is stuck"
+            return True, "ok"
 
     def ready(self) -> tuple[bool, str]:
         with self.lock:
@@ -79,7 +106,7 @@ class Health:
                 return True, "standby"
             if self.last_pass_end is None:
                 return False, "no pass has finished yet"
-            age = time.monotonic() - self.last_pass_end
+            age = self.clock() - self.last_pass_end
             if age > self.max_age:
                 return False, f"last pass finished {age:.0f}s ago (limit {self.max_age:.0f}s)"
             return True, f"last pass finished {age:.0f}s ago"
@@ -100,77 +127,71 @@ def listen_problem(address: str, err: OSError) -> str:
 
 
 READ_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})  # GET and HEAD only
+TEXT = "text/plain"
+
+MAIN = Limits(connections=500, threads=4, max_body=MAX_BODY, body_grace=BODY_GRACE, min_rate=MIN_RATE,
+              body_seconds=READ_TIMEOUT)
+"""``--http-addr``: probes, metrics and the webhook. Bodies up to the webhook's ``MAX_BODY``; at most
+500 connections (with 64 KiB of each body in memory: 32 MiB)."""
+PROBES = Limits(connections=32, threads=2, max_body=0)
+"""``--probe-addr``: probes and metrics only, never exposed: a few connections are plenty."""
 
 
-def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> ThreadingHTTPServer:
-    """Start the HTTP server on ``address`` (``host:port``; ``:8080`` means all interfaces) in a
-    daemon thread and return it (``.server_address`` holds the bound port; port 0 picks one).
-    ``webhook``: an ``agent.server.webhook.Webhook`` answering ``/hooks/git`` (None: that path is 404)."""
+def _text(code: int, body: bytes, allow: str | None = None, content_type: str = TEXT) -> Response:
+    headers = [("Content-Type", content_type)]
+    if allow:
+        headers.append(("Allow", allow))  # RFC 9110: a 405 names the methods allowed
+    return Response(code, headers, body)
+
+
+def app(metrics: Metrics, health: Health, webhook=None):
+    """The WSGI-free application of the endpoints (``listener.App``): ``/healthz``, ``/readyz``,
+    ``/metrics`` for GET and HEAD, 405 for any other method; ``/hooks/git`` for ``webhook`` (an
+    ``agent.server.webhook.Webhook``; None: 404); 404 for any other path."""
+
+    def read(path: str) -> Response | None:
+        if path == "/healthz":
+            ok, why = health.live()
+            return _text(200, b"ok\n") if ok else _text(503, (why + "\n").encode())
+        if path == "/readyz":
+            ok, why = health.ready()
+            return _text(200 if ok else 503, (why + "\n").encode())
+        if path == "/metrics":
+            return _text(200, generate_latest(metrics.registry), content_type=CONTENT_TYPE_LATEST)
+        return None
+
+    def answer(request: Request) -> Response:
+        hook = webhook is not None and request.path == WEBHOOK_PATH
+        if request.method in ("GET", "HEAD"):
+            found = read(request.path)
+            if found is not None:
+                return found
+        if request.method == "HEAD":  # GET's status and headers, no body
+            return _text(405, b"only POST is allowed\n", allow="POST") if hook else _text(404, b"not found\n")
+        if hook:
+            return webhook.handle(request)
+        if request.path in READ_PATHS:
+            return _text(405, b"only GET and HEAD are allowed\n", allow="GET, HEAD")
+        return _text(404, b"not found\n")
+    return answer
+
+
+def serve(address: str, metrics: Metrics, health: Health, webhook=None) -> Listener:
+    """Start the endpoints on ``address`` (``host:port``; ``:8080`` means all interfaces) within
+    ``MAIN``'s limits and return the running ``listener.Listener`` (``.server_address`` holds the
+    bound port; port 0 picks one). ``webhook``: an ``agent.server.webhook.Webhook`` answering
+    ``/hooks/git`` (None: that path is 404), which answers from the headers alone where it can
+    (``Webhook.early``). Raises OSError when it cannot listen, ValueError for a bad address."""
     host, _, port = address.rpartition(":")
     if not port.isdigit():
         raise ValueError(f"--http-addr {address!r} is not HOST:PORT (e.g. :8080 or 127.0.0.1:8080)")
+    early = (lambda head: head.path == WEBHOOK_PATH and webhook.early(head)) if webhook is not None else \
+        (lambda head: False)
+    return listener.serve(address, app(metrics, health, webhook), MAIN, name="http", early=early)
 
-    class Handler(BaseHTTPRequestHandler):
-        def _read(self) -> tuple[int, bytes, str] | None:
-            """(code, body, content type) of a read-only endpoint, None for any other path."""
-            path = self.path.split("?", 1)[0]
-            if path == "/healthz":
-                return 200, b"ok\n", "text/plain"
-            if path == "/readyz":
-                ok, why = health.ready()
-                return 200 if ok else 503, (why + "\n").encode(), "text/plain"
-            if path == "/metrics":
-                return 200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST
-            return None
 
-        def do_GET(self):  # noqa: N802 (http.server naming)
-            answer = self._read()
-            if answer is None:
-                self.do_POST()  # /hooks/git answers 405 to a GET; anything else 404
-            else:
-                self._send(*answer)
-
-        def do_HEAD(self):  # noqa: N802 (http.server naming): GET's status and headers, no body
-            answer = self._read()
-            if answer is None:
-                webhook_path = webhook is not None and self.path.split("?", 1)[0] == WEBHOOK_PATH
-                answer = (405, b"only POST is allowed\n", "text/plain") if webhook_path else \
-                    (404, b"not found\n", "text/plain")
-            self._send(*answer, head=True, allow="POST" if answer[0] == 405 else None)
-
-        def do_POST(self):  # noqa: N802 (http.server naming); other methods only reach the webhook
-            path = self.path.split("?", 1)[0]
-            if webhook is not None and path == WEBHOOK_PATH:
-                webhook.handle(self)
-            elif path in READ_PATHS:
-                self._send(405, b"only GET and HEAD are allowed\n", "text/plain", allow="GET, HEAD")
-            else:
-                self._send(404, b"not found\n", "text/plain")
-
-        do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_TRACE = do_POST  # noqa: N815 (405, or 404)
-
-        def __getattr__(self, name):  # any other method (``FOO``): as POST, not http.server's 501
-            if name.startswith("do_"):
-                return self.do_POST
-            raise AttributeError(name)
-
-        def _send(self, code: int, body: bytes, content_type: str, head: bool = False,
-                  allow: str | None = None) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            if allow:
-                self.send_header("Allow", allow)  # RFC 9110: a 405 names the methods allowed
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
-
-        timeout = 30  # seconds: a client that stalls while sending its request is dropped
-
-        def log_message(self, *args):  # probes every few seconds: keep the log for passes
-            pass
-
-    server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-    # shutdown() waits for the loop's next poll: 0.1 s keeps SIGTERM's exit prompt
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True).start()
-    return server
+def serve_probes(address: str, metrics: Metrics, health: Health) -> Listener:
+    """``--probe-addr``: ``/healthz``, ``/readyz`` and ``/metrics`` on a listener of their own
+    (``PROBES``' limits), so that they answer whatever floods ``--http-addr`` or the page.
+    Raises OSError when it cannot listen."""
+    return listener.serve(address, app(metrics, health), PROBES, name="probes")

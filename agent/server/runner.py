@@ -305,6 +305,7 @@ class Runner:
                 return None
             self._first_pass_started = True
             started = time.monotonic()
+            self.health.pass_started()  # /healthz fails if it never ends (Health.stuck_after)
             if not offline:
                 self._last_online_start = started
             try:

@@ -1,17 +1,16 @@
 """The status page's HTTP server (``--ui-address``): routes of ``ui`` answered with ``pages``,
-``detailpage`` and JSON; every answer with ``ui.HEADERS``, every 200 with an ETag. A ``ThreadingHTTPServer`` of its own,
-beside ``endpoints``' (probes and metrics stay reachable whatever the page does)."""
+``detailpage`` and JSON; every answer with ``ui.HEADERS``, every 200 with an ETag. A bounded listener of its own
+(``listener``), beside ``endpoints``' (probes and metrics stay reachable whatever the page does)."""
 
 from __future__ import annotations
 
 import datetime
 import hashlib
 import json
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from agent.server import detailpage, pages, ui, views
+from agent.server import detailpage, listener, pages, ui, views
+from agent.server.listener import Limits, Listener, Request, Response
 
 API = "/api/v1/applications"
 PARTS = "/_parts"  # internal: the parts of a page its script swaps in
@@ -62,69 +61,55 @@ def _application(source: ui.Source, key: tuple[str, str], kind: str, now: dateti
     return 200, render(explained, app, views.row(app, now), source.repo_url).encode(), HTML
 
 
-def serve(address: str, source: ui.Source, token: str | None, anonymous: bool) -> ThreadingHTTPServer:
-    """Start the page's server on ``address`` (``HOST:PORT``, port 0 picks one) in a daemon
-    thread. ``token``: required of every request when set; else a loopback server checks ``Host``.
-    Raises OSError when it cannot listen."""
-    host, _, port = address.rpartition(":")
+PAGE = Limits(connections=200, threads=4, max_body=1024)
+"""The page's listener: GET and HEAD carry no body (any other method is answered 405 unread)."""
+
+
+def app(source: ui.Source, token: str | None, check_host: bool):
+    """The page's ``listener.App``: ``token`` required of every GET and HEAD when set; with
+    ``check_host``, only loopback ``Host`` names are answered (DNS rebinding)."""
     static = ui.static_files()
-    check_host = token is None and not anonymous
 
-    class Handler(BaseHTTPRequestHandler):
-        def _allowed(self) -> bool:
-            if token is not None and not ui.authorized(self.headers.get("Authorization"), token):
-                self._send(401, b"a token is needed (Authorization: Bearer TOKEN)\n", "text/plain; charset=utf-8",
-                           extra={"WWW-Authenticate": 'Basic realm="gitops-agent", charset="UTF-8"'})
-                return False
-            if check_host and not ui.is_loopback(ui.host_of(self.headers.get("Host") or "")):
-                self._send(421, b"this server answers loopback host names only\n", "text/plain; charset=utf-8")
-                return False
-            return True
+    def send(code, body, kind, extra=None, cache="no-store") -> Response:
+        return Response(code, [*ui.HEADERS.items(), ("Content-Type", kind), ("Cache-Control", cache),
+                               *(extra or {}).items()], body)
 
-        def do_GET(self, head: bool = False):  # noqa: N802 (http.server naming)
-            if not self._allowed():
-                return
-            path, _, query = self.path.partition("?")
-            if path in static:
-                return self._send(200, static[path], ui.STATIC[path], head=head, cache="max-age=300")
-            if path == "/favicon.ico":  # the page names /static/favicon.svg; other clients get no icon, no 404
-                return self._send(204, b"", TEXT, head=head, cache="max-age=86400")
-            code, body, kind = answer(source, path, query)
-            if code == 200:  # pages, their parts and the API: the script polls with If-None-Match
-                tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-                if tag in (self.headers.get("If-None-Match") or ""):
-                    return self._send(304, b"", kind, head=True, extra={"ETag": tag})
-                return self._send(code, body, kind, head=head, extra={"ETag": tag}, cache="no-cache")
-            self._send(code, body, kind, head=head)
+    def refused(request: Request) -> Response | None:
+        if token is not None and not ui.authorized(request.headers.get("Authorization"), token):
+            return send(401, b"a token is needed (Authorization: Bearer TOKEN)\n", "text/plain; charset=utf-8",
+                        extra={"WWW-Authenticate": 'Basic realm="gitops-agent", charset="UTF-8"'})
+        if check_host and not ui.is_loopback(ui.host_of(request.headers.get("Host") or "")):
+            return send(421, b"this server answers loopback host names only\n", "text/plain; charset=utf-8")
+        return None
 
-        def do_HEAD(self):  # noqa: N802
-            self.do_GET(head=True)
+    def answer_request(request: Request) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return send(405, b"the status page is read-only: only GET and HEAD are allowed\n",
+                        "text/plain; charset=utf-8", extra={"Allow": "GET, HEAD"})
+        refusal = refused(request)
+        if refusal is not None:
+            return refusal
+        path = request.path
+        if path in static:
+            return send(200, static[path], ui.STATIC[path], cache="max-age=300")
+        if path == "/favicon.ico":  # the page names /static/favicon.svg; other clients get no icon, no 404
+            return send(204, b"", TEXT, cache="max-age=86400")
+        code, body, kind = answer(source, path, request.query)
+        if code == 200:  # pages, their parts and the API: the script polls with If-None-Match
+            tag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+            if tag in (request.headers.get("If-None-Match") or ""):
+                return send(304, b"", kind, extra={"ETag": tag})
+            return send(code, body, kind, extra={"ETag": tag}, cache="no-cache")
+        return send(code, body, kind)
+    return answer_request
 
-        def refuse(self):
-            self._send(405, b"the status page is read-only: only GET and HEAD are allowed\n",
-                       "text/plain; charset=utf-8", extra={"Allow": "GET, HEAD"})
 
-        do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_TRACE = do_CONNECT = refuse  # noqa: N815
-
-        def __getattr__(self, name):  # any other method (``FOO``): 405 as well, not http.server's 501
-            if name.startswith("do_"):
-                return self.refuse
-            raise AttributeError(name)
-
-        def _send(self, code, body, kind, head=False, extra=None, cache="no-store"):
-            self.send_response(code)
-            for name, value in {**ui.HEADERS, "Content-Type": kind, "Content-Length": str(len(body)),
-                                "Cache-Control": cache, **(extra or {})}.items():
-                self.send_header(name, value)
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
-
-        timeout = 30
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="ui", daemon=True).start()
-    return server
+def serve(address: str, source: ui.Source, token: str | None, anonymous: bool) -> Listener:
+    """Start the page's server on ``address`` (``HOST:PORT``, port 0 picks one) within ``PAGE``'s
+    limits. ``token``: required of every request when set. Without one, a server on a loopback
+    address checks ``Host`` (DNS rebinding), ``--ui-anonymous`` or not; ``anonymous`` lifts the
+    check only on other addresses (any name may reach those). Raises OSError when it cannot listen."""
+    host = address.rpartition(":")[0].strip("[]")
+    check_host = token is None and (not anonymous or (bool(host) and ui.is_loopback(host)))
+    return listener.serve(address, app(source, token, check_host), PAGE, name="ui",
+                          early=lambda head: head.method not in ("GET", "HEAD"))

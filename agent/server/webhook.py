@@ -6,9 +6,11 @@ payloads, a token compared with ``!=``). So here:
 
 - it is off (404) unless a secret is configured; every secret comparison is constant time
   (``hmac.compare_digest``), and a plain token is compared as digests so its length leaks too;
-- the body is bounded before it is read (``Content-Length`` at most ``MAX_BODY``, 413 beyond),
-  read against an overall deadline (408 when the client is too slow), and only a handful of
-  hook requests are handled at once (503 beyond);
+- the body is bounded before it is read (``Content-Length`` at most ``MAX_BODY``, 413 beyond);
+  the listener (``listener``) reads it against a deadline of its own (its declared length at
+  a sane rate, at most ``READ_TIMEOUT``; 408 when the client is too slow) before the handler
+  sees it, so a slow sender holds a socket, never one of the handful of slots in which whole
+  requests are judged (503 beyond, issue 42: four slow bodies held every slot);
 - an authenticated hit only *requests* a pass (``Runner.request_pass``): the handler never waits
   for a pass, requests coalesce with each other, the watches and the schedule, and a pass
   always fetches from Git itself. Nothing from the payload is trusted except the pushed ref's
@@ -33,16 +35,21 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from agent.common import values
+
+if TYPE_CHECKING:
+    from agent.server.listener import Response
 
 log = logging.getLogger("agent.webhook")
 
 PATH = "/hooks/git"
 FLAG = "--webhook-secret-file"  # named by every secret error
 MAX_BODY = 1_048_576  # bytes (1 MiB); GitHub caps its payloads at 25 MB, but a push payload is small
-READ_TIMEOUT = 10.0  # seconds for the whole body to arrive
+READ_TIMEOUT = 10.0  # seconds: the longest any body may take to arrive
+BODY_GRACE = 2.0  # seconds a body may take beyond its declared length at MIN_RATE
+MIN_RATE = 65_536  # bytes per second: slower senders are cut off (a 1 MiB body: 2 s + 16 s, so READ_TIMEOUT)
 MAX_CONCURRENT = 4  # hook requests handled at once; more answer 503
 HEAD_REFRESH = 600.0  # seconds between look-ups of the remote's default branch (no --ref)
 JSON_TYPES = ("application/json",)
@@ -268,14 +275,28 @@ class Webhook:
         self.max_body, self.read_timeout = max_body, read_timeout
         self._slots = threading.BoundedSemaphore(max_concurrent)
 
-    def handle(self, request) -> None:
-        """Answer one request on ``request`` (a ``BaseHTTPRequestHandler`` whose path is
-        ``PATH``): sends the response, counts it and logs one line without the body."""
+    def early(self, head) -> bool:
+        """Whether ``head`` (a ``listener.Head``) is answered from its headers alone, its body never
+        read (wrong method, chunked or no or a bad ``Content-Length``, too large, a media type
+        not accepted): the listener then does not wait for the body."""
+        return self._refused(head.method, head.headers, {}) is not None
+
+    def handle(self, request) -> "Response":
+        """Answer one ``listener.Request`` to ``PATH``: returns the ``listener.Response``, counts it
+        and logs one line without the body. The listener has read the body already, within its
+        deadline (``request.timed_out``: it was late, answered 408); an answer judged from the
+        headers alone (``early``) never waited for it. Only the judging of a whole body holds one
+        of ``max_concurrent`` slots, so slow senders never hold them."""
         started = time.monotonic()
         details: dict = {}
-        if not self._slots.acquire(blocking=False):
+        outcome = self._refused(request.method, request.headers, details)
+        close = outcome is not None or request.timed_out  # the body was not read, or is late
+        if outcome is None and request.timed_out:
+            outcome = Outcome(408, "timeout", f"the body did not arrive in time ({BODY_GRACE:g}s plus 1s per "
+                                              f"{MIN_RATE // 1024} KiB declared, at most {self.read_timeout:g}s)")
+        elif outcome is None and not self._slots.acquire(blocking=False):
             outcome = Outcome(503, "busy", "too many webhook requests at once; retry later")
-        else:
+        elif outcome is None:
             try:
                 outcome = self._receive(request, details)
             except Exception:  # noqa: BLE001 - a bug must not kill the server thread
@@ -283,51 +304,47 @@ class Webhook:
                 outcome = Outcome(500, "error", "internal error")
             finally:
                 self._slots.release()
-        self._respond(request, outcome)
         self._counter.labels(result=outcome.result).inc()
         headers = request.headers
         fields = {"event": "webhook", "result": outcome.result, "code": outcome.code,
-                  "method": request.command, "remote": request.client_address[0],
+                  "method": request.method, "remote": request.remote,
                   "hook_event": (_header(headers, "X-GitHub-Event") or _header(headers, "X-Gitlab-Event") or "")[:64],
                   "delivery": (_header(headers, "X-GitHub-Delivery") or _header(headers, "X-Gitlab-Event-UUID")
                                or "")[:64],
                   "duration_ms": round((time.monotonic() - started) * 1000, 1), **details}
         log.log(logging.INFO if outcome.code < 400 else logging.WARNING, "webhook %s: %s", outcome.result,
                 outcome.message, extra={"fields": fields})
+        return self._respond(outcome, close)
 
-    def _receive(self, request, details: dict) -> Outcome:
-        if request.command != "POST":
+    def _refused(self, method: str, headers: Mapping[str, str], details: dict) -> Outcome | None:
+        """The answer judged from the method and headers alone, None when the body must be read."""
+        if method != "POST":
             return Outcome(405, "method_not_allowed", "only POST is allowed")
-        if _header(request.headers, "Transfer-Encoding") is not None:
-            request.close_connection = True
+        if _header(headers, "Transfer-Encoding") is not None:
             return Outcome(411, "length_required", "send the body with a Content-Length (no chunked encoding)")
-        length_header = _header(request.headers, "Content-Length")
+        length_header = _header(headers, "Content-Length")
         if length_header is None:
             return Outcome(411, "length_required", "Content-Length is required")
         if not (length_header.strip().isascii() and length_header.strip().isdigit()):  # int() takes "١٢" too
-            request.close_connection = True
             return Outcome(400, "malformed", "Content-Length is not a number")
         length = int(length_header)
         details["bytes"] = length
-        if length > self.max_body:
-            request.close_connection = True  # the body is never read
+        if length > self.max_body:  # the body is never read
             return Outcome(413, "too_large", f"the body is larger than {self.max_body} bytes")
-        content_type = _header(request.headers, "Content-Type")
-        if media_type(content_type) not in JSON_TYPES + FORM_TYPES:
-            request.close_connection = True
+        if media_type(_header(headers, "Content-Type")) not in JSON_TYPES + FORM_TYPES:
             return Outcome(415, "unsupported_media_type",
                            "send application/json (or GitHub's application/x-www-form-urlencoded)")
-        try:
-            body = self._read(request, length)
-        except (TimeoutError, OSError):
-            request.close_connection = True
-            return Outcome(408, "timeout", f"the body did not arrive within {self.read_timeout:g}s")
+        return None
+
+    def _receive(self, request, details: dict) -> Outcome:
+        """The answer to a whole request that passed ``_refused``."""
+        body = request.body
         scheme = authenticate(self._secret, body, request.headers)
         if scheme is None:
             return Outcome(401, "unauthorized", "missing or invalid signature or token")
         details["auth"] = scheme
         try:
-            payload = parse_payload(body, content_type)
+            payload = parse_payload(body, _header(request.headers, "Content-Type"))
             ref = pushed_ref(payload)
         except Malformed as err:
             return Outcome(400, "malformed", str(err))
@@ -352,42 +369,17 @@ class Webhook:
         return Outcome(503, "forward_failed", f"this replica stands by and could not ask the leader for a pass: "
                                               f"{problem}; retry later")
 
-    def _read(self, request, length: int) -> bytes:
-        """Exactly ``length`` bytes of body, all within ``read_timeout`` seconds (TimeoutError)."""
-        deadline = time.monotonic() + self.read_timeout
-        chunks, received = [], 0
-        try:
-            while received < length:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("body read deadline passed")
-                request.connection.settimeout(remaining)
-                chunk = request.rfile.read1(min(65536, length - received))
-                if not chunk:
-                    raise TimeoutError("the client closed the connection before sending the body")
-                chunks.append(chunk)
-                received += len(chunk)
-        finally:
-            request.connection.settimeout(request.timeout)
-        return b"".join(chunks)
-
     @staticmethod
-    def _respond(request, outcome: Outcome) -> None:
+    def _respond(outcome: Outcome, close: bool) -> "Response":
+        from agent.server.listener import Response
+
         body = (json.dumps({"result": outcome.result, "message": outcome.message}) + "\n").encode()
-        request.send_response(outcome.code)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(body)))
+        headers = [("Content-Type", "application/json")]
         if outcome.code == 405:
-            request.send_header("Allow", "POST")
+            headers.append(("Allow", "POST"))
         if outcome.code == 503:
-            request.send_header("Retry-After", "5")
-        if request.close_connection:
-            request.send_header("Connection", "close")
-        try:
-            request.end_headers()
-            request.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client left; its hit is already logged
-            request.close_connection = True
+            headers.append(("Retry-After", "5"))
+        return Response(outcome.code, headers, body, close=close)
 
 
 def create(secret: bytes, opts, runner, metrics) -> Webhook:

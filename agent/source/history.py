@@ -66,10 +66,14 @@ def subjects(mirror: str | os.PathLike | None, shas: list[str]) -> dict[str, dic
 
 def commit_info(repo: git.Repo, sha: str) -> dict:
     """``{"author": "Name <email>", "date": RFC 3339 author date, "subject": first line}`` of
-    the commit ``sha`` in ``repo``. Raises SourceError when the mirror does not hold it."""
+    the commit ``sha`` in ``repo``. Raises SourceError when the mirror does not hold it (or ``sha``
+    is not hexadecimal, ``SHA``: it is never read as an option)."""
+    if not SHA.match(sha):
+        raise SourceError(f"{sha!r} is not a commit SHA")
     try:
-        text = repo.git.log("-1", "--format=%an <%ae>%x00%aI%x00%s", sha, "--")
-    except git.GitCommandError:
+        text = gitproc.run(["log", "-1", "--format=%an <%ae>%x00%aI%x00%s", sha, "--"], cwd=repo.git_dir,
+                           env=LOG_ENV, timeout=LOG_TIMEOUT).rstrip("\n")
+    except gitproc.Failed:
         raise SourceError(f"commit {sha} is not in the mirror") from None
     author, date, subject = (text.split("\x00") + ["", "", ""])[:3]
     return {"author": author, "date": date, "subject": subject}
@@ -78,11 +82,16 @@ def commit_info(repo: git.Repo, sha: str) -> dict:
 def file_diff(repo: git.Repo, sha: str, path: str) -> str:
     """The unified diff of ``path`` made by commit ``sha`` (against its first parent, or the
     empty tree for a root commit); ``""`` when the commit did not change the file. Cut at
-    ``MAX_DIFF_CHARS``. Raises SourceError when the mirror does not hold the commit."""
+    ``MAX_DIFF_CHARS``. Raises SourceError when the mirror does not hold the commit (or ``sha`` is
+    not hexadecimal, ``SHA``)."""
+    if not SHA.match(sha):
+        raise SourceError(f"{sha!r} is not a commit SHA")
     try:
-        parents = repo.git.rev_list("--parents", "-n", "1", sha).split()[1:]
-        text = repo.git.diff(parents[0] if parents else EMPTY_TREE, sha, "--", path)
-    except git.GitCommandError:
+        parents = gitproc.run(["rev-list", "--parents", "-n", "1", sha, "--"], cwd=repo.git_dir, env=LOG_ENV,
+                              timeout=LOG_TIMEOUT).split()[1:]
+        text = gitproc.run(["diff", "--no-ext-diff", "--no-textconv", parents[0] if parents else EMPTY_TREE, sha,
+                            "--", path], cwd=repo.git_dir, env=LOG_ENV, timeout=LOG_TIMEOUT).rstrip("\n")
+    except gitproc.Failed:
         raise SourceError(f"commit {sha} is not in the mirror") from None
     if len(text) > MAX_DIFF_CHARS:
         text = text[:MAX_DIFF_CHARS] + f"\n... (cut at {MAX_DIFF_CHARS} characters)"

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 import posixpath
 import re
 import shutil
 import tempfile
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import git
 
+from agent.common import redaction
 from agent.source import cachedir, gitproc
 from agent.source.repository import identity as repository_identity  # pure; see repository.py
 
@@ -48,17 +50,22 @@ class PathMissing(SourceError):
     the last file under it removes the directory too)."""
 
 
-def redact(text: str, url: str | None = None) -> str:
-    """``text`` with the user-info of any URL replaced by ``***@`` and any password or
-    token from ``url`` removed wherever else it appears."""
+def redact(text: str, url: str | None = None, credentials: Credentials | None = None) -> str:
+    """``text`` with the user-info of any URL replaced by ``***@`` and the user and password of
+    ``url``'s user-info and the token of ``credentials`` removed wherever else they appear, in
+    every form (``redaction.forms``: as written, percent-encoded, base64, HTTP Basic)."""
     text = _USERINFO.sub("***@", text)
+    secrets, users = [], []
     if url:
         match = re.match(r"^[a-z+]+://([^/@]*)@", url)
         if match:
-            for secret in match.group(1).split(":"):
-                if len(secret) >= 4:
-                    text = text.replace(secret, "***")
-    return text
+            parts = match.group(1).split(":", 1)
+            secrets += [*parts, *map(urllib.parse.unquote, parts)]
+            users.append(urllib.parse.unquote(parts[0]))
+    if credentials and credentials.token:
+        secrets.append(credentials.token)
+        users.append(credentials.username)
+    return redaction.scrub(text, secrets, users) if secrets else text
 
 
 def split_credentials(url: str) -> tuple[str, Credentials | None]:
@@ -104,21 +111,53 @@ def cache_path(cache_dir: str | os.PathLike, url: str, credentials: Credentials 
 
 @dataclass(frozen=True)
 class Credentials:
-    """How to authenticate to a private remote. ``token``: an HTTPS token or password, sent as
-    HTTP basic auth for ``username`` through the environment (never on a command line or in a
-    URL). ``ssh_key_file``/``known_hosts_file``: a private key and the host keys to trust
-    (strict host key checking)."""
+    """How to authenticate to a private remote, and where the agent may go with them.
+    ``token``: an HTTPS token or password, sent as HTTP basic auth for ``username`` through the
+    environment (never on a command line or in a URL), never after a redirect and over plain
+    ``http://`` only to a loopback host or with ``insecure_http`` (``--allow-insecure-http``; see
+    ``plain_http_refused``). ``ssh_key_file``/``known_hosts_file``: a private key and the host
+    keys to trust (strict host key checking). ``submodule_hosts``: host names or ``*`` globs
+    (``--submodule-hosts``, lower case) a submodule may be fetched from besides ``--repo``'s own
+    host (``submodules.host_allowed``)."""
 
     token: str | None = None
     username: str = "git"
     ssh_key_file: str | None = None
     known_hosts_file: str | None = None
+    insecure_http: bool = False
+    submodule_hosts: tuple[str, ...] = ()
+
+
+def plain_http_refused(url: str, credentials: Credentials | None) -> str | None:
+    """Why the token of ``credentials`` may not be sent to ``url`` (a clean URL), or None when it
+    may: it would cross the network unencrypted, over ``http://`` to a host that is not loopback
+    (``localhost``, 127.0.0.0/8, ::1: "potentially trustworthy" by the W3C's Secure Contexts, 3.1),
+    unless ``credentials.insecure_http``. One line, naming the host (never the token)."""
+    if not credentials or not credentials.token or credentials.insecure_http:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() != "http" or _loopback(parts.hostname or ""):
+        return None
+    return (f"the Git token is not sent over plain http:// to {parts.hostname}: anyone on the way could read it; "
+            "use an https:// URL, or give --allow-insecure-http (GITOPS_AGENT_ALLOW_INSECURE_HTTP) to send it anyway")
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str, str]:
     """Environment for one Git command: no prompts, SSH options, the low-speed abort and the
     token as an ``http.extraHeader`` given through ``GIT_CONFIG_COUNT``/``KEY``/``VALUE``,
-    appended to any such entries the user's environment already has (never overwriting them)."""
+    appended to any such entries the user's environment already has (never overwriting them).
+    With a token, ``http.followRedirects=false`` after it (the last entry wins): Git's default
+    (``initial``) moves the base URL to wherever a redirect points and sends the header there
+    (issue 42; go-git's GHSA-3xc5-wrhm-f963), so with a token no redirect is followed at all."""
     creds = credentials or Credentials()
     ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, int(timeout))}"]
     if creds.ssh_key_file:
@@ -137,8 +176,10 @@ def _git_env(timeout: float, credentials: Credentials | None = None) -> dict[str
             count = max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0))
         except ValueError:
             count = 0
-        env.update({"GIT_CONFIG_COUNT": str(count + 1), f"GIT_CONFIG_KEY_{count}": "http.extraHeader",
-                    f"GIT_CONFIG_VALUE_{count}": f"Authorization: Basic {basic}"})
+        env.update({"GIT_CONFIG_COUNT": str(count + 2), f"GIT_CONFIG_KEY_{count}": "http.extraHeader",
+                    f"GIT_CONFIG_VALUE_{count}": f"Authorization: Basic {basic}",
+                    f"GIT_CONFIG_KEY_{count + 1}": "http.followRedirects",
+                    f"GIT_CONFIG_VALUE_{count + 1}": "false"})
     return env
 
 
@@ -157,6 +198,9 @@ def effective(url: str, credentials: Credentials | None = None) -> tuple[str, Cr
     url, embedded = split_credentials(_normalise(url) if "://" not in url else url)
     if credentials and (credentials.token or credentials.ssh_key_file):
         return url, credentials
+    if embedded and credentials:  # the URL's user and password, with the flags' policy
+        embedded = replace(embedded, insecure_http=credentials.insecure_http,
+                           submodule_hosts=credentials.submodule_hosts)
     return url, embedded or credentials
 
 
@@ -175,12 +219,12 @@ def fetch(url: str, ref: str | None, cache_dir: str | os.PathLike, timeout: floa
     unchanged = (lambda repo, env: _unchanged(repo, ref, known_commit, timeout, env)) if known_commit else None
     repo, fetched = mirror(url, cache_dir, timeout, credentials=credentials, what=f"fetching {shown}",
                            unchanged=unchanged, commit_ref=ref)
-    return Fetched(resolve(repo, ref, url), fetched=True) if fetched else Fetched(known_commit, fetched=False)
+    return Fetched(resolve(repo, ref, url, timeout), fetched=True) if fetched else Fetched(known_commit, fetched=False)
 
 
 def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credentials: Credentials | None,
            what: str, unchanged=None, want: str | None = None, commit_ref: str | None = None,
-           env: dict[str, str] | None = None) -> tuple[git.Repo, bool]:
+           env: dict[str, str] | None = None, quiet: bool = False) -> tuple[git.Repo, bool]:
     """Bring the bare mirror of ``url`` (already clean, see ``effective``) for ``credentials``
     (``cache_path``: no other credentials' mirror is ever used) up to date; returns (the
     mirror, whether a fetch ran). Holds the cache directory's lock (``cachedir.locked``). A first fetch goes to a staging directory moved into
@@ -192,39 +236,45 @@ def mirror(url: str, cache_dir: str | os.PathLike, timeout: float, *, credential
     ``commit_ref``: the ref to be resolved; when it is a commit SHA on no fetched branch or tag,
     it is fetched by itself on every fetch (``_fetch_unlisted``), so a fresh mirror and a warm one
     that still holds the commit give the same result. ``env``: extra Git environment. ``what``: prefix of error messages ("fetching URL").
+    ``quiet``: say nothing the remote wrote in an error (``_failure``), for a URL a commit named.
     Network commands run through ``gitproc`` (ended by ``gitproc.cancel`` on shutdown). Raises
     SourceError; the message is redacted.
     """
+    refused = plain_http_refused(url, credentials)
+    if refused:
+        raise SourceError(f"{what} failed: {refused}")
     target = cache_path(cache_dir, url, credentials)
     try:
         with cachedir.locked(Path(cache_dir), timeout):
             return _mirror(url, cache_dir, target, timeout, credentials=credentials, what=what,
-                           unchanged=unchanged, want=want, commit_ref=commit_ref, env=env)
+                           unchanged=unchanged, want=want, commit_ref=commit_ref, env=env, quiet=quiet)
     except OSError as err:  # the lock was kept too long, or the cache cannot be made (read-only, full disk)
         raise SourceError(f"{what} failed: {_scrub(redact(str(err)), credentials)}") from None
 
 
 def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchanged, want, commit_ref,
-            env) -> tuple[git.Repo, bool]:
+            env, quiet) -> tuple[git.Repo, bool]:
     staging = None
     try:
         if target.exists():
             repo = git.Repo(target)
-            if want and _has(repo, want):
+            if want and _has(repo, want, timeout):
                 return repo, False
+            _remove_stale_locks(target)
         else:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
             for stale in Path(cache_dir).glob(".new-*"):  # a first fetch cut short (the lock is held: none runs)
                 shutil.rmtree(stale, ignore_errors=True)
             staging = Path(tempfile.mkdtemp(prefix=".new-", dir=cache_dir))
-            repo = git.Repo.init(staging, bare=True)
-            repo.create_remote("origin", url)
+            gitproc.run(["init", "--quiet", "--bare", str(staging)], cwd=staging, timeout=timeout)
+            gitproc.run(["remote", "add", "--", "origin", url], cwd=staging, timeout=timeout)
+            repo = git.Repo(staging)
         git_env = {**_git_env(timeout, credentials), **(env or {})}
         if unchanged and unchanged(repo, git_env):
             return repo, False
         gitproc.run(["fetch", "--prune", "--force", "--no-tags", "origin", *FETCH_REFSPECS], cwd=repo.git_dir,
                     env=git_env, timeout=timeout)
-        if want and not _has(repo, want):
+        if want and not _has(repo, want, timeout):
             gitproc.run(["fetch", "--no-tags", "origin", f"+{want}:refs/pinned/{want}"], cwd=repo.git_dir,
                         env=git_env, timeout=timeout)
         _fetch_unlisted(repo, commit_ref, git_env, timeout, what)
@@ -233,23 +283,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
             staging = None
             repo = git.Repo(target)
     except (git.GitCommandError, gitproc.Failed) as err:
-        text = (err.stderr or str(err)).replace("stderr: ", "").strip()
-        if len(text) > 1 and text[0] == text[-1] == "'":  # GitPython quotes Git's stderr: 'fatal: ...'
-            text = text[1:-1]
-        lines = text.splitlines()
-        detail = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
-        if getattr(err, "cancelled", False):
-            detail = "interrupted: the agent is shutting down"
-        elif "couldn't find remote ref HEAD" in detail:
-            detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
-                      f"its default branch was deleted); push a commit, or set its default branch ({detail})")
-        elif commit_ref and "not our ref" in detail:
-            detail = (f"commit {commit_ref} is on no branch or tag of the remote, and the remote would not send it "
-                      "by itself (it does not have it, or refuses commits it does not advertise; Git said: not our ref)")
-        elif _refused(detail):
-            detail = _refused(detail, credentials)
-        elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
-            detail = f"no answer within {timeout:g}s"
+        detail = _failure(err, url, credentials, commit_ref, timeout, quiet)
         raise (Interrupted if getattr(err, "cancelled", False) else SourceError)(
             f"{what} failed: {_scrub(detail, credentials)}") from None
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):  # a file, an empty or broken directory
@@ -263,6 +297,82 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
     return repo, True
 
 
+def _failure(err, url: str, credentials: Credentials | None, commit_ref: str | None, timeout: float,
+             quiet: bool) -> str:
+    """What a failed Git command (``err``) means, in one line for a report: Git's own words,
+    redacted, or a plain sentence for the failures that have one. ``quiet``: the remote is one a
+    commit named (a submodule), so nothing it wrote is repeated (issue 42: the error body of any
+    URL came back in the report, status and page), only Git's verdict in fixed words
+    (``_short``)."""
+    text = (err.stderr or str(err)).replace("stderr: ", "").strip()
+    if len(text) > 1 and text[0] == text[-1] == "'":  # GitPython quotes Git's stderr: 'fatal: ...'
+        text = text[1:-1]
+    lines = text.splitlines()
+    detail = said = redact("; ".join(line.strip()[:300] for line in lines if line.strip())[:1000], url)
+    if getattr(err, "cancelled", False):
+        detail = "interrupted: the agent is shutting down"
+    elif "couldn't find remote ref HEAD" in detail:
+        detail = ("the repository's HEAD names no branch that exists (an empty repository with no commit, or "
+                  f"its default branch was deleted); push a commit, or set its default branch ({detail})")
+    elif commit_ref and "not our ref" in detail:
+        detail = (f"commit {commit_ref} is on no branch or tag of the remote, and the remote would not send it "
+                  "by itself (it does not have it, or refuses commits it does not advertise; Git said: not our ref)")
+    elif _refused(detail):
+        detail = _refused(detail, credentials)
+    elif credentials and credentials.token and (moved := _REDIRECTED.search(detail)):
+        detail = (f"the server answered with a redirect (HTTP {moved.group(1)}); with a token the agent follows "
+                  "no redirect, so the token cannot be taken to another host: set the URL to the one the "
+                  "repository has now")
+    elif err.status == -9 or getattr(err, "timed_out", False) or "timed out" in detail.lower() or not detail:
+        detail = f"no answer within {timeout:g}s"
+    if quiet and detail == said:
+        detail = _short(said)
+    return detail
+
+
+_SHORT = (("transport 'file' not allowed", "transport 'file' not allowed"),
+          ("not allowed", "Git does not allow this URL's transport"),
+          ("not our ref", "the remote does not send this commit (it does not have it, or does not send commits it "
+                          "does not advertise)"),
+          ("Could not resolve", "the host name could not be resolved"),
+          ("Failed to connect", "could not connect"), ("Connection refused", "could not connect"),
+          ("SSL", "the TLS connection failed"), ("certificate", "the TLS connection failed"),
+          ("Host key verification failed", "SSH host key verification failed"),
+          ("Permission denied", "SSH authentication failed"))
+
+
+def _short(detail: str) -> str:
+    """Git's verdict on a remote in fixed words, nothing the remote itself wrote: the HTTP status
+    (``HTTP 404``), or one of ``_SHORT``'s sentences, else that it did not answer as a Git
+    repository."""
+    status = _HTTP_STATUS.search(detail)
+    if status:
+        return f"the server answered HTTP {status.group(1)}"
+    return next((words for needle, words in _SHORT if needle in detail),
+                "the remote did not answer as a Git repository")
+
+
+def _remove_stale_locks(mirror: Path) -> None:
+    """Remove the lock files a Git process killed with SIGKILL left in ``mirror`` (the whole pod
+    killed for memory, a kill -9 of the process group): Git removes them itself on SIGTERM, but
+    one left behind makes every later fetch fail with ``cannot lock ref``. Called with the cache
+    directory's lock held (``cachedir.locked``), which every fetch into a mirror holds, so no
+    live Git writes to it: each lock file there is stale. Never raises."""
+    names = ["HEAD.lock", "packed-refs.lock", "config.lock", "shallow.lock", "FETCH_HEAD.lock"]
+    found = [mirror / name for name in names]
+    try:
+        found += list((mirror / "refs").rglob("*.lock"))
+    except OSError:
+        pass
+    for lock in found:
+        try:
+            lock.unlink()
+        except OSError:
+            pass
+
+
+_HTTP_STATUS = re.compile(r"The requested URL returned error: (\d{3})")
+_REDIRECTED = re.compile(r"The requested URL returned error: (30[1278])")
 _AUTH_FAILED = re.compile(r"could not read (Username|Password) for|Authentication failed for|"
                           r"The requested URL returned error: (401|403)")
 
@@ -291,6 +401,8 @@ def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credenti
     in seconds. None when the remote does not say (a detached HEAD, a transport without symrefs)
     or cannot be reached; never raises for Git faults."""
     url, credentials = effective(url, credentials)
+    if plain_http_refused(url, credentials):
+        return None
     try:
         listed = gitproc.run(["ls-remote", "--symref", url, "HEAD"], cwd=None, env=_git_env(timeout, credentials),
                              timeout=timeout)
@@ -304,16 +416,21 @@ def remote_head_branch(url: str, timeout: float = 60.0, *, credentials: Credenti
 
 
 def _scrub(text: str, credentials: Credentials | None) -> str:
-    if credentials and credentials.token and len(credentials.token) >= 4:
-        text = text.replace(credentials.token, "***")
+    """``text`` without the token of ``credentials`` in any form (``redaction.forms``)."""
+    if credentials and credentials.token:
+        text = redaction.scrub(text, [credentials.token], [credentials.username])
     return text
 
 
-def _has(repo: git.Repo, sha: str) -> bool:
+def _has(repo: git.Repo, sha: str, timeout: float = gitproc.LOCAL_TIMEOUT) -> bool:
+    """True when ``repo`` holds the commit ``sha``. Raises ``gitproc.Failed`` when Git was cut
+    short (its timeout, shutdown): that says nothing about the commit."""
     try:
-        repo.git.cat_file("-e", f"{sha}^{{commit}}")
+        gitproc.run(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo.git_dir, timeout=timeout)
         return True
-    except git.GitCommandError:
+    except gitproc.Failed as err:
+        if err.status is None:
+            raise
         return False
 
 
@@ -326,11 +443,12 @@ def _fetch_unlisted(repo: git.Repo, ref: str | None, env: dict[str, str], timeou
     mirror holds, so one the remote has since lost still reads). An abbreviated SHA cannot be
     asked for: SourceError telling to give the full one. Raises ``gitproc.Failed`` when the
     remote does not send it (Git's "not our ref")."""
-    if not ref or not _SHA.match(ref) or any(_commit(repo, f"{prefix}{ref}") for prefix in ("refs/remotes/origin/",
-                                                                                             "refs/tags/")):
+    if not ref or not _SHA.match(ref) or any(_commit(repo, f"{prefix}{ref}", timeout)
+                                             for prefix in ("refs/remotes/origin/", "refs/tags/")):
         return  # not a SHA, or the name of a branch or tag
-    full = _commit(repo, ref)
-    if full and repo.git.for_each_ref("--contains", full, "--count=1", "refs/remotes/origin/", "refs/tags/"):
+    full = _commit(repo, ref, timeout)
+    if full and gitproc.run(["for-each-ref", "--contains", full, "--count=1", "refs/remotes/origin/", "refs/tags/"],
+                            cwd=repo.git_dir, timeout=timeout).strip():
         return
     if len(ref) < 40:
         raise SourceError(f"{what} failed: commit {ref!r} is on no branch or tag of the remote, and an "
@@ -339,17 +457,21 @@ def _fetch_unlisted(repo: git.Repo, ref: str | None, env: dict[str, str], timeou
                 timeout=timeout)
 
 
-def _commit(repo: git.Repo, name: str) -> str | None:
-    """Full SHA of the commit ``name`` names in ``repo``, or None."""
+def _commit(repo: git.Repo, name: str, timeout: float = gitproc.LOCAL_TIMEOUT) -> str | None:
+    """Full SHA of the commit ``name`` names in ``repo``, or None. Raises ``gitproc.Failed``
+    when Git was cut short (``timeout`` seconds, shutdown)."""
     try:
-        return repo.git.rev_parse("--verify", "--quiet", f"{name}^{{commit}}")
-    except git.GitCommandError:
+        return gitproc.run(["rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], cwd=repo.git_dir,
+                           timeout=timeout).strip() or None
+    except gitproc.Failed as err:
+        if err.status is None:
+            raise
         return None
 
 
 def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float, env: dict[str, str]) -> bool:
     """True when the remote's ``ref`` still points at ``known`` and the mirror holds it."""
-    if not _has(repo, known):
+    if not _has(repo, known, timeout):
         return False
     if ref and _SHA.match(ref) and known.startswith(ref):
         return True
@@ -361,10 +483,11 @@ def _unchanged(repo: git.Repo, ref: str | None, known: str, timeout: float, env:
     return next((remote[n] for n in names if n in remote), None) == known
 
 
-def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
+def resolve(repo: git.Repo, ref: str | None, url: str = "", timeout: float = gitproc.LOCAL_TIMEOUT) -> str:
     """Full SHA of the commit ``ref`` names in a fetched mirror: branch, then tag, then SHA; a
     full ref name (``refs/heads/main``, ``refs/tags/v1``, as Git, Flux's ``spec.ref.name`` and
-    push webhooks write them) names exactly that branch or tag."""
+    push webhooks write them) names exactly that branch or tag. Raises SourceError when it names
+    none, or when Git was cut short (``timeout`` seconds, shutdown)."""
     if ref and ref.startswith("refs/heads/"):
         candidates = [f"refs/remotes/origin/{ref.removeprefix('refs/heads/')}"]
     elif ref and ref.startswith("refs/tags/"):
@@ -374,7 +497,12 @@ def resolve(repo: git.Repo, ref: str | None, url: str = "") -> str:
             f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", *([ref] if _SHA.match(ref) else [])]
     for candidate in candidates:
         try:
-            return repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
-        except git.GitCommandError:
-            continue
+            found = _commit(repo, candidate, timeout)
+        except gitproc.Failed as err:
+            raise (Interrupted if err.cancelled else SourceError)(
+                f"resolving {ref or 'HEAD'!r} in the mirror of {redact(url)} failed: "
+                f"{'interrupted: the agent is shutting down' if err.cancelled else f'no answer within {timeout:g}s'}"
+            ) from None
+        if found:
+            return found
     raise SourceError(f"ref {ref or 'HEAD'!r} is not a branch, tag or commit of {redact(url)}")

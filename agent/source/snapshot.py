@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import git
 
 from agent.manifests.loader import MAX_FILE_BYTES  # pure: the limit load() applies too
-from agent.source import mirror, submodules as gitlinks
+from agent.source import gitproc, mirror, submodules as gitlinks
 
 MAX_FILES = 20_000
 """Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of
@@ -170,9 +170,10 @@ def read_since(url: str, before: Snapshot, commit: str, cache_dir: str | os.Path
     clean, credentials = mirror.effective(url, credentials)
     try:
         repo = git.Repo(mirror.cache_path(cache_dir, clean, credentials))
-        raw = repo.git.diff_tree("-r", "-z", "--raw", "--no-renames", before.commit, commit, stdout_as_string=False)
+        raw = gitproc.run(["diff-tree", "-r", "-z", "--raw", "--no-renames", before.commit, commit],
+                          cwd=repo.git_dir, text=False)
         changes = _changes(raw.decode("utf-8"))
-    except (git.GitError, UnicodeDecodeError, ValueError, OSError):
+    except (git.GitError, gitproc.Failed, UnicodeDecodeError, ValueError, OSError):
         return None
     if changes is None:
         return None
@@ -239,6 +240,8 @@ def _follow(tree, link) -> tuple[object | None, str | None]:
         item = tree / resolved
     except KeyError:
         return None, f"symlink to {target!r} points to nothing in this commit"
+    except ValueError:  # a directory on the way holds a name Git refuses (submodules.entries)
+        return None, f"symlink to {target!r} goes through a directory Git would refuse"
     if item.type != "blob" or item.mode == SYMLINK_MODE:
         return None, f"symlink to {target!r} is not a regular file; only file symlinks are followed"
     return item, None

@@ -16,23 +16,28 @@ so a submodule naming another source's private URL is fetched, never read from i
 Submodule fetches run with ``GIT_PROTOCOL_FROM_USER=0``, so Git applies its own protocol policy
 (``protocol.file.allow=user`` by default): a local or ``file://`` submodule is refused unless
 Git's configuration allows the file protocol. The main repository's credentials go only to
-submodules on the same scheme, host and port.
+submodules on the same scheme, host and port. A network submodule is fetched only from the main
+repository's host or one ``--submodule-hosts`` names (``host_allowed``), and an error fetching
+one repeats nothing that remote wrote (``mirror(quiet=True)``): a commit chooses the URL.
+``.gitmodules`` is read with includes off and a timeout (``_gitmodules``).
 
 This module imports ``git`` too (with ``agent/source/mirror.py``, the only two that do).
 """
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import os
 import posixpath
-import subprocess
+import re
 import urllib.parse
 from collections import deque
 from dataclasses import dataclass
 
 import git
 
-from agent.source import mirror as source
+from agent.source import gitproc, mirror as source
 
 MAX_DEPTH = 5
 DEFAULT_PORTS = {"http": 80, "https": 443, "ssh": 22, "git": 9418}
@@ -53,9 +58,12 @@ def file_protocol_allowed(config: dict[str, str | None], allow_list: str | None)
 
 
 def _git_config(name: str) -> str | None:
-    """``git config --get NAME`` as Git would read it here (system, global, ``GIT_CONFIG_*``)."""
-    done = subprocess.run(["git", "config", "--get", name], capture_output=True, text=True, timeout=30, cwd=os.sep)
-    return done.stdout.strip() if done.returncode == 0 else None
+    """``git config --get NAME`` as Git would read it here (system, global, ``GIT_CONFIG_*``);
+    None when unset or when Git fails (``gitproc``'s timeout)."""
+    try:
+        return gitproc.run(["config", "--get", name], cwd=os.sep).strip()
+    except gitproc.Failed:
+        return None
 
 
 def _local_url(url: str) -> bool:
@@ -134,6 +142,60 @@ def credentials_for(url: str, main_url: str, credentials: source.Credentials | N
     return credentials if here is not None and here == origin(main_url) else None
 
 
+def entries(tree: git.Tree, layer: Layer, commit: str) -> list:
+    """The entries of ``tree`` (a directory of ``layer``, read for the superproject's ``commit``).
+    Raises SourceError naming the directory and the entry when one has a name Git itself refuses
+    in a tree (``.``, ``..``, ``.git`` or a spelling of it that some file system reads as it, an
+    empty name: ``verify_path`` in Git, checked by GitPython as it reads the tree), so that a
+    hostile tree fails the pass by name instead of with an internal error (issue 42)."""
+    try:
+        return list(tree)
+    except ValueError as err:
+        where = layer.prefix + tree.path if tree.path else layer.prefix[:-1] or "."
+        name = _refused_name(err)
+        raise source.SourceError(f"directory {where!r} in commit {commit} holds an entry named {name}, a name Git "
+                                 "refuses in a tree ('.', '..', '.git' or a spelling of it, an empty name); "
+                                 "the commit is refused") from None
+
+
+def _entry(tree: git.Tree, name: str, layer: Layer, commit: str):
+    """``tree / name`` (KeyError when there is none), checked as ``entries`` checks."""
+    entries(tree, layer, commit)
+    return tree / name
+
+
+def _refused_name(err: ValueError) -> str:
+    """The entry name in GitPython's refusal (``Invalid repository path 'tree/NAME'``, ``Repository
+    path aliases Git metadata: 'tree/NAME'``), quoted as Python quotes it (control characters
+    escaped); the whole message, quoted, when it holds none."""
+    text = str(err)
+    found = re.search(r"""(['"])tree/.*\1$""", text, re.S)
+    if found:
+        try:
+            return repr(ast.literal_eval(found.group(0)).removeprefix("tree/"))
+        except (ValueError, SyntaxError):
+            pass
+    return repr(text)
+
+
+def host_allowed(url: str, main_url: str, allowed: tuple[str, ...] = ()) -> bool:
+    """Whether a submodule at ``url`` may be fetched for the repository at ``main_url``: a local
+    or ``file://`` URL always (Git's file-protocol policy decides, ``file_protocol_allowed``);
+    a network URL when its host is ``main_url``'s (any scheme or port: ``https://`` beside
+    ``ssh://`` on one server) or matches one of ``allowed`` (lower-case names or ``fnmatch``
+    globs, ``*.example.com``; ``*`` allows every host). Why (issue 42): whoever writes to the
+    repository names the URL, and the agent fetches it from where it runs: any URL would let
+    a commit send requests to any address the agent reaches (cloud metadata, internal
+    services: request forgery, and a port scanner from the errors)."""
+    here = origin(url)
+    if here is None:
+        return _local_url(url)  # else a network URL with no host Git would read (https:///x)
+    main = origin(main_url)
+    if main is not None and here[1] == main[1]:
+        return True
+    return any(fnmatch.fnmatchcase(here[1], pattern) for pattern in allowed)
+
+
 @dataclass(frozen=True)
 class Layer:
     """One repository of the walk: its mirror, the commit read, that commit's root tree, its
@@ -173,7 +235,7 @@ class Walker:
             try:
                 if node.type != "tree":
                     raise KeyError(part)
-                node = node / part
+                node = _entry(node, part, layer, self.top.commit)
             except KeyError:
                 inside = f" (inside submodule {layer.prefix[:-1]!r} at {layer.commit})" if layer.depth else ""
                 raise source.PathMissing(f"--path {shown!r} does not exist in commit {self.top.commit}{inside}") from None
@@ -192,7 +254,7 @@ class Walker:
         queue = deque([(layer, tree)])
         while queue:
             layer, tree = queue.popleft()
-            for item in tree:
+            for item in entries(tree, layer, self.top.commit):
                 name = posixpath.basename(item.path)
                 if name.startswith("."):
                     continue
@@ -229,13 +291,17 @@ class Walker:
                                      "(./ or ../), so it is refused")
         clean, creds = source.effective(resolved, credentials_for(resolved, self.top.url, self.credentials))
         what = f"fetching submodule {shown!r} from {source.redact(clean)} (commit {sha})"
+        allowed = self.credentials.submodule_hosts if self.credentials else ()
+        if not host_allowed(clean, self.top.url, allowed):
+            raise source.SourceError(f"{what} refused: its host {origin(clean)[1]!r} is not --repo's; a submodule "
+                                     "is fetched only from --repo's host or one --submodule-hosts names")
         if _local_url(clean) and not file_protocol_allowed(
                 {k: _git_config(k) for k in ("protocol.file.allow", "protocol.allow")},
                 os.environ.get("GIT_ALLOW_PROTOCOL")):  # checked here too: a cached mirror is read without a fetch
             raise source.SourceError(f"{what} failed: transport 'file' not allowed{FILE_PROTOCOL_HINT}")
         try:
             repo, _ = source.mirror(clean, self.cache_dir, self.timeout, credentials=creds, what=what,
-                                    want=sha, env={"GIT_PROTOCOL_FROM_USER": "0"})
+                                    want=sha, env={"GIT_PROTOCOL_FROM_USER": "0"}, quiet=True)
             tree = repo.commit(sha).tree
         except source.SourceError as err:
             hint = FILE_PROTOCOL_HINT if "transport 'file' not allowed" in str(err) else ""
@@ -248,24 +314,32 @@ class Walker:
         """path -> URL of every submodule in ``layer``'s ``.gitmodules`` (empty without one)."""
         key = (layer.prefix, layer.commit)
         if key not in self._modules:
-            self._modules[key] = _gitmodules(layer)
+            self._modules[key] = _gitmodules(layer, self.timeout)
         return self._modules[key]
 
 
-def _gitmodules(layer: Layer) -> dict[str, str]:
+def _gitmodules(layer: Layer, timeout: float) -> dict[str, str]:
+    """path -> URL of each submodule named in ``.gitmodules`` of ``layer``'s commit (empty without
+    the file), read by ``git config --blob --no-includes`` within ``timeout`` seconds. Includes
+    off (issue 42): with ``--blob`` Git honours ``[include] path=...`` by default, so a commit
+    could make it read any file of the agent's machine (``/proc/self/fd/1``: for ever). Raises
+    SourceError naming the commit when Git refuses the file or is cut short."""
     try:
         layer.tree / ".gitmodules"
     except KeyError:
         return {}
+    where = f" of submodule {layer.prefix[:-1]!r}" if layer.depth else ""
     try:
-        out = layer.repo.git.config("--blob", f"{layer.commit}:.gitmodules", "-z", "--get-regexp",
-                                    r"^submodule\..*\.(path|url)$")
-    except git.GitCommandError as err:
+        out = gitproc.run(["config", "--no-includes", "--blob", f"{layer.commit}:.gitmodules", "-z", "--get-regexp",
+                           r"^submodule\..*\.(path|url)$"], cwd=layer.repo.git_dir, timeout=timeout)
+    except gitproc.Failed as err:
         if err.status == 1:  # no such keys
             return {}
-        where = f" of submodule {layer.prefix[:-1]!r}" if layer.depth else ""
-        raise source.SourceError(f".gitmodules{where} at commit {layer.commit} cannot be parsed: "
-                                 f"{source.redact(str(err.stderr or err).strip())[:300]}") from None
+        why = ("interrupted: the agent is shutting down" if err.cancelled else
+               f"Git did not read it within {timeout:g}s" if err.timed_out else
+               source.redact(str(err.stderr or err).strip())[:300])
+        raise (source.Interrupted if err.cancelled else source.SourceError)(
+            f".gitmodules{where} at commit {layer.commit} cannot be parsed: {why}") from None
     paths, urls = {}, {}
     for entry in filter(None, out.split("\0")):
         key, _, value = entry.partition("\n")

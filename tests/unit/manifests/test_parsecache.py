@@ -246,3 +246,49 @@ def test_load_changed_uses_the_parse_cache_and_its_limits(tmp_path):
     assert manifests.load_changed(before, many, set(), "prod", max_documents=1) == manifests.load(
         {**one, **many}, "prod", max_documents=1)
     assert manifests.load_changed(before, many, set(), "prod", max_documents=1).errors
+
+
+# -- a full disk (issue 42) -------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 64 KiB tmpfs at ``tmp_path/disk``: a disk that fills up for real. Skipped where mounting
+    is not allowed (not root, no CAP_SYS_ADMIN, no tmpfs)."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_full_disk_leaves_no_temporary_file_and_says_what_it_could_not_write(tiny_disk):
+    """The temporary file that filled the last free space was left for ever and ``save`` said
+    nothing; now it is removed, ``save`` says what it could not write, and once there is room
+    again the next save writes the file."""
+    cache = parsecache.ParseCache(tiny_disk / "mirror.git.src.parsed.json", "v")
+    for i in range(200):  # about 200 KB of JSON on a 64 KiB disk
+        cache.put(f"key-{i}", [[1, 2, {"x": "y" * 1000}, None]])
+    said = cache.save()
+    assert said and "could not write the parse cache" in said and str(tiny_disk) in said
+    assert "No space left on device" in said
+    assert list(tiny_disk.iterdir()) == []  # neither the file nor its temporary file
+    cache.forget([f"key-{i}" for i in range(10, 200)])  # room again: the entries left are written
+    assert cache.save(prune=False) is None
+    assert [p.name for p in tiny_disk.iterdir()] == ["mirror.git.src.parsed.json"]
+
+
+def test_a_save_that_fails_leaves_no_temporary_file(tmp_path):
+    file = tmp_path / "mirror.git.src.parsed.json"
+    file.mkdir()  # the rename over it fails
+    cache = parsecache.ParseCache(file, "v")
+    cache.put("key", [[1, 2, None, None]])
+    said = cache.save()
+    assert said and "could not write the parse cache" in said
+    assert [p.name for p in tmp_path.iterdir()] == [file.name]

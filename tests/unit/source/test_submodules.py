@@ -88,17 +88,19 @@ def test_token_header_is_appended_to_the_users_git_config_entries(monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "protocol.file.allow")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "always")
     env = source._git_env(10, TOKEN)
-    assert env["GIT_CONFIG_COUNT"] == "2"
+    assert env["GIT_CONFIG_COUNT"] == "3"
     assert env["GIT_CONFIG_KEY_1"] == "http.extraHeader"
     assert env["GIT_CONFIG_VALUE_1"].startswith("Authorization: Basic ")
+    assert (env["GIT_CONFIG_KEY_2"], env["GIT_CONFIG_VALUE_2"]) == ("http.followRedirects", "false")
     assert "GIT_CONFIG_KEY_0" not in env and "GIT_CONFIG_VALUE_0" not in env
 
 
 def test_token_header_without_user_entries(monkeypatch):
     monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
     env = source._git_env(10, TOKEN)
-    assert env["GIT_CONFIG_COUNT"] == "1" and env["GIT_CONFIG_KEY_0"] == "http.extraHeader"
-    assert "GIT_CONFIG_COUNT" not in source._git_env(10, None)
+    assert env["GIT_CONFIG_COUNT"] == "2" and env["GIT_CONFIG_KEY_0"] == "http.extraHeader"
+    assert env["GIT_CONFIG_KEY_1"] == "http.followRedirects" and env["GIT_CONFIG_VALUE_1"] == "false"
+    assert "GIT_CONFIG_COUNT" not in source._git_env(10, None)  # no token: Git's redirects as ever
 
 
 @pytest.mark.parametrize("config, allow_list, allowed", [
