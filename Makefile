@@ -46,7 +46,7 @@ demo: cluster
 	PY=$(PY) bash scripts/demo.sh
 
 # mutation - mutmut on the pure core ([tool.mutmut] in pyproject.toml) against tests/unit alone,
-# from a fresh mutants/ copy, then the score per module (fails below 90 % on the core five).
+# from a fresh mutants/ copy, then the score per module (fails below 90 % on the core or on the pass).
 # MUTATION_CHILDREN: parallel mutants (default 1: the machine is shared); MUTANTS: a name glob
 # such as 'agent.kinds.render.*' to run one module while iterating (keeps earlier results).
 MUTATION_CHILDREN ?= 1
