@@ -180,6 +180,11 @@ EVERY_VARIABLE = [
     ("RECONCILE_TIMEOUT", "0", "reconcile", "--timeout"), ("KUBECONFIG", "", "diff", "--kubeconfig"),
     ("CONTEXT", "", "sync", "--context"), ("CONTEXT", "", "reconcile", "--context"),
     ("GIT_TOKEN", "", "sync", "--git-token-file"), ("GIT_TOKEN", " \n", "run", "--git-token-file"),
+    ("ALLOW_INSECURE_HTTP", "maybe", "sync", "--allow-insecure-http"), ("SUBMODULE_HOSTS", ",", "sync", "--submodule-hosts"),
+    ("ADOPT_NAMESPACES", ",", "sync", "--adopt-namespaces"),
+    ("ALLOWED_SERVICE_ACCOUNTS", ",", "run", "--allowed-service-accounts"),
+    ("ALLOW_INGRESS_SNIPPETS", "maybe", "diff", "--allow-ingress-snippets"),
+    ("TENANT_SERVICE_ACCOUNT", "Bad_Name", "sync", "--tenant-service-account"), ("PROBE_ADDR", "8080", "run", "--probe-addr"),
 ]
 NOT_CHECKED_AT_START: dict[str, str] = {}
 
