@@ -8,7 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.engine import sync
+from agent.engine import sourceread, sync
+from agent.manifests import loader, parsecache
+from agent.source import snapshot as snapshots
 from agent.source.mirror import Credentials
 from tests.unit.engine.passes import NS, World, app_yaml
 
@@ -56,3 +58,39 @@ def test_a_failed_fetch_asks_the_api_server_only_for_this_sources_applications(t
     assert report.fetch_failed and report.notes == ["1 Application marked SourceAvailable=False (FetchFailed)"]
     assert asked == [("heumsi.github.io", "Application", "heumsi.github.io/source=mine")]
     assert world.kube.writes == [("patch_status", f"Application/{NS}/web")]
+
+
+def doc(name: str, image: str = "nginx:1.27") -> bytes:
+    return app_yaml(name, image=image).encode()
+
+
+def cache_key(blob: str, path: str) -> str:
+    return parsecache.key(blob, path, NS, loader.MAX_FILE_BYTES, loader.MAX_DOCUMENTS)
+
+
+def test_a_read_of_the_changed_files_parses_them_into_the_cache_and_forgets_the_blobs_gone():
+    cache = parsecache.ParseCache()
+    old_blobs = {"a.yaml": "A1", "b.yaml": "B1", "c.yaml": "C1"}
+    old_files = {"a.yaml": doc("a"), "b.yaml": doc("b"), "c.yaml": doc("c")}
+    before = sourceread.SourceRead([], old_blobs, loader.load(old_files, NS, blobs=old_blobs, cache=cache), [])
+    assert all(cache.get(cache_key(blob, path)) for path, blob in old_blobs.items())
+    new_blobs = {"a.yaml": "A2", "b.yaml": "B1", "d.yaml": "D1"}  # a changed, b stays, c gone, d new
+    files = snapshots.Files({"a.yaml": doc("a", "nginx:1.28"), "b.yaml": doc("b"), "d.yaml": doc("d")})
+    snapshot = snapshots.Snapshot("c" * 40, files=files, blobs=new_blobs)
+    loaded = sourceread._load_changed(SimpleNamespace(namespace=NS), before, snapshot, cache)
+    assert loaded is not None and [(m.name, m.path) for m in loaded.manifests] == [
+        ("a", "a.yaml"), ("b", "b.yaml"), ("d", "d.yaml")]
+    assert loaded.manifests[0].body["spec"]["image"] == "nginx:1.28"
+    assert cache.get(cache_key("A1", "a.yaml")) is None and cache.get(cache_key("C1", "c.yaml")) is None
+    assert all(cache.get(cache_key(blob, path)) for path, blob in new_blobs.items())  # parsed once, kept
+
+
+def test_a_read_only_a_full_load_can_tell_forgets_nothing():
+    cache = parsecache.ParseCache()
+    old_blobs = {"a.yaml": "A1", "b.yaml": "B1"}
+    before = sourceread.SourceRead([], old_blobs, loader.load({"a.yaml": doc("a"), "b.yaml": doc("b")}, NS,
+                                                              blobs=old_blobs, cache=cache), [])
+    files = snapshots.Files({"a.yaml": doc("b"), "b.yaml": doc("b")})  # a now holds b's Application: a duplicate
+    snapshot = snapshots.Snapshot("c" * 40, files=files, blobs={"a.yaml": "A2", "b.yaml": "B1"})
+    assert sourceread._load_changed(SimpleNamespace(namespace=NS), before, snapshot, cache) is None
+    assert cache.get(cache_key("A1", "a.yaml")) is not None  # the full load that follows decides
