@@ -8,7 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.engine import sourceread, sync
+from agent.api.labels import REPOSITORY, SOURCE_PATH
+from agent.engine import appplan, sourceread, sources, statuses, sync, wantedby, writes
+from agent.engine.plan import Op, Step
+from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.source import snapshot as snapshots
 from agent.source.mirror import Credentials
@@ -94,3 +97,86 @@ def test_a_read_only_a_full_load_can_tell_forgets_nothing():
     snapshot = snapshots.Snapshot("c" * 40, files=files, blobs={"a.yaml": "A2", "b.yaml": "B1"})
     assert sourceread._load_changed(SimpleNamespace(namespace=NS), before, snapshot, cache) is None
     assert cache.get(cache_key("A1", "a.yaml")) is not None  # the full load that follows decides
+
+
+HAND_OVER = "kubectl -n ns label application web heumsi.github.io/source={} --overwrite"
+
+
+def test_still_wanted_by_one_source_names_it_and_its_file():
+    assert statuses.still_wanted("ns/web", [("a", "x.yaml")]) == (
+        f"source 'a' ('x.yaml') still has it in Git; hand it over to that source: {HAND_OVER.format('a')}, "
+        "or remove it from that source")
+
+
+def test_still_wanted_by_several_sources_names_the_first_three():
+    four = [("a", "x.yaml"), ("b", ""), ("c", "z.yaml"), ("d", "w.yaml")]
+    for n, named in [(2, "source 'a' ('x.yaml'), source 'b'"),
+                     (3, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')"),
+                     (4, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')")]:
+        assert statuses.still_wanted("ns/web", four[:n]) == (
+            f"{named} still have it in Git; hand it over to one of them: {HAND_OVER.format('a')}, "
+            "or remove it from them")
+
+
+def test_still_wanted_cuts_what_it_quotes_to_200_characters():
+    long_id, long_path = "s" * 250, "p" * 250
+    text = statuses.still_wanted("ns/web", [(long_id, long_path), (long_id, "")])
+    assert text.startswith(f"source '{'s' * 200}' ('{'p' * 200}'), source '{'s' * 200}' still have it")
+
+
+def test_the_empty_commit_guard_counts_one_or_all():
+    assert (appplan.all_owned(1), appplan.all_owned(2), appplan.all_owned(0)) == (
+        "the 1 Application", "all 2 Applications", "all 0 Applications")
+
+
+def test_a_refusal_quotes_what_the_live_object_says_cut_to_200_characters():
+    live = {"metadata": {"namespace": "ns", "name": "web", "annotations": {
+        REPOSITORY: "r" * 250, SOURCE_PATH: "f" * 250}}}
+    step = Step(Op.UPDATE, ("heumsi.github.io", "Application", "ns", "web"), {}, live)
+    text = sources._refusal(step, "h" * 250, "mine", "https://git.example/r.git", {"ns/web": "apps/web.yaml:3"})
+    assert text == (
+        f"apps/web.yaml:3: OwnershipConflict: not applied: source '{'h' * 200}' (repository '{'r' * 200}', "
+        f"file '{'f' * 200}') holds it; this source 'mine' (repository 'https://git.example/r.git') has it too. "
+        "This source leaves it, its status and its children as they are, and neither source prunes it while the "
+        f"other has it in Git. Keep it in one source only, or hand it over to this one: {HAND_OVER.format('mine')}")
+
+
+class Refusing:
+    """A cluster whose annotation patch fails with ``error``."""
+
+    def __init__(self, error: ApiError):
+        self.error = error
+
+    def patch_annotations(self, app, annotations):
+        raise self.error
+
+
+WANTED = {"heumsi.github.io/wanted-by.x": "mine apps/web.yaml", "other": None}
+
+
+def test_a_refused_annotation_patch_is_a_note_naming_each_annotation():
+    scratch = writes.Scratch()
+    wantedby._annotate(Refusing(ApiError(403, "Forbidden", "no")), scratch, {}, "ns/web", WANTED)
+    assert scratch.notes == ["Application/ns/web: could not write heumsi.github.io/wanted-by.x, other: "
+                             "403 Forbidden: no"]
+
+
+@pytest.mark.parametrize("status", [404, 1])
+def test_an_application_gone_is_nothing_and_other_statuses_are_notes(status):
+    scratch = writes.Scratch()
+    wantedby._annotate(Refusing(ApiError(status, "R", "m")), scratch, {}, "ns/web", {"a": "b"})
+    assert scratch.notes == ([] if status == 404 else ["Application/ns/web: could not write a: 1 R: m"])
+
+
+def test_an_unreachable_api_server_while_annotating_raises():
+    scratch, down = writes.Scratch(), ApiError(0, "ConnectionRefused", "refused")
+    with pytest.raises(ApiError) as raised:
+        wantedby._annotate(Refusing(down), scratch, {}, "ns/web", {"a": "b"})
+    assert raised.value is down and scratch.notes == []
+
+
+def test_an_annotation_patch_that_works_notes_nothing():
+    scratch, patched = writes.Scratch(), []
+    kube = SimpleNamespace(patch_annotations=lambda app, annotations: patched.append((app, annotations)))
+    wantedby._annotate(kube, scratch, {"x": 1}, "ns/web", {"a": "b"})
+    assert patched == [({"x": 1}, {"a": "b"})] and scratch.notes == []
