@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import appplan, sourceread, sources, statuses, sync, wantedby, writes
+from agent.engine import appplan, news, prune, sourceread, sources, statuses, sync, wantedby, writes
 from agent.engine.plan import Op, Step
+from agent.engine.report import PRUNED
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.source import snapshot as snapshots
@@ -180,3 +181,42 @@ def test_an_annotation_patch_that_works_notes_nothing():
     kube = SimpleNamespace(patch_annotations=lambda app, annotations: patched.append((app, annotations)))
     wantedby._annotate(kube, scratch, {"x": 1}, "ns/web", {"a": "b"})
     assert patched == [({"x": 1}, {"a": "b"})] and scratch.notes == []
+
+
+def notice(**changes) -> news.Notice:
+    values = dict(namespace="", name="web", reason=news.NoticeReason.PRUNED, severity=news.Severity.INFO,
+                  message="pruned: no longer in Git at commit abcdef1", commit="abcdef1" + "0" * 33,
+                  previous_commit=None, source_path=None, uid="")
+    values.update(changes)
+    return news.Notice(**values)
+
+
+def test_the_pruned_notice_of_a_bare_application_says_what_is_unknown():
+    assert prune.pruned_notice({"metadata": {"name": "web"}}, "abcdef1" + "0" * 33) == notice()
+
+
+def test_the_pruned_notice_names_the_previous_commit_history_first():
+    commit = "abcdef1" + "0" * 33
+    meta = {"namespace": "ns", "name": "web", "uid": "u-1"}
+    both = {"history": [{"digest": "d", "revision": "h1"}], "lastSyncedCommit": "s1"}
+    assert prune.pruned_notice({"metadata": meta, "status": both}, commit) == notice(
+        namespace="ns", uid="u-1", previous_commit="h1")
+    assert prune.pruned_notice({"metadata": meta, "status": {"lastSyncedCommit": "s1"}}, commit) == notice(
+        namespace="ns", uid="u-1", previous_commit="s1")
+
+
+def test_the_pruned_notice_names_the_file_from_the_status_else_the_annotation():
+    commit = "abcdef1" + "0" * 33
+    meta = {"name": "web", "annotations": {SOURCE_PATH: "an.yaml"}}
+    assert prune.pruned_notice({"metadata": meta, "status": {"sourcePath": "st.yaml"}}, commit) == notice(
+        source_path="st.yaml")
+    assert prune.pruned_notice({"metadata": meta}, commit) == notice(source_path="an.yaml")
+
+
+def test_a_prune_records_the_owners_pruned_line():
+    scratch, deleted = writes.Scratch(), []
+    kube = SimpleNamespace(delete=lambda obj, propagation: deleted.append((obj, propagation)))
+    live = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "ns", "name": "web"}}
+    step = Step(Op.PRUNE, ("apps", "Deployment", "ns", "web"), None, live)
+    assert prune._prune(kube, scratch, step, "ns/web", "Foreground") is True
+    assert deleted == [(live, "Foreground")] and scratch.added == [(("ns/web", "Deployment/ns/web", PRUNED), {})]
