@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import appplan, news, prune, sourceread, sources, statuses, sync, wantedby, writes
+from agent.engine import appplan, news, prune, sourceread, sources, statuses, suspend, sync, wantedby, writes
 from agent.engine.plan import Op, Step
-from agent.engine.report import PRUNED
+from agent.engine.report import KEPT, PRUNED, Report
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.source import snapshot as snapshots
@@ -220,3 +220,25 @@ def test_a_prune_records_the_owners_pruned_line():
     step = Step(Op.PRUNE, ("apps", "Deployment", "ns", "web"), None, live)
     assert prune._prune(kube, scratch, step, "ns/web", "Foreground") is True
     assert deleted == [(live, "Foreground")] and scratch.added == [(("ns/web", "Deployment/ns/web", PRUNED), {})]
+
+
+def kept(app: dict, holds: dict) -> tuple:
+    p = SimpleNamespace(opts=SimpleNamespace(prune=True, source_id="mine"), report=Report(commit="c1"))
+    got = statuses._kept_outcome(p, "ns/web", app, "apps/web.yaml", holds)
+    return got, [(c.subject, c.action, c.message) for c in p.report.changes]
+
+
+def test_an_application_gone_from_git_that_only_this_source_marked_is_blocked_not_wanted_elsewhere():
+    mine = {"metadata": {"namespace": "ns", "name": "web",
+                         "annotations": {sources.wanted_by("mine"): "mine apps/web.yaml"}}}
+    got, lines = kept(mine, {})
+    assert (got.reason, got.message, got.suspended) == (
+        "PruneBlocked", "no longer in Git at commit c1; kept because pruning was blocked this pass", False)
+    assert lines == [("Application/ns/web", KEPT, "not in Git; pruning was blocked this pass")]
+
+
+def test_a_suspended_application_gone_from_git_keeps_the_suspended_outcome():
+    got, lines = kept({"metadata": {"namespace": "ns", "name": "web"}}, {"ns/web": suspend.Hold(suspend.SPEC, False)})
+    assert (got.ok, got.reason, got.suspended, got.source_path) == (False, "Suspended", True, "apps/web.yaml")
+    assert got.message.startswith("no longer in Git at commit c1; kept because it is suspended (spec.suspend: true): ")
+    assert lines == [("Application/ns/web", KEPT, "not in Git; it is suspended (spec.suspend: true)")]
