@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import appplan, news, prune, sourceread, sources, statuses, suspend, sync, wantedby, writes
+from agent.engine import appplan, news, prune, sourceread, sources, status, statuses, suspend, sync, wantedby, writes
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
 from agent.kube.cluster import ApiError
@@ -232,13 +232,23 @@ def test_an_application_gone_from_git_that_only_this_source_marked_is_blocked_no
     mine = {"metadata": {"namespace": "ns", "name": "web",
                          "annotations": {sources.wanted_by("mine"): "mine apps/web.yaml"}}}
     got, lines = kept(mine, {})
-    assert (got.reason, got.message, got.suspended) == (
-        "PruneBlocked", "no longer in Git at commit c1; kept because pruning was blocked this pass", False)
+    assert got == status.Outcome(False, False, "c1", "PruneBlocked",
+                                 "no longer in Git at commit c1; kept because pruning was blocked this pass",
+                                 "apps/web.yaml")
     assert lines == [("Application/ns/web", KEPT, "not in Git; pruning was blocked this pass")]
 
 
 def test_a_suspended_application_gone_from_git_keeps_the_suspended_outcome():
     got, lines = kept({"metadata": {"namespace": "ns", "name": "web"}}, {"ns/web": suspend.Hold(suspend.SPEC, False)})
-    assert (got.ok, got.reason, got.suspended, got.source_path) == (False, "Suspended", True, "apps/web.yaml")
+    assert (got.ok, got.changed, got.commit, got.reason, got.suspended, got.source_path) == (
+        False, False, "c1", "Suspended", True, "apps/web.yaml")
     assert got.message.startswith("no longer in Git at commit c1; kept because it is suspended (spec.suspend: true): ")
     assert lines == [("Application/ns/web", KEPT, "not in Git; it is suspended (spec.suspend: true)")]
+
+
+def test_wanted_elsewhere_without_a_source_lists_every_mark():
+    live = {"metadata": {"annotations": {sources.wanted_by("a"): "a x.yaml", sources.wanted_by("b"): "b",
+                                         "other": "c y.yaml"}}}
+    assert sources.wanted_elsewhere(live) == [("a", "x.yaml"), ("b", "")]
+    assert sources.wanted_elsewhere(live, "a") == [("b", "")]
+    assert sources.wanted_elsewhere({}) == [] and sources.wanted_elsewhere({}, "a") == []
