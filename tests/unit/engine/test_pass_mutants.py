@@ -222,8 +222,8 @@ def test_a_prune_records_the_owners_pruned_line():
     assert deleted == [(live, "Foreground")] and scratch.added == [(("ns/web", "Deployment/ns/web", PRUNED), {})]
 
 
-def kept(app: dict, holds: dict) -> tuple:
-    p = SimpleNamespace(opts=SimpleNamespace(prune=True, source_id="mine"), report=Report(commit="c1"))
+def kept(app: dict, holds: dict, prune: bool = True) -> tuple:
+    p = SimpleNamespace(opts=SimpleNamespace(prune=prune, source_id="mine"), report=Report(commit="c1"))
     got = statuses._kept_outcome(p, "ns/web", app, "apps/web.yaml", holds)
     return got, [(c.subject, c.action, c.message) for c in p.report.changes]
 
@@ -252,3 +252,33 @@ def test_wanted_elsewhere_without_a_source_lists_every_mark():
     assert sources.wanted_elsewhere(live) == [("a", "x.yaml"), ("b", "")]
     assert sources.wanted_elsewhere(live, "a") == [("b", "")]
     assert sources.wanted_elsewhere({}) == [] and sources.wanted_elsewhere({}, "a") == []
+
+
+def gone_outcome(reason: str, why: str) -> status.Outcome:
+    return status.Outcome(False, False, "c1", reason, f"no longer in Git at commit c1; kept because {why}",
+                          "apps/web.yaml")
+
+
+@pytest.mark.parametrize("prune, annotations, reason, why", [
+    (False, {}, "PruneSkipped", "pruning is off (--no-prune)"),
+    (True, {"heumsi.github.io/prune": "Disabled"}, "PruneSkipped",
+     "it has the annotation heumsi.github.io/prune: disabled"),
+    (False, {"heumsi.github.io/prune": "disabled"}, "PruneSkipped",
+     "it has the annotation heumsi.github.io/prune: disabled"),
+    (True, {sources.wanted_by("other"): "other o.yaml"}, "PruneSkipped",
+     f"source 'other' ('o.yaml') still has it in Git; hand it over to that source: {HAND_OVER.format('other')}, "
+     "or remove it from that source"),
+    (True, {"heumsi.github.io/prune": "disabled", sources.wanted_by("other"): "other"}, "PruneSkipped",
+     f"source 'other' still has it in Git; hand it over to that source: {HAND_OVER.format('other')}, "
+     "or remove it from that source"),
+])
+def test_why_an_application_gone_from_git_is_kept(prune, annotations, reason, why):
+    got, lines = kept({"metadata": {"namespace": "ns", "name": "web", "annotations": annotations}}, {}, prune)
+    assert got == gone_outcome(reason, why)
+    assert lines == [("Application/ns/web", KEPT, f"not in Git; {why}")]
+
+
+def test_a_suspended_application_wanted_elsewhere_says_it_is_suspended():
+    app = {"metadata": {"namespace": "ns", "name": "web", "annotations": {sources.wanted_by("other"): "other"}}}
+    _, lines = kept(app, {"ns/web": suspend.Hold(suspend.SPEC, False)}, prune=False)
+    assert lines == [("Application/ns/web", KEPT, "not in Git; it is suspended (spec.suspend: true)")]
