@@ -282,3 +282,55 @@ def test_a_suspended_application_wanted_elsewhere_says_it_is_suspended():
     app = {"metadata": {"namespace": "ns", "name": "web", "annotations": {sources.wanted_by("other"): "other"}}}
     _, lines = kept(app, {"ns/web": suspend.Hold(suspend.SPEC, False)}, prune=False)
     assert lines == [("Application/ns/web", KEPT, "not in Git; it is suspended (spec.suspend: true)")]
+
+
+OWNED_BY_WEB = [{"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "web", "controller": True,
+                 "uid": "u"}]
+
+
+def delete_of(obj: dict, *, holds=None, failures=None, foreign=frozenset(), waiting=None, keeps=None) -> tuple:
+    """``prune._delete_of`` of the prune of ``obj`` (owner ``ns/web``): (result, report lines, keeps_children)."""
+    report = Report()
+    report.failures.update(failures or {})
+    group = obj["apiVersion"].rpartition("/")[0]
+    step = Step(Op.PRUNE, (group, obj["kind"], "ns", "web"), None, obj)
+    keeps_children = set(keeps or ())
+    got = prune._delete_of(SimpleNamespace(report=report), step, SimpleNamespace(waiting=waiting or {}),
+                           SimpleNamespace(foreign=foreign, holds=holds or {}), keeps_children)
+    return got, [(c.application, c.subject, c.action, c.message) for c in report.changes], keeps_children
+
+
+def live_obj(kind: str, annotations: dict | None = None) -> dict:
+    api = "heumsi.github.io/v1" if kind == "Application" else "apps/v1"
+    meta = {"namespace": "ns", "name": "web", **({"ownerReferences": OWNED_BY_WEB} if kind != "Application" else {}),
+            **({"annotations": annotations} if annotations else {})}
+    return {"apiVersion": api, "kind": kind, "metadata": meta}
+
+
+def test_a_child_git_dropped_of_a_suspended_application_is_held_not_pruned():
+    hold = {"ns/web": suspend.Hold(suspend.SPEC, False)}
+    got, lines, _ = delete_of(live_obj("Deployment"), holds=hold)
+    assert got is None and lines == [("ns/web", "Deployment/ns/web", "suspended",
+                                      "not applied: its Application is suspended (spec.suspend: true)")]
+    app = live_obj("Application")
+    got, lines, _ = delete_of(app, holds=hold)  # the Application itself: the hold is not the child rule
+    assert got == (Step(Op.PRUNE, ("heumsi.github.io", "Application", "ns", "web"), None, app), "ns/web",
+                   "Background") and lines == []
+
+
+def test_a_prune_is_skipped_for_an_owner_failed_foreign_or_waiting():
+    for kwargs in ({"failures": {"ns/web": "boom"}}, {"foreign": frozenset({"ns/web"})}, {"waiting": {"ns/web": 1}}):
+        assert delete_of(live_obj("Deployment"), **kwargs) == (None, [], set())
+    assert delete_of(live_obj("Deployment"), failures={"ns/other": "boom"})[0] is not None
+
+
+def test_a_prune_the_annotation_keeps_is_a_kept_line_and_orphans_the_owners_children():
+    got, lines, keeps = delete_of(live_obj("Deployment", {"heumsi.github.io/prune": "Disabled"}))
+    assert got is None and keeps == {"ns/web"}
+    assert lines == [("ns/web", "Deployment/ns/web", "kept", "not in Git; heumsi.github.io/prune: Disabled")]
+    got, lines, keeps = delete_of(live_obj("Deployment", {"heumsi.github.io/reconcile": "disabled"}))
+    assert got is None and keeps == {"ns/web"}
+    assert lines == [("ns/web", "Deployment/ns/web", "kept", "not in Git; heumsi.github.io/reconcile: disabled")]
+    app = live_obj("Application")
+    assert delete_of(app, keeps={"ns/web"})[0][1:] == ("ns/web", "Orphan")
+    assert delete_of(app)[0][1:] == ("ns/web", "Background")
