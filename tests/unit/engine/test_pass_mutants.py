@@ -10,10 +10,12 @@ import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
 from agent.engine import appplan, news, prune, sourceread, sources, status, statuses, suspend, sync, wantedby, writes
+from agent.engine.passvalues import Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
+from agent.manifests.manifest import Manifest
 from agent.source import snapshot as snapshots
 from agent.source.mirror import Credentials
 from tests.unit.engine.passes import NS, World, app_yaml
@@ -334,3 +336,13 @@ def test_a_prune_the_annotation_keeps_is_a_kept_line_and_orphans_the_owners_chil
     app = live_obj("Application")
     assert delete_of(app, keeps={"ns/web"})[0][1:] == ("ns/web", "Orphan")
     assert delete_of(app)[0][1:] == ("ns/web", "Background")
+
+
+def test_an_outcome_gets_the_documents_line_only_with_the_documents_path():
+    git = Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3)])
+    p = SimpleNamespace(git=git)
+    outcome = status.Outcome(True, False, "c1", "Synced", "ok", "apps/web.yaml")
+    assert statuses._located(p, "ns/web", outcome).source_line == 3
+    moved = status.Outcome(True, False, "c1", "Synced", "ok", "apps/old.yaml")  # a path that is not the document's
+    assert statuses._located(p, "ns/web", moved) is moved
+    assert statuses._located(p, "ns/gone", status.Outcome(True, False, "c1", "Synced", "ok", None)).source_line is None
