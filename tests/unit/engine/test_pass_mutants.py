@@ -10,9 +10,10 @@ import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
 from agent.engine import appplan, news, prune, sourceread, sources, status, statuses, suspend, sync, wantedby, writes
-from agent.engine.passvalues import Wanted
+from agent.engine.passvalues import AppsApplied, ChildWave, Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
+from agent.kinds import health
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.manifests.manifest import Manifest
@@ -346,3 +347,85 @@ def test_an_outcome_gets_the_documents_line_only_with_the_documents_path():
     moved = status.Outcome(True, False, "c1", "Synced", "ok", "apps/old.yaml")  # a path that is not the document's
     assert statuses._located(p, "ns/web", moved) is moved
     assert statuses._located(p, "ns/gone", status.Outcome(True, False, "c1", "Synced", "ok", None)).source_line is None
+
+
+AGENT_APPLIED = [{"manager": "gitops-agent", "operation": "Apply"}]
+
+
+def application(name: str = "web", *, owned: bool = True, source: str | None = "mine",
+                annotations: dict | None = None) -> dict:
+    labels = {"app.kubernetes.io/managed-by": "gitops-agent", **({"heumsi.github.io/source": source} if source else {})}
+    meta = {"namespace": "ns", "name": name, "labels": labels, "annotations": annotations or {},
+            **({"managedFields": AGENT_APPLIED} if owned else {})}
+    return {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": meta,
+            "spec": {"image": "x", "port": 80}}
+
+
+def test_the_source_holding_an_application_is_another_only_when_the_agent_applied_it():
+    assert sources.other_source(application(source="other"), "mine") == "other"
+    assert sources.other_source(application(source="mine"), "mine") is None
+    assert sources.other_source(application(source=None), "mine") is None  # no label: taken over
+    assert sources.other_source(application(source="other", owned=False), "mine") is None  # hand-applied
+    assert sources.other_source(None, "mine") is None
+    child = {**application(source="other"), "apiVersion": "apps/v1", "kind": "Deployment"}
+    assert sources.other_source(child, "mine") is None
+
+
+def outcome_of(key: str, app: dict, *, failures=None, reasons=None, broken=None, written=frozenset(),
+               children: ChildWave | None = None, holds=None) -> tuple[status.Outcome, Report]:
+    report = Report(commit="c1")
+    report.failures.update(failures or {})
+    report.reasons.update(reasons or {})
+    p = SimpleNamespace(report=report, git=Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3)]),
+                        opts=SimpleNamespace(source_id="mine", prune=True))
+    got = statuses._outcome(p, key, app, broken or {}, "synced!", AppsApplied({}, {}, written, holds=holds or {}),
+                            children or ChildWave())
+    return got, report
+
+
+def test_the_outcome_of_a_failed_application_from_git():
+    got, _ = outcome_of("ns/web", application(), failures={"ns/web": "boom"})
+    assert got == status.Outcome(False, False, "c1", "SyncFailed", "boom", "apps/web.yaml")
+    got, _ = outcome_of("ns/web", application(), failures={"ns/web": "boom"}, reasons={"ns/web": "Invalid"},
+                        children=ChildWave(taken={"ns/web": {"Service"}}))
+    assert got == status.Outcome(False, False, "c1", "Invalid", "boom", "apps/web.yaml", health=health.Health(
+        health.Status.MISSING, "Deployment: Deployment does not exist"))
+
+
+def test_the_outcome_of_a_failed_hand_applied_application_names_no_commit_or_file():
+    hand = application("hand", owned=False, annotations={SOURCE_PATH: "hand.yaml"})
+    got, _ = outcome_of("ns/hand", hand, failures={"ns/hand": "boom"})
+    assert got == status.Outcome(False, False, None, "SyncFailed", "boom", None)
+    owned = application("gone", annotations={SOURCE_PATH: "gone.yaml"})  # this source's, gone from Git
+    got, _ = outcome_of("ns/gone", owned, failures={"ns/gone": "boom"})
+    assert got == status.Outcome(False, False, "c1", "SyncFailed", "boom", "gone.yaml")
+
+
+def test_the_outcome_of_an_application_whose_file_git_refused():
+    gone = application("gone", annotations={SOURCE_PATH: "gone.yaml"})
+    got, report = outcome_of("ns/gone", gone, broken={"gone.yaml": "gone.yaml: bad YAML"})
+    assert got == status.Outcome(False, False, "c1", "InvalidManifest", "gone.yaml: bad YAML", "gone.yaml")
+    assert report.refused == {"ns/gone": "gone.yaml: bad YAML"}
+    got, report = outcome_of("ns/gone", gone, broken={"other.yaml": "other.yaml: bad YAML"})
+    assert got.reason == "PruneBlocked" and report.refused == {}
+
+
+def test_the_outcome_of_a_synced_application_says_whether_it_changed():
+    for written, children in [(frozenset({"ns/web"}), ChildWave()),
+                              (frozenset(), ChildWave(written=frozenset({"ns/web"})))]:
+        got, _ = outcome_of("ns/web", application(), written=written, children=children)
+        assert got == status.Outcome(True, True, "c1", "Synced", "synced!", "apps/web.yaml")
+    got, _ = outcome_of("ns/web", application(), written=frozenset({"ns/other"}))
+    assert got == status.Outcome(True, False, "c1", "Synced", "synced!", "apps/web.yaml")
+    got, _ = outcome_of("ns/hand", application("hand", owned=False))
+    assert got == status.Outcome(True, False, None, "Synced", "synced!", None)
+
+
+def test_the_outcome_of_a_held_application():
+    got, _ = outcome_of("ns/web", application(), holds={"ns/web": suspend.Hold(suspend.SPEC, False)})
+    assert (got.ok, got.commit, got.reason, got.source_path, got.suspended) == (
+        False, "c1", "Suspended", "apps/web.yaml", True)
+    got, _ = outcome_of("ns/web", application(), children=ChildWave(held={"ns/web": {"Service": "Service/ns/web"}}))
+    assert (got.ok, got.commit, got.reason, got.source_path, got.suspended) == (
+        False, "c1", "Suspended", "apps/web.yaml", False)
+    assert got.message.startswith("Service/ns/web has heumsi.github.io/reconcile: disabled")
