@@ -429,3 +429,40 @@ def test_the_outcome_of_a_held_application():
     assert (got.ok, got.commit, got.reason, got.source_path, got.suspended) == (
         False, "c1", "Suspended", "apps/web.yaml", False)
     assert got.message.startswith("Service/ns/web has heumsi.github.io/reconcile: disabled")
+
+
+def recorded(outcome: status.Outcome, key: str = "ns/web", failures=None, held=None) -> Report:
+    report = Report(commit="c1")
+    report.failures.update(failures or {})
+    p = SimpleNamespace(report=report, git=Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3)]))
+    statuses.record_health(p, [(key, application(), outcome, {}, False)], ChildWave(held=held or {}))
+    return report
+
+
+def test_a_synced_application_from_git_is_recorded_for_sync_wait_unchanged():
+    ok = status.Outcome(True, True, "c1", "Synced", "synced!", "apps/web.yaml")
+    report = recorded(ok)
+    assert report.synced == {"ns/web": status.Outcome(True, False, "c1", "Synced", "synced!", "apps/web.yaml")}
+    assert report.health == {"ns/web": status.health_of(application(), ok, {}).as_status()}
+    assert report.health["ns/web"]["status"] == "Missing"
+
+
+def test_an_application_not_waited_for_is_recorded_as_none():
+    ok = status.Outcome(True, False, "c1", "Synced", "synced!", "apps/web.yaml")
+    assert recorded(ok, held={"ns/web": {"Service": "Service/ns/web"}}).synced == {"ns/web": None}
+    suspended = status.Outcome(False, False, "c1", "Suspended", "held", "apps/web.yaml", suspended=True)
+    assert recorded(suspended).synced == {"ns/web": None}
+    with_health = status.Outcome(True, False, "c1", "Synced", "ok", "apps/web.yaml",
+                                 health=health.Health(health.Status.HEALTHY, ""))
+    assert recorded(with_health).synced == {"ns/web": None}
+    flagged = status.Outcome(True, False, "c1", "Synced", "ok", "apps/web.yaml", suspended=True)
+    assert recorded(flagged).synced == {"ns/web": None}
+
+
+def test_a_failed_or_hand_applied_application_is_not_recorded_as_synced():
+    failed = status.Outcome(False, False, "c1", "SyncFailed", "boom", "apps/web.yaml")
+    assert recorded(failed).synced == {} and "ns/web" in recorded(failed).health
+    suspended = status.Outcome(False, False, "c1", "Suspended", "held", "apps/web.yaml", suspended=True)
+    assert recorded(suspended, failures={"ns/web": "boom"}).synced == {}
+    ok = status.Outcome(True, False, None, "Synced", "ok", None)
+    assert recorded(ok, key="ns/hand").synced == {}
