@@ -10,7 +10,7 @@ import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
 from agent.engine import appplan, news, prune, sourceread, sources, status, statuses, suspend, sync, wantedby, writes
-from agent.engine.passvalues import AppsApplied, ChildWave, Wanted
+from agent.engine.passvalues import AppsApplied, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
 from agent.kinds import health
@@ -466,3 +466,45 @@ def test_a_failed_or_hand_applied_application_is_not_recorded_as_synced():
     assert recorded(suspended, failures={"ns/web": "boom"}).synced == {}
     ok = status.Outcome(True, False, None, "Synced", "ok", None)
     assert recorded(ok, key="ns/hand").synced == {}
+
+
+MARK = sources.wanted_by("mine")
+
+
+def marked(apps: dict[str, dict | None], refused: set[str], problems: list | None = None) -> list:
+    """The annotation patches ``mark_wanted`` sends: (key, annotations), in order. ``apps``: name -> annotations
+    (None: being deleted, with the mark); Git has ``web`` (apps/web.yaml) and ``api`` (api.yaml)."""
+    patched = []
+    kube = SimpleNamespace(dry_run=False, patch_annotations=lambda app, annotations: patched.append(
+        (app["metadata"]["name"], annotations)))
+    git = Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3), Manifest("ns", "api", {}, "api.yaml", 1)],
+                 problems=problems or [])
+    p = SimpleNamespace(kube=kube, opts=SimpleNamespace(source_id="mine"), git=git, report=Report())
+    live = []
+    for name, wanted in apps.items():
+        meta = {"namespace": "ns", "name": name, "annotations": wanted or {MARK: "mine x"}}
+        if wanted is None:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        live.append({"metadata": meta})
+    state = LiveState(live, [(f"ns/{name}", True, False) for name in apps], [], [], {}, set())
+    wantedby.mark_wanted(p, state, frozenset(f"ns/{name}" for name in refused))
+    return patched
+
+
+def test_the_mark_is_set_on_each_application_another_source_holds_that_git_has():
+    assert marked({"web": {}, "api": {"other": "x"}}, {"web", "api"}) == [
+        ("web", {MARK: "mine apps/web.yaml"}), ("api", {MARK: "mine api.yaml"})]
+    assert marked({"web": {MARK: "mine apps/web.yaml"}}, {"web"}) == []  # already says so
+    assert marked({"web": {MARK: "mine old.yaml"}}, {"web"}) == [("web", {MARK: "mine apps/web.yaml"})]
+
+
+def test_the_mark_is_removed_once_held_or_gone_from_git_unless_a_file_failed():
+    assert marked({"web": {MARK: "mine apps/web.yaml"}, "gone": {MARK: "mine gone.yaml"}, "bare": {"a": "b"}},
+                  set()) == [("web", {MARK: None}), ("gone", {MARK: None})]
+    assert marked({"web": {MARK: "mine apps/web.yaml"}, "gone": {MARK: "mine gone.yaml"}}, set(),
+                  problems=["bad.yaml: broken"]) == [("web", {MARK: None})]  # gone may be in the broken file
+
+
+def test_an_application_being_deleted_is_not_marked():
+    assert marked({"web": None}, set()) == []
+    assert marked({"web": None}, {"web"}) == []
