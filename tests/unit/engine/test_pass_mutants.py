@@ -508,3 +508,16 @@ def test_the_mark_is_removed_once_held_or_gone_from_git_unless_a_file_failed():
 def test_an_application_being_deleted_is_not_marked():
     assert marked({"web": None}, set()) == []
     assert marked({"web": None}, {"web"}) == []
+
+
+def test_refuse_takes_out_the_applications_another_source_holds_but_never_a_prune():
+    ident = ("heumsi.github.io", "Application", "ns", "web")
+    theirs, mine = application(source="other"), application(source="mine")
+    update, create = Step(Op.UPDATE, ident, {}, theirs), Step(Op.CREATE, ident, {}, None)
+    prune_step, own = Step(Op.PRUNE, ident, None, theirs), Step(Op.UPDATE, ident, {}, mine)
+    out, refused = sources.refuse([create, update, prune_step, own], "mine", "repo", {"ns/web": "web.yaml:1"})
+    assert out == [create, prune_step, own]
+    assert refused == [(update, sources._refusal(update, "other", "mine", "repo", {"ns/web": "web.yaml:1"}))]
+    assert refused[0][1].startswith("web.yaml:1: OwnershipConflict: not applied: source 'other' holds it; this "
+                                    "source 'mine' (repository 'repo') has it too.")
+    assert sources.refuse([], "mine", "repo", {}) == ([], [])
