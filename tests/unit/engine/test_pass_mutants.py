@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import appplan, news, prune, sourceread, sources, status, statuses, suspend, sync, wantedby, writes
-from agent.engine.passvalues import AppsApplied, ChildWave, LiveState, Wanted
+from agent.engine import (appplan, livestate, news, plan, prune, sourceread, sources, status, statuses, suspend, sync,
+                          wantedby, writes)
+from agent.engine.passvalues import AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
 from agent.kinds import health
@@ -521,3 +522,29 @@ def test_refuse_takes_out_the_applications_another_source_holds_but_never_a_prun
     assert refused[0][1].startswith("web.yaml:1: OwnershipConflict: not applied: source 'other' holds it; this "
                                     "source 'mine' (repository 'repo') has it too.")
     assert sources.refuse([], "mine", "repo", {}) == ([], [])
+
+
+def child(kind: str, name: str, *, ours: bool = True) -> dict:
+    group = "apps/v1" if kind == "Deployment" else "v1"
+    meta = {"namespace": "ns", "name": name, "labels": {"app.kubernetes.io/managed-by": "gitops-agent"},
+            "managedFields": AGENT_APPLIED}
+    if ours:
+        meta["ownerReferences"] = OWNED_BY_WEB if name == "web" else [{**OWNED_BY_WEB[0], "name": name}]
+    return {"apiVersion": group, "kind": kind, "metadata": meta}
+
+
+def test_the_child_prunes_are_the_unpaired_owned_children_and_a_note_for_each_one_not_ours():
+    paired, gone, stray = child("Deployment", "web"), child("Service", "web"), child("Service", "stray", ours=False)
+    objs = {ident: obj for obj in (paired, gone, stray) for ident in [plan.identity(obj)]}
+    live = LiveState([], [], list(objs.values()), [livestate.child_facts(o) for o in objs.values()], {}, set())
+    idx = ChildIndex(objs, {})
+    wave = ChildWave(paired=frozenset({plan.identity(paired)}))
+    note = "Service/ns/stray carries the agent's labels but is not a child it made: not ours, left alone"
+    for prune_on, expected in [(True, [Step(Op.PRUNE, plan.identity(gone), None, gone)]), (False, [])]:
+        p = SimpleNamespace(report=Report())
+        assert prune.plan_prunes(p, live, idx, wave, prune_on) == expected
+        assert p.report.notes == [note]
+    p = SimpleNamespace(report=Report())
+    stray_paired = ChildWave(paired=frozenset({plan.identity(paired), plan.identity(stray)}))
+    assert prune.plan_prunes(p, live, idx, stray_paired, True) == [Step(Op.PRUNE, plan.identity(gone), None, gone)]
+    assert p.report.notes == []  # desired: it pairs with a child Git wants
