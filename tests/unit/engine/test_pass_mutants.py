@@ -548,3 +548,50 @@ def test_the_child_prunes_are_the_unpaired_owned_children_and_a_note_for_each_on
     stray_paired = ChildWave(paired=frozenset({plan.identity(paired), plan.identity(stray)}))
     assert prune.plan_prunes(p, live, idx, stray_paired, True) == [Step(Op.PRUNE, plan.identity(gone), None, gone)]
     assert p.report.notes == []  # desired: it pairs with a child Git wants
+
+
+class Deleting:
+    """A cluster that deletes (``refuse``: names whose delete is refused) and notes each change."""
+
+    def __init__(self, refuse: frozenset[str] = frozenset()):
+        self.deleted, self.changes, self.refuse = [], [], refuse
+
+    def delete(self, obj, propagation):
+        if obj["metadata"]["name"] in self.refuse:
+            raise ApiError(403, "Forbidden", "no")
+        self.deleted.append((obj["kind"], obj["metadata"]["name"], propagation))
+
+    def change(self, app, key, action, subject):
+        self.changes.append((app, key, action, subject))
+
+
+def test_prune_all_prunes_children_first_then_applications_and_tells_of_each():
+    web_app, gone_app = application(), application("gone", annotations={SOURCE_PATH: "gone.yaml"})
+    dep, svc = child("Deployment", "web"), child("Service", "gone")
+    kube, report = Deleting(), Report(commit="abcdef1" + "0" * 33)
+    p = SimpleNamespace(kube=kube, report=report)
+    app_steps = [Step(Op.PRUNE, plan.identity(gone_app), None, gone_app),
+                 Step(Op.UPDATE, plan.identity(web_app), web_app, web_app)]
+    planned = SimpleNamespace(steps=app_steps, waiting={})
+    applied = SimpleNamespace(in_scope={"ns/web": web_app}, foreign=frozenset(), holds={})
+    child_steps = [Step(Op.PRUNE, plan.identity(dep), None, dep), Step(Op.UNCHANGED, plan.identity(svc), svc, svc),
+                   Step(Op.PRUNE, plan.identity(svc), None, svc)]
+    prune.prune_all(p, child_steps, planned, applied)
+    assert kube.deleted == [("Deployment", "web", "Background"), ("Service", "gone", "Background"),
+                            ("Application", "gone", "Background")]
+    assert kube.changes == [(web_app, "ns/web", PRUNED, "Deployment/ns/web"),
+                            (None, "ns/gone", PRUNED, "Service/ns/gone"),  # not in scope: only noted
+                            (gone_app, "ns/gone", PRUNED, "Application/ns/gone")]
+    assert report.notices == [prune.pruned_notice(gone_app, report.commit)]
+    assert report.notices[0].source_path == "gone.yaml"
+
+
+def test_a_refused_prune_tells_of_nothing():
+    gone_app = application("gone")
+    kube, report = Deleting(refuse=frozenset({"gone"})), Report(commit="c1")
+    p = SimpleNamespace(kube=kube, report=report)
+    planned = SimpleNamespace(steps=[Step(Op.PRUNE, plan.identity(gone_app), None, gone_app)], waiting={})
+    prune.prune_all(p, [], planned, SimpleNamespace(in_scope={}, foreign=frozenset(), holds={}))
+    assert (kube.deleted, kube.changes, report.notices) == ([], [], [])
+    assert [(c.subject, c.action, c.message) for c in report.changes] == [
+        ("Application/ns/gone", "failed", "prune failed: 403 Forbidden: no")]
