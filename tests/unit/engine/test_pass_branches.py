@@ -1,6 +1,7 @@
 """Branches of the pass's stages the other pass tests leave out: a CRD that is not right, an
 Application whose own apply the API server refuses, labels Git sets that the agent overrides,
-a pass in a dry run (the wanted-by marks)."""
+a pass in a dry run (the wanted-by marks), how each refused file or Application is reported,
+and ``on_commit``."""
 
 from __future__ import annotations
 
@@ -84,3 +85,40 @@ def test_a_dry_run_writes_no_wanted_by_mark():
     class P:
         kube = Untouchable()
     assert wantedby.mark_wanted(P(), None, frozenset({"ns/web"})) is None
+
+
+def document(name: str, namespace: str | None = None, port: object = 80) -> str:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return yaml.safe_dump({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": meta,
+                           "spec": {"image": "x", "port": port}})
+
+
+def test_what_git_refuses_is_an_error_invalid_and_refused_each_as_it_is_named(tmp_path):
+    world = World(tmp_path, allowed_namespaces=("shop",))
+    world.commit({"web.yaml": app_yaml_doc("web"), "broken.yaml": "a: [", "bad.yaml": document("bad", port="eighty"),
+                  "badname.yaml": document("Bad_Name"), "far.yaml": document("far", "elsewhere")})
+    commits = []
+    report = world.sync(on_commit=lambda sha, manifests: commits.append((sha, [m.name for m in manifests])))
+    assert commits == [(world.repo.head(), ["web"])]  # once read, with the Applications in scope only
+    bad = 'bad.yaml:7: spec.port: must be an integer between 1 and 65535 (got "eighty")'
+    badname = ("badname.yaml:4: metadata.name: \"Bad_Name\" is not a valid DNS-1123 label (lowercase letters, "
+               "digits and '-', starting and ending with a letter or digit, at most 63 characters)")
+    broken = ("broken.yaml:1: invalid YAML: expected the node content, but found '<stream end>' (while parsing a "
+              "flow node)")
+    far = ("far.yaml:5: metadata.namespace: Application elsewhere/far: namespace 'elsewhere' is not allowed "
+           "(--allowed-namespaces shop); nothing was created, changed or pruned there")
+    assert report.errors == [bad, badname, broken, far]
+    assert [str(p) for p in report.problems] == [bad, badname, broken, far]
+    assert report.invalid == [("shop/bad", bad), ("badname.yaml:1", badname), ("broken.yaml", broken),
+                              ("elsewhere/far", far)]
+    assert report.refused == {"shop/bad": bad, "badname.yaml:1": badname, "elsewhere/far": far}  # not a file
+    assert [(c.subject, c.action) for c in report.changes] == [
+        (f"Application/{NS}/web", "created"), (f"Deployment/{NS}/web", "created"), (f"Service/{NS}/web", "created")]
+
+
+def test_on_commit_is_not_called_when_the_fetch_failed(tmp_path):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml_doc("web")})
+    commits = []
+    report = world.sync(repo=str(tmp_path / "nowhere"), on_commit=lambda sha, manifests: commits.append(sha))
+    assert report.fetch_failed and commits == []
