@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import (appplan, livestate, news, plan, prune, sourceread, sources, status, statuses, suspend, sync,
-                          wantedby, writes)
+from agent.engine import (appplan, guards, livestate, news, plan, prune, sourceread, sources, status, statuses, suspend,
+                          sync, wantedby, writes)
 from agent.engine.passvalues import AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import KEPT, PRUNED, Report
@@ -595,3 +595,42 @@ def test_a_refused_prune_tells_of_nothing():
     assert (kube.deleted, kube.changes, report.notices) == ([], [], [])
     assert [(c.subject, c.action, c.message) for c in report.changes] == [
         ("Application/ns/gone", "failed", "prune failed: 403 Forbidden: no")]
+
+
+def guarded(steps: list, *, manifests: int = 1, owned: int = 10, share: float = 0.5) -> tuple:
+    git = Wanted([Manifest("ns", f"a{i}", {}, f"a{i}.yaml", 1) for i in range(manifests)])
+    p = SimpleNamespace(opts=SimpleNamespace(source_id="mine", max_prune_share=share), git=git,
+                        report=Report(commit="c1"))
+    kept, prune_on = appplan._guarded(p, steps, True, owned)
+    return kept, prune_on, p.report.errors
+
+
+def prune_of(name: str, **annotations) -> Step:
+    app = application(name, annotations=annotations)
+    return Step(Op.PRUNE, plan.identity(app), None, app)
+
+
+def test_the_guards_keep_annotated_suspended_and_wanted_elsewhere_applications():
+    update = Step(Op.UPDATE, ("heumsi.github.io", "Application", "ns", "web"), application(), application())
+    plain = prune_of("plain")
+    suspended = prune_of("held")
+    suspended.target["spec"]["suspend"] = True
+    steps = [update, prune_of("kept", **{"heumsi.github.io/prune": "disabled"}), suspended,
+             prune_of("wanted", **{sources.wanted_by("other"): "other"}),
+             prune_of("mine", **{sources.wanted_by("mine"): "mine x.yaml"}), plain]
+    kept, prune_on, errors = guarded(steps)
+    assert [s.target["metadata"]["name"] for s in kept] == ["web", "mine", "plain"]
+    assert prune_on is True and errors == []
+
+
+def test_a_mass_prune_is_refused_whole():
+    many = [prune_of(f"p{i}") for i in range(12)]
+    update = Step(Op.UPDATE, ("heumsi.github.io", "Application", "ns", "web"), application(), application())
+    kept, prune_on, errors = guarded([update, *many], owned=20, share=0.5)
+    assert kept == [update] and prune_on is False
+    assert errors == [guards.refusal(12, 20, 0.5, "c1")]
+    assert errors[0].startswith("commit c1 would prune 12 of the 20 Applications this source owns, more than "
+                                "--max-prune-share 0.5 of them")
+    assert guarded(many[:11], owned=22, share=0.5)[1:] == (True, [])  # half: not more than the share
+    assert guarded(many[:10], owned=10, share=0.5)[1:] == (True, [])  # not more than the guard's minimum
+    assert guarded(many, owned=20, share=0.5, manifests=0)[1:] == (True, [])  # an empty commit: its own guard
