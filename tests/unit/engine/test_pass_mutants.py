@@ -18,7 +18,7 @@ from agent.kinds import health
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.manifests.manifest import Manifest
-from agent.source import snapshot as snapshots
+from agent.source import repository, snapshot as snapshots
 from agent.source.mirror import Credentials
 from tests.unit.engine.passes import NS, World, app_yaml
 
@@ -634,3 +634,17 @@ def test_a_mass_prune_is_refused_whole():
     assert guarded(many[:11], owned=22, share=0.5)[1:] == (True, [])  # half: not more than the share
     assert guarded(many[:10], owned=10, share=0.5)[1:] == (True, [])  # not more than the guard's minimum
     assert guarded(many, owned=20, share=0.5, manifests=0)[1:] == (True, [])  # an empty commit: its own guard
+
+
+def test_another_sources_applications_are_failed_lines_naming_the_file_in_git():
+    theirs, mine = application(source="other"), application("api", source="mine")
+    steps = [Step(Op.UPDATE, plan.identity(theirs), theirs, theirs), Step(Op.UPDATE, plan.identity(mine), mine, mine)]
+    git = Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3), Manifest("ns", "api", {}, "api.yaml", 1)])
+    p = SimpleNamespace(opts=SimpleNamespace(source_id="mine", repo=REPO), git=git, report=Report())
+    kept, keys = appplan._refused(p, steps)
+    assert kept == [steps[1]] and keys == {"ns/web"}
+    [line] = p.report.changes
+    assert (line.application, line.subject, line.action) == ("ns/web", "Application/ns/web", "failed")
+    assert line.message == sources._refusal(steps[0], "other", "mine", repository.identity(REPO),
+                                            {"ns/web": "apps/web.yaml:3", "ns/api": "api.yaml:1"})
+    assert line.message.startswith("apps/web.yaml:3: OwnershipConflict: ")
