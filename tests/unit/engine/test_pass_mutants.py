@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import (appplan, guards, livestate, news, plan, prune, sourceread, sources, status, statuses, suspend,
-                          sync, wantedby, writes)
+from agent.engine import (appapply, apply, appplan, guards, livestate, news, plan, prune, sourceread, sources, status,
+                          statuses, suspend, sync, wantedby, writes)
 from agent.engine.passvalues import AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
-from agent.engine.report import KEPT, PRUNED, Report
+from agent.engine.report import CONFIGURED, KEPT, PRUNED, UNCHANGED, Report
 from agent.kinds import health
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
@@ -648,3 +648,61 @@ def test_another_sources_applications_are_failed_lines_naming_the_file_in_git():
     assert line.message == sources._refusal(steps[0], "other", "mine", repository.identity(REPO),
                                             {"ns/web": "apps/web.yaml:3", "ns/api": "api.yaml:1"})
     assert line.message.startswith("apps/web.yaml:3: OwnershipConflict: ")
+
+
+class Applying:
+    """A cluster whose apply answers ``answer`` (an object, or an ApiError to raise)."""
+
+    def __init__(self, answer):
+        self.answer, self.changes = answer, []
+
+    def apply(self, desired):
+        if isinstance(self.answer, ApiError):
+            raise self.answer
+        return self.answer
+
+    def change(self, app, key, action, subject, why=""):
+        self.changes.append((app, key, action, subject, why))
+
+
+def test_converge_runs_before_only_for_a_write_and_records_a_refusal():
+    app = application()
+    ident = plan.identity(app)
+    befores = []
+    report = Report()
+    done = appapply.converge(Applying(app), report, "ns/web", Step(Op.UNCHANGED, ident, app, app),
+                             before=lambda: befores.append(1))
+    assert (done.action, done.live, befores) == ("unchanged", app, [])
+    done = appapply.converge(Applying(app), report, "ns/web", Step(Op.CREATE, ident, app, None),
+                             before=lambda: befores.append(1))
+    assert (done.action, befores) == ("created", [1])
+    invalid = ApiError(422, "Invalid", "spec.port: bad")
+    assert appapply.converge(Applying(invalid), report, "ns/web", Step(Op.CREATE, ident, app, None)) is None
+    assert report.failures == {"ns/web": "422 Invalid: spec.port: bad"} and report.reasons == {"ns/web": "Invalid"}
+    assert [(c.subject, c.action, c.message) for c in report.changes] == [
+        ("Application/ns/web", "failed", "422 Invalid: spec.port: bad")]
+    other = Report()
+    assert appapply.converge(Applying(ApiError(409, "Conflict", "x")), other, "ns/web",
+                             Step(Op.CREATE, ident, app, None)) is None
+    assert other.failures == {"ns/web": "409 Conflict: x"} and other.reasons == {}
+    with pytest.raises(ApiError):
+        appapply.converge(Applying(ApiError(0, "ConnectionRefused", "down")), Report(), "ns/web",
+                          Step(Op.CREATE, ident, app, None))
+
+
+def test_record_reports_each_action_and_notes_only_writes_for_the_event():
+    kube, report = Applying(None), Report()
+    p = SimpleNamespace(kube=kube, report=report)
+    app = application()
+    assert appapply.record(p, "ns/web", "Deployment/ns/web", apply.Applied({}, UNCHANGED), app) is False
+    assert appapply.record(p, "ns/web", "Service/ns/web", apply.Applied({}, CONFIGURED, "why"), app) is True
+    assert [(c.application, c.subject, c.action, c.message) for c in report.changes] == [
+        ("ns/web", "Deployment/ns/web", "unchanged", ""), ("ns/web", "Service/ns/web", "configured", "why")]
+    assert kube.changes == [(app, "ns/web", "configured", "Service/ns/web", "why")]
+
+
+def test_the_hits_are_reported_unchanged_in_their_order():
+    report = Report()
+    appapply.report_unchanged(SimpleNamespace(report=report), {"ns/b": None, "ns/a": None})
+    assert [(c.application, c.subject, c.action) for c in report.changes] == [
+        ("ns/b", "Application/ns/b", "unchanged"), ("ns/a", "Application/ns/a", "unchanged")]
