@@ -504,6 +504,8 @@ def test_the_mark_is_removed_once_held_or_gone_from_git_unless_a_file_failed():
                   set()) == [("web", {MARK: None}), ("gone", {MARK: None})]
     assert marked({"web": {MARK: "mine apps/web.yaml"}, "gone": {MARK: "mine gone.yaml"}}, set(),
                   problems=["bad.yaml: broken"]) == [("web", {MARK: None})]  # gone may be in the broken file
+    assert marked({"gone": {MARK: "mine gone.yaml"}, "web": {}}, {"web"},
+                  problems=["bad.yaml: broken"]) == [("web", {MARK: "mine apps/web.yaml"})]  # the next one still
 
 
 def test_an_application_being_deleted_is_not_marked():
