@@ -314,14 +314,22 @@ def test_least_privilege_rbac_from_deploy(cluster, agent, start_agent, repo, rem
     repo.write("a.yaml", app_yaml("web"))
     repo.write("b.yaml", app_yaml("other", namespace=f"{namespace}-x"))
     remote.push()
+    # as deploy/ runs it: children written as each namespace's tenant ServiceAccount (tenants.yaml's team-a block)
+    tenant = "\n---\n".join((ROOT / "deploy" / "tenants.yaml").read_text().split("\n---\n")[1:4])
+    cluster.kubectl("create", "namespace", f"{namespace}-x", check=False)
+    for ns in (namespace, f"{namespace}-x"):
+        (tmp_path / f"tenant-{ns}.yaml").write_text(tenant.replace("team-a", ns))
+        cluster.kubectl("apply", "-f", str(tmp_path / f"tenant-{ns}.yaml"))
     try:
         proc = agent.run([sys.executable, "-m", "agent", "sync", "--once", "--repo", remote.url,
-                          "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace])
+                          "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace,
+                          "--tenant-service-account", "gitops-tenant"])
         assert proc.returncode == 0, proc.stderr
         assert all(objects.trio(namespace, "web")) and all(objects.trio(f"{namespace}-x", "other"))
         assert "could not record event" not in proc.stderr
         running = start_agent(remote.url, "--interval", "30", "--namespace", namespace, "--leader-elect",
-                              "--lease-namespace", "gitops-agent", kubeconfig=kubeconfig)
+                              "--lease-namespace", "gitops-agent", "--tenant-service-account", "gitops-tenant",
+                              kubeconfig=kubeconfig)
         wait_for(lambda: running.metric("gitops_agent_passes_total", result="success") >= 1, timeout=30,
                  what="a pass under the agent's own RBAC")
         assert running.metric("gitops_agent_leader") == 1
@@ -383,8 +391,10 @@ def test_watch_recovers_from_dropped_connections(start_agent, repo, remote, name
 def test_deploy_directory_renders_with_kustomize(cluster):
     rendered = cluster.kubectl("kustomize", str(ROOT / "deploy")).stdout
     kinds = re.findall(r"^kind: (\w+)", rendered, re.M)
+    # the agent's own objects, and each tenant's (tenants.yaml: team-a and team-b) Namespace, ServiceAccount and Role
     assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                    "RoleBinding", "Deployment", "Service", "NetworkPolicy"])
+                                    "RoleBinding", "Deployment", "Service", "NetworkPolicy"]
+                                   + ["Namespace", "ServiceAccount", "Role", "RoleBinding"] * 2)
     assert "secrets" not in rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
 
 
