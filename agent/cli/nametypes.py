@@ -107,33 +107,27 @@ def _http_host(host: str) -> bool:
     return len(host) <= 253 and bool(_HOST_NAME.fullmatch(host))
 
 
+def _patterns(text: str, rule: str, chars: str, longest: int) -> tuple[str, ...]:
+    """Comma-separated globs of ``text`` (blanks around commas ignored), each at most ``longest``
+    characters of ``chars`` with balanced ``[...]``. Raises ``not_allowed`` naming ``rule``."""
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not patterns or any(len(p) > longest or not re.fullmatch(f"[{chars}]+", p) or p.count("[") != p.count("]")
+                           for p in patterns):
+        raise not_allowed(text, rule)
+    return patterns
+
+
 def namespace_patterns(text: str) -> tuple[str, ...]:
     """Type for ``--allowed-namespaces``: comma-separated namespace names or shell-style globs
     (``team-*``, ``app-?``); blanks around commas are ignored. Returns the patterns as a tuple;
     each must be a DNS-1123 label once ``*``, ``?`` and ``[...]`` are taken out."""
-    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
-    rule = ("comma-separated namespace names or globs (lowercase letters, digits, '-', and the "
-            "wildcards * ? [...]), at least one")
-    if not patterns:
-        raise not_allowed(text, rule)
-    for pattern in patterns:
-        if len(pattern) > 63 or not re.fullmatch(r"[a-z0-9*?\[\]!-]+", pattern) \
-                or pattern.count("[") != pattern.count("]"):
-            raise not_allowed(text, rule)
-    return patterns
+    return _patterns(text, "comma-separated namespace names or globs (lowercase letters, digits, '-', and the "
+                     "wildcards * ? [...]), at least one", r"a-z0-9*?\[\]!-", 63)
 
 
 def service_account_patterns(text: str) -> tuple[str, ...]:
     """Type for ``--allowed-service-accounts``: comma-separated ServiceAccount names (DNS-1123
     subdomains) or shell-style globs (``app-*``); blanks around commas are ignored. Returns the
     patterns as a tuple."""
-    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
-    rule = ("comma-separated ServiceAccount names or globs (lowercase letters, digits, '-', '.', and the "
-            "wildcards * ? [...]), at least one")
-    if not patterns:
-        raise not_allowed(text, rule)
-    for pattern in patterns:
-        if len(pattern) > 253 or not re.fullmatch(r"[a-z0-9*?\[\]!.-]+", pattern) \
-                or pattern.count("[") != pattern.count("]"):
-            raise not_allowed(text, rule)
-    return patterns
+    return _patterns(text, "comma-separated ServiceAccount names or globs (lowercase letters, digits, '-', '.', "
+                     "and the wildcards * ? [...]), at least one", r"a-z0-9*?\[\]!.-", 253)
