@@ -45,11 +45,28 @@ def assert_prompt_clean_exit(agent):
     assert "Traceback" not in agent.output()
 
 
+def wait_for_quiet(agent, quiet: float = 3.0) -> None:
+    """Wait until no pass has ended for ``quiet`` seconds: the first pass's children change as their
+    controllers roll them out, and each change starts a watch-triggered pass, so "one pass done" is
+    not yet "idle"."""
+    def passes():
+        return sum(agent.metric("gitops_agent_passes_total", result=r) for r in ("success", "failure"))
+    seen = {"count": passes(), "since": time.monotonic()}
+
+    def still():
+        count = passes()
+        if count != seen["count"]:
+            seen.update(count=count, since=time.monotonic())
+        return time.monotonic() - seen["since"] >= quiet
+    wait_for(still, timeout=60, interval=0.2, what=f"{quiet:.0f}s with no pass")
+
+
 def test_sigterm_when_idle(start_agent, repo, remote, namespace):  # noqa: F811
     repo.write("a.yaml", app_yaml("web"))
     remote.push()
     agent = start_agent(remote.url, "--interval", "60", "--namespace", namespace, "--shutdown-grace", str(GRACE))
     wait_for(lambda: agent.metric("gitops_agent_passes_total", result="success") >= 1, timeout=60, what="a pass")
+    wait_for_quiet(agent)
     assert_prompt_clean_exit(agent)
     assert "stopping: no pass is running" in agent.output() and "waiting up to" not in agent.output()
 
