@@ -18,7 +18,8 @@ CORE = ("manifests.loader", "kinds.render", "kinds.deployment", "kinds.service",
         "kinds.autoscaler", "kinds.registry", "engine.plan", "engine.status", "engine.history", "engine.news", "views.appview", "views.explainview", "kinds.health", "manifests.specrules",
         "api.quantity")
 PASS = ("engine.sync", "engine.sourceread", "engine.livestate", "engine.appplan", "engine.appapply", "engine.childapply",
-        "engine.statuses", "engine.wantedby", "engine.prune", "engine.remember", "engine.passvalues", "engine.sources")
+        "engine.statuses", "engine.wantedby", "engine.prune", "engine.remember", "engine.passvalues", "engine.sources",
+        "engine.tenancy", "engine.hostclaim")
 """The pass's stage modules, specified by the unit tests of the whole pass (tests/unit/engine/test_pass*.py)."""
 THRESHOLD = 90.0
 
