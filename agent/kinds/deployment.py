@@ -7,17 +7,11 @@ Rendered as the original operator's template: one container named like the Appli
 
 from __future__ import annotations
 
-import hashlib
-
-from agent.api import quantity
-from agent.api.labels import FILES_DIGEST
 from agent.api.objects import Obj
-from agent.kinds import configmap
+from agent.kinds import podspec
 from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
-
-PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
 
 
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
@@ -35,39 +29,8 @@ def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     file, ``podLabels`` after the agent's labels and ``podAnnotations`` with the files' digest
     (``labels.FILES_DIGEST``); the Deployment ``rollout``'s strategy and progress deadline."""
     port = spec["port"]
-    container: Obj = {"name": name, "image": spec["image"],
-                       "ports": [{"containerPort": port, "protocol": "TCP"}]}
-    for field in ("command", "args"):
-        if field in spec:
-            container[field] = list(spec[field])
-    if spec.get("env"):
-        container["env"] = [_env(key, spec["env"][key]) for key in sorted(spec["env"])]
-    if spec.get("envFrom"):
-        container["envFrom"] = [dict(source) for source in spec["envFrom"]]
-    resources = {part: {name_: quantity.stored(value) for name_, value in sorted(found.items())}
-                 for part in ("limits", "requests") if (found := (spec.get("resources") or {}).get(part))}
-    if resources:
-        container["resources"] = resources
-    for probe in ("readinessProbe", "livenessProbe"):
-        if spec.get(probe):
-            container[probe] = _probe(spec[probe], port)
-    volumes, mounts = _files(name, spec.get("files") or {})
-    if mounts:
-        container["volumeMounts"] = mounts
-    pod: Obj = {"containers": [container]}
-    if "serviceAccountName" in spec:
-        pod["serviceAccountName"] = spec["serviceAccountName"]
-    if spec.get("imagePullSecrets"):
-        pod["imagePullSecrets"] = [{"name": secret} for secret in spec["imagePullSecrets"]]
-    if volumes:
-        pod["volumes"] = volumes
-    template: Obj = {"metadata": {"labels": {**ownership_labels(name), **(spec.get("podLabels") or {})}}}
-    annotations = dict(sorted((spec.get("podAnnotations") or {}).items()))
-    if (digest := configmap.digest(spec)) is not None:
-        annotations[FILES_DIGEST] = digest
-    if annotations:
-        template["metadata"]["annotations"] = annotations
-    template["spec"] = pod
+    labels = {**ownership_labels(name), **(spec.get("podLabels") or {})}
+    template = podspec.template(name, spec, podspec.container(name, spec, port), labels)
     out: Obj = {}
     if "replicas" in spec and spec.get("autoscaling") is None:
         out["replicas"] = spec["replicas"]
@@ -81,53 +44,6 @@ def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
         out["progressDeadlineSeconds"] = rollout["progressDeadlineSeconds"]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": child_metadata(name, namespace, uid),
             "spec": out}
-
-
-def _env(name: str, value: str | Obj) -> Obj:
-    """One ``env`` entry: a string value, or a ``secretKeyRef``/``configMapKeyRef``."""
-    if isinstance(value, str):
-        return {"name": name, "value": value}
-    (source, ref), = value.items()
-    return {"name": name, "valueFrom": {source: {"name": ref["name"], "key": ref["key"]}}}
-
-
-def _probe(probe: Obj, port: int) -> Obj:
-    """A container probe: its handler with the Application's port as a number (a probe's port
-    is that port or its name, ``http``), then the timing fields given."""
-    out: Obj = {}
-    if "httpGet" in probe:
-        out["httpGet"] = {"path": probe["httpGet"].get("path", "/"), "port": port}
-    elif "tcpSocket" in probe:
-        out["tcpSocket"] = {"port": port}
-    else:
-        out["exec"] = {"command": list(probe["exec"]["command"])}
-    out.update({field: probe[field] for field in PROBE_TIMING if field in probe})
-    return out
-
-
-def volume_name(path: str) -> str:
-    """The pod volume of the file at ``path``: ``file-`` and a digest of the path."""
-    return f"file-{hashlib.sha256(path.encode()).hexdigest()[:10]}"
-
-
-def _files(name: str, files: Obj) -> tuple[list[Obj], list[Obj]]:
-    """(volumes, volume mounts) of ``spec.files``, sorted by path: each file one volume holding
-    one item, ``file``, mounted read-only at its path (``subPath``); the text ones from the
-    Application's ConfigMap, the others from the Secret or ConfigMap they name."""
-    volumes, mounts = [], []
-    for path in sorted(files):
-        file, volume = files[path], volume_name(path)
-        if "content" in file:
-            source = {"configMap": {"name": name, "items": [{"key": configmap.key(path), "path": "file"}]}}
-        elif "secretRef" in file:
-            ref = file["secretRef"]
-            source = {"secret": {"secretName": ref["name"], "items": [{"key": ref["key"], "path": "file"}]}}
-        else:
-            ref = file["configMapRef"]
-            source = {"configMap": {"name": ref["name"], "items": [{"key": ref["key"], "path": "file"}]}}
-        volumes.append({"name": volume, **source})
-        mounts.append({"name": volume, "mountPath": path, "subPath": "file", "readOnly": True})
-    return volumes, mounts
 
 
 def health(obj: Obj | None) -> Health:

@@ -280,7 +280,8 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
             # their ReplicaSets and status, which the benchmark waits for.
             "--kube-api-qps=500", "--kube-api-burst=1000",
             "--controllers=garbage-collector-controller,deployment-controller,"
-            "replicaset-controller,namespace-controller,horizontal-pod-autoscaler-controller",
+            "replicaset-controller,namespace-controller,horizontal-pod-autoscaler-controller,"
+            "job-controller,cronjob-controller",
             # no metrics server: an autoscaler is created and reports why it cannot scale
         ])
         procs.start("kube-scheduler", [

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agent.api import labels as keys
-from agent.kinds import autoscaler, configmap, deployment, ingress, registry, service
+from agent.kinds import autoscaler, configmap, deployment, ingress, podspec, registry, service
 
 SEED = {"image": "nginx:latest", "replicas": 1, "port": 80}
 """The seed operator's Application (its application.yaml)."""
@@ -73,7 +73,7 @@ def test_every_field_rendered_exactly():
     cm, dep, svc, ing, hpa = registry.children("shop", "team", "u", FULL)
     assert CONFIG_KEY == "config.yaml-" + CONFIG_KEY[-8:] and len(CONFIG_KEY) == 20
     assert cm == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": META, "data": {CONFIG_KEY: "a: 1\n"}}
-    vol = {p: deployment.volume_name(p) for p in FULL["files"]}
+    vol = {p: podspec.volume_name(p) for p in FULL["files"]}
     assert dep == {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": META, "spec": {
         "selector": {"matchLabels": {keys.INSTANCE_LABEL: "shop", keys.APPLICATION_LABEL: "shop"}},
         "template": {
