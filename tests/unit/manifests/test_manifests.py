@@ -7,6 +7,7 @@ from jsonschema import Draft202012Validator
 
 from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
+from agent.manifests.nodes import SURROGATE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
@@ -676,6 +677,11 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
     (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x: .inf\n"),
      (6, "metadata.annotations.x", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
+    (EXAMPLE.replace("metadata:\n  name: nginx\n", 'metadata:\n  name: nginx\n  annotations:\n    x: "a\\ud800"\n'),
+     (6, "metadata.annotations.x", SURROGATE)),
+    (EXAMPLE.replace("image: nginx:latest", 'image: "nginx\\udfff"'), (6, "spec.image", SURROGATE)),
+    (EXAMPLE.replace("metadata:\n", 'metadata:\n  labels:\n    "\\ud800": x\n'),
+     (4, "metadata.labels", f"key {chr(0xd800)!r} {SURROGATE}")),
     (EXAMPLE + "1: x\n", (9, "1", 'key 1 is an integer, not a string (kubectl would make it "1"); quote it: "1"')),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels:\n    on: x\n"),
      (5, "metadata.labels.on", "key on is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for "
