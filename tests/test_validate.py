@@ -20,7 +20,7 @@ SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
 SPEC_FIELDS = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
-               "suspend")
+               "suspend, tasks")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 

@@ -56,6 +56,12 @@ FILES_DIGEST = "heumsi.github.io/files-digest"
 """Annotation on an Application's pod template: a digest of its files' contents from Git, so a
 changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
 
+TASK_LABEL = "heumsi.github.io/task"
+"""Label on a task's Job and its pod: the task's name (a key of ``spec.tasks``)."""
+TASK_DIGEST = "heumsi.github.io/task-digest"
+"""Label on a task's Job: the digest of what it runs (``job.task_digest``); the Job's name ends in
+its first 8 characters."""
+
 KEYS: tuple[tuple[str, str, str], ...] = (
     (MANAGED_BY, "label", f"`{AGENT_NAME}` on every object the agent applies"),
     (NAME_LABEL, "label", "the Application's name, on its children"),
@@ -74,5 +80,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
     (PASS_REQUESTED_AT, "annotation", "on the leader Lease: a new token forwards a push webhook to the leader"),
     (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
+    (TASK_LABEL, "label", "the task's name, on a task's Job and its pod"),
+    (TASK_DIGEST, "label", "digest of what a task's Job runs, on the Job"),
 )
 """(key, label or annotation, what it means) for every key: the reference table's rows."""

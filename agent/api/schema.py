@@ -4,6 +4,7 @@ The resource is ``applications.heumsi.github.io``, version ``v1``, kind
 ``Application``, namespaced.
 """
 
+import copy
 import difflib
 
 from jsonschema import Draft202012Validator, validators
@@ -95,20 +96,85 @@ _PROBE = {
 }
 
 
+_IMAGE = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": "^\\S+$",
+    "description": "Container image reference, e.g. nginx:latest; no whitespace anywhere.",
+}
+_ENV = {
+    "type": "object",
+    "maxProperties": 1024,
+    "description": "Environment variables by name (a C identifier: letters, digits and _, not starting "
+    "with a digit). Each value is a string, or a reference to a key of a Secret "
+    "({secretKeyRef: {name, key}}) or a ConfigMap ({configMapKeyRef: {name, key}}): secret values "
+    "never live in Git. Set in the container in the order of their names.",
+    "additionalProperties": {
+        "x-kubernetes-preserve-unknown-fields": True,
+        "description": "A string, or exactly one of secretKeyRef and configMapKeyRef.",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "properties": {"secretKeyRef": _ref("Secret"), "configMapKeyRef": _ref("ConfigMap")},
+    },
+}
+_RESOURCES = {
+    "type": "object",
+    "description": "CPU and memory the container requests (what the scheduler reserves) and its "
+    "limits, as Kubernetes quantities; a request is at most its limit.",
+    "properties": {"requests": {**_RESOURCE_LIST, "description": "What the scheduler reserves."},
+                   "limits": {**_RESOURCE_LIST, "description": "The most the container may use."}},
+}
+
+TASK_WHEN = ("BeforeRollout", "AfterRollout")
+"""When a task runs: before the other children roll out (the default, the first) or once the
+Deployment is healthy at the new template."""
+TASK_RETRIES = (0, 10, 2)
+"""A task's ``retries`` (the Job's ``backoffLimit``): the fewest, the most, the default."""
+TASK_TIMEOUT = (1, 86400, 600)
+"""A task's ``timeoutSeconds`` (the Job's ``activeDeadlineSeconds``): the fewest, the most
+(a day), the default (10 minutes)."""
+MAX_TASKS = 16
+"""The most tasks one Application has."""
+TASK_PHASES = ("Pending", "Running", "Succeeded", "Failed")
+"""The phases of a task's run, as ``status.tasks[].phase`` writes them."""
+
+_TASK = {
+    "type": "object",
+    "description": "A command run to completion as a batch/v1 Job, once per content: before the rollout "
+    "(a database migration) or after it. It runs in the Application's pod settings (envFrom, files, "
+    "serviceAccountName, imagePullSecrets, podLabels, podAnnotations), never selected by the Service.",
+    "properties": {
+        "when": {"type": "string", "enum": list(TASK_WHEN), "description": "BeforeRollout (default): the "
+                 "other children wait until it succeeded; AfterRollout: it starts once the Deployment is "
+                 "healthy at the new template."},
+        "command": _strings("The task's entrypoint (replaces the image's ENTRYPOINT); not run in a shell. Not "
+                            "taken from spec.command."),
+        "args": _strings("Arguments to the entrypoint (replace the image's CMD). Not taken from spec.args. "
+                         "With the Application's own image, command or args is needed (else the task would "
+                         "start the server, which never finishes)."),
+        "image": {**_IMAGE, "description": "Container image reference; omitted: spec.image. No whitespace."},
+        "env": {**copy.deepcopy(_ENV), "description": "Environment variables over spec.env (a name given "
+                "in both takes this value), in the same shapes."},
+        "resources": {**copy.deepcopy(_RESOURCES), "description": "CPU and memory, in the shape of "
+                      "spec.resources; omitted: spec.resources."},
+        "retries": _integer(f"Retries after a failed pod (the Job's backoffLimit); default {TASK_RETRIES[2]}.",
+                            TASK_RETRIES[0], TASK_RETRIES[1]),
+        "timeoutSeconds": _integer(f"Seconds the whole run may take, retries included (the Job's "
+                                   f"activeDeadlineSeconds); default {TASK_TIMEOUT[2]}.", TASK_TIMEOUT[0],
+                                   TASK_TIMEOUT[1]),
+    },
+}
+
+
 SPEC_SCHEMA: dict = {
     "type": "object",
     "description": "Desired state of an Application: one container image run as a "
     "Deployment and exposed on one port by a Service; optionally its configuration, files, "
-    "an Ingress and an autoscaler.",
+    "an Ingress, an autoscaler and tasks.",
     "required": ["image", "port"],
     "not": {"required": ["replicas", "autoscaling"]},
     "properties": {
-        "image": {
-            "type": "string",
-            "minLength": 1,
-            "pattern": "^\\S+$",
-            "description": "Container image reference, e.g. nginx:latest; no whitespace anywhere.",
-        },
+        "image": _IMAGE,
         "replicas": {
             "type": "integer",
             "minimum": 0,
@@ -130,21 +196,7 @@ SPEC_SCHEMA: dict = {
         },
         "command": _strings("The container's entrypoint (replaces the image's ENTRYPOINT); not run in a shell."),
         "args": _strings("Arguments to the entrypoint (replace the image's CMD)."),
-        "env": {
-            "type": "object",
-            "maxProperties": 1024,
-            "description": "Environment variables by name (a C identifier: letters, digits and _, not starting "
-            "with a digit). Each value is a string, or a reference to a key of a Secret "
-            "({secretKeyRef: {name, key}}) or a ConfigMap ({configMapKeyRef: {name, key}}): secret values "
-            "never live in Git. Set in the container in the order of their names.",
-            "additionalProperties": {
-                "x-kubernetes-preserve-unknown-fields": True,
-                "description": "A string, or exactly one of secretKeyRef and configMapKeyRef.",
-                "minProperties": 1,
-                "maxProperties": 1,
-                "properties": {"secretKeyRef": _ref("Secret"), "configMapKeyRef": _ref("ConfigMap")},
-            },
-        },
+        "env": _ENV,
         "envFrom": {
             "type": "array",
             "maxItems": 64,
@@ -164,13 +216,7 @@ SPEC_SCHEMA: dict = {
                 },
             },
         },
-        "resources": {
-            "type": "object",
-            "description": "CPU and memory the container requests (what the scheduler reserves) and its "
-            "limits, as Kubernetes quantities; a request is at most its limit.",
-            "properties": {"requests": {**_RESOURCE_LIST, "description": "What the scheduler reserves."},
-                           "limits": {**_RESOURCE_LIST, "description": "The most the container may use."}},
-        },
+        "resources": _RESOURCES,
         "readinessProbe": {**_PROBE, "description": "When the pod receives traffic. " + _PROBE["description"]},
         "livenessProbe": {**_PROBE, "description": "When the container is restarted. " + _PROBE["description"]},
         "files": {
@@ -243,6 +289,14 @@ SPEC_SCHEMA: dict = {
                 "targetMemoryUtilizationPercentage": _integer("Average memory use, in % of the memory "
                                                               "request.", 1),
             },
+        },
+        "tasks": {
+            "type": "object",
+            "maxProperties": MAX_TASKS,
+            "description": "Commands run to completion as Jobs, by name (a DNS label; the Job is named "
+            "<application>-<task>-<8 hex of a digest of what it runs>, at most 63 characters): each runs once "
+            "per content, BeforeRollout ones gating the rollout.",
+            "additionalProperties": _TASK,
         },
     },
 }

@@ -12,7 +12,7 @@ from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
                 "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
-                "suspend")
+                "suspend, tasks")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
