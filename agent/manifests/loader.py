@@ -409,7 +409,7 @@ def _application(path, node, data, lines, default_namespace, found, errors, dups
     if "spec" not in data:
         error(("spec",), "is required")
     else:
-        for sub, message in specrules.problems(data["spec"]):
+        for sub, message in specrules.problems(data["spec"], identity[1] if identity else None):
             error(("spec",) + sub, message)
 
     if identity:

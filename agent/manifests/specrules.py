@@ -13,7 +13,7 @@ import re
 from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
                               QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR, SUBDOMAIN_PATTERN, did_you_mean)
-from agent.kinds import configmap, render
+from agent.kinds import configmap, job, render
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
@@ -35,11 +35,14 @@ INGRESS_BAD_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 INGRESS_BAD_SUFFIXES = ("/..", "/.")
 """What the API server refuses in an Ingress path of type Prefix or Exact
 (``k8s.io/kubernetes/pkg/apis/networking/validation``)."""
+TASK_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+TASK_NAME_RULE = ("a DNS label (RFC 1123): at most 63 lowercase letters, digits and '-', starting and ending with "
+                  "a letter or digit")
 PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
 
 
-def problems(spec) -> list[tuple[tuple, str]]:
+def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA, and of the rules
     the schema cannot say: an ``image`` holding whitespace; env names (a C identifier, the
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
@@ -47,23 +50,30 @@ def problems(spec) -> list[tuple[tuple, str]]:
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
     ``successThreshold`` of 1; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
-    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers."""
-    return _problems(spec, STRICT_SPEC_VALIDATOR)
+    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; tasks
+    (``_tasks``). ``name``: the Application's name (a DNS label), for the rules that need it
+    (a task's Job name at most 63 characters); None leaves them out."""
+    return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
 
-def live_problems(spec) -> list[tuple[tuple, str]]:
+def live_problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     """``problems`` of a live Application's spec: unknown fields are not refused (the API
     server pruned or kept them; ``SPEC_VALIDATOR``)."""
-    return _problems(spec, SPEC_VALIDATOR)
+    return _problems(spec, SPEC_VALIDATOR, name)
 
 
-def _problems(spec, validator) -> list[tuple[tuple, str]]:
+def _problems(spec, validator, name: str | None) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     for e in validator.iter_errors(spec):
         out += _word(e, spec)
     if isinstance(spec, dict):
-        out += _extra(spec)
+        out += _extra(spec) + _tasks(spec, name)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
+
+
+def _env_value(sub: tuple) -> bool:
+    """True when ``sub`` is the path of one env value: ``env.NAME`` or ``tasks.TASK.env.NAME``."""
+    return (len(sub) == 2 and sub[0] == "env") or (len(sub) == 4 and sub[0] == "tasks" and sub[2] == "env")
 
 
 def _word(e, spec) -> list[tuple[tuple, str]]:
@@ -92,7 +102,7 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
         given = [c for c in choices if c in e.instance]
         return [(sub, f"must have exactly one of {', '.join(choices)}"
                       f"{' (got ' + ', '.join(given) + ')' if given else ''}")]
-    if e.validator == "anyOf" and sub[:1] == ("env",) and len(sub) == 2:
+    if e.validator == "anyOf" and _env_value(sub):
         if isinstance(e.instance, dict):  # a reference: its own errors
             found = [err for err in e.context if err.relative_schema_path[0] == 1]
             if found:
@@ -103,7 +113,7 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
             return []  # not a mapping: its type error says so
         choices = [r["required"][0] for r in e.validator_value]
         return [(sub, f"needs {' or '.join(choices)} (or both)")]
-    if e.validator in ("minProperties", "maxProperties") and sub[:1] == ("env",) and len(sub) == 2:
+    if e.validator in ("minProperties", "maxProperties") and _env_value(sub):
         return [(sub, ENV_VALUE_RULE)]
     if e.validator in ("maxProperties", "maxItems"):
         return [(sub, f"must have at most {e.validator_value} entries (got {len(e.instance)})")]
@@ -150,15 +160,8 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
     """The rules the schema cannot say (see ``problems``); each looks only at values of the
     right type (a wrong type is the schema's problem, said once)."""
     out: list[tuple[tuple, str]] = []
-    image = spec.get("image")
-    if isinstance(image, str) and any(c.isspace() for c in image):
-        # the API server refuses leading or trailing whitespace; no image reference holds any
-        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
-    env = spec.get("env")
-    if isinstance(env, dict):
-        for name in env:
-            if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
-                out.append((("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} (got {_show(name)})"))
+    out += _image(spec.get("image"))
+    out += _env_names(spec.get("env"))
     out += _resources(spec.get("resources"))
     port = spec.get("port")
     for probe in ("readinessProbe", "livenessProbe"):
@@ -198,6 +201,57 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
             if isinstance(name, str) and name in seen:
                 out.append((("imagePullSecrets", i), f"{name!r} is given twice"))
             seen.add(name if isinstance(name, str) else None)
+    return out
+
+
+def _image(image, where: tuple = ()) -> list[tuple[tuple, str]]:
+    """An image reference (found at ``where`` + ``image``) without whitespace: the API server
+    refuses leading or trailing whitespace, and no image reference holds any."""
+    if isinstance(image, str) and any(c.isspace() for c in image):
+        return [(where + ("image",), f"must be a container image reference with no whitespace (got {_show(image)})")]
+    return []
+
+
+def _env_names(env, where: tuple = ()) -> list[tuple[tuple, str]]:
+    """Each name of ``env`` (found at ``where`` + ``env``) a C identifier."""
+    out: list[tuple[tuple, str]] = []
+    if isinstance(env, dict):
+        for name in env:
+            if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
+                out.append((where + ("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} "
+                                                   f"(got {_show(name)})"))
+    return out
+
+
+def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
+    """The rules of ``spec.tasks`` the schema cannot say: each name a DNS label, and with
+    ``app_name`` one whose Job name (``<app>-<task>-`` and 8 hex digits, ``job.job_name``) is at
+    most 63 characters; a task that runs the Application's own image (no ``image``, or
+    ``spec.image``) gives a non-empty ``command`` or ``args`` (else it starts the server, which
+    never finishes, and the rollout it gates never comes; Kubernetes reads an empty list as
+    none given, so the image's own runs); its env names and quantities as the
+    Application's (``when``, ``retries`` and ``timeoutSeconds`` are the schema's)."""
+    out: list[tuple[tuple, str]] = []
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, dict):
+        return out
+    for name, task in tasks.items():
+        if not isinstance(name, str) or len(name) > job.MAX_NAME or not TASK_NAME.fullmatch(name):
+            out.append((("tasks", name), f"the task name must be {TASK_NAME_RULE} (got {_show(name)})"))
+        elif app_name is not None and (over := job.name_overflow(app_name, name)):
+            out.append((("tasks", name), f"the Job name {job.job_name(app_name, name, 'x' * 8)!r} "
+                                         f"(<application>-<task>-<8 hex digits>) would be {job.MAX_NAME + over} "
+                                         f"characters, over Kubernetes' {job.MAX_NAME}: shorten the task's name "
+                                         f"by {over}"))
+        if not isinstance(task, dict):
+            continue
+        if task.get("image", spec.get("image")) == spec.get("image") and not task.get("command") \
+                and not task.get("args"):
+            out.append((("tasks", name), "runs the Application's own image with neither command nor args: it "
+                                         "would start the server, which never finishes; give command or args"))
+        out += _image(task.get("image"), ("tasks", name))
+        out += _env_names(task.get("env"), ("tasks", name))
+        out += [(("tasks", name) + sub, message) for sub, message in _resources(task.get("resources"))]
     return out
 
 

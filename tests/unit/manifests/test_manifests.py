@@ -311,6 +311,22 @@ def test_unknown_spec_field(key, hint):
     assert err.message == f"unknown field{hint} (allowed: {ALLOWED_SPEC})"
 
 
+def test_tasks_are_refused_at_their_line_with_the_applications_name():
+    spec = ("  image: shop:1\n  port: 80\n  tasks:\n    migrate:\n      args: [migrate]\n"
+            f"    {'w' * 40}:\n      image: curl:8\n    serve:\n      when: Later\n")
+    result = run({"a.yaml": app(name="s" * 20, spec=spec)})
+    assert [(e.line, e.field, e.message) for e in result.errors] == [
+        (11, f"spec.tasks.{'w' * 40}", f"the Job name '{'s' * 20}-{'w' * 40}-xxxxxxxx' (<application>-<task>-<8 hex "
+                                       "digits>) would be 70 characters, over Kubernetes' 63: shorten the task's name "
+                                       "by 7"),
+        (13, "spec.tasks.serve", "runs the Application's own image with neither command nor args: it would start "
+                             "the server, which never finishes; give command or args"),
+        (14, "spec.tasks.serve.when", 'must be one of BeforeRollout, AfterRollout (got "Later")')]
+    assert run({"a.yaml": app(name="shop", spec=spec.replace("w" * 40, "warm"))}).errors[0].field == "spec.tasks.serve"
+    ok = run({"a.yaml": app(name="shop", spec=spec.replace("w" * 40, "warm").replace("when: Later", "args: [x]"))})
+    assert ok.errors == [] and ok.manifests[0].body["spec"]["tasks"]["migrate"] == {"args": ["migrate"]}
+
+
 def test_replicas_may_be_left_out():
     text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("replicas"))
     assert run({"a.yaml": text}).errors == []

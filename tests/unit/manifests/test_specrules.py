@@ -212,3 +212,76 @@ def test_the_live_check_allows_unknown_fields_but_not_wrong_values():
 ])
 def test_rule_words(schema, words):
     assert specrules.rule(schema) == words
+
+
+TASK_NAME = specrules.TASK_NAME_RULE
+OWN_IMAGE = ("runs the Application's own image with neither command nor args: it would start the server, which "
+             "never finishes; give command or args")
+
+
+@pytest.mark.parametrize("tasks, expected", [
+    ({}, []),
+    ({"migrate": {"args": ["migrate"]}, "seed": {"command": ["/seed"], "when": "BeforeRollout"},
+      "warm": {"image": "curl:8", "when": "AfterRollout", "retries": 0, "timeoutSeconds": 1},
+      "m2": {"image": "other:1", "retries": 10, "timeoutSeconds": 86400, "env": {"A": "1"},
+             "resources": {"limits": {"cpu": "1"}}}}, []),
+    # the Application's own image (none given, or the same) and nothing to run but the server
+    ({"migrate": {}}, [(("tasks", "migrate"), OWN_IMAGE)]),
+    ({"migrate": {"image": "nginx:1", "env": {"A": "1"}}}, [(("tasks", "migrate"), OWN_IMAGE)]),
+    ({"migrate": {"image": "nginx:2"}}, []),
+    ({"migrate": {"args": [], "command": []}}, [(("tasks", "migrate"), OWN_IMAGE)]),  # Kubernetes: none given
+    ({"migrate": {"args": [""]}}, []),
+    # names: DNS labels
+    ({"Migrate": {"args": ["x"]}}, [(("tasks", "Migrate"), f'the task name must be {TASK_NAME} (got "Migrate")')]),
+    ({"db_migrate": {"args": ["x"]}},
+     [(("tasks", "db_migrate"), f'the task name must be {TASK_NAME} (got "db_migrate")')]),
+    ({"-x": {"args": ["x"]}}, [(("tasks", "-x"), f'the task name must be {TASK_NAME} (got "-x")')]),
+    ({"x-": {"args": ["x"]}}, [(("tasks", "x-"), f'the task name must be {TASK_NAME} (got "x-")')]),
+    ({"a.b": {"args": ["x"]}}, [(("tasks", "a.b"), f'the task name must be {TASK_NAME} (got "a.b")')]),
+    ({"a" * 64: {"args": ["x"]}}, [(("tasks", "a" * 64), f'the task name must be {TASK_NAME} (got "{"a" * 64}")')]),
+    ({"a" * 63: {"args": ["x"]}}, []),  # no Application name given: its Job name is not checked
+    ({"1-a": {"args": ["x"]}}, []),
+    # when, retries, timeoutSeconds: the schema's
+    ({"m": {"args": ["x"], "when": "Later"}},
+     [(("tasks", "m", "when"), 'must be one of BeforeRollout, AfterRollout (got "Later")')]),
+    ({"m": {"args": ["x"], "retries": 11}}, [(("tasks", "m", "retries"), "must be an integer between 0 and 10 (got 11)")]),
+    ({"m": {"args": ["x"], "retries": -1}}, [(("tasks", "m", "retries"), "must be an integer between 0 and 10 (got -1)")]),
+    ({"m": {"args": ["x"], "timeoutSeconds": 0}},
+     [(("tasks", "m", "timeoutSeconds"), "must be an integer between 1 and 86400 (got 0)")]),
+    ({"m": {"args": ["x"], "timeoutSeconds": 86401}},
+     [(("tasks", "m", "timeoutSeconds"), "must be an integer between 1 and 86400 (got 86401)")]),
+    ({"m": {"args": ["x"], "timeoutSeconds": 1.5}},
+     [(("tasks", "m", "timeoutSeconds"), "must be an integer between 1 and 86400 (got 1.5)")]),
+    # the task's fields as the Application's
+    ({"m": {"args": ["x"], "env": {"1A": "x", "B": 2, "C": {}}}},
+     [(("tasks", "m", "env", "1A"), "the name must be a C identifier: letters, digits and '_', not starting with a "
+                                    'digit (got "1A")'),
+      (("tasks", "m", "env", "B"), f"{specrules.ENV_VALUE_RULE} (got 2)"),
+      (("tasks", "m", "env", "C"), specrules.ENV_VALUE_RULE)]),
+    ({"m": {"args": ["x"], "env": {"S": {"secretKeyRef": {"name": "db"}}}}},
+     [(("tasks", "m", "env", "S", "secretKeyRef", "key"), "is required")]),
+    ({"m": {"args": ["x"], "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}},
+     [(("tasks", "m", "resources", "requests", "cpu"), 'must be at most the limit resources.limits.cpu ("1") '
+                                                       '(got "2")')]),
+    ({"m": {"args": ["x"], "image": "a b"}},
+     [(("tasks", "m", "image"), 'must be a container image reference with no whitespace (got "a b")')]),
+    ({"m": {"args": ["x"], "retry": 1}},
+     [(("tasks", "m", "retry"), "unknown field (did you mean spec.tasks.m.retries?) (allowed: args, command, env, "
+                                "image, resources, retries, timeoutSeconds, when)")]),
+    ({"m": {"command": "migrate"}}, [(("tasks", "m", "command"), 'must be a list of strings (got "migrate")')]),
+    ({"m": "migrate"}, [(("tasks", "m"), 'must be a mapping (got "migrate")')]),
+    ({f"t{i}": {"args": ["x"]} for i in range(17)}, [(("tasks",), "must have at most 16 entries (got 17)")]),
+])
+def test_task_problems(tasks, expected):
+    assert problems(tasks=tasks) == expected
+
+
+def test_a_tasks_job_name_is_at_most_63_characters_with_the_applications_name():
+    spec = {**BASE, "tasks": {"b" * 27: {"args": ["x"]}, "c" * 28: {"args": ["x"]}}}
+    assert specrules.problems(spec, "a" * 26) == specrules.live_problems(spec, "a" * 26) == [
+        (("tasks", "c" * 28), f"the Job name '{'a' * 26}-{'c' * 28}-xxxxxxxx' (<application>-<task>-<8 hex digits>) "
+                              "would be 64 characters, over Kubernetes' 63: shorten the task's name by 1")]
+    assert specrules.problems(spec) == specrules.problems(spec, "a" * 25) == []
+    # a name that is no DNS label is said once, not again for its length
+    assert [m for _, m in specrules.problems({**BASE, "tasks": {"B" * 60: {"args": ["x"]}}}, "a")] == [
+        f'the task name must be {TASK_NAME} (got "{"B" * 60}")']
