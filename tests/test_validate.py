@@ -748,3 +748,29 @@ def test_an_ingress_snippet_annotation_is_refused_offline_at_its_line_unless_all
         "'nginx.ingress.kubernetes.io/server-snippet' injects configuration into the ingress controller, which serves "
         "every namespace's hosts from it; refused unless the operator allows it (--allow-ingress-snippets)\n")
     assert validate("--path", "apps", "--allow-ingress-snippets", cwd=tmp_path).returncode == 0
+
+
+def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
+    """Issue 43: a task that would never finish, a Job name Kubernetes refuses, a bad when, retries or timeout."""
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "shop.yaml").write_text(
+        "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: shop-frontend-europe-west}\nspec:\n"
+        "  image: shop:1.4\n  port: 8080\n  tasks:\n    migrate:\n      args: [migrate]\n"
+        "    serve:\n      env: {MODE: task}\n"
+        "    Warm_Cache:\n      image: curl:8\n      when: AfterRollout\n"
+        "    refresh-the-search-index-now-please:\n      command: [/refresh]\n"
+        "    report:\n      command: [/report]\n      when: Later\n      retries: 11\n      timeoutSeconds: 0\n")
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "error: apps/shop.yaml:10: spec.tasks.serve: runs the Application's own image with neither command nor args: "
+        "it would start the server, which never finishes; give command or args\n"
+        "error: apps/shop.yaml:12: spec.tasks.Warm_Cache: the task name must be a DNS label (RFC 1123): at most 63 "
+        "lowercase letters, digits and '-', starting and ending with a letter or digit (got \"Warm_Cache\")\n"
+        "error: apps/shop.yaml:15: spec.tasks.refresh-the-search-index-now-please: the Job name "
+        "'shop-frontend-europe-west-refresh-the-search-index-now-please-xxxxxxxx' (<application>-<task>-<8 hex "
+        "digits>) would be 70 characters, over Kubernetes' 63: shorten the task's name by 7\n"
+        "error: apps/shop.yaml:19: spec.tasks.report.when: must be one of BeforeRollout, AfterRollout (got \"Later\")\n"
+        "error: apps/shop.yaml:20: spec.tasks.report.retries: must be an integer between 0 and 10 (got 11)\n"
+        "error: apps/shop.yaml:21: spec.tasks.report.timeoutSeconds: must be an integer between 1 and 86400 (got 0)\n")
+    assert proc.stdout == "invalid: 6 problems in 1 file\n"
