@@ -2,6 +2,7 @@
 rule (fixtures captured from the local control plane), its phase and its status.tasks[] entry."""
 
 import copy
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,18 @@ def test_what_the_task_runs_changes_its_digest_and_its_job_name(path, value):
     assert job.task_digest("shop", spec, "migrate") != job.task_digest("shop", FULL, "migrate")
     assert job.render_task("shop", "prod", "uid-1", spec, "migrate")["metadata"]["name"] != \
         job.render_task("shop", "prod", "uid-1", FULL, "migrate")["metadata"]["name"]
+
+
+def test_the_digest_is_pinned_a_new_one_would_run_every_task_again_on_upgrade():
+    """The SHA-256 of the Job's spec as compact JSON with sorted keys; any change to how it is
+    computed names every task's Job anew, and the next pass would run each once more."""
+    text = ('{"activeDeadlineSeconds":600,"backoffLimit":2,"template":{"metadata":{"labels":{'
+            '"app.kubernetes.io/managed-by":"gitops-agent","app.kubernetes.io/name":"shop","heumsi.github.io/task":'
+            '"migrate"}},"spec":{"containers":[{"args":["migrate"],"image":"shop:1.4","name":"migrate"}],'
+            '"restartPolicy":"Never"}}}')
+    assert hashlib.sha256(text.encode()).hexdigest()[:16] == job.task_digest("shop", SPEC, "migrate") == \
+        "cacc084c8bc5a0b3"
+    assert job.render_task("shop", "prod", "uid-1", SPEC, "migrate")["metadata"]["name"] == "shop-migrate-cacc084c"
 
 
 def test_the_digest_names_the_application_and_the_task():
