@@ -244,6 +244,7 @@ def status(*conditions, **counts):
     (status(("Complete", "True")), Health(Status.HEALTHY, "")),
     (status(("Failed", "True")), Health(Status.DEGRADED, "Job j failed")),
     (status(("Failed", "True", "DeadlineExceeded")), Health(Status.DEGRADED, "Job j failed: DeadlineExceeded")),
+    (status(("Failed", "True", "R", "exit code X")), Health(Status.DEGRADED, "Job j failed: R: exit code X")),
     (status(("Suspended", "True", "JobSuspended", "Job suspended")), Health(Status.SUSPENDED, "Job j is suspended")),
     # failed first, then suspended, then complete (gitops-engine's order)
     (status(("Suspended", "True"), ("Failed", "True", "R", "m")), Health(Status.DEGRADED, "Job j failed: R: m")),
