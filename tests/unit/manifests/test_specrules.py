@@ -270,10 +270,17 @@ OWN_IMAGE = ("runs the Application's own image with neither command nor args: it
                                 "image, resources, retries, timeoutSeconds, when)")]),
     ({"m": {"command": "migrate"}}, [(("tasks", "m", "command"), 'must be a list of strings (got "migrate")')]),
     ({"m": "migrate"}, [(("tasks", "m"), 'must be a mapping (got "migrate")')]),
+    ({"a": "migrate", "b": {}}, [(("tasks", "a"), 'must be a mapping (got "migrate")'), (("tasks", "b"), OWN_IMAGE)]),
+    ({"m": {"args": ["x"], "env": {f"V{i}": "x" for i in range(1025)}}},
+     [(("tasks", "m", "env"), "must have at most 1024 entries (got 1025)")]),
     ({f"t{i}": {"args": ["x"]} for i in range(17)}, [(("tasks",), "must have at most 16 entries (got 17)")]),
 ])
 def test_task_problems(tasks, expected):
     assert problems(tasks=tasks) == expected
+
+
+def test_too_many_env_entries_are_counted_not_read_as_one_value():
+    assert problems(env={f"V{i}": "x" for i in range(1025)}) == [(("env",), "must have at most 1024 entries (got 1025)")]
 
 
 def test_a_tasks_job_name_is_at_most_63_characters_with_the_applications_name():
