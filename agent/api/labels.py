@@ -56,6 +56,10 @@ FILES_DIGEST = "heumsi.github.io/files-digest"
 """Annotation on an Application's pod template: a digest of its files' contents from Git, so a
 changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
 
+SCHEDULE_LABEL = "heumsi.github.io/schedule"
+"""Label naming the schedule (``spec.schedules.<name>``) on its CronJob, its Jobs and their pods,
+whose pods never carry the labels the Application's Service selects on."""
+
 KEYS: tuple[tuple[str, str, str], ...] = (
     (MANAGED_BY, "label", f"`{AGENT_NAME}` on every object the agent applies"),
     (NAME_LABEL, "label", "the Application's name, on its children"),
@@ -73,6 +77,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (ADOPT_ANNOTATION, "annotation", '`"true"` on an Application: adopt uncontrolled objects in its children\'s slots'),
     (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
     (PASS_REQUESTED_AT, "annotation", "on the leader Lease: a new token forwards a push webhook to the leader"),
+    (SCHEDULE_LABEL, "label", "the schedule's name, on its CronJob, Jobs and pods (never selected by the Service)"),
     (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
 )
 """(key, label or annotation, what it means) for every key: the reference table's rows."""

@@ -1,5 +1,6 @@
 """Stage 2 of a pass: read the live state (``read_live``): the CRD served, then one LIST of
-Applications, one per child kind (the agent's managed-by label) and one of namespaces.
+Applications, one per child kind (the agent's managed-by label) and one of namespaces (and one
+of the schedules' Jobs when an Application has a CronJob).
 
 In ``run`` the lists are served by the watches (``agent/kube/livestore.py``), and what a pass
 derives from each live object (its key, its owner) is derived once per object
@@ -15,7 +16,7 @@ from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import plan, statuswrite, steady as steady_
 from agent.engine.passvalues import ChildFacts, LiveState, Pass, Version, key_of
 from agent.engine.plan import Identity
-from agent.kinds import registry
+from agent.kinds import cronjob, registry
 
 CRD_NAME = statuswrite.CRD_NAME
 
@@ -44,7 +45,26 @@ def read_live(p: Pass) -> LiveState | None:
     for child, (ident, owner, version) in zip(children, child_facts):
         if owner is not None:
             children_of.setdefault(owner, []).append((child, ident, version))
-    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces)
+    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces, _runs(p, children_of))
+
+
+def _runs(p: Pass, children_of: dict[str, list[tuple[Obj, Identity, Version]]]) -> dict[str, dict[str, Obj]]:
+    """Owner key -> ``Job/<name>`` -> each Job of its CronJobs (``cronjob.RUN_SLOT``): one LIST of
+    the Jobs labelled ``labels.SCHEDULE_LABEL``, only when an Application has a CronJob (a pass
+    without schedules sends no more requests than before); each Job goes to the Application of
+    the CronJob its controller ownerReference names. Read for the status only (a failed run)."""
+    owners = {(ident[2], ident[3]): key for key, found in children_of.items()
+              for _, ident, _ in found if ident[1] == cronjob.KIND.kind}
+    if not owners:
+        return {}
+    runs: dict[str, dict[str, Obj]] = {}
+    for job in p.kube.list(cronjob.KIND.group, "Job", labels.SCHEDULE_LABEL):
+        meta = job["metadata"]
+        ref = plan.controller(job) or {}
+        key = owners.get((meta.get("namespace", ""), ref.get("name", ""))) if ref.get("kind") == "CronJob" else None
+        if key is not None:
+            runs.setdefault(key, {})[cronjob.RUN_SLOT + meta["name"]] = job
+    return runs
 
 
 def child_facts(child: Obj) -> ChildFacts:

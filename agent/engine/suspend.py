@@ -146,14 +146,16 @@ def kept_because(hold: Hold) -> str:
 
 def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, Obj | None], *,
             commit: str | None, path: str | None, gone: bool = False,
-            spec: Obj | None = None) -> status_.Outcome | None:
+            spec: Obj | None = None, name: str = "") -> status_.Outcome | None:
     """The status outcome of a suspended Application, or None when nothing of it was held.
 
-    ``skipped``: child kind (``Deployment``, ``Service``) -> subject of each child left alone by
-    its own annotation; ``children``: the live children by kind as the pass saw them;
+    ``skipped``: child slot (``Deployment``, ``Service``, ``CronJob/web-nightly``:
+    ``registry.slot``) -> subject of each child left alone by its own annotation; ``children``:
+    the live children by slot as the pass saw them;
     ``commit``: the commit worked from (None for a hand-applied Application); ``path``: its file
     in Git; ``gone``: it is no longer in Git (kept because it is suspended); ``spec``: the
-    live Application's, whose kinds count for its health (``registry.wanted``).
+    live Application's, whose kinds count for its health (``registry.wanted``); ``name``: the
+    Application's (its children of a kind with several objects count by name).
 
     Not ok (so ``lastSyncedCommit`` stays: a suspended Application did not sync the commit; the
     attempted commit advances), reason ``Suspended`` (not in ``conditions.STALLED_REASONS``, so
@@ -172,7 +174,7 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, O
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
-    found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
+    found = registry.healths(children, spec, name)
     found.update({kind: health_.Health(health_.Status.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
                                                                  f"{RECONCILE_DISABLED})") for kind in skipped})
     return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,

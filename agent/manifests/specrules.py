@@ -14,6 +14,7 @@ from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
                               QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR, SUBDOMAIN_PATTERN, did_you_mean)
 from agent.kinds import configmap, render
+from agent.manifests import schedulerules
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
@@ -39,7 +40,7 @@ PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
 
 
-def problems(spec) -> list[tuple[tuple, str]]:
+def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     """(path inside spec, message) for every violation of STRICT_SPEC_SCHEMA, and of the rules
     the schema cannot say: an ``image`` holding whitespace; env names (a C identifier, the
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
@@ -47,22 +48,27 @@ def problems(spec) -> list[tuple[tuple, str]]:
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
     ``successThreshold`` of 1; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
-    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers."""
-    return _problems(spec, STRICT_SPEC_VALIDATOR)
+    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
+    schedule's image, env and resources as the Application's, and ``schedulerules.problems``
+    (its name, cron expression and time zone; the CronJob name's length when the Application's
+    ``name`` is given)."""
+    return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
 
-def live_problems(spec) -> list[tuple[tuple, str]]:
+def live_problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     """``problems`` of a live Application's spec: unknown fields are not refused (the API
     server pruned or kept them; ``SPEC_VALIDATOR``)."""
-    return _problems(spec, SPEC_VALIDATOR)
+    return _problems(spec, SPEC_VALIDATOR, name)
 
 
-def _problems(spec, validator) -> list[tuple[tuple, str]]:
+def _problems(spec, validator, name: str | None = None) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     for e in validator.iter_errors(spec):
         out += _word(e, spec)
     if isinstance(spec, dict):
         out += _extra(spec)
+        out += _schedules(spec.get("schedules"))
+        out += schedulerules.problems(spec.get("schedules"), name)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
 
 
@@ -92,7 +98,7 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
         given = [c for c in choices if c in e.instance]
         return [(sub, f"must have exactly one of {', '.join(choices)}"
                       f"{' (got ' + ', '.join(given) + ')' if given else ''}")]
-    if e.validator == "anyOf" and sub[:1] == ("env",) and len(sub) == 2:
+    if e.validator == "anyOf" and _env_value(sub):
         if isinstance(e.instance, dict):  # a reference: its own errors
             found = [err for err in e.context if err.relative_schema_path[0] == 1]
             if found:
@@ -103,7 +109,7 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
             return []  # not a mapping: its type error says so
         choices = [r["required"][0] for r in e.validator_value]
         return [(sub, f"needs {' or '.join(choices)} (or both)")]
-    if e.validator in ("minProperties", "maxProperties") and sub[:1] == ("env",) and len(sub) == 2:
+    if e.validator in ("minProperties", "maxProperties") and _env_value(sub):
         return [(sub, ENV_VALUE_RULE)]
     if e.validator in ("maxProperties", "maxItems"):
         return [(sub, f"must have at most {e.validator_value} entries (got {len(e.instance)})")]
@@ -112,6 +118,12 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
     if e.validator in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum"):
         return [(sub, f"must be {rule(schema)} (got {_show(e.instance)})")]
     return [(sub, e.message)]
+
+
+def _env_value(sub: tuple) -> bool:
+    """True when ``sub`` is the path of an env value: ``env.NAME`` or ``schedules.S.env.NAME``."""
+    return (sub[:1] == ("env",) and len(sub) == 2) or (sub[:1] == ("schedules",) and len(sub) == 4
+                                                       and sub[2] == "env")
 
 
 def rule(schema: dict) -> str:
@@ -149,17 +161,7 @@ def rule(schema: dict) -> str:
 def _extra(spec: dict) -> list[tuple[tuple, str]]:
     """The rules the schema cannot say (see ``problems``); each looks only at values of the
     right type (a wrong type is the schema's problem, said once)."""
-    out: list[tuple[tuple, str]] = []
-    image = spec.get("image")
-    if isinstance(image, str) and any(c.isspace() for c in image):
-        # the API server refuses leading or trailing whitespace; no image reference holds any
-        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
-    env = spec.get("env")
-    if isinstance(env, dict):
-        for name in env:
-            if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
-                out.append((("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} (got {_show(name)})"))
-    out += _resources(spec.get("resources"))
+    out = _container(spec)
     port = spec.get("port")
     for probe in ("readinessProbe", "livenessProbe"):
         found = spec.get(probe)
@@ -199,6 +201,30 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
                 out.append((("imagePullSecrets", i), f"{name!r} is given twice"))
             seen.add(name if isinstance(name, str) else None)
     return out
+
+
+def _container(spec: dict) -> list[tuple[tuple, str]]:
+    """The container fields' rules of ``spec`` (the Application's or one schedule's): an image
+    without whitespace, env names, quantities."""
+    out: list[tuple[tuple, str]] = []
+    image = spec.get("image")
+    if isinstance(image, str) and any(c.isspace() for c in image):
+        # the API server refuses leading or trailing whitespace; no image reference holds any
+        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
+    env = spec.get("env")
+    if isinstance(env, dict):
+        for name in env:
+            if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
+                out.append((("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} (got {_show(name)})"))
+    return out + _resources(spec.get("resources"))
+
+
+def _schedules(schedules) -> list[tuple[tuple, str]]:
+    """``_container`` of each schedule, under its path."""
+    if not isinstance(schedules, dict):
+        return []
+    return [(("schedules", name) + sub, why) for name, schedule in schedules.items() if isinstance(schedule, dict)
+            for sub, why in _container(schedule)]
 
 
 def _resources(resources) -> list[tuple[tuple, str]]:

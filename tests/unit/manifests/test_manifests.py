@@ -10,8 +10,8 @@ from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
-                "suspend")
+                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
+                "serviceAccountName, suspend")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
