@@ -81,9 +81,9 @@ def health(live: Mapping[str, Obj | None], taken: frozenset[str] = frozenset(), 
     agent's child is Missing though an object of that name exists (the ``OwnershipConflict``
     failure says whose)."""
     found = healths(live, spec, name)
-    for kind in taken & found.keys():
-        found[kind] = Health(Status.MISSING, f"another {kind} of this name exists and is not the agent's, so the "
-                                             "agent's is not created")
+    for slot_ in taken & found.keys():
+        found[slot_] = Health(Status.MISSING, f"another {slot_.partition('/')[0]} of this name exists and is not the "
+                                              "agent's, so the agent's is not created")
     return worst(found)
 
 
