@@ -40,8 +40,8 @@ step "a few seconds later the fake node reports the pods ready: this pass record
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
-step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress and its autoscaler"
-kubectl -n team-shop get configmap,ingress,hpa -l app.kubernetes.io/managed-by=gitops-agent
+step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress, its autoscaler and a nightly report"
+kubectl -n team-shop get configmap,ingress,hpa,cronjob -l app.kubernetes.io/managed-by=gitops-agent
 kubectl -n team-shop get app shop -o jsonpath='{.status.health.status}: {.status.health.message}{"\n"}'
 
 step "commit: frontend scaled to 3 replicas, redis removed"

@@ -46,6 +46,14 @@ def slot_of(kind: str, name: str) -> str:
     return found.slot(name) if found else kind
 
 
+def members(name: str, spec: Obj | None) -> list[tuple[ChildKind, str, str]]:
+    """(kind, object name, slot) of every child the Application ``name`` with ``spec`` may have:
+    one per kind without ``many`` (whether wanted or not: its name is the Application's), and
+    each of ``names`` of a kind with ``many``, in ``CHILD_KINDS`` order. What ``explain`` and the
+    status page read of the cluster."""
+    return [(k, n, k.slot(n)) for k in CHILD_KINDS for n in (k.names(name, spec or {}) if k.many else (name,))]
+
+
 def healths(live: Mapping[str, Obj | None], spec: Obj | None = None, name: str = "") -> dict[str, Health]:
     """Slot -> health of each child the Application ``name`` with ``spec`` has (``wanted``;
     a kind with ``many``: each of its ``names``), from ``live`` (slot -> object or None; a slot

@@ -109,8 +109,10 @@ def test_the_status_lists_the_schedules_and_a_failed_run_is_not_degraded(world):
 
 
 def test_a_suspended_schedule_is_suspended_and_so_is_the_application_health(world):
-    world.commit({"web.yaml": app_yaml("web", schedules={"report": {"schedule": "@daily", "suspend": True}})})
-    world.sync()
+    world.commit({"web.yaml": app_yaml("web", replicas=0, schedules={"report": {"schedule": "@daily",
+                                                                                 "suspend": True}})})
+    world.sync()  # the status of the pass that creates it reads the CronJob as applied
+    assert world.app("web")["status"]["schedules"][0]["suspended"] is True
     rolled_out(world, "web")
     world.sync()
     assert cronjobs(world)["web-report"]["spec"]["suspend"] is True

@@ -4,7 +4,7 @@ registry's slots for a kind with several objects per Application."""
 from __future__ import annotations
 
 from agent.api.labels import SCHEDULE_LABEL
-from agent.kinds import cronjob, deployment, registry
+from agent.kinds import cronjob, deployment, health, registry
 from agent.kinds.health import Health, Status
 from agent.kinds.render import selector_labels
 
@@ -87,6 +87,8 @@ def test_health_is_suspended_when_suspended_else_healthy_whatever_its_runs():
     assert cronjob.health({"metadata": {"name": "a-b"}, "spec": {}, "status": {"active": [{}]}}) == Health(Status.HEALTHY)
     deleting = {"metadata": {"name": "a-b", "deletionTimestamp": "t"}, "spec": {}}
     assert cronjob.health(deleting).status == Status.PROGRESSING
+    applied = cronjob.render("a", "n", "u", {"image": "i", "schedules": {"b": {"schedule": "@daily", "suspend": True}}})[0]
+    assert cronjob.health(health.view(applied)) == cronjob.health(applied)  # what a pass keeps of an applied one
 
 
 def test_the_registry_keeps_each_cronjob_in_its_own_slot():
