@@ -117,7 +117,7 @@ def test_a_scheduled_run_completes_and_a_failing_one_is_told_but_not_degraded(ag
     assert ready["status"] == "True"
     assert not [c for c in bad["status"]["conditions"] if c["type"] == "Stalled"]
     told = [e for e in objects.events(namespace) if e["reason"] == "ScheduleFailed"
-            and e["involved_object"]["name"] == "bad"]
+            and e["involvedObject"]["name"] == "bad"]
     assert told and told[0]["type"] == "Warning" and f"schedule tick: Job {failed} failed" in told[0]["message"]
 
 
