@@ -111,7 +111,7 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         secrets = json.loads(cluster.kubectl("get", "secrets", "-n", "gitops-agent", "-o", "json").stdout)["items"]
         assert secrets == []
         kubeconfig = service_account_kubeconfig(cluster, tmp_path)
-        repo.write("a.yaml", app_yaml("web"))
+        repo.write("a.yaml", app_yaml("web") + "  schedules:\n    nightly: {schedule: '@daily'}\n")
         head = repo.commit()
         command = [sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",
                    "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace]
@@ -127,6 +127,11 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         assert proc.returncode == 0, proc.stderr
         assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
         assert all(objects.trio(namespace, "web"))
+        cronjob = json.loads(cluster.kubectl("-n", namespace, "get", "cronjob", "web-nightly", "-o", "json").stdout)
+        assert cronjob["spec"]["schedule"] == "@daily"  # the tenant may write CronJobs
+        proc = agent.run(command + ["--tenant-service-account", "gitops-tenant"])  # a CronJob exists: Jobs read
+        assert proc.returncode == 0, proc.stderr
+        assert objects.app(namespace, "web")["status"]["schedules"][0]["cronJob"] == "web-nightly"
     finally:
         cluster.kubectl("delete", "deployment", "gitops-agent", "-n", "gitops-agent", "--ignore-not-found",
                         check=False)

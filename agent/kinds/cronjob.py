@@ -148,14 +148,16 @@ def failed(job: Obj) -> str | None:
 
 def last_failure(jobs: list[Obj]) -> Obj | None:
     """The last failed Job of ``jobs`` (those of one CronJob): ``{job, time, reason, message}``
-    (reason and message those of its ``Failed`` condition, each where given), the one that
+    (time, reason and message those of its ``Failed`` condition, each where given), the one that
     failed last; None when none failed."""
     found = [(when, job) for job in jobs if (when := failed(job)) is not None]
     if not found:
         return None
     when, job = max(found, key=lambda pair: (pair[0], pair[1]["metadata"]["name"]))
     condition = next(c for c in job["status"]["conditions"] if c.get("type") == "Failed" and c.get("status") == "True")
-    out: Obj = {"job": job["metadata"]["name"], "time": when}
+    out: Obj = {"job": job["metadata"]["name"]}
+    if when:  # a date-time in the CRD: never an empty string
+        out["time"] = when
     out.update({k: condition[k] for k in ("reason", "message") if condition.get(k)})
     return out
 

@@ -130,3 +130,11 @@ def test_the_status_of_the_schedules_from_the_cronjobs_and_their_jobs():
     assert "schedules" not in registry.observed("shop", {}, {})
     assert registry.observed("shop", spec, {})["schedules"][1] == {"name": "report", "cronJob": "shop-report",
                                                                   "active": 0}
+
+
+def test_a_failed_job_without_a_time_is_told_without_one():
+    untimed = job("a-b-1", "a-b", "2026-12-06T03:01:00Z")
+    del untimed["status"]["conditions"][0]["lastTransitionTime"]
+    assert cronjob.last_failure([untimed]) == {"job": "a-b-1", "reason": "BackoffLimitExceeded",
+                                                "message": "Job has reached the specified backoff limit"}
+    assert cronjob.last_failure([job("a-b-2", "a-b")]) is None
