@@ -63,7 +63,7 @@ STATUS_SUBRESOURCE = frozenset({("apps", "Deployment"), ("autoscaling", "Horizon
                                 ("networking.k8s.io", "Ingress"), ("", "Service"), ("", "Namespace"),
                                 (GROUP, KIND)})
 """Kinds whose status is a subresource: apply and update leave their status alone."""
-GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), (GROUP, KIND)})
+GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), ("batch", "CronJob"), (GROUP, KIND)})
 """Kinds whose ``metadata.generation`` the API server keeps."""
 LABEL_NAMED = frozenset({("", "Service"), ("", "Namespace")})
 """Kinds whose names must be DNS-1123 labels (63 characters, no dots); others are subdomains."""
