@@ -749,3 +749,36 @@ def test_an_ingress_snippet_annotation_is_refused_offline_at_its_line_unless_all
         "'nginx.ingress.kubernetes.io/server-snippet' injects configuration into the ingress controller, which serves "
         "every namespace's hosts from it; refused unless the operator allows it (--allow-ingress-snippets)\n")
     assert validate("--path", "apps", "--allow-ingress-snippets", cwd=tmp_path).returncode == 0
+
+
+def test_every_schedule_refusal_is_a_file_line_field_rule_and_exit_2(validate, tmp_path):
+    """Offline, no cluster: names, the CronJob name's length, cron fields, TZ= prefixes, time
+    zones and out-of-range numbers of spec.schedules (docs/applications.md#schedules)."""
+    (tmp_path / "shop.yaml").write_text(app_yaml("shop") + """\
+  schedules:
+    Nightly: {schedule: '@daily'}
+    report:
+      schedule: 0 24 * * *
+      timeZone: Mars/Olympus
+      retries: 101
+    tz: {schedule: 'CRON_TZ=UTC 0 3 * * *', timeoutSeconds: 0, keep: {failed: -1}}
+    every: {schedule: '@every 1h', concurrencyPolicy: Sometimes}
+    a-very-long-schedule-name-that-makes-the-cronjob-too-long: {schedule: '@hourly'}
+""")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = [line.split(": ", 3)[1:3] for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        ["shop.yaml:10", "spec.schedules.Nightly"],
+        ["shop.yaml:12", "spec.schedules.report.schedule"],
+        ["shop.yaml:13", "spec.schedules.report.timeZone"],
+        ["shop.yaml:14", "spec.schedules.report.retries"],
+        ["shop.yaml:15", "spec.schedules.tz.keep.failed"],
+        ["shop.yaml:15", "spec.schedules.tz.schedule"],
+        ["shop.yaml:15", "spec.schedules.tz.timeoutSeconds"],
+        ["shop.yaml:16", "spec.schedules.every.concurrencyPolicy"],
+        ["shop.yaml:16", "spec.schedules.every.schedule"],
+        ["shop.yaml:17", "spec.schedules.a-very-long-schedule-name-that-makes-the-cronjob-too-long"],
+    ], proc.stderr
+    assert "higher than the maximum value (23)" in proc.stderr and "set timeZone instead" in proc.stderr
+    assert "must be at most 52 characters (got 62)" in proc.stderr
