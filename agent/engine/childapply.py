@@ -46,7 +46,7 @@ def index(live: LiveState) -> ChildIndex:
         kinds = live_of.setdefault(key, {})
         for child, _, _ in children:
             kinds[registry.slot(child)] = child
-    return ChildIndex({ident: c for c, (ident, _, _) in zip(live.children, live.child_facts)}, live_of, live.runs)
+    return ChildIndex({ident: c for c, (ident, _, _) in zip(live.children, live.child_facts)}, live_of, live.related)
 
 
 class _Wave:

@@ -1,6 +1,7 @@
 """Stage 2 of a pass: read the live state (``read_live``): the CRD served, then one LIST of
 Applications, one per child kind (the agent's managed-by label) and one of namespaces (and one
-of the schedules' Jobs when an Application has a CronJob).
+of what a kind's children make, read for the status, when an Application has such a child:
+``ChildKind.related``, a CronJob's Jobs).
 
 In ``run`` the lists are served by the watches (``agent/kube/livestore.py``), and what a pass
 derives from each live object (its key, its owner) is derived once per object
@@ -16,7 +17,7 @@ from agent.api.schema import GROUP, KIND, PLURAL, VERSION
 from agent.engine import plan, statuswrite, steady as steady_
 from agent.engine.passvalues import ChildFacts, LiveState, Pass, Version, key_of
 from agent.engine.plan import Identity
-from agent.kinds import cronjob, registry
+from agent.kinds import registry
 
 CRD_NAME = statuswrite.CRD_NAME
 
@@ -45,26 +46,29 @@ def read_live(p: Pass) -> LiveState | None:
     for child, (ident, owner, version) in zip(children, child_facts):
         if owner is not None:
             children_of.setdefault(owner, []).append((child, ident, version))
-    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces, _runs(p, children_of))
+    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces, _related(p, children_of))
 
 
-def _runs(p: Pass, children_of: dict[str, list[tuple[Obj, Identity, Version]]]) -> dict[str, dict[str, Obj]]:
-    """Owner key -> ``Job/<name>`` -> each Job of its CronJobs (``cronjob.RUN_SLOT``): one LIST of
-    the Jobs labelled ``labels.SCHEDULE_LABEL``, only when an Application has a CronJob (a pass
-    without schedules sends no more requests than before); each Job goes to the Application of
-    the CronJob its controller ownerReference names. Read for the status only (a failed run)."""
-    owners = {(ident[2], ident[3]): key for key, found in children_of.items()
-              for _, ident, _ in found if ident[1] == cronjob.KIND.kind}
-    if not owners:
-        return {}
-    runs: dict[str, dict[str, Obj]] = {}
-    for job in p.kube.list(cronjob.KIND.group, "Job", labels.SCHEDULE_LABEL):
-        meta = job["metadata"]
-        ref = plan.controller(job) or {}
-        key = owners.get((meta.get("namespace", ""), ref.get("name", ""))) if ref.get("kind") == "CronJob" else None
-        if key is not None:
-            runs.setdefault(key, {})[cronjob.RUN_SLOT + meta["name"]] = job
-    return runs
+def _related(p: Pass, children_of: dict[str, list[tuple[Obj, Identity, Version]]]) -> dict[str, dict[str, Obj]]:
+    """Owner key -> slot ``Kind/name`` -> each object a kind's children make that the pass reads
+    for the status (``ChildKind.related``: a CronJob's Jobs): one LIST per such kind, only when an
+    Application has a child of it (a pass without one sends no more requests than before); each
+    object goes to the Application whose child is its controller (ownerReference)."""
+    found: dict[str, dict[str, Obj]] = {}
+    for k in registry.CHILD_KINDS:
+        if k.related is None:
+            continue
+        owners = {(ident[2], ident[3]): key for key, kids in children_of.items()
+                  for _, ident, _ in kids if ident[1] == k.kind}
+        if not owners:
+            continue
+        group, kind, selector = k.related
+        for obj in p.kube.list(group, kind, selector):
+            meta, ref = obj["metadata"], plan.controller(obj) or {}
+            key = owners.get((meta.get("namespace", ""), ref.get("name", ""))) if ref.get("kind") == k.kind else None
+            if key is not None:
+                found.setdefault(key, {})[f"{kind}/{meta['name']}"] = obj
+    return found
 
 
 def child_facts(child: Obj) -> ChildFacts:

@@ -46,8 +46,8 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
         app = applied.in_scope.get(key) or applied.failed[key]
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
         kinds = children.live_of.get(key, {})
-        if key in children.runs:  # its schedules' Jobs: read for its status only
-            kinds = {**kinds, **children.runs[key]}
+        if key in children.related:  # what its children make (a CronJob's Jobs): read for its status only
+            kinds = {**kinds, **children.related[key]}
         statuses.append((key, app, _located(p, key, outcome), kinds, key in report.failures))
     if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
         statuses = [(key, app, replace(outcome, source_seen=False), kinds, failed)

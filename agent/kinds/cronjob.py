@@ -12,7 +12,8 @@ labels, never ``managed-by``: they are the CronJob's, not the agent's children.
 Health (gitops-engine has no CronJob rule that reads its Jobs): Missing when absent,
 Progressing while being deleted, Suspended when ``spec.suspend``, else Healthy. A failed run
 does not make the Application Degraded: last night's report must not fail a deploy. It is
-told in ``status.schedules[].lastFailure`` (``observed``, from the Jobs ``runs`` picks).
+told in ``status.schedules[].lastFailure`` (``observed``, from the Jobs the pass reads for it:
+``ChildKind.related``).
 """
 
 from __future__ import annotations
@@ -162,9 +163,11 @@ def last_failure(jobs: list[Obj]) -> Obj | None:
     return out
 
 
+RELATED = ("batch", "Job", SCHEDULE_LABEL)
+"""The schedules' Jobs (their label): what the pass reads for ``observed`` (``ChildKind.related``)."""
 RUN_SLOT = "Job/"
 """The slot prefix of a schedule's Jobs among an Application's children as ``observed`` reads
-them (``Job/<name>``: the pass reads them for the status only; never applied or pruned)."""
+them (``Job/<name>``)."""
 
 
 def observed(app: str, spec: Obj, children: Mapping[str, Obj | None]) -> Obj:
@@ -228,6 +231,7 @@ STATUS_SCHEMA: Obj = {"schedules": {
 
 KIND = ChildKind(group="batch", version="v1", kind="CronJob", plural="cronjobs", render=render, health=health,
                  status_field="schedules", news=news, wanted=wanted, many=True, names=names, observed_all=observed,
+                 related=RELATED,
                  authoritative=("spec.jobTemplate.spec.template.metadata.labels",
                                 "spec.jobTemplate.spec.template.spec.containers"),
                  status_schema=STATUS_SCHEMA)

@@ -64,7 +64,12 @@ class ChildKind:
     Application ``name`` with ``spec`` has, in render order; ``status_field`` is a list in the
     status, one entry per object, that ``observed_all(name, spec, children)`` answers from the
     Application's live children by slot (``observed`` is not called); ``health`` answers each
-    object's."""
+    object's.
+
+    ``related``: (group, kind, label selector) of the objects its children make (a CronJob's
+    Jobs) that the pass reads for the status alone (``livestate``: one LIST, only when an
+    Application has a child of this kind; never applied, paired or pruned): each is put among
+    the children of the Application whose child is its controller, in slot ``Kind/name``."""
 
     group: str
     version: str
@@ -84,6 +89,7 @@ class ChildKind:
     many: bool = False
     names: Callable[[str, Obj], tuple[str, ...]] = _itself
     observed_all: Callable[[str, Obj, Mapping[str, Obj | None]], Obj] | None = None
+    related: tuple[str, str, str] | None = None
 
     def objects(self, name: str, namespace: str, uid: str, spec: Obj) -> list[Obj]:
         """What ``render`` answers for the Application ``namespace/name``, as a list: none, its one
