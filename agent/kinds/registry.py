@@ -34,7 +34,8 @@ def children(name: str, namespace: str, uid: str, spec: Obj) -> list[Obj]:
 
 def wanted(spec: Obj | None) -> tuple[ChildKind, ...]:
     """The kinds an Application with ``spec`` has children of (``ChildKind.wanted``), in
-    ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment and a Service."""
+    ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment alone (a Service
+    only with ``port``)."""
     return tuple(k for k in CHILD_KINDS if k.wanted(spec or {}))
 
 

@@ -326,3 +326,14 @@ def test_a_field_only_another_manager_owns_is_listed_but_not_drifted():
         {"manager": "kubectl-scale", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
     e = ev.explanation(app, children, [], [], NOW, {"available": True, "in_git": True, "spec": dict(app["spec"])})
     assert e["drift"] and e["verdict"]["ok"]
+
+
+def test_a_worker_explains_its_deployment_alone():
+    """An Application without a port (issue 43) has no Service: ``explain`` and the status page
+    list its Deployment alone, and a Service left live from before is no child of it."""
+    worker = app()
+    del worker["spec"]["port"]
+    deployment = registry.children("web", "shop", "u1", worker["spec"])[0]
+    found = ev.explanation(worker, {"Deployment": deployment, "Service": {"kind": "Service"}}, [], [], NOW)
+    assert [(c["kind"], c["exists"]) for c in found["children"]] == [("Deployment", True)]
+    assert found["drift"] == []
