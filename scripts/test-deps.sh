@@ -4,7 +4,8 @@
 # - Debian's chromium (the status page's browser tests drive it headless through the playwright
 #   Python package, launched with executable_path=/usr/bin/chromium: no browser download);
 # - mmdebstrap and runc (make image builds the agent's image from Debian's packages with
-#   mmdebstrap; tests/test_image.py runs it with runc).
+#   mmdebstrap; tests/test_image.py runs it with runc), and skopeo (the test reads the image's
+#   archive with the library podman load uses).
 # `scripts/test-deps.sh image` checks only the last two (what make image needs).
 # Installs what is missing with apt-get when this runs as root; otherwise says what to install.
 set -euo pipefail
@@ -12,6 +13,7 @@ missing=()
 if [ "${1:-}" != image ]; then
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  command -v skopeo >/dev/null || missing+=(skopeo)  # tests/test_image.py reads the archive as podman load does
 fi
 command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || missing+=(runc)

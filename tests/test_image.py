@@ -28,6 +28,7 @@ the inputs' key is unchanged). Building and running need root, mmdebstrap and ru
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -48,7 +49,9 @@ from scripts import image as image_mod
 from tests.faults import GitHttpServer, bare_clone, free_port
 from tests.support import app_yaml, tenant_yaml, wait_for
 
-pytestmark = [pytest.mark.usefixtures("crd"), pytest.mark.xdist_group("image")]
+# One worker builds and runs the image; the first test's timeout covers a build on a loaded machine
+# (about 4 minutes at a load of 9 on 2 cores).
+pytestmark = [pytest.mark.usefixtures("crd"), pytest.mark.xdist_group("image"), pytest.mark.timeout(1800)]
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "guides" / "in-cluster.md"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -133,9 +136,25 @@ def test_the_guide_builds_and_loads_the_image_deploy_runs(built, installed):
         assert member.size == blob["size"]
     config = built.config()
     with gzip.open(built.layer()) as layer:
-        assert "sha256:" + __import__("hashlib").file_digest(layer, "sha256").hexdigest() == config["rootfs"]["diff_ids"][0]
+        assert "sha256:" + hashlib.file_digest(layer, "sha256").hexdigest() == config["rootfs"]["diff_ids"][0]
     assert (config["config"]["User"], config["config"]["WorkingDir"]) == ("10001", "/app")
     assert pod_spec["securityContext"]["runAsUser"] == 10001 and pod_spec["serviceAccountName"] == NAMESPACE
+
+
+def test_podman_and_skopeo_read_the_archive_with_its_digest(built, tmp_path):
+    """skopeo reads archives with the library podman load uses (containers/image): the OCI side
+    copies with the digest kept (what ``skopeo copy oci-archive:... docker://REGISTRY/...`` pushes),
+    the Docker side (manifest.json) gives the same configuration."""
+    if shutil.which("skopeo") is None:
+        missing("skopeo is not installed (scripts/test-deps.sh installs it with apt-get when run as root)")
+    copy = tmp_path / "copy"
+    subprocess.run(["skopeo", "copy", "-q", f"oci-archive:{built.archive}", f"oci:{copy}:{image_mod.version()}"],
+                   check=True, capture_output=True, timeout=300)
+    assert json.loads((copy / "index.json").read_text())["manifests"][0]["digest"] == built.digest
+    docker = json.loads(subprocess.run(["skopeo", "inspect", f"docker-archive:{built.archive}"], check=True,
+                                       capture_output=True, text=True, timeout=300).stdout)
+    assert docker["Env"] == built.config()["config"]["Env"]
+    assert docker["Layers"] == built.config()["rootfs"]["diff_ids"]  # the Docker side names layers by diff_id
 
 
 def test_the_root_filesystem_is_what_the_pod_needs(rootfs):
