@@ -43,7 +43,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
 from scripts import image as image_mod
 from tests.faults import GitHttpServer, bare_clone, free_port
@@ -112,10 +111,14 @@ def installed(cluster, built):
             continue
         assert words[0] == "kubectl", f"a command of the guide this test does not follow: {command}"
         cluster.kubectl(*words[1:], cwd=ROOT)
-    core = ["get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=gitops-agent", "-o", "json"]
-    wait_for(lambda: len(json.loads(cluster.kubectl(*core).stdout)["items"]) == 2, timeout=60,
-             what="the Deployment's two pods")
-    yield json.loads(cluster.kubectl(*core).stdout)["items"]
+    listed = ["get", "pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=gitops-agent", "-o", "json"]
+
+    def pods() -> list[dict]:  # less those of an earlier Deployment still terminating
+        return [p for p in json.loads(cluster.kubectl(*listed).stdout)["items"]
+                if not p["metadata"].get("deletionTimestamp")]
+
+    wait_for(lambda: len(pods()) == 2, timeout=60, what="the Deployment's two pods")
+    yield pods()
     cluster.kubectl("delete", "deployment", "gitops-agent", "-n", NAMESPACE, "--ignore-not-found", check=False)
 
 
