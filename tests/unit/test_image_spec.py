@@ -7,10 +7,13 @@ So the image the tests build and run here (tests/test_image.py) is the one peopl
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import tarfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from scripts import image
@@ -114,3 +117,42 @@ def test_the_layer_leaves_out_what_the_runtime_provides_and_keeps_everything_els
     assert image._excluded("etc/resolv.conf") and image._excluded("proc/1") and image._excluded("var/log/dpkg.log")
     assert not image._excluded("var/log") and not image._excluded("proc") and not image._excluded("etc/passwd")
     assert not image._excluded("var/cache/gitops-agent") and not image._excluded("tmpfiles")
+
+
+def tree(root: Path, stamp: int) -> Path:
+    """A small root filesystem: a directory owned by 10001, a hardlink, a symlink, a file left in
+    /dev and a file the runtime provides; every time set to ``stamp``."""
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "passwd").write_text("agent:x:10001:10001::/home/agent:/usr/sbin/nologin\n")
+    (root / "etc" / "resolv.conf").write_text("nameserver 10.0.0.1\n")  # the build host's
+    (root / "var" / "cache" / "gitops-agent").mkdir(parents=True)
+    os.chown(root / "var" / "cache" / "gitops-agent", 10001, 10001)
+    (root / "usr" / "bin").mkdir(parents=True)
+    (root / "usr" / "bin" / "perl").write_bytes(b"\x7fELF perl")
+    os.link(root / "usr" / "bin" / "perl", root / "usr" / "bin" / "perl5.36.0")
+    (root / "usr" / "bin" / "python3").symlink_to("python3.11")
+    (root / "dev").mkdir()
+    (root / "dev" / "leftover").write_text("x")
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (stamp, stamp), follow_symlinks=False)
+    return root
+
+
+def test_the_layer_is_the_same_bytes_whatever_the_files_times(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the tree has a file owned by 10001: chown needs root")
+    first = image.write_layer(tree(tmp_path / "a", 1_000_000), tmp_path / "a.tar.gz", 1_700_000_000)
+    second = image.write_layer(tree(tmp_path / "b", 2_000_000), tmp_path / "b.tar.gz", 1_700_000_000)
+    assert first == second
+    assert (tmp_path / "a.tar.gz").read_bytes() == (tmp_path / "b.tar.gz").read_bytes()
+    with tarfile.open(tmp_path / "a.tar.gz") as layer:
+        members = layer.getmembers()
+    names = [m.name for m in members]
+    assert names == sorted(names, key=str.encode) and "etc/resolv.conf" not in names and "dev/leftover" not in names
+    assert "dev" in names
+    by_name = {m.name: m for m in members}
+    assert {m.mtime for m in members} == {1_700_000_000} and {m.uname for m in members} == {""}
+    assert (by_name["var/cache/gitops-agent"].uid, by_name["var/cache/gitops-agent"].gid) == (10001, 10001)
+    assert by_name["usr/bin/perl5.36.0"].islnk() and by_name["usr/bin/perl5.36.0"].linkname == "usr/bin/perl"
+    assert by_name["usr/bin/python3"].issym()
+    assert first[0] != first[1]  # the diff_id is the uncompressed tar's, the digest the gzip's
