@@ -29,8 +29,9 @@ Steps (``build``):
    ``docker save`` writes it since Docker 25, which ``docker load``, ``podman load``,
    ``skopeo copy oci-archive:`` and ``kind load image-archive`` read.
 
-Reproducible: ``SOURCE_DATE_EPOCH`` is the last commit's time (``git log -1 --format=%ct``), and
-the same inputs (the files the Dockerfile copies, this script, Debian's package versions) give
+Reproducible: ``SOURCE_DATE_EPOCH`` is the time of the last commit that changed what goes into
+the image (``APP_FILES`` or this script: ``git log -1 --format=%ct -- ...``), so a commit of docs or
+tests leaves the digest as it was; the same inputs (the files the Dockerfile copies, this script, Debian's package versions) give
 the same digest; ``check`` builds a second time and compares. Prints the manifest digest (what a
 registry shows after ``skopeo copy``), the image ID (the config's digest, what ``docker images``
 shows) and the sizes.
@@ -176,8 +177,11 @@ def image_ref() -> str:
 
 
 def source_date_epoch() -> int:
-    """The last commit's time (seconds), else ``$SOURCE_DATE_EPOCH``. BuildError without either."""
-    proc = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True)
+    """The time (seconds) of the last commit that changed APP_FILES or this script, else
+    ``$SOURCE_DATE_EPOCH``. BuildError without either."""
+    inputs = [*APP_FILES, str(Path(__file__).resolve().relative_to(ROOT))]
+    proc = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct", "--", *inputs],
+                          capture_output=True, text=True)
     if proc.returncode == 0 and proc.stdout.strip():
         return int(proc.stdout.strip())
     if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():

@@ -19,7 +19,7 @@ command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || missing+=(runc)
 if [ ${#missing[@]} = 0 ]; then exit 0; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing ${missing[*]} for the ssh:// repository test, the status page's browser tests and the image"
+  echo "installing ${missing[*]} (what the tests and make image need; see the top of this script)"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else

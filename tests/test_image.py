@@ -340,6 +340,9 @@ def test_the_image_runs_as_a_pod_of_deploy(cluster, api, built, rootfs, installe
         container.start()
         status = Path(f"/proc/{container.pid()}/status").read_text()
         assert "Uid:\t10001\t10001\t10001\t10001" in status and "CapEff:\t0000000000000000" in status, status
+        # the entrypoint is the container's PID 1, which the kernel gives no default signal action:
+        # SIGTERM stops it only because the agent handles it
+        assert [line for line in status.splitlines() if line.startswith("NSpid:")][0].split()[-1] == "1", status
         [root_mount] = [line.split() for line in Path(f"/proc/{container.pid()}/mountinfo").read_text().splitlines()
                         if line.split()[4] == "/"]
         assert "ro" in root_mount[5].split(","), root_mount  # readOnlyRootFilesystem
