@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import app_yaml
+from tests.support import app_yaml, tenant_yaml
 
 pytestmark = pytest.mark.usefixtures("crd")
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,8 +120,7 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         assert (f'User "system:serviceaccount:gitops-agent:gitops-agent" cannot patch resource "deployments" in API '
                 f'group "apps" in the namespace "{namespace}"') in proc.stderr
         assert objects.deployment(namespace, "web") is None
-        tenant = (ROOT / "deploy" / "tenants.yaml").read_text().split("\n---\n")[1:4]  # team-a's, less its Namespace
-        (tmp_path / "tenant.yaml").write_text("\n---\n".join(tenant).replace("team-a", namespace))
+        (tmp_path / "tenant.yaml").write_text(tenant_yaml(namespace))
         cluster.kubectl("apply", "-f", str(tmp_path / "tenant.yaml"))
         proc = agent.run(command + ["--tenant-service-account", "gitops-tenant"])
         assert proc.returncode == 0, proc.stderr

@@ -139,9 +139,9 @@ _SCHEDULE = {
 SPEC_SCHEMA: dict = {
     "type": "object",
     "description": "Desired state of an Application: one container image run as a "
-    "Deployment and exposed on one port by a Service; optionally its configuration, files, "
+    "Deployment and, with a port, exposed on it by a Service; optionally its configuration, files, "
     "an Ingress and an autoscaler.",
-    "required": ["image", "port"],
+    "required": ["image"],
     "not": {"required": ["replicas", "autoscaling"]},
     "properties": {
         "image": {
@@ -162,7 +162,9 @@ SPEC_SCHEMA: dict = {
             "type": "integer",
             "minimum": 1,
             "maximum": 65535,
-            "description": "TCP port the container listens on; also the Service port.",
+            "description": "TCP port the container listens on; also the Service port. Omitted: a worker, with "
+            "no container port and no Service (removing it prunes the Service); its probes are exec only "
+            "and it has no ingress.",
         },
         "suspend": {
             "type": "boolean",

@@ -127,8 +127,9 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str
     if key in holds:
         why = suspend.kept_because(holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-    held = suspend.outcome(holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True)
-    return held or status_.Outcome(False, False, p.report.commit, reason,
+    if key in holds:
+        return suspend.held(holds[key], commit=p.report.commit, path=path, gone=True)
+    return status_.Outcome(False, False, p.report.commit, reason,
                            f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 

@@ -89,7 +89,9 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool).
     Records in ``report.readiness`` the ``Ready`` condition of an Application from Git
     (``outcome.commit`` set), and, once the write is stored, its ``news.news`` in
-    ``report.notices`` (the status is the record of what was told: issue 32)."""
+    ``report.notices`` (the status is the record of what was told: issue 32). A refusal is a
+    failure of the Application; a gone Application is nothing; an unreachable API server
+    (``ApiError`` status 0) re-raises, so the pass stops before it prunes."""
     new = new_status(app, outcome, children, failed, retry)
     next_retry = new.get(backoff.NEXT_RETRY)
     if outcome.commit:
@@ -102,6 +104,8 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     try:
         stored = kube.patch_status(app, patch)
     except ApiError as err:
+        if err.status == 0:  # unreachable: the pass stops and prunes nothing (writes.py)
+            raise
         if err.status == 404:
             return next_retry
         report.add(key, f"{KIND}/{key}", FAILED, f"status write failed: {err}")

@@ -132,16 +132,32 @@ def child(hold: Hold | None, subject: str, live: Obj | None) -> str | None:
     when it is applied as usual: its Application is suspended (``hold``), or the live child
     ``live`` carries the annotation by hand. The reason is the report's message."""
     if hold is not None:
-        return f"not applied: its Application is suspended ({hold.mechanism})"
+        return not_applied(hold)
     if live is not None and set_by_hand(live):
         return f"not applied, corrected, recreated or pruned: {subject} has {RECONCILE_ANNOTATION}: " \
                f"{(live['metadata']['annotations'][RECONCILE_ANNOTATION])}"
     return None
 
 
+def not_applied(hold: Hold) -> str:
+    """Why a child of the suspended Application (``hold``) is left as it is: the report's message."""
+    return f"not applied: its Application is suspended ({hold.mechanism})"
+
+
 def kept_because(hold: Hold) -> str:
     """The ``kept because ...`` clause for a suspended Application that left Git."""
     return f"it is suspended ({hold.mechanism})"
+
+
+def held(hold: Hold, *, commit: str | None, path: str | None, gone: bool = False) -> status_.Outcome:
+    """The status outcome of the whole suspended Application (``hold``; ``outcome``'s rule for
+    it): health Suspended, ``status.suspended``; ``gone``: no longer in Git at ``commit``, kept
+    because it is suspended."""
+    message = hold.message
+    if gone:
+        message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
+    return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                           health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
 
 
 def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, Obj | None], *,
@@ -164,11 +180,7 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, O
     takes the worst of its children's (``health.worst``).
     """
     if hold is not None:
-        message = hold.message
-        if gone:
-            message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
-        return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
-                               health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
+        return held(hold, commit=commit, path=path, gone=gone)
     if not skipped:
         return None
     names = " and ".join(skipped[kind] for kind in sorted(skipped))

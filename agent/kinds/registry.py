@@ -77,7 +77,8 @@ def observed(name: str, spec: Obj | None, live: Mapping[str, Obj | None]) -> Obj
 
 def wanted(spec: Obj | None) -> tuple[ChildKind, ...]:
     """The kinds an Application with ``spec`` has children of (``ChildKind.wanted``), in
-    ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment and a Service."""
+    ``CHILD_KINDS`` order; None (a spec not known) counts as ``{}``: a Deployment alone (a Service
+    only with ``port``)."""
     return tuple(k for k in CHILD_KINDS if k.wanted(spec or {}))
 
 

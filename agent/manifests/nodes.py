@@ -72,6 +72,9 @@ def json_only(obj) -> tuple[object, list[tuple[tuple, str, tuple]]]:
                     problems.append((path, f"key {key!r} is not a string (YAML 1.1 reads unquoted yes/no/on/off "
                                            "as booleans and digits as numbers; quote it)", path + (key,)))
                     continue
+                if not text_ok(key):
+                    problems.append((path, f"key {key!r} {SURROGATE}", path + (key,)))
+                    continue
                 copy[key] = None  # keeps the order of the keys
                 todo.append((path + (key,), sub, copy, key))
             stack.extend(reversed(todo))
@@ -81,6 +84,9 @@ def json_only(obj) -> tuple[object, list[tuple[tuple, str, tuple]]]:
         elif isinstance(value, float) and not math.isfinite(value):
             problems.append((path, "must be a finite number (JSON has no .inf or .nan)", path))
             _leave_out(into, slot)
+        elif isinstance(value, str) and not text_ok(value):
+            problems.append((path, SURROGATE, path))
+            _leave_out(into, slot)
         elif not (value is None or isinstance(value, (str, int, float))):
             problems.append((path, f"{type_name(value)} values (e.g. from !!binary or !!set tags) are not supported",
                              path))
@@ -88,6 +94,21 @@ def json_only(obj) -> tuple[object, list[tuple[tuple, str, tuple]]]:
         else:
             into[slot] = value
     return holder[0], problems
+
+
+SURROGATE = "holds a lone surrogate (an escape such as \\ud800 in a double-quoted string): not valid UTF-8 text"
+
+
+def text_ok(text: str) -> bool:
+    """True when ``text`` encodes as UTF-8: YAML's ``"\\ud800"`` escape makes a lone surrogate,
+    which JSON, the API server and every encoder of the agent refuse."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _leave_out(into, slot) -> None:

@@ -38,6 +38,12 @@ INGRESS_BAD_SUFFIXES = ("/..", "/.")
 (``k8s.io/kubernetes/pkg/apis/networking/validation``)."""
 PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
+WORKER_PROBE_RULE = ("needs spec.port: an Application without a port (a worker) has no port to probe; "
+                     "use exec")
+WORKER_INGRESS_RULE = ("needs spec.port: an Ingress sends traffic to the Service, and an Application without a "
+                       "port (a worker) has none")
+"""What a worker (an Application without ``port``, issue 43) may not have: an httpGet or tcpSocket
+probe, or an Ingress; the agent would render a probe of no port, or a backend of no Service."""
 
 
 def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
@@ -46,7 +52,8 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
     server parses them (``agent.api.quantity``), not negative, a request at most its limit;
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
-    ``successThreshold`` of 1; file paths (no ``.`` or ``..`` segment) and their total size
+    ``successThreshold`` of 1; without ``port`` (a worker), no httpGet or tcpSocket probe and no
+    ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
     and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
@@ -168,6 +175,9 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
         if not isinstance(found, dict):
             continue
         for how in ("httpGet", "tcpSocket"):
+            if how in found and "port" not in spec:
+                out.append(((probe, how), WORKER_PROBE_RULE))
+                continue
             given = (found.get(how) or {}).get("port") if isinstance(found.get(how), dict) else None
             if given is None or isinstance(given, bool):
                 continue
@@ -181,6 +191,8 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
     out += _files(spec.get("files"))
     out += _maps(spec)
     ingress = spec.get("ingress")
+    if ingress is not None and "port" not in spec:
+        out.append((("ingress",), WORKER_INGRESS_RULE))
     if isinstance(ingress, dict):
         path = ingress.get("path")
         if isinstance(path, str) and ingress.get("pathType", "Prefix") in ("Prefix", "Exact") and (

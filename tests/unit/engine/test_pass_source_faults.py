@@ -166,9 +166,6 @@ def test_an_unreachable_api_server_during_the_prunes_stops_before_the_applicatio
     assert [a for _, a in actions(report)] == [UNCHANGED] * 3
 
 
-@pytest.mark.xfail(strict=True, reason="statuswrite.write records an ApiError of status 0 as 'status write "
-                   "failed' instead of re-raising it, so the pass goes on to prune; writes.py and sync.reconcile "
-                   "say an unreachable API server stops the pass and nothing further is pruned")
 def test_an_unreachable_api_server_at_a_status_write_stops_the_pass_before_the_prunes(world):
     world.commit({"web.yaml": app_yaml("web", replicas=2), "db.yaml": None})
     world.kube.fail("patch_status", f"Application/{NS}/web", DOWN)  # the first wave's status write

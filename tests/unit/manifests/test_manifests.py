@@ -7,6 +7,8 @@ from jsonschema import Draft202012Validator
 
 from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
+from agent.manifests.nodes import SURROGATE
+from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
@@ -282,11 +284,29 @@ def test_every_spec_error_is_reported():
     assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(7, "spec.replicas"), (8, "spec.port")]
 
 
-@pytest.mark.parametrize("drop", ["image", "port"])
-def test_missing_spec_field(drop):
-    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith(drop))
+def test_missing_spec_field():
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("image"))
     err = only_error(run({"a.yaml": text}))
-    assert (err.line, err.field, err.message) == (5, f"spec.{drop}", "is required")
+    assert (err.line, err.field, err.message) == (5, "spec.image", "is required")
+
+
+def test_a_worker_has_no_port():
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("port"))
+    assert run({"a.yaml": text}).errors == []
+    assert run({"a.yaml": text + "  readinessProbe:\n    exec: {command: [\"true\"]}\n"}).errors == []
+
+
+@pytest.mark.parametrize("extra, line, field, message", [
+    ("  ingress: {host: shop.example.com}\n", 8, "spec.ingress", WORKER_INGRESS_RULE),
+    ("  ingress: {}\n", 8, "spec.ingress", WORKER_INGRESS_RULE),
+    ("  readinessProbe:\n    httpGet: {path: /ready}\n", 9, "spec.readinessProbe.httpGet", WORKER_PROBE_RULE),
+    ("  livenessProbe:\n    periodSeconds: 5\n    tcpSocket: {}\n", 10, "spec.livenessProbe.tcpSocket",
+     WORKER_PROBE_RULE),
+])
+def test_a_worker_refuses_an_ingress_or_a_probe_of_a_port(extra, line, field, message):
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("port")) + extra
+    err = only_error(run({"a.yaml": text}))
+    assert (err.line, err.field, err.message) == (line, field, message)
 
 
 def test_missing_or_empty_spec():
@@ -479,7 +499,7 @@ def test_schema_constants():
     assert (API_VERSION, GROUP, VERSION, KIND, PLURAL) == (
         "heumsi.github.io/v1", "heumsi.github.io", "v1", "Application", "applications")
     Draft202012Validator.check_schema(SPEC_SCHEMA)
-    assert SPEC_SCHEMA["required"] == ["image", "port"]
+    assert SPEC_SCHEMA["required"] == ["image"]
     assert STRICT_SPEC_SCHEMA["additionalProperties"] is False
 
 
@@ -676,6 +696,11 @@ def test_file_level_errors_name_their_line_exactly(data, line, message):
     (EXAMPLE.replace("metadata:\n  name: nginx\n", "metadata:\n  name: nginx\n  annotations:\n    x: .inf\n"),
      (6, "metadata.annotations.x", "must be a finite number (JSON has no .inf or .nan)")),
     (EXAMPLE + "Xtra: .nan\n", (9, "Xtra", "must be a finite number (JSON has no .inf or .nan)")),
+    (EXAMPLE.replace("metadata:\n  name: nginx\n", 'metadata:\n  name: nginx\n  annotations:\n    x: "a\\ud800"\n'),
+     (6, "metadata.annotations.x", SURROGATE)),
+    (EXAMPLE.replace("image: nginx:latest", 'image: "nginx\\udfff"'), (6, "spec.image", SURROGATE)),
+    (EXAMPLE.replace("metadata:\n", 'metadata:\n  labels:\n    "\\ud800": x\n'),
+     (4, "metadata.labels", f"key {chr(0xd800)!r} {SURROGATE}")),
     (EXAMPLE + "1: x\n", (9, "1", 'key 1 is an integer, not a string (kubectl would make it "1"); quote it: "1"')),
     (EXAMPLE.replace("metadata:\n", "metadata:\n  labels:\n    on: x\n"),
      (5, "metadata.labels.on", "key on is a boolean, not a string (YAML 1.1 reads unquoted yes/no, on/off and, for "

@@ -357,3 +357,14 @@ def test_explain_prints_each_schedule_with_its_last_failure():
         "  report  CronJob/web-report  last run 60m ago, last success 120m ago, 1 running; last failure "
         "Job/web-report-1 30m ago (BackoffLimitExceeded: backoff limit)",
         "  idle  CronJob/web-idle  suspended  last run never, last success never, 0 running"]
+
+
+def test_a_worker_explains_its_deployment_alone():
+    """An Application without a port (issue 43) has no Service: ``explain`` and the status page
+    list its Deployment alone, and a Service left live from before is no child of it."""
+    worker = app()
+    del worker["spec"]["port"]
+    deployment = registry.children("web", "shop", "u1", worker["spec"])[0]
+    found = ev.explanation(worker, {"Deployment": deployment, "Service": {"kind": "Service"}}, [], [], NOW)
+    assert [(c["kind"], c["exists"]) for c in found["children"]] == [("Deployment", True)]
+    assert found["drift"] == []
