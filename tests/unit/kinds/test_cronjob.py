@@ -138,3 +138,11 @@ def test_a_failed_job_without_a_time_is_told_without_one():
     assert cronjob.last_failure([untimed]) == {"job": "a-b-1", "reason": "BackoffLimitExceeded",
                                                 "message": "Job has reached the specified backoff limit"}
     assert cronjob.last_failure([job("a-b-2", "a-b")]) is None
+
+
+def test_a_worker_may_have_schedules_too():
+    """A worker (no spec.port, issue 43) renders its Deployment and its CronJobs, no Service."""
+    worker = {"image": "queue:3", "replicas": 1, "command": ["worker"],
+              "schedules": {"purge": {"schedule": "@daily", "command": ["purge"]}}}
+    assert [(o["kind"], o["metadata"]["name"]) for o in registry.children("jobs", "n", "u", worker)] == [
+        ("Deployment", "jobs"), ("CronJob", "jobs-purge")]
