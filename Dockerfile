@@ -1,5 +1,7 @@
 # The agent's image: slim Python, git for fetching, a non-root user, `gitops-agent` as entry.
 # Build:  docker build -t gitops-agent:0.1.0 .
+#   or, with no registry and no Docker engine:  make image  (scripts/image.py: the same image from
+#   Debian's packages; tests/unit/test_image_spec.py keeps the two saying the same things)
 #
 # Pinned: the base image by digest, every Python dependency by version and hash
 # (requirements.lock, made with pip-tools: `make lock`), installed with --require-hashes.
@@ -21,7 +23,10 @@ COPY agent ./agent
 # The project itself: no dependencies (all came from the lock) and no build-time downloads.
 RUN pip install --no-cache-dir --no-deps --no-build-isolation . && rm -rf /root/.cache
 
-RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin agent
+# The cache directory belongs to the user: without a volume there (deploy/ mounts an emptyDir) the
+# agent can still write its Git mirrors. scripts/image.py (make image) does the same.
+RUN useradd --uid 10001 --create-home --shell /usr/sbin/nologin agent \
+ && install -d -o 10001 -g 10001 -m 0755 /var/cache/gitops-agent
 USER 10001
 # MALLOC_ARENA_MAX: fewer glibc malloc arenas for the agent's threads (docs/operations.md, Memory).
 ENV GITOPS_AGENT_CACHE_DIR=/var/cache/gitops-agent \

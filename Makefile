@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: test demo cluster unit mutation clean lock bench docs screenshots
+.PHONY: test demo cluster unit mutation clean lock bench docs screenshots image image-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,19 @@ docs: $(VENV)/.installed
 	$(PY) -m agent.cli.reference --crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
 	$(PY) -m agent.cli.reference --rbac
 
+# image - the agent's image with no registry and no Docker engine (scripts/image.py, as root): Debian
+# bookworm from Debian's packages (mmdebstrap), requirements.lock with hashes, the project; writes the
+# OCI layout build/image/ and build/gitops-agent-image.tar (docker load, podman load, kind load
+# image-archive, skopeo copy oci-archive:) and prints the digest and size. image-check builds it a
+# second time (build/image-check/) and fails unless both give the same digest.
+image: $(VENV)/.installed
+	bash scripts/test-deps.sh image
+	$(PY) scripts/image.py build
+
+image-check: $(VENV)/.installed
+	bash scripts/test-deps.sh image
+	$(PY) scripts/image.py check
+
 # requirements.lock: the image's pinned dependencies with hashes (pip-tools), from pyproject.toml
 lock: $(VENV)/.installed
 	$(PY) -m pip install -q pip-tools
@@ -72,4 +85,4 @@ lock: $(VENV)/.installed
 		--no-emit-find-links -o requirements.lock pyproject.toml
 
 clean:
-	rm -rf $(VENV) .cluster .demo mutants
+	rm -rf $(VENV) .cluster .demo mutants build

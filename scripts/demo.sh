@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: a local control plane, the Application CRD, a real Git repository made from
 # sample-repo/, one sync, then a commit (one app's replicas changed, one app removed) and a second
-# sync that shows the update and the prune; the shop's config file edited in Git rolls its pods;
+# sync that shows the update and the prune; the shop's worker has no port and so no Service;
+# the shop's config file edited in Git rolls its pods;
 # then hand edits undone in one pass, and a pass with nothing to do. Run it through `make demo`, which sets up .venv first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,9 +41,12 @@ step "a few seconds later the fake node reports the pods ready: this pass record
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
-step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress and its autoscaler"
-kubectl -n team-shop get configmap,ingress,hpa -l app.kubernetes.io/managed-by=gitops-agent
+step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress, its autoscaler and a nightly report"
+kubectl -n team-shop get configmap,ingress,hpa,cronjob -l app.kubernetes.io/managed-by=gitops-agent
 kubectl -n team-shop get app shop -o jsonpath='{.status.health.status}: {.status.health.message}{"\n"}'
+step "the shop's queue worker (apps/team-shop/orders-worker.yaml) has no port: a Deployment, no Service"
+kubectl -n team-shop get deploy,svc -l app.kubernetes.io/instance=orders-worker
+kubectl -n team-shop get app orders-worker -o jsonpath='{.status.health.status}: {.status.health.message}{"\n"}'
 
 step "commit: frontend scaled to 3 replicas, redis removed"
 sed -i '0,/replicas: 2/s//replicas: 3/' "$REPO/apps/team-web/web.yaml"  # the first one: frontend

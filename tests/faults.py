@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -178,6 +179,8 @@ class _Server(ThreadingHTTPServer):
     def get_request(self):
         conn, addr = self.socket.accept()
         conn.setblocking(True)
+        if self.owner.tls is not None:  # the handshake happens in the handler's thread, on its first read
+            conn = self.owner.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
         return conn, addr
 
 
@@ -189,11 +192,16 @@ class GitHttpServer:
     across modes, so the agent sees one remote URL (one cache mirror) going bad and back.
     ``required_auth``: the Authorization header every request must carry (else 401);
     ``repo_auth``: the same per repository (first path component), overriding it there.
-    ``host``: the loopback address it listens on (127.0.0.2 is another host on the same machine)."""
+    ``host``: the loopback address it listens on (127.0.0.2 is another host on the same machine).
+    ``tls``: (certificate, key) files: it serves HTTPS with them (``url`` then says ``https://``)."""
 
-    def __init__(self, root: Path, mode: str = OK, host: str = "127.0.0.1"):
+    def __init__(self, root: Path, mode: str = OK, host: str = "127.0.0.1", tls: tuple[Path, Path] | None = None):
         self.root = Path(root)
         self.host = host
+        self.tls: ssl.SSLContext | None = None
+        if tls is not None:
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(str(tls[0]), str(tls[1]))
         self.port = free_port(host)
         self.mode = OK
         self.requests: list = []
@@ -205,7 +213,7 @@ class GitHttpServer:
         self.set_mode(mode)
 
     def url(self, name: str, userinfo: str = "") -> str:
-        return f"http://{userinfo + '@' if userinfo else ''}{self.host}:{self.port}/{name}"
+        return f"{'https' if self.tls else 'http'}://{userinfo + '@' if userinfo else ''}{self.host}:{self.port}/{name}"
 
     def set_mode(self, mode: str) -> None:
         if mode == REFUSED:

@@ -69,6 +69,14 @@ def app_yaml(name: str, image: str = "nginx:latest", replicas: int = 1, port: in
                            "spec": {"image": image, "replicas": replicas, "port": port}}, sort_keys=False)
 
 
+def tenant_yaml(namespace: str) -> str:
+    """deploy/tenants.yaml's team-a block less its Namespace (the ServiceAccount gitops-tenant, its
+    Role and RoleBinding), for ``namespace``: what the agent writes that namespace's children as."""
+    root = Path(__file__).resolve().parent.parent
+    block = (root / "deploy" / "tenants.yaml").read_text().split("\n---\n")[1:4]
+    return "\n---\n".join(block).replace("team-a", namespace)
+
+
 @dataclass
 class GitRepo:
     """A real Git repository with a work tree; ``commit`` returns the new HEAD's full SHA."""

@@ -102,7 +102,8 @@ def operator_made(objects, app: dict) -> dict:
               "Deployment": client.AppsV1Api(api).create_namespaced_deployment,
               "Service": client.CoreV1Api(api).create_namespaced_service,
               "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
-              "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler}
+              "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler,
+              "CronJob": client.BatchV1Api(api).create_namespaced_cron_job}
     meta = app["metadata"]
     assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
     return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid
@@ -457,31 +458,33 @@ def application(name: str, spec: dict) -> str:
 
 def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, namespace, cluster, objects):
     """The rules hold for every kind of the registry (agent/kinds/registry.py), not only the
-    Deployment and the Service: an Application with every field, its five children (ConfigMap
-    of spec.files, Deployment, Service, Ingress, HorizontalPodAutoscaler) made as an operator
+    Deployment and the Service: an Application with every field, its six children (ConfigMap
+    of spec.files, Deployment, Service, Ingress, HorizontalPodAutoscaler, a schedule's CronJob) made as an operator
     makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
     ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``)."""
-    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", SHOP))
+    spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}}}
+    names = {kind: "shop-nightly" if kind == "CronJob" else "shop" for kind in registry.BY_KIND}
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", spec))
     uids = operator_made(objects, objects.app(namespace, "shop"))
     assert set(uids) == set(registry.BY_KIND)
     wait_for(lambda: (objects.deployment(namespace, "shop")["status"].get("readyReplicas") or 0) >= 1, timeout=120,
              what="the operator's Deployment to be ready")
     sets = replica_sets(objects, namespace)
-    repo.write("shop.yaml", application("shop", SHOP))
+    repo.write("shop.yaml", application("shop", spec))
     repo.commit("shop in Git")
     proc = agent.sync(repo.path, "--namespace", namespace)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     why = "its controller ownerReference names this Application; fields taken from OpenAPI-Generator"
     for kind, uid in uids.items():
-        assert f"{kind}/{namespace}/shop adopted ({why})" in proc.stdout, kind
-        live = get(cluster, namespace, registry.BY_KIND[kind].kind.lower())
+        assert f"{kind}/{namespace}/{names[kind]} adopted ({why})" in proc.stdout, kind
+        live = get(cluster, namespace, registry.BY_KIND[kind].kind.lower(), names[kind])
         assert live["metadata"]["uid"] == uid, f"{kind} was not adopted in place"
         assert [e["operation"] for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"
                 and not e.get("subresource")] == ["Apply"], kind
-    assert "5 adopted" in proc.stdout.splitlines()[-1]
+    assert "6 adopted" in proc.stdout.splitlines()[-1]
     [event] = agent_events(objects, namespace, "Adopted")
     for kind in uids:
-        assert f"{kind}/{namespace}/shop ({why})" in event["message"], event["message"]
+        assert f"{kind}/{namespace}/{names[kind]} ({why})" in event["message"], event["message"]
     assert replica_sets(objects, namespace) == sets
     quiet(agent, repo, namespace, cluster)
 

@@ -1,8 +1,9 @@
 """The Application's optional fields against the real control plane: each rendered and applied;
 each change and removal converged in one pass, then a pass that writes nothing; a config file's
 edit rolls the pods; replicas left to an autoscaler; an Application that drops its Ingress keeps
-the rest; a stranger in a child's slot never touched; hostile values refused by name; and an
-upgrade from the agent before these fields restarts nothing."""
+the rest; a worker (no port) has no Service until Git gives it one, and loses it with the port; a
+stranger in a child's slot never touched; hostile values refused by name; and an upgrade from the
+agent before these fields restarts nothing."""
 
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def sync(agent, repo, namespace, *args):
     return proc
 
 
-def container(cluster, namespace):
-    return get(cluster, namespace, "deployment")["spec"]["template"]["spec"]["containers"][0]
+def container(cluster, namespace, name: str = "shop"):
+    return get(cluster, namespace, "deployment", name)["spec"]["template"]["spec"]["containers"][0]
 
 
 def quiet(agent, repo, namespace, cluster):
@@ -216,6 +217,41 @@ def test_dropping_the_ingress_removes_it_and_keeps_the_rest(agent, repo, namespa
     assert get(cluster, namespace, "ingress") is None
     assert {kind: get(cluster, namespace, kind)["metadata"]["uid"] for kind in uids} == uids
     assert "ingress" not in get(cluster, namespace, "application")["status"]
+    quiet(agent, repo, namespace, cluster)
+
+
+def test_a_worker_has_no_service_until_git_gives_it_a_port_and_loses_it_with_the_port(agent, repo, namespace, cluster):
+    worker = {"image": "nginx:1.27", "replicas": 1, "args": ["--queue", "orders"],
+              "livenessProbe": {"exec": {"command": ["true"]}}}
+    write(repo, worker, "jobs")
+    out = sync(agent, repo, namespace, "--wait=2m").stdout  # 0: healthy without waiting for a Service
+    assert f"Deployment/{namespace}/jobs created" in out and "Service/" not in out
+    c = get(cluster, namespace, "deployment", "jobs")["spec"]["template"]["spec"]["containers"][0]
+    assert "ports" not in c and c["livenessProbe"]["exec"] == {"command": ["true"]}
+    assert get(cluster, namespace, "service", "jobs") is None
+    status = get(cluster, namespace, "application", "jobs")["status"]
+    assert "service" not in status and status["health"]["status"] == "Healthy", status
+    for command in (["get", "-n", namespace], ["explain", "jobs", "-n", namespace, "--cache-dir", str(agent.cache_dir)]):
+        proc = agent.run([sys.executable, "-m", "agent", *command, "--kubeconfig", str(agent.kubeconfig)])
+        assert proc.returncode == 0 and "jobs" in proc.stdout, proc.stderr
+    deployment = get(cluster, namespace, "deployment", "jobs")["metadata"]["uid"]
+    write(repo, {**worker, "port": 8080}, "jobs")
+    out = sync(agent, repo, namespace).stdout
+    assert f"Service/{namespace}/jobs created" in out
+    assert get(cluster, namespace, "service", "jobs")["spec"]["ports"] == [
+        {"name": "http", "protocol": "TCP", "port": 8080, "targetPort": 8080}]
+    assert container(cluster, namespace, "jobs")["ports"] == [{"containerPort": 8080, "protocol": "TCP"}]
+    assert get(cluster, namespace, "application", "jobs")["status"]["service"] == "jobs"
+    write(repo, worker, "jobs")
+    proc = agent.run([sys.executable, "-m", "agent", "diff", "--repo", str(repo.path), "--kubeconfig",
+                      str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "--namespace", namespace])
+    assert proc.returncode == 1 and f"Service/{namespace}/jobs" in proc.stdout, proc.stderr
+    out = sync(agent, repo, namespace).stdout
+    assert f"Service/{namespace}/jobs pruned" in out
+    wait_for(lambda: get(cluster, namespace, "service", "jobs") is None, what="the Service pruned")
+    assert get(cluster, namespace, "deployment", "jobs")["metadata"]["uid"] == deployment  # kept
+    assert "ports" not in container(cluster, namespace, "jobs")
+    assert "service" not in get(cluster, namespace, "application", "jobs")["status"]
     quiet(agent, repo, namespace, cluster)
 
 

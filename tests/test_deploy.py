@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import app_yaml
+from tests.support import app_yaml, tenant_yaml
 
 pytestmark = pytest.mark.usefixtures("crd")
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         secrets = json.loads(cluster.kubectl("get", "secrets", "-n", "gitops-agent", "-o", "json").stdout)["items"]
         assert secrets == []
         kubeconfig = service_account_kubeconfig(cluster, tmp_path)
-        repo.write("a.yaml", app_yaml("web"))
+        repo.write("a.yaml", app_yaml("web") + "  schedules:\n    nightly: {schedule: '@daily'}\n")
         head = repo.commit()
         command = [sys.executable, "-m", "agent", "sync", "--once", "--repo", f"file://{repo.path}",
                    "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "c"), "--namespace", namespace]
@@ -120,13 +120,17 @@ def test_apply_k_deploy_then_sync_a_public_repo_with_the_service_accounts_token(
         assert (f'User "system:serviceaccount:gitops-agent:gitops-agent" cannot patch resource "deployments" in API '
                 f'group "apps" in the namespace "{namespace}"') in proc.stderr
         assert objects.deployment(namespace, "web") is None
-        tenant = (ROOT / "deploy" / "tenants.yaml").read_text().split("\n---\n")[1:4]  # team-a's, less its Namespace
-        (tmp_path / "tenant.yaml").write_text("\n---\n".join(tenant).replace("team-a", namespace))
+        (tmp_path / "tenant.yaml").write_text(tenant_yaml(namespace))
         cluster.kubectl("apply", "-f", str(tmp_path / "tenant.yaml"))
         proc = agent.run(command + ["--tenant-service-account", "gitops-tenant"])
         assert proc.returncode == 0, proc.stderr
         assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
         assert all(objects.trio(namespace, "web"))
+        cronjob = json.loads(cluster.kubectl("-n", namespace, "get", "cronjob", "web-nightly", "-o", "json").stdout)
+        assert cronjob["spec"]["schedule"] == "@daily"  # the tenant may write CronJobs
+        proc = agent.run(command + ["--tenant-service-account", "gitops-tenant"])  # a CronJob exists: Jobs read
+        assert proc.returncode == 0, proc.stderr
+        assert objects.app(namespace, "web")["status"]["schedules"][0]["cronJob"] == "web-nightly"
     finally:
         cluster.kubectl("delete", "deployment", "gitops-agent", "-n", "gitops-agent", "--ignore-not-found",
                         check=False)

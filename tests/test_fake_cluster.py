@@ -86,12 +86,12 @@ def children(namespace: str, uid: str, **spec) -> dict:
     that exists: the garbage collector deletes a child whose owner is gone)."""
     full = {"image": "nginx:1.27", "replicas": 1, "port": 80, "env": {"A": "1"},
             "files": {"/etc/web/a.conf": {"content": "a = 1\n"}}, "ingress": {"host": "web.example.com"},
-            "autoscaling": {"minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 80}, **spec}
+            "autoscaling": {"minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 80},
+            "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}}, **spec}
     out = {}
     for kind in registry.CHILD_KINDS:
-        made = kind.render("web", namespace, uid, full)
-        if made is not None:
-            out[kind.kind] = made
+        for made in kind.objects("web", namespace, uid, full):  # the first of a kind with several
+            out.setdefault(kind.kind, made)
     return out
 
 
@@ -112,9 +112,11 @@ def test_apply_creates_with_identity_and_the_managed_fields_kubernetes_records(b
                                 ours, json.loads(owned))
         return out
     got = both(scenario)
-    assert set(got) == {"Application", "ConfigMap", "Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}
+    assert set(got) == {"Application", "ConfigMap", "Deployment", "Service", "Ingress", "HorizontalPodAutoscaler",
+                        "CronJob"}
     assert got["Deployment"][:4] == (True, True, 1, [("gitops-agent", "Apply", "")])
-    assert [kind for kind, made in got.items() if made[2] is not None] == ["Application", "Deployment", "Ingress"]
+    assert [kind for kind, made in got.items() if made[2] is not None] == ["Application", "Deployment", "Ingress",
+                                                                           "CronJob"]
     assert got["Deployment"][4]["f:spec"]["f:selector"] == {}  # a LabelSelector is atomic
     assert got["Service"][4]["f:metadata"]["f:ownerReferences"] == {'k:{"uid":"UID"}': {}}  # so is an owner reference
 

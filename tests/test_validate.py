@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
 SPEC_FIELDS = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-               "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
-               "suspend, tasks")
+               "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
+               "serviceAccountName, suspend, tasks")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 
@@ -47,7 +47,7 @@ def validate(tmp_path):
 
 def test_the_sample_repo_is_valid_without_any_cluster_configuration(validate):
     proc = validate("--path", "sample-repo")
-    assert proc.returncode == 0 and proc.stdout.startswith("valid: 4 files, 5 Applications")
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 5 files, 6 Applications")
     assert list(validate.home.iterdir()) == []  # nothing read or written in HOME
 
 
@@ -406,14 +406,14 @@ def test_log_format_json_is_the_log_set_up_of_sync(tmp_path, how):
         env["GITOPS_AGENT_LOG_FORMAT"] = "json"
     proc = subprocess.run([sys.executable, "-m", "agent", "validate", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.startswith("valid: 4 files"), proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("valid: 5 files"), proc.stderr
     entry = json.loads(proc.stderr.splitlines()[-1])
     assert entry["logger"] == "agent.validate" and entry["level"] == "info"
-    assert entry["message"] == "validated sample-repo" and entry["files"] == 4 and entry["applications"] == 5
+    assert entry["message"] == "validated sample-repo" and entry["files"] == 5 and entry["applications"] == 6
     text = subprocess.run([sys.executable, "-m", "agent", "validate", "--path", "sample-repo", "--log-level", "INFO"],
                           cwd=ROOT, env={**env, "GITOPS_AGENT_LOG_FORMAT": "text"}, capture_output=True, text=True,
                           timeout=60).stderr
-    assert " INFO agent.validate: validated sample-repo " in text and "files=4" in text
+    assert " INFO agent.validate: validated sample-repo " in text and "files=5" in text
 
 
 @pytest.mark.parametrize("command", [["validate", "--path", "."], ["sync", "--repo", "/r", "--kubeconfig", "/nonexistent"]])
@@ -463,7 +463,7 @@ def test_a_closed_stdout_or_stderr_ends_quietly_with_exit_2(tmp_path, redirect):
     # with stderr closed its errors are lost, never sent to stdout instead
     assert proc.stdout == ("" if redirect == ">&-" else "invalid: 1 problem in 1 file\n") and proc.stderr == ""
     valid = _shell(f"{sys.executable} -m agent validate --path sample-repo 2>&-", tmp_path)
-    assert valid.returncode == 0 and valid.stdout.startswith("valid: 4 files")  # nothing was lost
+    assert valid.returncode == 0 and valid.stdout.startswith("valid: 5 files")  # nothing was lost
 
 
 def test_a_broken_pipe_ends_quietly_with_exit_2(tmp_path):
@@ -748,6 +748,58 @@ def test_an_ingress_snippet_annotation_is_refused_offline_at_its_line_unless_all
         "'nginx.ingress.kubernetes.io/server-snippet' injects configuration into the ingress controller, which serves "
         "every namespace's hosts from it; refused unless the operator allows it (--allow-ingress-snippets)\n")
     assert validate("--path", "apps", "--allow-ingress-snippets", cwd=tmp_path).returncode == 0
+
+
+def test_every_schedule_refusal_is_a_file_line_field_rule_and_exit_2(validate, tmp_path):
+    """Offline, no cluster: names, the CronJob name's length, cron fields, TZ= prefixes, time
+    zones and out-of-range numbers of spec.schedules (docs/applications.md#schedules)."""
+    (tmp_path / "shop.yaml").write_text(app_yaml("shop") + """\
+  schedules:
+    Nightly: {schedule: '@daily'}
+    report:
+      schedule: 0 24 * * *
+      timeZone: Mars/Olympus
+      retries: 101
+    tz: {schedule: 'CRON_TZ=UTC 0 3 * * *', timeoutSeconds: 0, keep: {failed: -1}}
+    every: {schedule: '@every 1h', concurrencyPolicy: Sometimes}
+    a-very-long-schedule-name-that-makes-the-cronjob-too-long: {schedule: '@hourly'}
+""")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = [line.split(": ", 3)[1:3] for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        ["shop.yaml:10", "spec.schedules.Nightly"],
+        ["shop.yaml:12", "spec.schedules.report.schedule"],
+        ["shop.yaml:13", "spec.schedules.report.timeZone"],
+        ["shop.yaml:14", "spec.schedules.report.retries"],
+        ["shop.yaml:15", "spec.schedules.tz.keep.failed"],
+        ["shop.yaml:15", "spec.schedules.tz.schedule"],
+        ["shop.yaml:15", "spec.schedules.tz.timeoutSeconds"],
+        ["shop.yaml:16", "spec.schedules.every.concurrencyPolicy"],
+        ["shop.yaml:16", "spec.schedules.every.schedule"],
+        ["shop.yaml:17", "spec.schedules.a-very-long-schedule-name-that-makes-the-cronjob-too-long"],
+    ], proc.stderr
+    assert "higher than the maximum value (23)" in proc.stderr and "set timeZone instead" in proc.stderr
+    assert "must be at most 52 characters (got 62)" in proc.stderr
+
+
+def test_a_worker_is_valid_and_its_ingress_and_port_probes_are_refused_offline_at_their_lines(validate, tmp_path):
+    """Issue 43: an Application without spec.port is a worker, with no Service: nothing to send an
+    Ingress's traffic to, and no port for an httpGet or tcpSocket probe."""
+    (tmp_path / "apps").mkdir()
+    worker = ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: jobs}\nspec:\n  image: jobs:1\n"
+              "  livenessProbe:\n    exec: {command: [/bin/check]}\n")
+    (tmp_path / "apps" / "jobs.yaml").write_text(worker)
+    assert validate("--path", "apps", cwd=tmp_path).returncode == 0
+    (tmp_path / "apps" / "jobs.yaml").write_text(worker + "  readinessProbe:\n    tcpSocket: {}\n"
+                                                 "  ingress: {host: jobs.example.com}\n")
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "error: apps/jobs.yaml:9: spec.readinessProbe.tcpSocket: needs spec.port: an Application without a port (a "
+        "worker) has no port to probe; use exec\n"
+        "error: apps/jobs.yaml:10: spec.ingress: needs spec.port: an Ingress sends traffic to the Service, and an "
+        "Application without a port (a worker) has none\n")
 
 
 def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):

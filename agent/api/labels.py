@@ -56,6 +56,9 @@ FILES_DIGEST = "heumsi.github.io/files-digest"
 """Annotation on an Application's pod template: a digest of its files' contents from Git, so a
 changed file rolls the pods (Kubernetes does not restart pods for a changed ConfigMap)."""
 
+SCHEDULE_LABEL = "heumsi.github.io/schedule"
+"""Label naming the schedule (``spec.schedules.<name>``) on its CronJob, its Jobs and their pods,
+whose pods never carry the labels the Application's Service selects on."""
 TASK_LABEL = "heumsi.github.io/task"
 """Label on a task's Job and its pod: the task's name (a key of ``spec.tasks``)."""
 TASK_DIGEST = "heumsi.github.io/task-digest"
@@ -79,6 +82,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (ADOPT_ANNOTATION, "annotation", '`"true"` on an Application: adopt uncontrolled objects in its children\'s slots'),
     (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
     (PASS_REQUESTED_AT, "annotation", "on the leader Lease: a new token forwards a push webhook to the leader"),
+    (SCHEDULE_LABEL, "label", "the schedule's name, on its CronJob, Jobs and pods (never selected by the Service)"),
     (FILES_DIGEST, "annotation", "digest of the files from Git, on the pod template: a change rolls the pods"),
     (TASK_LABEL, "label", "the task's name, on a task's Job and its pod"),
     (TASK_DIGEST, "label", "digest of what a task's Job runs, on the Job"),

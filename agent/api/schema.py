@@ -95,6 +95,47 @@ _PROBE = {
     },
 }
 
+_SCHEDULE = {
+    "type": "object",
+    "required": ["schedule"],
+    "description": "One schedule: when, and what it runs.",
+    "properties": {
+        "schedule": _string("When: 5 cron fields (minute hour day-of-month month day-of-week, e.g. \"0 3 * * *\") "
+                            "or a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly); "
+                            "no TZ= prefix (set timeZone).", max_length=256),
+        "timeZone": _string("The IANA time zone the schedule is read in, e.g. Europe/Berlin (default: the "
+                            "kube-controller-manager's, usually UTC).", max_length=64),
+        "image": {"type": "string", "minLength": 1, "pattern": "^\\S+$",
+                  "description": "The container image (default spec.image); no whitespace anywhere."},
+        "command": _strings("The entrypoint (default spec.command); not run in a shell."),
+        "args": _strings("Arguments to the entrypoint (default spec.args)."),
+        "env": {"type": "object", "maxProperties": 1024, "description": "Environment variables set over "
+                "spec.env, as spec.env sets them.", "additionalProperties": {
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "description": "A string, or exactly one of secretKeyRef and configMapKeyRef.",
+                    "minProperties": 1, "maxProperties": 1,
+                    "properties": {"secretKeyRef": _ref("Secret"), "configMapKeyRef": _ref("ConfigMap")}}},
+        "resources": {"type": "object", "description": "CPU and memory of its container, as spec.resources "
+                      "(default spec.resources).",
+                      "properties": {"requests": {**_RESOURCE_LIST, "description": "What the scheduler reserves."},
+                                     "limits": {**_RESOURCE_LIST, "description": "The most the container may use."}}},
+        "concurrencyPolicy": {"type": "string", "enum": ["Allow", "Forbid", "Replace"],
+                              "description": "When a run is due while the last one still runs: Forbid (default: "
+                                             "skip it), Allow (run both) or Replace (stop the running one)."},
+        "startingDeadlineSeconds": _integer("Seconds after its time a missed run may still start (default 300).", 1),
+        "retries": _integer("Times a failed run's pod is retried before the run fails (the Job's backoffLimit; "
+                            "default 2).", 0, 100),
+        "timeoutSeconds": _integer("Seconds a run may take before it fails (the Job's activeDeadlineSeconds; "
+                                   "default 600).", 1),
+        "keep": {"type": "object", "description": "How many finished Jobs the CronJob keeps.", "properties": {
+            "succeeded": _integer("Succeeded Jobs kept (default 3).", 0, 100),
+            "failed": _integer("Failed Jobs kept (default 1; 0 keeps none, and status.schedules cannot tell a "
+                               "failure).", 0, 100)}},
+        "suspend": {"type": "boolean", "description": "true: no new run starts (a running one goes on). "
+                    "Omitted means false."},
+    },
+}
+
 
 _IMAGE = {
     "type": "string",
@@ -169,9 +210,9 @@ _TASK = {
 SPEC_SCHEMA: dict = {
     "type": "object",
     "description": "Desired state of an Application: one container image run as a "
-    "Deployment and exposed on one port by a Service; optionally its configuration, files, "
-    "an Ingress, an autoscaler and tasks.",
-    "required": ["image", "port"],
+    "Deployment and, with a port, exposed on it by a Service; optionally its configuration, files, "
+    "an Ingress, an autoscaler, schedules and tasks.",
+    "required": ["image"],
     "not": {"required": ["replicas", "autoscaling"]},
     "properties": {
         "image": _IMAGE,
@@ -187,7 +228,9 @@ SPEC_SCHEMA: dict = {
             "type": "integer",
             "minimum": 1,
             "maximum": 65535,
-            "description": "TCP port the container listens on; also the Service port.",
+            "description": "TCP port the container listens on; also the Service port. Omitted: a worker, with "
+            "no container port and no Service (removing it prunes the Service); its probes are exec only "
+            "and it has no ingress.",
         },
         "suspend": {
             "type": "boolean",
@@ -289,6 +332,16 @@ SPEC_SCHEMA: dict = {
                 "targetMemoryUtilizationPercentage": _integer("Average memory use, in % of the memory "
                                                               "request.", 1),
             },
+        },
+        "schedules": {
+            "type": "object",
+            "maxProperties": 64,
+            "description": "Commands of the Application run on a schedule, by name (a DNS label; the CronJob "
+            "<application>-<name> is at most 52 characters): each a CronJob (batch/v1) whose pods have the "
+            "Application's env, envFrom, files, serviceAccountName, imagePullSecrets, podLabels and "
+            "podAnnotations but are never selected by its Service. A failed run is told in "
+            "status.schedules but does not make the Application Degraded. Removing one removes its CronJob.",
+            "additionalProperties": _SCHEDULE,
         },
         "tasks": {
             "type": "object",

@@ -110,6 +110,7 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
     lines += _section("Children", [f"{c['kind']}/{c['name']}  {c['health']['status']}  {_text(c['message'])}"
                                    + (f"  ({_text(c['health']['message'])})" if c["health"]["message"] else "")
                                    for c in found["children"]])
+    lines += _section("Schedules", [_schedule(e, now) for e in found.get("schedules") or []])
     lines += _section("Pods not ready", [f"{p['name']}  {_text(p['phase'])}  {_problem(q)}"
                                          for p in found["pods"] for q in p["problems"]])
     lines += _section(drift_title(found["drift"]), [
@@ -128,6 +129,22 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
         lines += ["  " + "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
                   for line in found["diff"].splitlines()]
     return lines
+
+
+def _schedule(entry: dict, now) -> str:
+    """One line of a schedule (an entry of ``status.schedules``): its CronJob, when it last ran and
+    succeeded (ago), how many run, and its last failure."""
+    def ago(field: str) -> str:
+        return f"{appview.age_since(entry[field], now)} ago" if entry.get(field) else "never"
+    line = (f"{_text(entry.get('name'))}  CronJob/{_text(entry.get('cronJob'))}"
+            f"{'  suspended' if entry.get('suspended') else ''}  last run {ago('lastScheduleTime')}, "
+            f"last success {ago('lastSuccessfulTime')}, {entry.get('active', 0)} running")
+    failure = entry.get("lastFailure") if isinstance(entry.get("lastFailure"), dict) else None
+    if failure:
+        line += (f"; last failure Job/{_text(failure.get('job'))} {appview.age_since(failure.get('time'), now)} ago"
+                 + (f" ({_text(failure.get('reason'))}: {_text(failure.get('message'))})" if failure.get("reason")
+                    else ""))
+    return line
 
 
 def drift_title(drift: list[dict]) -> str:

@@ -448,7 +448,8 @@ def rbac_files(root: str | os.PathLike = ".") -> dict[Path, str]:
     Raises OSError when a file cannot be read, ValueError when it has no markers."""
     from agent.kinds import install
 
-    return {Path(root, path): install.fill(Path(root, path).read_text(encoding="utf-8"), verbs)
+    return {Path(root, path): install.fill(Path(root, path).read_text(encoding="utf-8"), verbs,
+                                           reads=install.READS if path in install.READERS else ())
             for path, verbs in install.RBAC.items()}
 
 

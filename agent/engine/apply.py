@@ -23,7 +23,7 @@ from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import conditions, diff, hostclaim, plan
 from agent.engine.report import ADOPTED, CONFIGURED, CREATED, FAILED, RECREATED, UNCHANGED, Action, Report
-from agent.kinds import fields
+from agent.kinds import fields, registry
 from agent.kube.cluster import ApiError, Cluster
 
 log = logging.getLogger("agent.apply")
@@ -212,7 +212,7 @@ def claim(kube: Cluster, report: Report, steps: list[plan.Step], failures: dict[
             if reasons.get(key) == conditions.Reason.OWNERSHIP_CONFLICT and key in failures else line
         reasons[key] = conditions.Reason.OWNERSHIP_CONFLICT
         if taken is not None and n < len(conflicts):  # someone else's object holds the slot
-            taken.setdefault(key, set()).add(step.identity[1])
+            taken.setdefault(key, set()).add(registry.slot_of(step.identity[1], step.identity[3]))
         report.add(key, step.subject, FAILED, why)
     return steps
 

@@ -39,13 +39,14 @@ def waves(p: Pass, planned: AppPlan, applied: AppsApplied) -> tuple[list[str], l
 
 
 def index(live: LiveState) -> ChildIndex:
-    """The live children by identity, and each owned one as its Application's child of its kind."""
+    """The live children by identity, and each owned one as its Application's child in its slot
+    (``registry.slot``: its kind, or ``Kind/name`` for a kind with several per Application)."""
     live_of: dict[str, dict[str, Obj]] = {}
     for key, children in live.children_of.items():
         kinds = live_of.setdefault(key, {})
         for child, _, _ in children:
-            kinds[child["kind"]] = child
-    return ChildIndex({ident: c for c, (ident, _, _) in zip(live.children, live.child_facts)}, live_of)
+            kinds[registry.slot(child)] = child
+    return ChildIndex({ident: c for c, (ident, _, _) in zip(live.children, live.child_facts)}, live_of, live.related)
 
 
 class _Wave:
@@ -97,7 +98,7 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
     report = p.report
     for key, app in batch:
         spec = app.get("spec") or {}
-        found = specrules.live_problems(spec)
+        found = specrules.live_problems(spec, app["metadata"]["name"])
         if found:
             where, why = found[0]
             report.failures[key] = (f"its spec does not match the Application schema (spec{'.' if where else ''}"
@@ -133,7 +134,7 @@ def _unheld(p: Pass, steps: list[plan.Step], holds: dict[str, suspend.Hold], wav
             continue
         p.report.add(key, step.subject, SUSPENDED, why)
         if key not in holds:
-            wave.held.setdefault(key, {})[step.identity[1]] = step.subject
+            wave.held.setdefault(key, {})[registry.slot_of(step.identity[1], step.identity[3])] = step.subject
     return work
 
 
@@ -151,4 +152,4 @@ def _apply_batch(p: Pass, work: list[plan.Step], idx: ChildIndex, wave: _Wave, i
         kinds = wave.live_of.get(key)
         if kinds is None:
             kinds = wave.live_of[key] = dict(idx.live_of.get(key, {}))
-        kinds[step.identity[1]] = done.live
+        kinds[registry.slot_of(step.identity[1], step.identity[3])] = done.live

@@ -49,8 +49,7 @@ def covers(theirs: str, host: str) -> bool:
     ``a.b.example.com``: the Ingress API's rule). A more specific host would take them over."""
     if theirs == host:
         return True
-    return theirs.startswith("*.") and host.count(".") > 0 and not host.startswith("*.") \
-        and host.split(".", 1)[1] == theirs[2:]
+    return theirs.startswith("*.") and host.count(".") > 0 and host.split(".", 1)[1] == theirs[2:]
 
 
 def overlaps(a: str, b: str) -> bool:

@@ -1,5 +1,7 @@
 """Stage 2 of a pass: read the live state (``read_live``): the CRD served, then one LIST of
-Applications, one per child kind (the agent's managed-by label) and one of namespaces.
+Applications, one per child kind (the agent's managed-by label) and one of namespaces (and one
+of what a kind's children make, read for the status, when an Application has such a child:
+``ChildKind.related``, a CronJob's Jobs).
 
 In ``run`` the lists are served by the watches (``agent/kube/livestore.py``), and what a pass
 derives from each live object (its key, its owner) is derived once per object
@@ -44,7 +46,29 @@ def read_live(p: Pass) -> LiveState | None:
     for child, (ident, owner, version) in zip(children, child_facts):
         if owner is not None:
             children_of.setdefault(owner, []).append((child, ident, version))
-    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces)
+    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces, _related(p, children_of))
+
+
+def _related(p: Pass, children_of: dict[str, list[tuple[Obj, Identity, Version]]]) -> dict[str, dict[str, Obj]]:
+    """Owner key -> slot ``Kind/name`` -> each object a kind's children make that the pass reads
+    for the status (``ChildKind.related``: a CronJob's Jobs): one LIST per such kind, only when an
+    Application has a child of it (a pass without one sends no more requests than before); each
+    object goes to the Application whose child is its controller (ownerReference)."""
+    found: dict[str, dict[str, Obj]] = {}
+    for k in registry.CHILD_KINDS:
+        if k.related is None:
+            continue
+        owners = {(ident[2], ident[3]): key for key, kids in children_of.items()
+                  for _, ident, _ in kids if ident[1] == k.kind}
+        if not owners:
+            continue
+        group, kind, selector = k.related
+        for obj in p.kube.list(group, kind, selector):
+            meta, ref = obj["metadata"], plan.controller(obj) or {}
+            key = owners.get((meta.get("namespace", ""), ref.get("name", ""))) if ref.get("kind") == k.kind else None
+            if key is not None:
+                found.setdefault(key, {})[f"{kind}/{meta['name']}"] = obj
+    return found
 
 
 def child_facts(child: Obj) -> ChildFacts:

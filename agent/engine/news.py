@@ -21,6 +21,9 @@ The reasons, each on a transition (old -> new):
 - ``Stalled`` (error): condition ``Stalled`` became True for any reason but ``Degraded``.
 - ``ApplyFailed`` (error): condition ``Synced`` became False with a failure reason (not
   ``PruneSkipped``, ``PruneBlocked`` or ``Suspended``) and it is not ``Stalled``.
+- ``ScheduleFailed`` (error): a schedule's last failed Job (``status.schedules[].lastFailure.job``)
+  is one the status did not name before: a scheduled run failed. It never makes the Application
+  failing (``failing``): no ``Recovered`` follows, and commit statuses do not count it.
 - ``Pruned`` (info): made by the prune step (``pruned``), not from a status.
 """
 
@@ -44,6 +47,7 @@ class NoticeReason(StrEnum):
     DEGRADED = "Degraded"
     STALLED = "Stalled"
     APPLY_FAILED = "ApplyFailed"
+    SCHEDULE_FAILED = "ScheduleFailed"
     PRUNED = "Pruned"
 
 
@@ -58,7 +62,7 @@ REASONS = tuple(NoticeReason)
 SEVERITY = {NoticeReason.DEPLOYED: Severity.INFO, NoticeReason.READY: Severity.INFO,
             NoticeReason.RECOVERED: Severity.INFO, NoticeReason.PRUNED: Severity.INFO,
             NoticeReason.DEGRADED: Severity.ERROR, NoticeReason.STALLED: Severity.ERROR,
-            NoticeReason.APPLY_FAILED: Severity.ERROR}
+            NoticeReason.APPLY_FAILED: Severity.ERROR, NoticeReason.SCHEDULE_FAILED: Severity.ERROR}
 NOT_FAILURES = frozenset({Reason.SYNCED, Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED, Reason.SUSPENDED})
 """``Synced`` condition reasons that are no failure of the Application's own: a state a person
 chose, a prune held back (what blocked it is told as its own failure), or the success."""
@@ -177,6 +181,29 @@ def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
             and not (old_synced.get("status") == "False" and old_synced.get("reason") not in NOT_FAILURES) \
             and stalled.get("status") != "True":
         tell(NoticeReason.APPLY_FAILED, f"{synced.get('reason')}: {synced.get('message', '')}")
+    for message in failed_runs(old, new):
+        tell(NoticeReason.SCHEDULE_FAILED, message)
+    return out
+
+
+def _failures(status: Obj) -> dict[str, Obj]:
+    """Schedule name -> its ``lastFailure`` in ``status.schedules`` (only those with one)."""
+    return {e["name"]: e["lastFailure"] for e in status.get("schedules") or []
+            if isinstance(e, dict) and isinstance(e.get("lastFailure"), dict) and isinstance(e.get("name"), str)}
+
+
+def failed_runs(old: Obj, new: Obj) -> list[str]:
+    """One message per schedule of ``new`` whose last failed Job is not the one ``old`` named
+    (a run failed since), in the order of ``new``'s schedules, e.g. ``schedule nightly-report:
+    Job shop-nightly-report-29412180 failed (BackoffLimitExceeded: Job has reached the specified
+    backoff limit)``."""
+    before = _failures(old)
+    out = []
+    for name, failure in _failures(new).items():
+        if (before.get(name) or {}).get("job") == failure.get("job"):
+            continue
+        why = ": ".join(str(failure[k]) for k in ("reason", "message") if failure.get(k))
+        out.append(f"schedule {name}: Job {failure.get('job')} failed" + (f" ({why})" if why else ""))
     return out
 
 

@@ -78,7 +78,9 @@ class LiveState:
     ``children``: every live object with the agent's managed-by label, of every child kind;
     ``child_facts``: (identity, owner key or None, (identity, resourceVersion)) of each;
     ``children_of``: owner key -> [(child, identity, (identity, resourceVersion))];
-    ``namespaces``: names of the live namespaces."""
+    ``namespaces``: names of the live namespaces; ``related``: owner key -> slot -> each object
+    its children make that the pass reads for its status (``ChildKind.related``: a CronJob's
+    Jobs, ``Job/<name>``; never applied, paired or pruned)."""
 
     apps: list[Obj]
     app_facts: list[tuple[str, bool, bool]]
@@ -86,6 +88,7 @@ class LiveState:
     child_facts: list[ChildFacts]
     children_of: dict[str, list[tuple[Obj, Identity, Version]]]
     namespaces: set[str]
+    related: dict[str, dict[str, Obj]] = field(default_factory=dict)
 
     def by_key(self) -> dict[str, Obj]:
         """key -> live Application."""
@@ -130,20 +133,24 @@ class AppsApplied:
 @dataclass(frozen=True)
 class ChildIndex:
     """The live children (``childapply.index``): ``by_id``: identity -> live child (a desired child
-    pairs with the one of its identity); ``live_of``: owner key -> kind -> owned live child."""
+    pairs with the one of its identity); ``live_of``: owner key -> slot -> owned live child (its
+    kind, or ``Kind/name`` for a kind with several per Application: ``registry.slot``);
+    ``related``: ``LiveState.related``."""
 
     by_id: dict[Identity, Obj]
     live_of: dict[str, dict[str, Obj]]
+    related: dict[str, dict[str, Obj]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ChildWave:
     """What applying the children of some Applications did (``childapply.apply_wave``), merged
     over the waves of a pass (``merged``). ``paired``: identities of live children a desired one
-    paired with (not pruned); ``live_of``: key -> kind -> child as seen, then as applied;
-    ``written``: keys with a child written; ``held``: key -> kind -> subject held by its own
-    annotation; ``taken``: key -> kinds whose name someone else's object holds; ``opted``: keys
-    of Applications that opted in to adopt (``plan.opted_in``)."""
+    paired with (not pruned); ``live_of``: key -> slot (``registry.slot``) -> child as seen,
+    then as applied; ``written``: keys with a child written; ``held``: key -> slot -> subject
+    held by its own annotation; ``taken``: key -> slots whose name someone else's object holds;
+    ``opted``: keys of Applications that opted in to adopt (``plan.opted_in``); ``related``: key ->
+    slot -> what its children make (``LiveState.related``), read for its status only."""
 
     paired: frozenset[Identity] = frozenset()
     live_of: dict[str, dict[str, Obj]] = field(default_factory=dict)
@@ -151,8 +158,10 @@ class ChildWave:
     held: dict[str, dict[str, str]] = field(default_factory=dict)
     taken: dict[str, set[str]] = field(default_factory=dict)
     opted: frozenset[str] = frozenset()
+    related: dict[str, dict[str, Obj]] = field(default_factory=dict)
 
     def merged(self, other: ChildWave) -> ChildWave:
         """This wave and ``other`` (of other Applications) as one."""
         return ChildWave(self.paired | other.paired, {**self.live_of, **other.live_of}, self.written | other.written,
-                         {**self.held, **other.held}, {**self.taken, **other.taken}, self.opted | other.opted)
+                         {**self.held, **other.held}, {**self.taken, **other.taken}, self.opted | other.opted,
+                         {**self.related, **other.related})

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, cast
 from agent.api.labels import ADOPT_ANNOTATION, AGENT_NAME, MANAGED_BY, SOURCE_COMMIT, SOURCE_LABEL, SOURCE_PATH
 from agent.api.objects import Obj, ObjectMeta
 from agent.api.schema import GROUP, KIND
-from agent.kinds import fields
+from agent.kinds import fields, registry
 
 
 class Op(StrEnum):
@@ -68,7 +68,7 @@ def owned(obj: Obj, source: str | None = None) -> bool:
     An Application must also carry ``heumsi.github.io/source`` equal to ``source`` when one is
     given (another repository's or path's Applications are not ours). A child must be exactly
     a child the agent renders: a controller ownerReference to an Application with the child's
-    own name (children are named like their Application). Copied labels, a copied
+    own name (children are named like their Application; ``named_for``). Copied labels, a copied
     ownerReference or a copy-pasted manifest under another name never make an object ours.
     """
     return owned_both(obj, source)[source is not None]
@@ -83,8 +83,19 @@ def owned_both(obj: Obj, source: str | None) -> tuple[bool, bool]:
         return False, False
     if identity(obj)[:2] == (GROUP, KIND):
         return True, source is None or labels.get(SOURCE_LABEL) == source
-    mine = owner_name(obj) == meta.get("name")
+    mine = named_for(obj)
     return mine, mine
+
+
+def named_for(obj: Obj) -> bool:
+    """True when the child ``obj`` is named for the Application its controller ownerReference
+    names (``owner_name``): named like it, or, for a kind with several objects per Application
+    (``ChildKind.many``: a CronJob per schedule), ``<application>-<member>``."""
+    owner, name = owner_name(obj), obj.get("metadata", {}).get("name") or ""
+    kind = registry.BY_KIND.get(obj.get("kind", ""))
+    if owner is not None and kind is not None and kind.many:
+        return name.startswith(f"{owner}-") and len(name) > len(owner) + 1
+    return owner == name
 
 
 def owner_name(obj: Obj) -> str | None:
@@ -132,8 +143,9 @@ def ownership(live: Obj, desired: Obj, opt_in: bool = False, denied: str = "") -
     The rule (docs/concepts.md, "Adoption"; as a Kubernetes controller adopts objects that
     match it and never one another controller holds):
 
-    - a controller ownerReference to an Application of the child's name (children are named
-      like their Application) makes it that Application's child, whoever wrote it: ``OURS``
+    - a controller ownerReference to the Application the desired child's own reference names
+      (children are named like their Application, or ``<application>-<member>`` for a kind
+      with several: ``named_for``) makes it that Application's child, whoever wrote it: ``OURS``
       when the agent's field manager applied it and the reference has the Application's uid,
       else ``ADOPT`` (made by another operator, ``kubectl create`` or an earlier install; or a
       reference to an earlier Application of that name, deleted and made again: only one
@@ -146,7 +158,7 @@ def ownership(live: Obj, desired: Obj, opt_in: bool = False, denied: str = "") -
       added to the stranger's ``why``;
     - any other controller: ``STRANGER``.
     """
-    meta, name = live["metadata"], desired["metadata"]["name"]
+    meta, name = live["metadata"], owner_name(desired) or desired["metadata"]["name"]
     uid = next((r.get("uid") for r in desired["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
     ref, agent = controller(live), fields.applied_by_agent(live)
     if ref is None:
@@ -187,7 +199,7 @@ def not_ours(live: Obj) -> str | None:
                 f"manager {AGENT_NAME}")
     meta: ObjectMeta = live["metadata"]
     ref = controller(live)
-    if ref is not None and owner_name(live) != meta["name"]:
+    if ref is not None and not named_for(live):
         return (f"is controlled by {ref.get('kind')}/{ref.get('name')} (its controller ownerReference), "
                 f"not by Application {meta['namespace']}/{meta['name']}")
     return None

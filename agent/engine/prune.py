@@ -57,7 +57,7 @@ def _delete_of(p: Pass, step: plan.Step, planned: AppPlan, applied: AppsApplied,
     if owner in report.failures or owner in applied.foreign or owner in planned.waiting:
         return None
     if step.identity[1] != KIND and owner in applied.holds:  # a suspended Application's child Git dropped
-        report.add(owner, step.subject, SUSPENDED, suspend.child(applied.holds[owner], step.subject, live) or "")
+        report.add(owner, step.subject, SUSPENDED, suspend.not_applied(applied.holds[owner]))
         return None
     if guards.prune_disabled(live) or suspend.set_by_hand(live):
         by = labels.PRUNE_ANNOTATION if guards.prune_disabled(live) else labels.RECONCILE_ANNOTATION

@@ -59,10 +59,12 @@ def _condition(old: list[Obj], type_: str, status: bool, reason: str, message: s
 def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now: str) -> Obj:
     """The new ``status`` for ``app`` (the live Application dict).
 
-    ``children``: the live children by kind (``{"Deployment": obj, ...}``; None or missing where
-    absent): each kind the spec has (``registry.wanted``) names its child, and each kind adds
-    what its ``observed`` reads (a Deployment's replicas); ``health`` is ``{status, message}``,
-    the worst of the spec's kinds' (``registry.health``)).
+    ``children``: the live children by slot (``registry.slot``: ``{"Deployment": obj,
+    "CronJob/web-nightly": obj, ...}``; None or missing where absent): each kind the spec has
+    (``registry.wanted``) names its child (a kind with several objects lists them instead), and
+    each kind adds what it observes (``registry.observed``: a Deployment's replicas, the
+    schedules); ``health`` is ``{status, message}``, the worst of the spec's children's
+    (``registry.health``)).
     ``conditions``: ``Ready``, then ``Reconciling`` and ``Stalled`` when they apply, then
     ``Synced`` (see ``conditions.kstatus``), each with ``observedGeneration``.
     ``now``: RFC 3339 UTC timestamp, e.g. ``2026-11-30T12:00:00Z``.
@@ -74,7 +76,8 @@ def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now:
     meta = app["metadata"]
     generation = meta.get("generation", 0)
     spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
-    status: Obj = {"observedGeneration": generation, **{k.status_field: meta["name"] for k in registry.wanted(spec)}}
+    status: Obj = {"observedGeneration": generation,
+                   **{k.status_field: meta["name"] for k in registry.wanted(spec) if not k.many}}
     synced_commit = old.get("lastSyncedCommit")
     if outcome.commit:
         status["lastAttemptedCommit"] = outcome.commit
@@ -93,8 +96,7 @@ def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now:
     line = outcome.source_line if advanced else old.get("sourceLine")  # an upgrade writes nothing for it
     if outcome.source_path and isinstance(line, int) and line > 0:
         status["sourceLine"] = line
-    for kind in registry.CHILD_KINDS:
-        status.update(kind.observed(children.get(kind.kind)))
+    status.update(registry.observed(meta["name"], spec, children))
     health = health_of(app, outcome, children)
     status["health"] = health.as_status()
     if outcome.suspended:
@@ -111,9 +113,10 @@ def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now:
 def health_of(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None]) -> health_.Health:
     """The health ``compute`` records for ``app``: "pending deletion" when the Application is
     being deleted, else the outcome's own (a suspended Application), else the worst of its
-    spec's children's (``registry.health``; ``children`` by kind, as ``compute`` reads them)."""
+    spec's children's (``registry.health``; ``children`` by slot, as ``compute`` reads them)."""
     spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
-    return health_.pending_deletion(app, "Application") or outcome.health or registry.health(children, spec=spec)
+    return health_.pending_deletion(app, "Application") or outcome.health or registry.health(
+        children, spec=spec, name=app["metadata"]["name"])
 
 
 def differs(old: Obj | None, new: Obj) -> bool:

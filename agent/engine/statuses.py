@@ -21,7 +21,7 @@ from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
 from agent.engine.report import KEPT, Report
 
 Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
-"""(key, live Application, outcome, kind -> live child, failed): one Application's status to write."""
+"""(key, live Application, outcome, slot -> live child, failed): one Application's status to write."""
 from agent.kinds import registry
 
 
@@ -45,7 +45,10 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             continue
         app = applied.in_scope.get(key) or applied.failed[key]
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
-        statuses.append((key, app, _located(p, key, outcome), children.live_of.get(key, {}), key in report.failures))
+        kinds = children.live_of.get(key, {})
+        if key in children.related:  # what its children make (a CronJob's Jobs): read for its status only
+            kinds = {**kinds, **children.related[key]}
+        statuses.append((key, app, _located(p, key, outcome), kinds, key in report.failures))
     if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
         statuses = [(key, app, replace(outcome, source_seen=False), kinds, failed)
                     for key, app, outcome, kinds, failed in statuses]
@@ -92,7 +95,8 @@ def _outcome(p: Pass, key: str, app: Obj, broken_files: dict[str, str], synced: 
         taken = children.taken.get(key)
         return status_.Outcome(False, False, commit if from_git else None, report.reasons.get(key, Reason.SYNC_FAILED),
                                report.failures[key], path if from_git else None,
-                               health=registry.health(live_of, frozenset(taken), app.get("spec"))
+                               health=registry.health(live_of, frozenset(taken), app.get("spec"),
+                                                      app["metadata"]["name"])
                                if taken is not None else None)
     if not in_git and from_git and path in broken_files:
         report.refused.setdefault(key, broken_files[path])
@@ -100,7 +104,8 @@ def _outcome(p: Pass, key: str, app: Obj, broken_files: dict[str, str], synced: 
     if not in_git and from_git:
         return _kept_outcome(p, key, app, path, applied.holds)
     held = suspend.outcome(applied.holds.get(key), children.held.get(key, {}), live_of,
-                           commit=commit if in_git else None, path=paths.get(key), spec=app.get("spec")) \
+                           commit=commit if in_git else None, path=paths.get(key), spec=app.get("spec"),
+                           name=app["metadata"]["name"]) \
         if key in applied.holds or key in children.held else None
     if held is not None:
         return held
@@ -122,8 +127,9 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str
     if key in holds:
         why = suspend.kept_because(holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
-    held = suspend.outcome(holds.get(key), {}, {}, commit=p.report.commit, path=path, gone=True)
-    return held or status_.Outcome(False, False, p.report.commit, reason,
+    if key in holds:
+        return suspend.held(holds[key], commit=p.report.commit, path=path, gone=True)
+    return status_.Outcome(False, False, p.report.commit, reason,
                            f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 

@@ -116,6 +116,8 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     meta = app["metadata"]
     report.notices += news_.news(app.get("status"), new, namespace=meta.get("namespace", ""), name=meta["name"],
                                  uid=meta.get("uid", ""), changed=outcome.changed)
+    for message in news_.failed_runs(app.get("status") or {}, new):  # a failed scheduled run: told, not Degraded
+        kube.event(app, "Warning", news_.NoticeReason.SCHEDULE_FAILED, message)
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
         kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
     return next_retry

@@ -132,11 +132,16 @@ def child(hold: Hold | None, subject: str, live: Obj | None) -> str | None:
     when it is applied as usual: its Application is suspended (``hold``), or the live child
     ``live`` carries the annotation by hand. The reason is the report's message."""
     if hold is not None:
-        return f"not applied: its Application is suspended ({hold.mechanism})"
+        return not_applied(hold)
     if live is not None and set_by_hand(live):
         return f"not applied, corrected, recreated or pruned: {subject} has {RECONCILE_ANNOTATION}: " \
                f"{(live['metadata']['annotations'][RECONCILE_ANNOTATION])}"
     return None
+
+
+def not_applied(hold: Hold) -> str:
+    """Why a child of the suspended Application (``hold``) is left as it is: the report's message."""
+    return f"not applied: its Application is suspended ({hold.mechanism})"
 
 
 def kept_because(hold: Hold) -> str:
@@ -144,16 +149,29 @@ def kept_because(hold: Hold) -> str:
     return f"it is suspended ({hold.mechanism})"
 
 
+def held(hold: Hold, *, commit: str | None, path: str | None, gone: bool = False) -> status_.Outcome:
+    """The status outcome of the whole suspended Application (``hold``; ``outcome``'s rule for
+    it): health Suspended, ``status.suspended``; ``gone``: no longer in Git at ``commit``, kept
+    because it is suspended."""
+    message = hold.message
+    if gone:
+        message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
+    return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
+                           health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
+
+
 def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, Obj | None], *,
             commit: str | None, path: str | None, gone: bool = False,
-            spec: Obj | None = None) -> status_.Outcome | None:
+            spec: Obj | None = None, name: str = "") -> status_.Outcome | None:
     """The status outcome of a suspended Application, or None when nothing of it was held.
 
-    ``skipped``: child kind (``Deployment``, ``Service``) -> subject of each child left alone by
-    its own annotation; ``children``: the live children by kind as the pass saw them;
+    ``skipped``: child slot (``Deployment``, ``Service``, ``CronJob/web-nightly``:
+    ``registry.slot``) -> subject of each child left alone by its own annotation; ``children``:
+    the live children by slot as the pass saw them;
     ``commit``: the commit worked from (None for a hand-applied Application); ``path``: its file
     in Git; ``gone``: it is no longer in Git (kept because it is suspended); ``spec``: the
-    live Application's, whose kinds count for its health (``registry.wanted``).
+    live Application's, whose kinds count for its health (``registry.wanted``); ``name``: the
+    Application's (its children of a kind with several objects count by name).
 
     Not ok (so ``lastSyncedCommit`` stays: a suspended Application did not sync the commit; the
     attempted commit advances), reason ``Suspended`` (not in ``conditions.STALLED_REASONS``, so
@@ -162,17 +180,13 @@ def outcome(hold: Hold | None, skipped: dict[str, str], children: Mapping[str, O
     takes the worst of its children's (``health.worst``).
     """
     if hold is not None:
-        message = hold.message
-        if gone:
-            message = f"no longer in Git at commit {commit}; kept because {kept_because(hold)}: {message}"
-        return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,
-                               health=health_.Health(health_.Status.SUSPENDED, hold.message), suspended=True)
+        return held(hold, commit=commit, path=path, gone=gone)
     if not skipped:
         return None
     names = " and ".join(skipped[kind] for kind in sorted(skipped))
     message = (f"{names} {'has' if len(skipped) == 1 else 'have'} {RECONCILE_ANNOTATION}: {RECONCILE_DISABLED}: "
                "not applied, corrected, recreated or pruned; the rest of the Application synced")
-    found = {k.kind: k.health(children.get(k.kind)) for k in registry.wanted(spec)}
+    found = registry.healths(children, spec, name)
     found.update({kind: health_.Health(health_.Status.SUSPENDED, f"not reconciled ({RECONCILE_ANNOTATION}: "
                                                                  f"{RECONCILE_DISABLED})") for kind in skipped})
     return status_.Outcome(False, False, commit, conditions.Reason.SUSPENDED, message, path,

@@ -157,8 +157,9 @@ def reconcile(p: Pass) -> None:
 
 
 def _with_live(done: ChildWave, idx: ChildIndex) -> ChildWave:
-    """``done`` with every owned live child in ``live_of``: what the waves applied over what was read."""
-    return replace(done, live_of={**idx.live_of, **done.live_of})
+    """``done`` with every owned live child in ``live_of``: what the waves applied over what was read;
+    and what the children make, read for the status (``related``: a CronJob's Jobs)."""
+    return replace(done, live_of={**idx.live_of, **done.live_of}, related=idx.related)
 
 
 def _source_unavailable(kube: Cluster, opts: Options, report: Report, reason: str, error: str) -> None:

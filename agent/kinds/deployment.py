@@ -1,8 +1,9 @@
 """The Deployment child: one container running the Application's image. Pure.
 
 Rendered as the original operator's template: one container named like the Application,
-``replicas`` and a ``containerPort``, plus what the optional fields of the spec ask for
-(``render``); health by gitops-engine's Deployment rule.
+``replicas`` and a ``containerPort`` (none for a worker, an Application without ``port``), plus
+what the optional fields of the spec ask for (``render``); health by gitops-engine's Deployment
+rule.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
-    ``spec`` holds ``image`` (str) and ``port`` (int, 1-65535), and any of the optional fields
-    of the schema. An Application with none of them renders exactly the original template:
-    one container (name, image, the port), ``replicas``, the selector and the pod labels, in
-    that order, so an agent that learnt new fields restarts no pod.
+    ``spec`` holds ``image`` (str), ``port`` (int, 1-65535; absent for a worker: the container
+    has no ``ports``), and any of the optional fields of the schema. An Application with none
+    of them renders exactly the original template: one container (name, image, the port),
+    ``replicas``, the selector and the pod labels, in that order, so an agent that learnt new
+    fields restarts no pod.
 
     ``replicas`` is left out when the spec has none or has ``autoscaling``: the agent then
     does not own it (``KIND.released``). The container takes, in this order, ``command``,
@@ -28,7 +30,7 @@ def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     mount per file; the pod takes ``serviceAccountName``, ``imagePullSecrets``, a volume per
     file, ``podLabels`` after the agent's labels and ``podAnnotations`` with the files' digest
     (``labels.FILES_DIGEST``); the Deployment ``rollout``'s strategy and progress deadline."""
-    port = spec["port"]
+    port = spec.get("port")
     labels = {**ownership_labels(name), **(spec.get("podLabels") or {})}
     template = podspec.template(name, spec, podspec.container(name, spec, port), labels)
     out: Obj = {}

@@ -66,12 +66,12 @@ def pending_deletion(obj: Obj | None, kind: str) -> Health | None:
 
 
 VIEW_METADATA = ("name", "namespace", "generation", "deletionTimestamp", "resourceVersion")
-VIEW_SPEC = ("paused", "replicas", "type")
+VIEW_SPEC = ("paused", "replicas", "type", "suspend")
 
 
 def view(obj: Obj) -> Obj:
-    """The part of a child (Deployment or Service, a dict as the API serves it) that ``deployment``,
-    ``service`` and ``status.compute`` read: ``apiVersion``, ``kind``, ``metadata``'s
+    """The part of a child (a dict as the API serves it) that the kinds' ``health`` (a
+    Deployment's, a Service's, a CronJob's ``spec.suspend``) and ``status.compute`` read: ``apiVersion``, ``kind``, ``metadata``'s
     ``VIEW_METADATA``, ``spec``'s ``VIEW_SPEC`` and the whole ``status``, each where present.
     A new dict; ``obj`` is not changed; ``deployment(view(d)) == deployment(d)`` for every ``d``.
 

@@ -39,6 +39,14 @@ RBAC: dict[Path, tuple[str, ...]] = {
 }
 """Each RBAC file with child rules, relative to the repository's root, and the verbs they grant."""
 
+READS: tuple[tuple[str, str], ...] = (("batch", "jobs"),)
+"""(group, plural) of what the agent reads besides the children, as itself: the schedules' Jobs
+(a failed run, for ``status.schedules``; ``engine.livestate``)."""
+READ_ONLY_VERBS = ("get", "list")
+READERS = frozenset({Path("deploy", "rbac.yaml"), Path("deploy", "components", "namespaced-rbac", "roles.yaml")})
+"""The RBAC files of the agent's own roles: their generated rules also grant ``READ_ONLY_VERBS``
+on ``READS`` (the tenants' Roles do not: the agent reads as itself)."""
+
 BEGIN = "# BEGIN child kinds: generated from agent/kinds/registry.py by make docs"
 END = "# END child kinds"
 """The comment lines around the generated rules (each on a line of its own, indented as the rules)."""
@@ -67,20 +75,28 @@ def rules(verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KINDS) -> lis
     return [{"apiGroups": [group], "resources": plurals, "verbs": list(verbs)} for group, plurals in groups.items()]
 
 
-def rule_lines(verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KINDS) -> list[str]:
+def rule_lines(verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KINDS,
+               reads: Sequence[tuple[str, str]] = ()) -> list[str]:
     """``rules(verbs, kinds)`` as YAML lines of a ``rules:`` list (no indent, no line ends), in the
-    style of the hand-written rules: flow lists of quoted strings."""
+    style of the hand-written rules: flow lists of quoted strings; then one rule per API group of
+    ``reads`` ((group, plural)s) granting ``READ_ONLY_VERBS``."""
     lines = []
-    for rule in rules(verbs, kinds):
+    groups: dict[str, list[str]] = {}
+    for group, plural in reads:
+        groups.setdefault(group, []).append(plural)
+    extra = [{"apiGroups": [group], "resources": plurals, "verbs": list(READ_ONLY_VERBS)}
+             for group, plurals in groups.items()]
+    for rule in rules(verbs, kinds) + extra:
         lines += [f"- apiGroups: {json.dumps(rule['apiGroups'])}",
                   f"  resources: {json.dumps(rule['resources'])}",
                   f"  verbs: {json.dumps(rule['verbs'])}"]
     return lines
 
 
-def fill(text: str, verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KINDS) -> str:
+def fill(text: str, verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KINDS,
+         reads: Sequence[tuple[str, str]] = ()) -> str:
     """``text`` (an RBAC file) with the lines between each ``BEGIN`` and ``END`` line replaced by
-    ``rule_lines(verbs, kinds)``, indented as the ``BEGIN`` line. Raises ValueError when ``text``
+    ``rule_lines(verbs, kinds, reads)``, indented as the ``BEGIN`` line. Raises ValueError when ``text``
     has no such pair, or a marker without its partner."""
     out: list[str] = []
     inside = False
@@ -92,7 +108,7 @@ def fill(text: str, verbs: Sequence[str], kinds: Sequence[ChildKind] = CHILD_KIN
                 raise ValueError(f"{BEGIN!r} twice without {END!r}")
             inside, blocks = True, blocks + 1
             indent = line[:len(line) - len(line.lstrip())]
-            out += [line, *(f"{indent}{rule}\n" for rule in rule_lines(verbs, kinds))]
+            out += [line, *(f"{indent}{rule}\n" for rule in rule_lines(verbs, kinds, reads))]
         elif marker == END:
             if not inside:
                 raise ValueError(f"{END!r} without {BEGIN!r}")

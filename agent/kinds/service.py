@@ -1,7 +1,8 @@
 """The Service child: the Application's port, selecting its pods. Pure.
 
 Rendered as the original operator's template: a ClusterIP Service ``port -> targetPort``
-selecting the pods; health by gitops-engine's Service rule.
+selecting the pods; health by gitops-engine's Service rule. An Application without ``port`` (a
+worker) has none: an existing one is pruned when Git drops the port.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, selector_labels
 
 
-def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
+def wanted(spec: Obj) -> bool:
+    return spec.get("port") is not None
+
+
+def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
     """The desired ``v1`` Service of the Application ``namespace/name`` with ``uid``: port
-    ``spec["port"]`` to the same target port, selecting the Deployment's pods."""
-    port = spec["port"]
+    ``spec["port"]`` to the same target port, selecting the Deployment's pods. None without
+    ``spec.port``."""
+    port = spec.get("port")
+    if port is None:
+        return None
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -52,5 +60,6 @@ def news(obj: Obj) -> object:
 
 
 KIND = ChildKind(group="", version="v1", kind="Service", plural="services", render=render, health=health,
-                 status_field="service", news=news, authoritative=("spec.selector", "spec.ports"),
-                 status_schema={"service": {"type": "string", "description": "Name of the child Service."}})
+                 status_field="service", news=news, wanted=wanted, authoritative=("spec.selector", "spec.ports"),
+                 status_schema={"service": {"type": "string",
+                                            "description": "Name of the child Service; absent without spec.port."}})

@@ -60,6 +60,7 @@ RESOURCES = {
     ("", "Namespace"): ("/api/v1", "namespaces", False),
     ("", "Event"): ("/api/v1", "events", True),
     ("", "Pod"): ("/api/v1", "pods", True),  # read only: get and explain, and the status page's watch
+    ("batch", "Job"): ("/apis/batch/v1", "jobs", True),  # read only: the schedules' runs, for the status
 }
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 CHILD_RESOURCES = frozenset((k.api_prefix, k.plural) for k in registry.CHILD_KINDS)

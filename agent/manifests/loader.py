@@ -409,7 +409,9 @@ def _application(path, node, data, lines, default_namespace, found, errors, dups
     if "spec" not in data:
         error(("spec",), "is required")
     else:
-        for sub, message in specrules.problems(data["spec"], identity[1] if identity else None):
+        app = meta.get("name") if isinstance(meta, dict) and is_dns1123_label(meta.get("name")) \
+            and not _under(("metadata", "name"), unknown) else None  # an ambiguous name is no name
+        for sub, message in specrules.problems(data["spec"], app):
             error(("spec",) + sub, message)
 
     if identity:

@@ -14,6 +14,7 @@ from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
                               QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR, SUBDOMAIN_PATTERN, did_you_mean)
 from agent.kinds import configmap, job, render
+from agent.manifests import schedulerules
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
@@ -40,6 +41,12 @@ TASK_NAME_RULE = ("a DNS label (RFC 1123): at most 63 lowercase letters, digits 
                   "a letter or digit")
 PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
+WORKER_PROBE_RULE = ("needs spec.port: an Application without a port (a worker) has no port to probe; "
+                     "use exec")
+WORKER_INGRESS_RULE = ("needs spec.port: an Ingress sends traffic to the Service, and an Application without a "
+                       "port (a worker) has none")
+"""What a worker (an Application without ``port``, issue 43) may not have: an httpGet or tcpSocket
+probe, or an Ingress; the agent would render a probe of no port, or a backend of no Service."""
 
 
 def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
@@ -48,11 +55,15 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
     server parses them (``agent.api.quantity``), not negative, a request at most its limit;
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
-    ``successThreshold`` of 1; file paths (no ``.`` or ``..`` segment) and their total size
+    ``successThreshold`` of 1; without ``port`` (a worker), no httpGet or tcpSocket probe and no
+    ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
-    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; tasks
-    (``_tasks``). ``name``: the Application's name (a DNS label), for the rules that need it
-    (a task's Job name at most 63 characters); None leaves them out."""
+    and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
+    schedule's image, env and resources as the Application's, and ``schedulerules.problems``
+    (its name, cron expression and time zone; the CronJob name's length when the Application's
+    ``name`` is given); tasks (``_tasks``; a task's Job name at most 63 characters when ``name``
+    is given). ``name``: the Application's name (a DNS label), for the rules that need it;
+    None leaves them out."""
     return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
 
@@ -62,18 +73,15 @@ def live_problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     return _problems(spec, SPEC_VALIDATOR, name)
 
 
-def _problems(spec, validator, name: str | None) -> list[tuple[tuple, str]]:
+def _problems(spec, validator, name: str | None = None) -> list[tuple[tuple, str]]:
     out: list[tuple[tuple, str]] = []
     for e in validator.iter_errors(spec):
         out += _word(e, spec)
     if isinstance(spec, dict):
         out += _extra(spec) + _tasks(spec, name)
+        out += _schedules(spec.get("schedules"))
+        out += schedulerules.problems(spec.get("schedules"), name)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
-
-
-def _env_value(sub: tuple) -> bool:
-    """True when ``sub`` is the path of one env value: ``env.NAME`` or ``tasks.TASK.env.NAME``."""
-    return (len(sub) == 2 and sub[0] == "env") or (len(sub) == 4 and sub[0] == "tasks" and sub[2] == "env")
 
 
 def _word(e, spec) -> list[tuple[tuple, str]]:
@@ -124,6 +132,13 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
     return [(sub, e.message)]
 
 
+def _env_value(sub: tuple) -> bool:
+    """True when ``sub`` is the path of one env value: ``env.NAME``, ``schedules.S.env.NAME`` or
+    ``tasks.T.env.NAME``."""
+    return (len(sub) == 2 and sub[0] == "env") or (len(sub) == 4 and sub[0] in ("schedules", "tasks")
+                                                   and sub[2] == "env")
+
+
 def rule(schema: dict) -> str:
     """Human wording of a property schema, e.g. 'an integer between 1 and 65535', 'true or
     false', 'one of Prefix, Exact, ImplementationSpecific' or 'a DNS-1123 subdomain: ...'."""
@@ -159,16 +174,16 @@ def rule(schema: dict) -> str:
 def _extra(spec: dict) -> list[tuple[tuple, str]]:
     """The rules the schema cannot say (see ``problems``); each looks only at values of the
     right type (a wrong type is the schema's problem, said once)."""
-    out: list[tuple[tuple, str]] = []
-    out += _image(spec.get("image"))
-    out += _env_names(spec.get("env"))
-    out += _resources(spec.get("resources"))
+    out = _container(spec)
     port = spec.get("port")
     for probe in ("readinessProbe", "livenessProbe"):
         found = spec.get(probe)
         if not isinstance(found, dict):
             continue
         for how in ("httpGet", "tcpSocket"):
+            if how in found and "port" not in spec:
+                out.append(((probe, how), WORKER_PROBE_RULE))
+                continue
             given = (found.get(how) or {}).get("port") if isinstance(found.get(how), dict) else None
             if given is None or isinstance(given, bool):
                 continue
@@ -182,6 +197,8 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
     out += _files(spec.get("files"))
     out += _maps(spec)
     ingress = spec.get("ingress")
+    if ingress is not None and "port" not in spec:
+        out.append((("ingress",), WORKER_INGRESS_RULE))
     if isinstance(ingress, dict):
         path = ingress.get("path")
         if isinstance(path, str) and ingress.get("pathType", "Prefix") in ("Prefix", "Exact") and (
@@ -204,23 +221,28 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
     return out
 
 
-def _image(image, where: tuple = ()) -> list[tuple[tuple, str]]:
-    """An image reference (found at ``where`` + ``image``) without whitespace: the API server
-    refuses leading or trailing whitespace, and no image reference holds any."""
-    if isinstance(image, str) and any(c.isspace() for c in image):
-        return [(where + ("image",), f"must be a container image reference with no whitespace (got {_show(image)})")]
-    return []
-
-
-def _env_names(env, where: tuple = ()) -> list[tuple[tuple, str]]:
-    """Each name of ``env`` (found at ``where`` + ``env``) a C identifier."""
+def _container(spec: dict) -> list[tuple[tuple, str]]:
+    """The container fields' rules of ``spec`` (the Application's, one schedule's or one
+    task's): an image without whitespace, env names, quantities."""
     out: list[tuple[tuple, str]] = []
+    image = spec.get("image")
+    if isinstance(image, str) and any(c.isspace() for c in image):
+        # the API server refuses leading or trailing whitespace; no image reference holds any
+        out.append((("image",), f"must be a container image reference with no whitespace (got {_show(image)})"))
+    env = spec.get("env")
     if isinstance(env, dict):
         for name in env:
             if not isinstance(name, str) or not re.fullmatch(ENV_NAME_PATTERN, name):
-                out.append((where + ("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} "
-                                                   f"(got {_show(name)})"))
-    return out
+                out.append((("env", name), f"the name must be {PATTERN_WORDS[ENV_NAME_PATTERN]} (got {_show(name)})"))
+    return out + _resources(spec.get("resources"))
+
+
+def _schedules(schedules) -> list[tuple[tuple, str]]:
+    """``_container`` of each schedule, under its path."""
+    if not isinstance(schedules, dict):
+        return []
+    return [(("schedules", name) + sub, why) for name, schedule in schedules.items() if isinstance(schedule, dict)
+            for sub, why in _container(schedule)]
 
 
 def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
@@ -229,8 +251,8 @@ def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
     most 63 characters; a task that runs the Application's own image (no ``image``, or
     ``spec.image``) gives a non-empty ``command`` or ``args`` (else it starts the server, which
     never finishes, and the rollout it gates never comes; Kubernetes reads an empty list as
-    none given, so the image's own runs); its env names and quantities as the
-    Application's (``when``, ``retries`` and ``timeoutSeconds`` are the schema's)."""
+    none given, so the image's own runs); its image, env names and quantities as the Application's
+    (``_container``; ``when``, ``retries`` and ``timeoutSeconds`` are the schema's)."""
     out: list[tuple[tuple, str]] = []
     tasks = spec.get("tasks")
     if not isinstance(tasks, dict):
@@ -249,9 +271,7 @@ def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
                 and not task.get("args"):
             out.append((("tasks", name), "runs the Application's own image with neither command nor args: it "
                                          "would start the server, which never finishes; give command or args"))
-        out += _image(task.get("image"), ("tasks", name))
-        out += _env_names(task.get("env"), ("tasks", name))
-        out += [(("tasks", name) + sub, message) for sub, message in _resources(task.get("resources"))]
+        out += [(("tasks", name) + sub, message) for sub, message in _container(task)]
     return out
 
 

@@ -107,7 +107,7 @@ def facts(e: dict, row: dict, repo_url: str | None) -> str:
 
 
 def sections(e: dict) -> str:
-    """Children, pods, drift, Events, conditions and history, each a table."""
+    """Children, schedules (when there are), pods, drift, Events, conditions and history, each a table."""
     children = [{"kind": c["kind"], "name": c["name"], "health": c["health"]["status"],
                  "message": c["message"] + (f' ({c["health"]["message"]})' if c["health"]["message"] else "")}
                 for c in e["children"]]  # as explain writes it
@@ -121,6 +121,7 @@ def sections(e: dict) -> str:
                for h in e["history"]]
     return ('<h2>Children</h2>' + table(("Kind", "Name", "Health", "Message"), ("kind", "name", "health", "message"),
                                         children, "No children.")
+            + schedules(e.get("schedules") or [])
             + '<h2>Pods</h2>' + table(("Pod", "Phase", "Ready", "Reason", "Message"),
                                       ("name", "phase", "ready", "reason", "message"), pods, "No pods.", "pods")
             + ('<h2>Drift from what the agent renders from the live Application (Git not read)</h2>' if rendered
@@ -136,6 +137,25 @@ def sections(e: dict) -> str:
             + '<h2>History</h2>' + table(("Commit", "First synced", "Last synced", "Passes", "Digest"),
                                          ("revision", "firstSyncedAt", "lastSyncedAt", "passes", "digest"), history,
                                          "No history yet.", "history"))
+
+
+def schedules(entries: list[dict]) -> str:
+    """The Schedules table (``status.schedules`` as explain writes it: one row per schedule, its
+    last failure named); nothing without any, so a page without schedules is as it was."""
+    if not entries:
+        return ""
+    rows = []
+    for entry in entries:
+        failure = entry.get("lastFailure") if isinstance(entry.get("lastFailure"), dict) else {}
+        rows.append({"name": entry.get("name"), "cronJob": entry.get("cronJob"),
+                     "status": "Suspended" if entry.get("suspended") else None,
+                     "lastScheduleTime": entry.get("lastScheduleTime"),
+                     "lastSuccessfulTime": entry.get("lastSuccessfulTime"), "active": entry.get("active", 0),
+                     "failure": " ".join(str(failure[k]) for k in ("job", "time", "reason") if failure.get(k)) or None})
+    return '<h2>Schedules</h2>' + table(("Schedule", "CronJob", "Status", "Last run", "Last success", "Running",
+                                         "Last failure (Job, time, reason)"),
+                                        ("name", "cronJob", "status", "lastScheduleTime", "lastSuccessfulTime",
+                                         "active", "failure"), rows, "No schedules.")
 
 
 def body(e: dict, app: dict, row: dict, repo_url: str | None) -> str:

@@ -152,7 +152,8 @@ class Source:
         app = self.cache.whole("Application", namespace, name)
         if app is None:
             return None
-        children = {k.kind: self.cache.whole(k.kind, namespace, name) for k in registry.CHILD_KINDS}
+        spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
+        children = {slot: self.cache.whole(k.kind, namespace, child) for k, child, slot in registry.members(name, spec)}
         pods = self.cache.where("Pod", namespace, APPLICATION_LABEL, name)
         events = self.cache.in_namespace("Event", namespace)
         git = self.git.of(app, getattr(self.runner, "last_commit", None))

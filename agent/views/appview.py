@@ -20,7 +20,8 @@ A row (``row``) is a dict of strings or None (None: absent, shown as ``-``)::
      "message": "all children healthy",  # the Ready condition's message, on one line
      "source": "apps/web.yaml",      # status.sourcePath (":LINE" added when status.sourceLine is set)
      "image": "nginx:1.27",          # spec.image
-     "replicas": "2/3"}              # status.readyReplicas / desired (spec.replicas, else status.replicas)
+     "replicas": "2/3",              # status.readyReplicas / desired (spec.replicas, else status.replicas)
+     "schedules": "2 (1 failed)"}    # status.schedules: how many, and whose last run failed (``schedules``)
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ SHORT_SHA = 8
 
 COLUMNS = ("name", "health", "ready", "reason", "commit", "changed", "suspended", "age", "message")
 """The row keys of the default table, in order (``-A`` puts ``namespace`` first)."""
-WIDE = ("source", "image", "replicas")
+WIDE = ("source", "image", "replicas", "schedules")
 """The row keys ``-o wide`` adds, before ``message`` (the longest stays last)."""
 HEADERS = {"namespace": "NAMESPACE", "name": "NAME", "health": "HEALTH", "ready": "READY", "reason": "REASON",
            "commit": "COMMIT", "changed": "CHANGED", "suspended": "SUSPENDED", "age": "AGE",
-           "message": "MESSAGE", "source": "SOURCE", "image": "IMAGE", "replicas": "REPLICAS"}
+           "message": "MESSAGE", "source": "SOURCE", "image": "IMAGE", "replicas": "REPLICAS",
+           "schedules": "SCHEDULES"}
 
 
 def age(seconds: float) -> str:
@@ -135,6 +137,26 @@ def replicas(app: dict) -> str | None:
     return f"{status.get('readyReplicas') or 0}/{desired}"
 
 
+def last_run_failed(schedule: dict) -> bool:
+    """True when the entry ``schedule`` of ``status.schedules`` says its last finished run failed:
+    a ``lastFailure`` later than its ``lastSuccessfulTime`` (or with none)."""
+    failure = schedule.get("lastFailure") if isinstance(schedule.get("lastFailure"), dict) else None
+    if failure is None:
+        return False
+    failed, succeeded = parse_time(failure.get("time")), parse_time(schedule.get("lastSuccessfulTime"))
+    return succeeded is None or (failed is not None and failed > succeeded)
+
+
+def schedules(app: dict) -> str | None:
+    """How many schedules ``status.schedules`` lists, and how many of them last failed
+    (``last_run_failed``): ``2``, ``2 (1 failed)``; None without any."""
+    found = [s for s in (app.get("status") or {}).get("schedules") or [] if isinstance(s, dict)]
+    if not found:
+        return None
+    failed = sum(last_run_failed(s) for s in found)
+    return f"{len(found)} ({failed} failed)" if failed else str(len(found))
+
+
 def row(app: dict, now: datetime.datetime) -> dict:
     """The row of ``app`` (an Application as the API serves it) at ``now`` (aware); see the
     module docstring for the keys."""
@@ -156,6 +178,7 @@ def row(app: dict, now: datetime.datetime) -> dict:
         "source": source(app),
         "image": spec.get("image") if isinstance(spec.get("image"), str) else None,
         "replicas": replicas(app),
+        "schedules": schedules(app),
     }
 
 

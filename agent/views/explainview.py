@@ -12,6 +12,7 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
      "diff": "diff --git ..." or None,
      "children": [{"kind": "Deployment", "name": "web", "exists": True,
                    "health": {"status": "Progressing", "message": "..."}, "message": "Available: 2/3"}],
+     "schedules": [status.schedules as written: name, cronJob, lastScheduleTime, lastFailure...],
      "pods": [{"name": "web-5d9c-x", "phase": "Pending", "ready": False,
                "problems": [{"container": "app", "state": "waiting", "reason": "ImagePullBackOff",
                              "message": "...", "exitCode": None, "restarts": 0}]}],
@@ -380,7 +381,7 @@ def changed_commit(app: dict) -> str | None:
 def explanation(app: dict, children: dict, pods: list[dict], event_items: list[dict], now: datetime.datetime,
                 git: dict | None = None) -> dict:
     """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
-    ``children`` ``{kind: live object or None}``, ``pods`` (the Application's), ``event_items``
+    ``children`` ``{slot: live object or None}`` (``registry.members``), ``pods`` (the Application's), ``event_items``
     (Events of its namespace) and ``git`` (``agent/views/inspect.py``'s ``read_git``: keys
     ``available``, ``reason``, ``url``, ``ref``, ``line``, ``in_git``, ``synced``, ``changed``
     (author, date, subject), ``diff``; None: not read)."""
@@ -390,17 +391,19 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
     git = git or {}
     git_spec = git.get("spec") if isinstance(git.get("spec"), dict) else None
     against = GIT if git_spec is not None else RENDERED
-    kinds = registry.wanted(spec if isinstance(spec, dict) else {})
+    spec = spec if isinstance(spec, dict) else {}
+    kinds = registry.wanted(spec)
+    shown = [(k, child_name, slot) for k, child_name, slot in registry.members(name, spec) if k in kinds]
     try:
-        desired = {o["kind"]: o for o in registry.children(name, namespace, meta.get("uid", ""),
-                                                            spec if git_spec is None else git_spec)}
+        desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""),
+                                                                  spec if git_spec is None else git_spec)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
     in_git = {"metadata": {"name": name}, "spec": git_spec} if git_spec is not None else None
     drifted = drift(app, in_git, GIT, taken=False) + [
-        d for k in registry.CHILD_KINDS if k.kind in desired for d in drift(children.get(k.kind), desired[k.kind], against)]
+        d for slot, want in desired.items() for d in drift(children.get(slot), want, against)]
     pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
-    involved = {("Application", name)} | {(k.kind, name) for k in kinds} | {("Pod", p["name"]) for p in pod_views}
+    involved = {("Application", name)} | {(k.kind, n) for k, n, _ in shown} | {("Pod", p["name"]) for p in pod_views}
     return {
         "application": {"namespace": namespace, "name": name},
         "verdict": verdict(app, now, git.get("in_git"), differing(drifted), against),
@@ -410,7 +413,8 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                     "changed": commit(changed_commit(app), git.get("changed"))},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
-        "children": [child(k.kind, name, children.get(k.kind)) for k in kinds],
+        "children": [child(k.kind, child_name, children.get(slot)) for k, child_name, slot in shown],
+        "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
         "pods": pod_views,
         "drift": drifted,
         "events": events(event_items, involved),

@@ -51,12 +51,14 @@ def application(kube, namespace: str, name: str) -> dict | None:
 
 
 def cluster_parts(kube, app: dict) -> tuple[dict, list[dict], list[dict]]:
-    """(its children ``{kind: live object or None}`` for every child kind, its pods (label
-    ``heumsi.github.io/application``), the Events of its namespace) for the live Application
-    ``app``. Raises ApiError."""
+    """(its children ``{slot: live object or None}`` (``registry.members``: every child kind, each
+    CronJob its spec names), its pods (label ``heumsi.github.io/application``), the Events of
+    its namespace) for the live Application ``app``. Raises ApiError."""
     meta = app["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    children = {k.kind: kube.request("GET", path(k.group, k.kind, namespace, name)) for k in registry.CHILD_KINDS}
+    spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
+    children = {slot: kube.request("GET", path(k.group, k.kind, namespace, child))
+                for k, child, slot in registry.members(name, spec)}
     pods = (kube.request("GET", path("", "Pod", namespace), query={"labelSelector": f"{APPLICATION_LABEL}={name}"})
             or {}).get("items") or []
     events = (kube.request("GET", path("", "Event", namespace)) or {}).get("items") or []

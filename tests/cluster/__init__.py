@@ -45,8 +45,9 @@ KWOK_STAGES = (
 TEST_STAGES = HERE / "stages.yaml"
 """The tests' own kwok stages: pods labelled ``FAIL_LABEL`` fail to pull or crash (see the file)."""
 FAIL_LABEL = "kwok.gitops-agent.test/fail"
-"""Pod label choosing a failing stage: ``image-pull`` (ImagePullBackOff) or ``crash-loop``
-(CrashLoopBackOff). Unlabelled pods become Ready as before."""
+"""Pod label choosing a failing stage: ``image-pull`` (ImagePullBackOff), ``crash-loop``
+(CrashLoopBackOff) or, for a Job's pod, ``job-fail`` (Failed, exit code 1). Unlabelled pods
+become Ready (a Job's: Succeeded) as before."""
 NODE_NAME = "kwok-node-0"
 TOKEN = "gitops-agent-test-admin-token"
 START_TIMEOUT = 120.0  # seconds, per wait
@@ -311,13 +312,13 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
 
 def _stages(defaults: Path, state: Path) -> Path:
     """``state/stages.yaml``: kwok's default stages (``defaults``, built by ``build``) with its
-    ``pod-ready`` stage kept off pods labelled ``FAIL_LABEL``, then ``TEST_STAGES``. kwok picks
+    ``pod-ready`` and ``pod-complete`` stages kept off pods labelled ``FAIL_LABEL``, then ``TEST_STAGES``. kwok picks
     one stage at random among those that match a pod, so the failing ones must be alone."""
     import yaml
 
     docs = [d for d in yaml.safe_load_all(defaults.read_text()) if d]
     for doc in docs:
-        if doc["metadata"]["name"] == "pod-ready":
+        if doc["metadata"]["name"] in ("pod-ready", "pod-complete"):
             doc["spec"]["selector"]["matchExpressions"].append(
                 {"key": f'.metadata.labels["{FAIL_LABEL}"]', "operator": "DoesNotExist"})
     target = state / "stages.yaml"

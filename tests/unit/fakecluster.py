@@ -63,7 +63,7 @@ STATUS_SUBRESOURCE = frozenset({("apps", "Deployment"), ("autoscaling", "Horizon
                                 ("networking.k8s.io", "Ingress"), ("", "Service"), ("", "Namespace"),
                                 (GROUP, KIND)})
 """Kinds whose status is a subresource: apply and update leave their status alone."""
-GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), (GROUP, KIND)})
+GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), ("batch", "CronJob"), (GROUP, KIND)})
 """Kinds whose ``metadata.generation`` the API server keeps."""
 LABEL_NAMED = frozenset({("", "Service"), ("", "Namespace")})
 """Kinds whose names must be DNS-1123 labels (63 characters, no dots); others are subdomains."""
@@ -221,7 +221,8 @@ def value_at(obj: dict, path: Path):
 
 def _remove(obj: dict, path: Path) -> None:
     """Remove the field, keyed entry (``k:...``, ``.``) or set value at ``path`` from ``obj``,
-    and each mapping that the removal left empty on the way up (as server-side apply does)."""
+    and each mapping or list that the removal left empty on the way up (as server-side apply
+    does: a container's last port or mount removed removes ``ports`` or ``volumeMounts``)."""
     if path and path[-1] == ".":
         path = path[:-1]
     found, parent = value_at(obj, path[:-1])
@@ -234,7 +235,7 @@ def _remove(obj: dict, path: Path) -> None:
         found, item = _find(parent, last)
         if found:
             parent.remove(item)
-    if parent == {} and len(path) > 1 and path[-2].startswith("f:"):
+    if parent in ({}, []) and len(path) > 1 and path[-2].startswith("f:"):
         _remove(obj, path[:-1])
 
 

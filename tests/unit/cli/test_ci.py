@@ -39,7 +39,7 @@ def test_the_repository_crd_is_the_one_generated_from_the_schema():
     ({"image": "x", "replicas": -1, "port": 80}, ("spec", "replicas")),
     ({"image": "x", "replicas": True, "port": 80}, ("spec", "replicas")),
     ({"image": "x", "replicas": 1, "port": 65536}, ("spec", "port")),
-    ({"image": "x", "replicas": 1}, ("spec",)),
+    ({"replicas": 1, "port": 80}, ("spec",)),
     ({"image": "x", "replicas": 1, "port": 80, "suspend": "true"}, ("spec", "suspend")),
     ({"image": "x", "replicas": 1, "port": 80, "suspend": 0}, ("spec", "suspend")),
 ])
@@ -52,6 +52,8 @@ def test_crd_schema_problems(spec, field):
 def test_crd_ignores_status_and_accepts_a_valid_document():
     assert crd.problems({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "a"},
                          "spec": {"image": "x", "replicas": 0, "port": 1}, "status": {"replicas": "bad"}}) == []
+    assert crd.problems({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {"name": "a"},
+                         "spec": {"image": "x"}}) == []  # a worker: no port
 
 
 @pytest.mark.parametrize("key,ok", [("tier", True), ("app.kubernetes.io/name", True), ("a_b.c-d", True),

@@ -15,12 +15,14 @@ from tests.unit.fakecluster import FakeCluster
 NS = "shop"
 
 
-def app_yaml(name: str, image: str = "nginx:1.27", replicas: int = 1, port: int = 80, annotations: dict | None = None,
-             **spec) -> str:
-    """An Application document as a user writes it (namespace from ``Options.namespace``)."""
+def app_yaml(name: str, image: str = "nginx:1.27", replicas: int = 1, port: int | None = 80,
+             annotations: dict | None = None, **spec) -> str:
+    """An Application document as a user writes it (namespace from ``Options.namespace``);
+    ``port`` None: a worker, without one."""
     meta = {"name": name, **({"annotations": annotations} if annotations else {})}
+    served = {"port": port} if port is not None else {}
     return yaml.safe_dump({"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": meta,
-                           "spec": {"image": image, "replicas": replicas, "port": port, **spec}}, sort_keys=False)
+                           "spec": {"image": image, "replicas": replicas, **served, **spec}}, sort_keys=False)
 
 
 class World:

@@ -21,7 +21,7 @@ def ingress(namespace: str, name: str, host: str | None, *paths: str) -> dict:
 
 @pytest.mark.parametrize("a, b, overlap", [
     ("/", "/", True), ("/", "/login", True), ("/api", "/api/v1", True), ("/api/", "/api", True),
-    ("/api", "/apis", False), ("/web", "/api", False),
+    ("/api", "/apis", False), ("/web", "/api", False), ("/apiX", "/api", False),
 ])
 def test_overlaps(a, b, overlap):
     assert hostclaim.overlaps(a, b) is overlap and hostclaim.overlaps(b, a) is overlap
@@ -41,7 +41,8 @@ CATCH_ALL = [ingress("team-c", "default", None, "/")]
     (ingress("team-b", "web", "shop.example.com", "/"), None, SHOP, None),  # the same namespace: its own business
     (ingress("team-a", "web", "shop.example.com", "/"), ingress("team-a", "web", "shop.example.com", "/"), SHOP,
      None),  # served already: not a new claim
-    (ingress("team-a", "web", None, "/"), None, CATCH_ALL, "every host"),
+    (ingress("team-a", "web", None, "/"), None, CATCH_ALL, "claims every host (a rule with no host) path '/'"),
+    (ingress("team-a", "web", "shop.example.com"), None, CHECKOUT, "path '/', which Ingress team-b/shop"),  # no path: /
     (ingress("team-a", "web", "shop.example.com", "/"), None, CATCH_ALL, None),
 ])
 def test_claims(desired, live, others, refused):
@@ -124,6 +125,7 @@ def test_an_agent_that_may_not_list_every_ingress_writes_none(tmp_path):
     ("*.example.com", "a.shop.example.com", False), ("*.example.com", "example.com", False),
     ("shop.example.com", "*.example.com", False),  # a wildcard yields to the exact host: nothing is taken
     ("*.example.com", "*.example.com", True), ("", "", True), ("", "shop.example.com", False),
+    ("*.example", "example", False), ("*.example", "shop.example", True),
 ])
 def test_covers(theirs, host, covered):
     assert hostclaim.covers(theirs, host) is covered

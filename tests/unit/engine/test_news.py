@@ -197,5 +197,22 @@ def test_wanted(reasons, severity, reason, want):
 
 
 def test_severities():
-    assert {r for r, s in news.SEVERITY.items() if s == "error"} == {"Degraded", "Stalled", "ApplyFailed"}
+    assert {r for r, s in news.SEVERITY.items() if s == "error"} == {"Degraded", "Stalled", "ApplyFailed",
+                                                                          "ScheduleFailed"}
     assert set(news.SEVERITY) == set(news.REASONS)
+
+
+def test_a_failed_scheduled_run_is_told_once_and_never_counts_as_failing():
+    ok = {"name": "report", "cronJob": "web-report", "active": 0, "lastSuccessfulTime": "T1"}
+    failed = {**ok, "lastFailure": {"job": "web-report-2", "time": "T2", "reason": "BackoffLimitExceeded",
+                                    "message": "Job has reached the specified backoff limit"}}
+    again = {**ok, "lastFailure": {"job": "web-report-3", "time": "T3"}}
+    assert tell(status(schedules=[ok]), status(schedules=[failed])) == [
+        ("ScheduleFailed", "error", "schedule report: Job web-report-2 failed (BackoffLimitExceeded: Job has reached "
+                                    "the specified backoff limit)")]
+    assert tell(status(schedules=[failed]), status(schedules=[failed])) == []  # told once
+    assert tell(status(schedules=[failed]), status(schedules=[{**failed, "lastSuccessfulTime": "T4"}])) == []
+    assert tell(status(schedules=[failed]), status(schedules=[again])) == [
+        ("ScheduleFailed", "error", "schedule report: Job web-report-3 failed")]
+    assert not news.failing(status(schedules=[failed]))
+    assert news.SEVERITY[news.NoticeReason.SCHEDULE_FAILED] == news.Severity.ERROR

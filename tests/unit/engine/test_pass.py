@@ -180,6 +180,34 @@ def test_a_child_git_no_longer_renders_is_pruned_alone(world):
     assert world.child("ConfigMap", "web") is None and all(world.trio("web"))
 
 
+def test_a_worker_has_no_service_until_git_gives_it_a_port_and_loses_it_with_the_port(world):
+    world.commit({"jobs.yaml": app_yaml("jobs", port=None)})
+    report = world.sync()
+    assert actions(report) == [(f"Application/{NS}/jobs", CREATED), (f"Deployment/{NS}/jobs", CREATED)]
+    assert "ports" not in world.child("Deployment", "jobs")["spec"]["template"]["spec"]["containers"][0]
+    rolled_out(world, "jobs")
+    world.sync()
+    status = world.app("jobs")["status"]
+    assert "service" not in status and status["health"] == {"status": "Healthy", "message": "all children healthy"}
+    world.commit({"jobs.yaml": app_yaml("jobs", port=8080)})
+    report = world.sync()
+    assert actions(report) == trio_actions("jobs", CONFIGURED, CONFIGURED, CREATED)
+    assert world.app("jobs")["status"]["service"] == "jobs"
+    deployment = world.child("Deployment", "jobs")
+    world.commit({"jobs.yaml": app_yaml("jobs", port=None)})
+    report = world.sync()
+    assert actions(report) == [(f"Application/{NS}/jobs", CONFIGURED), (f"Deployment/{NS}/jobs", CONFIGURED),
+                               (f"Service/{NS}/jobs", PRUNED)]
+    assert world.child("Service", "jobs") is None
+    assert world.child("Deployment", "jobs")["metadata"]["uid"] == deployment["metadata"]["uid"]
+    assert "ports" not in world.child("Deployment", "jobs")["spec"]["template"]["spec"]["containers"][0]
+    rolled_out(world, "jobs")
+    world.sync()
+    assert "service" not in world.app("jobs")["status"]
+    report = world.sync()
+    assert world.kube.writes == [] and [a for _, a in actions(report)] == [UNCHANGED] * 2
+
+
 def test_prune_off_keeps_what_left_git_and_says_so_in_its_status(world):
     world.commit({"keep.yaml": app_yaml("keep"), "gone.yaml": app_yaml("gone")})
     world.sync()

@@ -8,7 +8,7 @@ SHA1, SHA2 = "1" * 40, "2" * 40
 
 
 def app(old_status=None, generation=3, replicas=2):
-    return {"metadata": {"name": "web", "generation": generation}, "spec": {"replicas": replicas},
+    return {"metadata": {"name": "web", "generation": generation}, "spec": {"replicas": replicas, "port": 80},
             "status": old_status or {}}
 
 
@@ -176,7 +176,8 @@ def test_an_application_being_deleted_is_progressing_and_not_ready():
     ({"image": "i", "port": 80, "files": {"/a": {"secretRef": {"name": "s", "key": "k"}}},
       "autoscaling": {"maxReplicas": 2, "targetCPUUtilizationPercentage": 50}},
      {"deployment", "service", "horizontalPodAutoscaler"}),
-    (None, {"deployment", "service"}),
+    ({"image": "i", "replicas": 1}, {"deployment"}),  # a worker: no Service, and its health waits for none
+    (None, {"deployment"}),
 ])
 def test_status_names_only_the_children_the_application_has(spec, named):
     live = {**app(), "spec": spec}

@@ -53,3 +53,19 @@ def test_snippet_annotations_are_refused_unless_allowed(annotations, refused):
         f"{k!r} injects configuration into the ingress controller, which serves every namespace's hosts from it; "
         "refused unless the operator allows it (--allow-ingress-snippets)" for k in refused]
     assert tenancy.problems("team-a", spec, tenancy.Policy(allow_ingress_snippets=True)) == []
+
+
+@pytest.mark.parametrize("namespace, patterns, now", [
+    ("team-a", ("team-*",), None),
+    ("prod", ("team-*", "dev"), "it is team-*,dev"),
+    ("prod", (), "it is "),
+    ("prod", None, "it is not set"),
+])
+def test_adoption_denied_says_what_the_consent_is_now(namespace, patterns, now):
+    why = tenancy.adoption_denied(namespace, patterns)
+    if now is None:
+        assert why is None
+    else:
+        assert why == ('the Application has heumsi.github.io/adopt: "true", but the operator has not consented to '
+                       f"adoption in namespace {namespace!r} (--adopt-namespaces names where the annotation is "
+                       f"honoured; {now}), so it was not adopted")

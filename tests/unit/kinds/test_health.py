@@ -11,6 +11,8 @@ from agent.kinds import (autoscaler, configmap, deployment as deployment_kind, h
 from agent.kinds.health import Health, Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "health"
+SEED = {"image": "nginx:latest", "port": 80}
+"""An Application with a port: a Deployment and a Service."""
 
 
 def fixture(name: str) -> dict:
@@ -119,7 +121,7 @@ def test_configmap_health():
 
 def test_an_application_counts_only_the_kinds_it_has():
     dep, svc = fixture("deployment-healthy"), fixture("service-clusterip")
-    assert registry.health({"Deployment": dep, "Service": svc}).status == Status.HEALTHY
+    assert registry.health({"Deployment": dep, "Service": svc}, spec=SEED).status == Status.HEALTHY
     with_ingress = {"image": "i", "port": 80, "ingress": {}}
     assert registry.health({"Deployment": dep, "Service": svc}, spec=with_ingress) == Health(
         Status.MISSING, "Ingress: Ingress does not exist")
@@ -127,8 +129,12 @@ def test_an_application_counts_only_the_kinds_it_has():
                             spec=with_ingress)
     assert found.status == Status.PROGRESSING
     # a child of a kind the spec no longer has (pruned in this pass) does not count
-    assert registry.health({"Deployment": dep, "Service": svc, "Ingress": None}).status == Status.HEALTHY
-    assert [k.kind for k in registry.wanted(None)] == ["Deployment", "Service"]
+    assert registry.health({"Deployment": dep, "Service": svc, "Ingress": None}, spec=SEED).status == Status.HEALTHY
+    assert [k.kind for k in registry.wanted(SEED)] == ["Deployment", "Service"]
+    # a worker (no port) has no Service: its health waits for none, and one still live does not count
+    assert [k.kind for k in registry.wanted({"image": "i"})] == [k.kind for k in registry.wanted(None)] == ["Deployment"]
+    assert registry.health({"Deployment": dep}, spec={"image": "i"}) == Health(Status.HEALTHY, "all children healthy")
+    assert registry.health({"Deployment": dep, "Service": None}, spec={"image": "i"}).status == Status.HEALTHY
 
 
 def test_news_of_the_new_kinds():
@@ -252,7 +258,8 @@ def test_worst_child_wins(children, expected):
     ("deployment-paused", "service-clusterip", Health(Status.SUSPENDED, "Deployment: Deployment paused is paused")),
 ])
 def test_application_is_the_worst_of_its_children(deployment, service, expected):
-    got = registry.health({"Deployment": deployment and fixture(deployment), "Service": service and fixture(service)})
+    got = registry.health({"Deployment": deployment and fixture(deployment), "Service": service and fixture(service)},
+                          spec=SEED)
     assert got == expected
 
 
@@ -312,7 +319,7 @@ def test_without_a_deletion_timestamp_nothing_is_pending(meta):
 
 
 def test_the_application_of_a_child_being_deleted_is_progressing_with_the_childs_name():
-    found = registry.health({"Deployment": deleting(dep()), "Service": {"spec": {}}})
+    found = registry.health({"Deployment": deleting(dep()), "Service": {"spec": {}}}, spec=SEED)
     assert found.status == Status.PROGRESSING and found.message.startswith("Deployment: Deployment web is pending deletion")
 
 
@@ -345,14 +352,14 @@ def test_trim_cuts_a_deployments_conditions_to_what_health_reads():
 
 
 def test_a_child_whose_name_another_object_holds_is_missing_and_says_so():
-    taken = registry.health({}, frozenset({"Service"}))
+    taken = registry.health({}, frozenset({"Service"}), SEED)
     assert (taken.status, taken.message) == (
         health.Status.MISSING, "Deployment: Deployment does not exist")  # the worst, first by name, on a tie
-    only = registry.health({"Deployment": fixture("deployment-healthy")}, frozenset({"Service"}))
+    only = registry.health({"Deployment": fixture("deployment-healthy")}, frozenset({"Service"}), SEED)
     assert (only.status, only.message) == (
         health.Status.MISSING, "Service: another Service of this name exists and is not the agent's, so the agent's "
                         "is not created")
-    assert registry.health({"Deployment": fixture("deployment-healthy"), "Service": fixture("service-clusterip")}, frozenset({"ConfigMap"})).status == health.Status.HEALTHY
+    assert registry.health({"Deployment": fixture("deployment-healthy"), "Service": fixture("service-clusterip")}, frozenset({"ConfigMap"}), SEED).status == health.Status.HEALTHY
 
 
 # -- view: what a pass keeps of each child it applied ----------------------------------------------

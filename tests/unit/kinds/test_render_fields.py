@@ -125,7 +125,8 @@ def test_every_field_rendered_exactly():
                                                                                 "averageUtilization": 70}}},
                     {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization",
                                                                                    "averageUtilization": 80}}}]}}
-    assert registry.wanted(FULL) == registry.CHILD_KINDS
+    assert registry.wanted(FULL) == tuple(k for k in registry.CHILD_KINDS if k.kind != "CronJob")
+    assert registry.wanted({**FULL, "schedules": {"n": {"schedule": "@daily"}}}) == registry.CHILD_KINDS
 
 
 @pytest.mark.parametrize("spec, replicas", [
@@ -211,9 +212,27 @@ def test_autoscaler_defaults_and_absence():
 
 def test_each_kind_renders_exactly_when_it_is_wanted():
     for spec in (SEED, FULL, {**SEED, "files": {"/a": {"secretRef": {"name": "s", "key": "k"}}}},
-                 {**SEED, "ingress": {}}, {"image": "i", "port": 1, "autoscaling": {"maxReplicas": 1}}):
+                 {**SEED, "ingress": {}}, {"image": "i", "port": 1, "autoscaling": {"maxReplicas": 1}}, WORKER,
+                 {**SEED, "schedules": {"n": {"schedule": "@daily"}}}, {**SEED, "schedules": {}}):
         for kind in registry.CHILD_KINDS:
-            assert (kind.render("a", "n", "u", spec) is not None) is kind.wanted(spec)
+            assert bool(kind.objects("a", "n", "u", spec)) is kind.wanted(spec)
+
+
+WORKER = {"image": "queue:3", "replicas": 2, "command": ["worker"], "readinessProbe": {"exec": {"command": ["ready"]}}}
+"""An Application without a port: a queue worker."""
+
+
+def test_a_worker_has_a_deployment_with_no_container_port_and_no_service():
+    dep, = registry.children("jobs", "team", "u", WORKER)
+    assert registry.wanted(WORKER) == (deployment.KIND,) and service.render("jobs", "team", "u", WORKER) is None
+    assert dep["spec"]["template"]["spec"]["containers"] == [
+        {"name": "jobs", "image": "queue:3", "command": ["worker"], "readinessProbe": {"exec": {"command": ["ready"]}}}]
+    # the same Application with a port renders the port and the Service, and nothing else differs
+    served = registry.children("jobs", "team", "u", {**WORKER, "port": 80})
+    assert [c["kind"] for c in served] == ["Deployment", "Service"]
+    assert served[0]["spec"]["template"]["spec"]["containers"][0].pop("ports") == [
+        {"containerPort": 80, "protocol": "TCP"}]
+    assert served[0] == dep
 
 
 def test_configmap_keys_and_digest_exactly():

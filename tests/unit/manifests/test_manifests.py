@@ -8,11 +8,12 @@ from jsonschema import Draft202012Validator
 from agent.api.schema import API_VERSION, GROUP, KIND, PLURAL, SPEC_SCHEMA, STRICT_SPEC_SCHEMA, VERSION
 from agent.manifests.loader import LoadResult, Manifest, ManifestError, Rejected, load
 from agent.manifests.nodes import SURROGATE
+from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, serviceAccountName, "
-                "suspend, tasks")
+                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
+                "serviceAccountName, suspend, tasks")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
@@ -283,11 +284,29 @@ def test_every_spec_error_is_reported():
     assert [(e.line, e.field) for e in run({"a.yaml": text}).errors] == [(7, "spec.replicas"), (8, "spec.port")]
 
 
-@pytest.mark.parametrize("drop", ["image", "port"])
-def test_missing_spec_field(drop):
-    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith(drop))
+def test_missing_spec_field():
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("image"))
     err = only_error(run({"a.yaml": text}))
-    assert (err.line, err.field, err.message) == (5, f"spec.{drop}", "is required")
+    assert (err.line, err.field, err.message) == (5, "spec.image", "is required")
+
+
+def test_a_worker_has_no_port():
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("port"))
+    assert run({"a.yaml": text}).errors == []
+    assert run({"a.yaml": text + "  readinessProbe:\n    exec: {command: [\"true\"]}\n"}).errors == []
+
+
+@pytest.mark.parametrize("extra, line, field, message", [
+    ("  ingress: {host: shop.example.com}\n", 8, "spec.ingress", WORKER_INGRESS_RULE),
+    ("  ingress: {}\n", 8, "spec.ingress", WORKER_INGRESS_RULE),
+    ("  readinessProbe:\n    httpGet: {path: /ready}\n", 9, "spec.readinessProbe.httpGet", WORKER_PROBE_RULE),
+    ("  livenessProbe:\n    periodSeconds: 5\n    tcpSocket: {}\n", 10, "spec.livenessProbe.tcpSocket",
+     WORKER_PROBE_RULE),
+])
+def test_a_worker_refuses_an_ingress_or_a_probe_of_a_port(extra, line, field, message):
+    text = "".join(line + "\n" for line in EXAMPLE.splitlines() if not line.strip().startswith("port")) + extra
+    err = only_error(run({"a.yaml": text}))
+    assert (err.line, err.field, err.message) == (line, field, message)
 
 
 def test_missing_or_empty_spec():
@@ -496,7 +515,7 @@ def test_schema_constants():
     assert (API_VERSION, GROUP, VERSION, KIND, PLURAL) == (
         "heumsi.github.io/v1", "heumsi.github.io", "v1", "Application", "applications")
     Draft202012Validator.check_schema(SPEC_SCHEMA)
-    assert SPEC_SCHEMA["required"] == ["image", "port"]
+    assert SPEC_SCHEMA["required"] == ["image"]
     assert STRICT_SPEC_SCHEMA["additionalProperties"] is False
 
 

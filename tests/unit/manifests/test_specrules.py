@@ -173,6 +173,22 @@ def test_problems(fields, expected):
     assert problems(**fields) == expected
 
 
+@pytest.mark.parametrize("fields, expected", [
+    ({}, []),
+    ({"readinessProbe": {"exec": {"command": ["true"]}}, "livenessProbe": {"exec": {"command": ["true"]}}}, []),
+    ({"ingress": {"host": "a.io"}}, [(("ingress",), specrules.WORKER_INGRESS_RULE)]),
+    ({"ingress": {}}, [(("ingress",), specrules.WORKER_INGRESS_RULE)]),
+    ({"readinessProbe": {"httpGet": {}}}, [(("readinessProbe", "httpGet"), specrules.WORKER_PROBE_RULE)]),
+    ({"readinessProbe": {"httpGet": {"port": 8080}}}, [(("readinessProbe", "httpGet"), specrules.WORKER_PROBE_RULE)]),
+    ({"livenessProbe": {"tcpSocket": {"port": "http"}}},
+     [(("livenessProbe", "tcpSocket"), specrules.WORKER_PROBE_RULE)]),
+])
+def test_a_worker_has_no_ingress_and_no_probe_of_a_port(fields, expected):
+    spec = {"image": "worker:1", **fields}
+    assert specrules.problems(spec) == specrules.live_problems(spec) == expected
+    assert specrules.problems({**spec, "port": 8080}) == []  # with a port, each is fine
+
+
 def test_image_whitespace_and_top_level_wording_are_kept():
     assert specrules.problems({"image": "a b", "port": 0}) == [
         (("image",), 'must be a container image reference with no whitespace (got "a b")'),

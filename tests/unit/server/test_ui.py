@@ -324,3 +324,15 @@ def test_the_favicon_is_served_and_favicon_ico_is_204(server):
     code, headers, body = fetch(base + "/static/favicon.svg")
     assert code == 200 and headers["Content-Type"] == "image/svg+xml" and body.startswith(b"<svg")
     assert fetch(base + "/favicon.ico")[0] == 204
+
+
+def test_the_detail_page_shows_the_schedules_and_a_failed_run_only_when_there_are():
+    assert detailpage.schedules([]) == ""
+    html = detailpage.schedules([{"name": "report", "cronJob": "web-report", "active": 0,
+                                  "lastSuccessfulTime": "2026-12-01T03:00:09Z",
+                                  "lastFailure": {"job": "web-report-2", "time": "2026-12-02T03:00:30Z",
+                                                  "reason": "BackoffLimitExceeded"}},
+                                 {"name": "idle", "cronJob": "web-idle", "active": 0, "suspended": True}])
+    assert html.startswith("<h2>Schedules</h2>")
+    assert "web-report-2 2026-12-02T03:00:30Z BackoffLimitExceeded" in html
+    assert "Suspended" in html and "<script" not in html

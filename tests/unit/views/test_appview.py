@@ -47,7 +47,7 @@ def test_a_row_reads_the_status():
         "namespace": "shop", "name": "web", "health": "Progressing", "ready": "False", "reason": "Progressing",
         "commit": "5f0c2e3d", "changed": "9a1b4c6d", "suspended": "False", "created": "2026-12-01T08:00:00Z",
         "age": "4h", "message": "Deployment: waiting for rollout (2/3)", "source": "apps/web.yaml",
-        "image": "nginx:1.27", "replicas": "2/3"}
+        "image": "nginx:1.27", "replicas": "2/3", "schedules": None}
 
 
 def test_a_row_of_an_application_without_status_shows_nothing_it_does_not_know():
@@ -56,7 +56,19 @@ def test_a_row_of_an_application_without_status_shows_nothing_it_does_not_know()
     assert appview.row(bare, NOW) == {
         "namespace": "shop", "name": "web", "health": None, "ready": "Unknown", "reason": None, "commit": None,
         "changed": None, "suspended": "False", "created": "2026-12-01T08:00:00Z", "age": "4h", "message": None,
-        "source": None, "image": "nginx:1.27", "replicas": "0/3"}
+        "source": None, "image": "nginx:1.27", "replicas": "0/3", "schedules": None}
+
+
+def test_the_schedules_column_counts_them_and_those_whose_last_run_failed():
+    ok = {"name": "a", "cronJob": "web-a", "lastSuccessfulTime": "2026-12-01T03:00:00Z", "active": 0}
+    failed = {"name": "b", "cronJob": "web-b", "active": 0, "lastSuccessfulTime": "2026-12-01T03:00:00Z",
+              "lastFailure": {"job": "web-b-1", "time": "2026-12-01T04:00:00Z"}}
+    healed = {**failed, "lastSuccessfulTime": "2026-12-01T05:00:00Z"}
+    never = {"name": "c", "cronJob": "web-c", "active": 0, "lastFailure": {"job": "web-c-1", "time": "t"}}
+    assert appview.row(app(schedules=[ok]), NOW)["schedules"] == "1"
+    assert appview.row(app(schedules=[ok, failed, never]), NOW)["schedules"] == "3 (2 failed)"
+    assert appview.row(app(schedules=[healed]), NOW)["schedules"] == "1"
+    assert appview.schedules(app()) is None
 
 
 def test_suspended_by_status_or_spec_and_a_source_line():
@@ -86,7 +98,8 @@ def test_columns_in_order():
     assert appview.columns(False, False) == ("name", "health", "ready", "reason", "commit", "changed", "suspended",
                                              "age", "message")
     assert appview.columns(True, True) == ("namespace", "name", "health", "ready", "reason", "commit", "changed",
-                                           "suspended", "age", "source", "image", "replicas", "message")
+                                           "suspended", "age", "source", "image", "replicas", "schedules",
+                                           "message")
 
 
 def test_the_table_pads_every_column_but_the_last():

@@ -273,7 +273,22 @@ def test_an_explanation_gathers_everything():
     assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]
     assert found["git"] == {"available": False, "reason": "no repository", "url": None}
     assert sorted(found) == ["application", "children", "commits", "conditions", "diff", "drift", "events", "git",
-                             "history", "pods", "source", "verdict"]
+                             "history", "pods", "schedules", "source", "verdict"]
+
+
+def test_an_explanation_shows_each_cronjob_and_the_schedules_status():
+    shop = app(sourcePath="apps/web.yaml", schedules=[{"name": "a", "cronJob": "web-a", "active": 0,
+                                                       "lastFailure": {"job": "web-a-1", "time": "t"}}])
+    shop["spec"]["schedules"] = {"a": {"schedule": "@daily"}, "b": {"schedule": "@hourly", "suspend": True}}
+    live_b = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "web-b"},
+              "spec": {"schedule": "@daily", "suspend": True}}
+    found = ev.explanation(shop, {"Deployment": None, "Service": None, "CronJob/web-b": live_b}, [], [], NOW)
+    assert [(c["kind"], c["name"], c["exists"]) for c in found["children"]][2:] == [
+        ("CronJob", "web-a", False), ("CronJob", "web-b", True)]
+    assert found["children"][3]["health"]["status"] == "Suspended"
+    assert {"object": "CronJob/web-b", "field": "spec.schedule", "want": "@hourly", "live": "@daily"}.items() <= \
+        next(d for d in found["drift"] if d["object"] == "CronJob/web-b" and d["field"] == "spec.schedule").items()
+    assert found["schedules"][0]["lastFailure"]["job"] == "web-a-1"
 
 
 def _synced_app(spec: dict) -> dict:
@@ -326,3 +341,30 @@ def test_a_field_only_another_manager_owns_is_listed_but_not_drifted():
         {"manager": "kubectl-scale", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
     e = ev.explanation(app, children, [], [], NOW, {"available": True, "in_git": True, "spec": dict(app["spec"])})
     assert e["drift"] and e["verdict"]["ok"]
+
+
+def test_explain_prints_each_schedule_with_its_last_failure():
+    from agent.cli import explain_cmd
+
+    shop = app(schedules=[{"name": "report", "cronJob": "web-report", "active": 1,
+                           "lastScheduleTime": "2026-12-01T11:00:00Z", "lastSuccessfulTime": "2026-12-01T10:00:00Z",
+                           "lastFailure": {"job": "web-report-1", "time": "2026-12-01T11:30:00Z",
+                                           "reason": "BackoffLimitExceeded", "message": "backoff limit"}},
+                          {"name": "idle", "cronJob": "web-idle", "active": 0, "suspended": True}])
+    lines = explain_cmd.render(ev.explanation(shop, {}, [], [], NOW), NOW)
+    at = lines.index("Schedules:")
+    assert lines[at + 1:at + 3] == [
+        "  report  CronJob/web-report  last run 60m ago, last success 120m ago, 1 running; last failure "
+        "Job/web-report-1 30m ago (BackoffLimitExceeded: backoff limit)",
+        "  idle  CronJob/web-idle  suspended  last run never, last success never, 0 running"]
+
+
+def test_a_worker_explains_its_deployment_alone():
+    """An Application without a port (issue 43) has no Service: ``explain`` and the status page
+    list its Deployment alone, and a Service left live from before is no child of it."""
+    worker = app()
+    del worker["spec"]["port"]
+    deployment = registry.children("web", "shop", "u1", worker["spec"])[0]
+    found = ev.explanation(worker, {"Deployment": deployment, "Service": {"kind": "Service"}}, [], [], NOW)
+    assert [(c["kind"], c["exists"]) for c in found["children"]] == [("Deployment", True)]
+    assert found["drift"] == []
