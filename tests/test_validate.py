@@ -803,7 +803,8 @@ def test_a_worker_is_valid_and_its_ingress_and_port_probes_are_refused_offline_a
 
 
 def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
-    """Issue 43: a task that would never finish, a Job name Kubernetes refuses, a bad when, retries or timeout."""
+    """Issue 43: a task that would never finish, a Job name Kubernetes refuses, a bad when, retries or timeout,
+    a task named as a schedule."""
     (tmp_path / "apps").mkdir()
     (tmp_path / "apps" / "shop.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: shop-frontend-europe-west}\nspec:\n"
@@ -811,10 +812,14 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
         "    serve:\n      env: {MODE: task}\n"
         "    Warm_Cache:\n      image: curl:8\n      when: AfterRollout\n"
         "    refresh-the-search-index-now-please:\n      command: [/refresh]\n"
-        "    report:\n      command: [/report]\n      when: Later\n      retries: 11\n      timeoutSeconds: 0\n")
+        "    report:\n      command: [/report]\n      when: Later\n      retries: 11\n      timeoutSeconds: 0\n"
+        "  schedules:\n    migrate: {schedule: '@daily', command: [/migrate]}\n")
     proc = validate("--path", "apps", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == (
+        "error: apps/shop.yaml:8: spec.tasks.migrate: a schedule has this name too: a schedule's Jobs are named "
+        "<application>-<name>-<minutes> and a task's <application>-<name>-<8 hex digits>, so they could collide; "
+        "rename one\n"
         "error: apps/shop.yaml:10: spec.tasks.serve: runs the Application's own image with neither command nor args: "
         "it would start the server, which never finishes; give command or args\n"
         "error: apps/shop.yaml:12: spec.tasks.Warm_Cache: the task name must be a DNS label (RFC 1123): at most 63 "
@@ -825,4 +830,4 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
         "error: apps/shop.yaml:19: spec.tasks.report.when: must be one of BeforeRollout, AfterRollout (got \"Later\")\n"
         "error: apps/shop.yaml:20: spec.tasks.report.retries: must be an integer between 0 and 10 (got 11)\n"
         "error: apps/shop.yaml:21: spec.tasks.report.timeoutSeconds: must be an integer between 1 and 86400 (got 0)\n")
-    assert proc.stdout == "invalid: 6 problems in 1 file\n"
+    assert proc.stdout == "invalid: 7 problems in 1 file\n"

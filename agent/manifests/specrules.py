@@ -39,6 +39,10 @@ INGRESS_BAD_SUFFIXES = ("/..", "/.")
 TASK_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TASK_NAME_RULE = ("a DNS label (RFC 1123): at most 63 lowercase letters, digits and '-', starting and ending with "
                   "a letter or digit")
+TASK_SCHEDULE_CLASH = ("a schedule has this name too: a schedule's Jobs are named <application>-<name>-<minutes> and "
+                       "a task's <application>-<name>-<8 hex digits>, so they could collide; rename one")
+"""Why a task and a schedule may not share a name: their Jobs' names could be the same (a task's
+digest may be 8 decimal digits, as a CronJob's Job's scheduled minute is)."""
 PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
 WORKER_PROBE_RULE = ("needs spec.port: an Application without a port (a worker) has no port to probe; "
@@ -251,10 +255,11 @@ def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
     most 63 characters; a task that runs the Application's own image (no ``image``, or
     ``spec.image``) gives a non-empty ``command`` or ``args`` (else it starts the server, which
     never finishes, and the rollout it gates never comes; Kubernetes reads an empty list as
-    none given, so the image's own runs); its image, env names and quantities as the Application's
+    none given, so the image's own runs); no schedule of the same name
+    (``TASK_SCHEDULE_CLASH``); its image, env names and quantities as the Application's
     (``_container``; ``when``, ``retries`` and ``timeoutSeconds`` are the schema's)."""
     out: list[tuple[tuple, str]] = []
-    tasks = spec.get("tasks")
+    tasks, schedules = spec.get("tasks"), spec.get("schedules")
     if not isinstance(tasks, dict):
         return out
     for name, task in tasks.items():
@@ -271,6 +276,8 @@ def _tasks(spec: dict, app_name: str | None) -> list[tuple[tuple, str]]:
                 and not task.get("args"):
             out.append((("tasks", name), "runs the Application's own image with neither command nor args: it "
                                          "would start the server, which never finishes; give command or args"))
+        if isinstance(schedules, dict) and name in schedules:
+            out.append((("tasks", name), TASK_SCHEDULE_CLASH))
         out += [(("tasks", name) + sub, message) for sub, message in _container(task)]
     return out
 

@@ -295,6 +295,17 @@ def test_task_problems(tasks, expected):
     assert problems(tasks=tasks) == expected
 
 
+def test_a_task_and_a_schedule_of_one_name_are_refused_at_the_task():
+    """Their Jobs could have one name: a schedule's <application>-<name>-<minutes>, a task's
+    <application>-<name>-<8 hex digits> (which may all be decimal)."""
+    spec = {**BASE, "tasks": {"report": {"args": ["x"]}, "migrate": {"args": ["m"]}},
+            "schedules": {"report": {"schedule": "@daily"}, "cleanup": {"schedule": "@hourly"}}}
+    assert specrules.problems(spec) == specrules.live_problems(spec) == [
+        (("tasks", "report"), specrules.TASK_SCHEDULE_CLASH)]
+    assert specrules.TASK_SCHEDULE_CLASH.startswith("a schedule has this name too")
+    assert specrules.problems({**spec, "schedules": {"cleanup": {"schedule": "@hourly"}}}) == []
+
+
 def test_too_many_env_entries_are_counted_not_read_as_one_value():
     assert problems(env={f"V{i}": "x" for i in range(1025)}) == [(("env",), "must have at most 1024 entries (got 1025)")]
 
