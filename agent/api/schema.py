@@ -348,7 +348,8 @@ SPEC_SCHEMA: dict = {
             "maxProperties": MAX_TASKS,
             "description": "Commands run to completion as Jobs, by name (a DNS label; the Job is named "
             "<application>-<task>-<8 hex of a digest of what it runs>, at most 63 characters): each runs once "
-            "per content, BeforeRollout ones gating the rollout.",
+            "per content, BeforeRollout ones gating the rollout. Not run yet by this version of the agent: an "
+            "Application with any task is refused (docs/applications.md#tasks).",
             "additionalProperties": _TASK,
         },
     },
