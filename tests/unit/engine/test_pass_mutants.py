@@ -20,6 +20,7 @@ from agent.manifests import loader, parsecache
 from agent.manifests.manifest import Manifest
 from agent.source import repository, snapshot as snapshots
 from agent.source.mirror import Credentials
+from tests import faults
 from tests.unit.engine.passes import NS, World, app_yaml
 
 REPO = "https://git.example/r.git"
@@ -844,3 +845,28 @@ def test_the_applied_child_a_pass_keeps_for_the_status_is_cut_to_what_health_rea
     assert "template" not in kept.live["spec"] and "managedFields" not in kept.live["metadata"]
     unchanged = apply.Applied(full, UNCHANGED)  # the live object the pass read: nothing new is held
     assert appapply.health_only(unchanged) is unchanged and appapply.health_only(None) is None
+
+
+def test_a_source_with_a_token_reads_the_mirror_its_token_fetched(tmp_path):
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        world = World(tmp_path, credentials=Credentials(token="s3cret-token"))
+        world.commit({"web.yaml": app_yaml("web")})
+        faults.bare_clone(world.repo.path, tmp_path / "srv" / "apps.git")
+        report = world.sync(repo=server.url("apps.git"))
+    assert report.errors == [] and world.app("web") is not None
+
+
+def test_a_pass_over_files_the_parse_cache_holds_reads_none_of_their_bytes_from_git(tmp_path, monkeypatch):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web"), "db.yaml": app_yaml("db")})
+    world.sync()
+    read = []
+    put = snapshots.Files.put
+
+    def spy(files, path, data):
+        read.append(path)
+        put(files, path, data)
+    monkeypatch.setattr(snapshots.Files, "put", spy)
+    world.commit({"db.yaml": app_yaml("db", replicas=2)})
+    report = world.sync()  # a full read (no steady): only the changed file's bytes are read
+    assert report.ok and read == ["db.yaml"]
