@@ -109,7 +109,7 @@ HAND_OVER = "kubectl -n ns label application web heumsi.github.io/source={} --ov
 
 
 def test_still_wanted_by_one_source_names_it_and_its_file():
-    assert statuses.still_wanted("ns/web", [("a", "x.yaml")]) == (
+    assert statuses.still_wanted("ns", "web", [("a", "x.yaml")]) == (
         f"source 'a' ('x.yaml') still has it in Git; hand it over to that source: {HAND_OVER.format('a')}, "
         "or remove it from that source")
 
@@ -119,14 +119,14 @@ def test_still_wanted_by_several_sources_names_the_first_three():
     for n, named in [(2, "source 'a' ('x.yaml'), source 'b'"),
                      (3, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')"),
                      (4, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')")]:
-        assert statuses.still_wanted("ns/web", four[:n]) == (
+        assert statuses.still_wanted("ns", "web", four[:n]) == (
             f"{named} still have it in Git; hand it over to one of them: {HAND_OVER.format('a')}, "
             "or remove it from them")
 
 
 def test_still_wanted_cuts_what_it_quotes_to_200_characters():
     long_id, long_path = "s" * 250, "p" * 250
-    text = statuses.still_wanted("ns/web", [(long_id, long_path), (long_id, "")])
+    text = statuses.still_wanted("ns", "web", [(long_id, long_path), (long_id, "")])
     assert text.startswith(f"source '{'s' * 200}' ('{'p' * 200}'), source '{'s' * 200}' still have it")
 
 
