@@ -718,7 +718,7 @@ def namespace_made(world: World) -> None:
 
 
 def hand_made(world: World, kind: str, name: str, **spec) -> None:
-    """``kubectl create`` of a ``kind`` (Application, Deployment or Service) named ``name``: none of the agent's labels."""
+    """``kubectl create`` of a ``kind`` (Application, Deployment, Service) ``name``: without the agent's labels."""
     api = {"Application": "heumsi.github.io/v1", "Deployment": "apps/v1", "Service": "v1"}[kind]
     world.kube.add({"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": NS}, "spec": spec})
 
