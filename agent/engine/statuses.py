@@ -123,7 +123,8 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str
         why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"
         reason = conditions.PRUNE_SKIPPED
     if elsewhere := sources.wanted_elsewhere(app, p.opts.source_id):
-        why, reason = still_wanted(key, elsewhere), conditions.PRUNE_SKIPPED
+        why, reason = still_wanted(app["metadata"]["namespace"], app["metadata"]["name"], elsewhere), \
+            conditions.PRUNE_SKIPPED
     if key in holds:
         why = suspend.kept_because(holds[key])
     p.report.add(key, f"{KIND}/{key}", KEPT, f"not in Git; {why}")
@@ -133,11 +134,10 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str
                            f"no longer in Git at commit {p.report.commit}; kept because {why}", path)
 
 
-def still_wanted(key: str, elsewhere: list[tuple[str, str]]) -> str:
-    """Why the Application ``key`` (``namespace/name``), gone from this source's Git, is kept:
-    the other sources whose Git still has it (``sources.wanted_elsewhere``: ``(source id, file)``)
+def still_wanted(namespace: str, name: str, elsewhere: list[tuple[str, str]]) -> str:
+    """Why the Application ``namespace``/``name``, gone from this source's Git, is kept: the
+    other sources whose Git still has it (``sources.wanted_elsewhere``: ``(source id, file)``)
     and how to hand it over to the first of them."""
-    namespace, _, name = key.partition("/")
     whose = ", ".join(f"source {other[:200]!r} ({path[:200]!r})" if path else f"source {other[:200]!r}"
                       for other, path in elsewhere[:3])
     return (f"{whose} still ha{'ve' if len(elsewhere) > 1 else 's'} it in Git; hand it over to "

@@ -173,7 +173,7 @@ def _source_unavailable(kube: Cluster, opts: Options, report: Report, reason: st
     message = redacted(error, opts)
     try:
         apps = [a for a in kube.list(GROUP, KIND, f"{labels.SOURCE_LABEL}={opts.source_id}")
-                if plan.owned(a, opts.source_id) and not a["metadata"].get("deletionTimestamp")]
+                if plan.owned(a) and not a["metadata"].get("deletionTimestamp")]  # the selector: this source's
         marked = sum(statuswrite.write_source_unavailable(kube, report, key_of(app), app, reason, message)
                      for app in apps)
     except ApiError as err:

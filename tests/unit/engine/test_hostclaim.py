@@ -44,6 +44,10 @@ CATCH_ALL = [ingress("team-c", "default", None, "/")]
     (ingress("team-a", "web", None, "/"), None, CATCH_ALL, "claims every host (a rule with no host) path '/'"),
     (ingress("team-a", "web", "shop.example.com"), None, CHECKOUT, "path '/', which Ingress team-b/shop"),  # no path: /
     (ingress("team-a", "web", "shop.example.com", "/"), None, CATCH_ALL, None),
+    # its own namespace's Ingress listed first does not hide another namespace's after it
+    (ingress("team-b", "web", "shop.example.com", "/"), None,
+     [ingress("team-b", "blog", "blog.example.com", "/"), ingress("team-c", "shop", "shop.example.com", "/")],
+     "Ingress team-c/shop"),
 ])
 def test_claims(desired, live, others, refused):
     why = hostclaim.claims(desired, live, others)

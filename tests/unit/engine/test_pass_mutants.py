@@ -9,17 +9,18 @@ from types import SimpleNamespace
 import pytest
 
 from agent.api.labels import REPOSITORY, SOURCE_PATH
-from agent.engine import (appapply, apply, appplan, guards, livestate, news, plan, prune, sourceread, sources, status,
-                          statuses, suspend, sync, wantedby, writes)
+from agent.engine import (appapply, apply, appplan, backoff, guards, livestate, news, plan, prune, sourceread, sources,
+                          status, statuses, suspend, sync, wantedby, writes)
 from agent.engine.passvalues import AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
-from agent.engine.report import CONFIGURED, KEPT, PRUNED, UNCHANGED, Report
+from agent.engine.report import CONFIGURED, CREATED, KEPT, PRUNED, UNCHANGED, Report
 from agent.kinds import health
 from agent.kube.cluster import ApiError
 from agent.manifests import loader, parsecache
 from agent.manifests.manifest import Manifest
 from agent.source import repository, snapshot as snapshots
 from agent.source.mirror import Credentials
+from tests import faults
 from tests.unit.engine.passes import NS, World, app_yaml
 
 REPO = "https://git.example/r.git"
@@ -108,7 +109,7 @@ HAND_OVER = "kubectl -n ns label application web heumsi.github.io/source={} --ov
 
 
 def test_still_wanted_by_one_source_names_it_and_its_file():
-    assert statuses.still_wanted("ns/web", [("a", "x.yaml")]) == (
+    assert statuses.still_wanted("ns", "web", [("a", "x.yaml")]) == (
         f"source 'a' ('x.yaml') still has it in Git; hand it over to that source: {HAND_OVER.format('a')}, "
         "or remove it from that source")
 
@@ -118,14 +119,14 @@ def test_still_wanted_by_several_sources_names_the_first_three():
     for n, named in [(2, "source 'a' ('x.yaml'), source 'b'"),
                      (3, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')"),
                      (4, "source 'a' ('x.yaml'), source 'b', source 'c' ('z.yaml')")]:
-        assert statuses.still_wanted("ns/web", four[:n]) == (
+        assert statuses.still_wanted("ns", "web", four[:n]) == (
             f"{named} still have it in Git; hand it over to one of them: {HAND_OVER.format('a')}, "
             "or remove it from them")
 
 
 def test_still_wanted_cuts_what_it_quotes_to_200_characters():
     long_id, long_path = "s" * 250, "p" * 250
-    text = statuses.still_wanted("ns/web", [(long_id, long_path), (long_id, "")])
+    text = statuses.still_wanted("ns", "web", [(long_id, long_path), (long_id, "")])
     assert text.startswith(f"source '{'s' * 200}' ('{'p' * 200}'), source '{'s' * 200}' still have it")
 
 
@@ -708,3 +709,164 @@ def test_the_hits_are_reported_unchanged_in_their_order():
     appapply.report_unchanged(SimpleNamespace(report=report), {"ns/b": None, "ns/a": None})
     assert [(c.application, c.subject, c.action) for c in report.changes] == [
         ("ns/b", "Application/ns/b", "unchanged"), ("ns/a", "Application/ns/a", "unchanged")]
+
+
+# -- the whole pass: what each stage must hand on (issue #41, the survivors of a mutation run) ------------
+
+def namespace_made(world: World) -> None:
+    world.kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+
+
+def hand_made(world: World, kind: str, name: str, **spec) -> None:
+    """``kubectl create`` of a ``kind`` (Application, Deployment, Service) ``name``: without the agent's labels."""
+    api = {"Application": "heumsi.github.io/v1", "Deployment": "apps/v1", "Service": "v1"}[kind]
+    world.kube.add({"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+
+def synced(app: dict) -> tuple:
+    return next((c["status"], c["reason"], c["message"]) for c in app["status"]["conditions"] if c["type"] == "Synced")
+
+
+def test_a_file_that_no_longer_parses_keeps_its_application_and_says_why_on_it(tmp_path):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    world.commit({"web.yaml": "a: ["})
+    report = world.sync()
+    broken = "web.yaml:1: invalid YAML: expected the node content, but found '<stream end>' (while parsing a flow node)"
+    assert report.errors == [broken] and world.app("web") is not None
+    assert synced(world.app("web")) == ("False", "InvalidManifest", broken)
+    assert report.refused[f"{NS}/web"] == broken
+
+
+def test_a_hand_applied_application_syncs_from_its_live_spec_and_says_so(tmp_path):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    hand_made(world, "Application", "hand", image="nginx:1.27", port=80)
+    report = world.sync()
+    assert (f"Deployment/{NS}/hand", CREATED) in [(c.subject, c.action) for c in report.changes]
+    assert synced(world.app("hand")) == ("True", "Synced", "children applied from the live Application")
+    assert synced(world.app("web"))[2] == f"children applied from commit {world.repo.head()[:12]}"
+
+
+def test_a_service_name_someone_else_holds_makes_the_applications_health_say_so(tmp_path):
+    world = World(tmp_path)
+    namespace_made(world)
+    hand_made(world, "Service", "web", ports=[{"port": 80}])
+    world.commit({"web.yaml": app_yaml("web")})
+    report = world.sync()
+    assert f"{NS}/web" in report.failures and world.child("Deployment", "web") is not None
+    assert world.app("web")["status"]["health"] == {
+        "status": "Missing",
+        "message": "Service: another Service of this name exists and is not the agent's, so the agent's is not created"}
+
+
+def test_a_held_childs_application_takes_the_health_of_every_kind_its_spec_has(tmp_path):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web", ingress={"host": "web.example.com"})})
+    world.sync()
+    deployment = world.child("Deployment", "web")
+    deployment["metadata"].setdefault("annotations", {})["heumsi.github.io/reconcile"] = "disabled"
+    world.kube.put(deployment, manager="kubectl-annotate")
+    world.sync()
+    # the Ingress has no address yet: Progressing is worse than the held Deployment's Suspended
+    assert world.app("web")["status"]["health"] == {
+        "status": "Progressing", "message": "Ingress: waiting for an ingress controller to give the Ingress an address"}
+
+
+def test_the_retry_time_of_a_pass_is_its_earliest_whatever_the_order_of_the_statuses(tmp_path):
+    world = World(tmp_path)
+    world.kube.fail("apply", f"Service/{NS}/a", ApiError(403, "Forbidden", "quota"), times=None)
+    world.commit({"a.yaml": app_yaml("a"), "b.yaml": app_yaml("b")})
+    report = world.sync(retry=backoff.Policy(base=300, cap=600, jitter=0, skip=True))
+    stored = world.app("a")["status"]["nextRetryTime"]
+    assert "nextRetryTime" not in world.app("b")["status"]  # b's status is written after a's
+    assert report.retry_at == backoff.parse_time(stored)
+
+
+def test_a_deployment_without_the_agents_labels_is_not_noted_as_carrying_them(tmp_path):
+    world = World(tmp_path)
+    namespace_made(world)
+    labels = {"app": "legacy"}
+    hand_made(world, "Deployment", "legacy", replicas=1, selector={"matchLabels": labels},
+              template={"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    world.commit({"web.yaml": app_yaml("web")})
+    report = world.sync()
+    assert report.ok and not [n for n in report.notes if "carries the agent's labels" in n]
+    assert world.child("Deployment", "legacy") is not None
+
+
+def test_another_sources_applications_do_not_count_as_this_sources_prunes(tmp_path):
+    other = World(tmp_path / "b", source_id="b")
+    other.commit({f"app-{i:02d}.yaml": app_yaml(f"app-{i:02d}", replicas=0) for i in range(11)})
+    other.sync()
+    world = World(tmp_path / "a", source_id="a")
+    world.kube = other.kube  # one cluster
+    world.commit({"web.yaml": app_yaml("web")})
+    report = world.sync()
+    assert report.errors == [] and report.ok
+    assert len(world.kube.of_kind("Application")) == 12
+
+
+def test_a_fetch_is_timed_and_skipped_while_the_remote_stays_at_the_known_commit(tmp_path):
+    world = World(tmp_path)
+    head = world.commit({"web.yaml": app_yaml("web")})
+    report = world.sync()
+    assert isinstance(report.fetch_seconds, float) and report.fetch_seconds >= 0
+    report = world.sync(known_commit=head)
+    assert (report.commit, report.source_seen, report.fetch_seconds) == (head, True, None)  # ls-remote only
+
+
+def test_a_pass_with_nothing_to_write_starts_no_write_thread(tmp_path, monkeypatch):
+    world = World(tmp_path, concurrency=4)
+    world.commit({"web.yaml": app_yaml("web"), "db.yaml": app_yaml("db"), "api.yaml": app_yaml("api")})
+    pools = []
+
+    class Counted(writes.ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(kwargs.get("max_workers"))
+            super().__init__(*args, **kwargs)
+    monkeypatch.setattr(writes, "ThreadPoolExecutor", Counted)
+    world.sync()
+    assert pools  # the first pass writes, in the pool
+    pools.clear()
+    report = world.sync()
+    assert (world.kube.writes, report.changed, pools) == ([], False, [])
+
+
+def test_the_applied_child_a_pass_keeps_for_the_status_is_cut_to_what_health_reads():
+    full = {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns", "generation": 2, "managedFields": [{"manager": "x"}]},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+            "status": {"readyReplicas": 2}}
+    kept = appapply.health_only(apply.Applied(full, CONFIGURED))
+    assert kept == apply.Applied(health.view(full), CONFIGURED)
+    assert "template" not in kept.live["spec"] and "managedFields" not in kept.live["metadata"]
+    unchanged = apply.Applied(full, UNCHANGED)  # the live object the pass read: nothing new is held
+    assert appapply.health_only(unchanged) is unchanged and appapply.health_only(None) is None
+
+
+def test_a_source_with_a_token_reads_the_mirror_its_token_fetched(tmp_path):
+    with faults.GitHttpServer(tmp_path / "srv") as server:
+        world = World(tmp_path, credentials=Credentials(token="s3cret-token"))
+        world.commit({"web.yaml": app_yaml("web")})
+        faults.bare_clone(world.repo.path, tmp_path / "srv" / "apps.git")
+        report = world.sync(repo=server.url("apps.git"))
+    assert report.errors == [] and world.app("web") is not None
+
+
+def test_a_pass_over_files_the_parse_cache_holds_reads_none_of_their_bytes_from_git(tmp_path, monkeypatch):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web"), "db.yaml": app_yaml("db")})
+    world.sync()
+    read = []
+    put = snapshots.Files.put
+
+    def spy(files, path, data):
+        read.append(path)
+        put(files, path, data)
+    monkeypatch.setattr(snapshots.Files, "put", spy)
+    world.commit({"db.yaml": app_yaml("db", replicas=2)})
+    report = world.sync()  # a full read (no steady): only the changed file's bytes are read
+    assert report.ok and read == ["db.yaml"]

@@ -7,17 +7,18 @@ asserts the same in tests/test_run.py and tests/test_read_since.py."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 
 import pytest
 
-from agent.engine import backoff, sourceread
+from agent.engine import backoff, sourceread, statuswrite
 from agent.engine.report import CONFIGURED, CREATED, FAILED, SKIPPED, SUSPENDED, UNCHANGED
 from agent.engine.steady import Steady
 from agent.kinds import registry, render
 from agent.kube.cluster import ApiError
 from agent.manifests import loader
-from tests.unit.engine.passes import NS, World, actions, app_yaml, rolled_out
+from tests.unit.engine.passes import NS, World, actions, app_yaml, conditions, rolled_out
 
 
 class Spies:
@@ -217,3 +218,49 @@ def test_without_versions_nothing_is_remembered(world, spies):
     spies.clear()
     world.sync(steady=steady)
     assert (spies.reads, spies.rendered, spies.children) == ([], ["web"], ["web"])
+
+
+def test_a_settled_application_keeps_its_recorded_health_and_readiness_and_computes_no_status(world, monkeypatch):
+    world.commit({"web.yaml": app_yaml("web")})
+    steady = steady_of(world)
+    world.sync(steady=steady)
+    rolled_out(world, "web")
+    first = world.sync(steady=steady)  # decided again: Ready turned True, recorded
+    assert first.readiness[f"{NS}/web"] == ("True", "Healthy")
+    computed = []
+    new_status = statuswrite.new_status
+
+    def spy(app, *args, **kwargs):
+        computed.append(app["metadata"]["name"])
+        return new_status(app, *args, **kwargs)
+    monkeypatch.setattr(statuswrite, "new_status", spy)
+    report = world.sync(steady=steady)
+    assert (computed, world.kube.writes) == ([], [])  # settled: its status is not even computed
+    assert report.readiness == {f"{NS}/web": ("True", "Healthy")} and report.health == first.health
+
+
+def test_an_online_pass_after_an_offline_one_says_again_that_the_source_is_available(world, tmp_path):
+    head = world.commit({"web.yaml": app_yaml("web")})
+    steady = steady_of(world)
+    world.sync(steady=steady)
+    shutil.move(str(world.repo.path), str(tmp_path / "away"))
+    assert world.sync(steady=steady).fetch_failed  # SourceAvailable=False on web
+    world.sync(steady=steady, offline=True, known_commit=head)  # Git not asked: it stays False
+    assert conditions(world.app("web"))["SourceAvailable"][:2] == ("False", "FetchFailed")
+    shutil.move(str(tmp_path / "away"), str(world.repo.path))
+    report = world.sync(steady=steady)  # the same commit, nothing moved, but Git was seen again
+    assert report.ok and report.source_seen
+    assert "SourceAvailable" not in conditions(world.app("web"))  # dropped once the source is seen
+
+
+def test_a_new_application_leaves_the_unchanged_ones_after_it_undecided(world, spies, caplog):
+    world.commit({"db.yaml": app_yaml("db"), "web.yaml": app_yaml("web")})
+    steady = steady_of(world)
+    world.sync(steady=steady)
+    world.commit({"api.yaml": app_yaml("api")})  # sorts first, and is not live yet
+    spies.clear()
+    with caplog.at_level(logging.DEBUG, logger="agent.sync"):
+        report = world.sync(steady=steady)
+    assert (spies.rendered, spies.children) == (["api"], ["api"])
+    assert "2 of 3 Applications unchanged since the previous pass (steady.py)" in caplog.messages
+    assert report.ok and world.app("api") is not None

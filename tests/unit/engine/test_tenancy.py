@@ -6,6 +6,7 @@ import pytest
 
 from agent.engine import tenancy
 from agent.manifests import loader as manifests
+from tests.unit.engine.passes import NS, World, app_yaml
 
 _OWN = tenancy.Policy("ops", "gitops-agent")
 
@@ -69,3 +70,15 @@ def test_adoption_denied_says_what_the_consent_is_now(namespace, patterns, now):
         assert why == ('the Application has heumsi.github.io/adopt: "true", but the operator has not consented to '
                        f"adoption in namespace {namespace!r} (--adopt-namespaces names where the annotation is "
                        f"honoured; {now}), so it was not adopted")
+
+
+def test_a_pass_refuses_an_application_that_runs_as_the_agents_own_service_account(tmp_path):
+    world = World(tmp_path, agent_namespace=NS, agent_service_account="gitops-agent", allowed_namespaces=(NS,))
+    world.commit({"grab.yaml": app_yaml("grab", serviceAccountName="gitops-agent"), "web.yaml": app_yaml("web")})
+    report = world.sync()
+    assert [e for e in report.errors if "the agent's own ServiceAccount" in e] == [
+        f"grab.yaml:1: spec.serviceAccountName: Application {NS}/grab: 'gitops-agent' is the agent's own "
+        f"ServiceAccount ({NS}/gitops-agent, POD_SERVICE_ACCOUNT): its token holds the agent's permissions, so no "
+        "Application may run pods as it; use a ServiceAccount of the Application's own; nothing was created, "
+        "changed or pruned for it"]
+    assert world.app("grab") is None and world.app("web") is not None
