@@ -21,7 +21,7 @@ import threading
 from agent.api.schema import GROUP, KIND, PLURAL
 from agent.cli import flags, nametypes
 from agent.cli.commands import Command
-from agent.common import exitcodes, logs
+from agent.common import exitcodes, logs, signals
 from agent.kube import watch
 from agent.kube.client import Kube
 from agent.kube.cluster import ApiError
@@ -154,7 +154,7 @@ def follow(kube: Kube, args: argparse.Namespace, namespace: str | None, items: l
         "on_event": lambda _type, obj: show(obj),
         "on_list": lambda _kind, listed, _first: [show(o) for o in listed]})
     thread.start()
-    done.wait()
+    signals.wait(done)  # not done.wait(): agent/common/signals.py
     sys.stdout.flush()
     os._exit(exitcodes.OK)  # the watch thread may be blocked in a read: do not wait for it
 

@@ -14,7 +14,7 @@ import threading
 from agent.api.labels import AGENT_NAME
 from agent.cli import flags, nametypes, notify_flags, passrun, sourceflags
 from agent.cli.commands import Command
-from agent.common import exitcodes, logs
+from agent.common import exitcodes, logs, signals
 from agent.engine import backoff, sync
 from agent.kube.client import Kube
 from agent.kube.cluster import ApiError
@@ -270,7 +270,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
                                             args.lease_name, args.identity)
     else:
         runner.start_leading()
-    done.wait()
+    signals.wait(done)  # not done.wait(): agent/common/signals.py
     runner.shutdown(args.shutdown_grace)  # False when the pass was abandoned: ended all the same, below
     code = exitcodes.FAILED if runner.lost_lease else exitcodes.OK
     if election is not None and not runner.lost_lease:
