@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, TASK_PHASES, VERSION, validator
+from agent.api.schema import GROUP, KIND, PLURAL, SPEC_SCHEMA, VERSION, validator
 
 NAME = f"{PLURAL}.{GROUP}"
 HEADER = (
@@ -182,59 +182,6 @@ STATUS_SCHEMA: dict = {
                     },
                     "observedGeneration": {
                         "type": "integer"
-                    }
-                }
-            }
-        },
-        "tasks": {
-            "description": "The last run of each task of spec.tasks, in the order they run (BeforeRollout ones, then AfterRollout ones, each by name): the digest of what it ran, its Job and how it went. A Succeeded entry of the current digest means the task is done for this content, even when its Job is gone.",
-            "type": "array",
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-list-map-keys": [
-                "name"
-            ],
-            "items": {
-                "type": "object",
-                "required": [
-                    "name",
-                    "digest",
-                    "phase"
-                ],
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "description": "The task's name (a key of spec.tasks)."
-                    },
-                    "digest": {
-                        "type": "string",
-                        "description": "Digest of what the run runs (its pod template, retries and timeout); the Job's name ends in its first 8 characters."
-                    },
-                    "job": {
-                        "type": "string",
-                        "description": "Name of the Job of this run."
-                    },
-                    "phase": {
-                        "type": "string",
-                        "enum": list(TASK_PHASES),
-                        "description": "Pending (the Job is created, no pod runs yet), Running, Succeeded or Failed."
-                    },
-                    "commit": {
-                        "type": "string",
-                        "description": "Full SHA of the commit the run was started for."
-                    },
-                    "startTime": {
-                        "type": "string",
-                        "format": "date-time",
-                        "description": "When the Job started (its status.startTime)."
-                    },
-                    "completionTime": {
-                        "type": "string",
-                        "format": "date-time",
-                        "description": "When the run succeeded or failed."
-                    },
-                    "message": {
-                        "type": "string",
-                        "description": "Why it failed, or what it waits for."
                     }
                 }
             }

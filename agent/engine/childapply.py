@@ -13,11 +13,12 @@ from dataclasses import replace
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import apply, conditions, plan, suspend, tenancy, writes
+from agent.engine import apply, conditions, plan, suspend, sync_now, taskgate, tenancy, writes
 from agent.engine.appapply import converge, health_only, record
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
-from agent.engine.report import FAILED, SUSPENDED, UNCHANGED
-from agent.kinds import registry
+from agent.engine.report import FAILED, HELD, PRUNED, SUSPENDED, UNCHANGED
+from agent.kinds import configmap, deployment, health, job, registry
+from agent.kube.cluster import ApiError
 from agent.manifests import nodes, specrules
 
 CHILD_BATCH = 500
@@ -60,10 +61,11 @@ class _Wave:
         self.taken: dict[str, set[str]] = {}
         self.opted: set[str] = set()
         self.denied: dict[str, str] = {}  # opted in where the operator does not consent: why
+        self.gates: dict[str, taskgate.Gate] = {}
 
     def result(self) -> ChildWave:
         return ChildWave(frozenset(self.paired), self.live_of, frozenset(self.written), self.held, self.taken,
-                         frozenset(self.opted))
+                         frozenset(self.opted), gates=self.gates)
 
 
 def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, idx: ChildIndex,
@@ -112,14 +114,72 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             opt_in, wave.denied[key] = False, denied
         if opt_in:
             wave.opted.add(key)
+        mine = []
         for child in registry.children(meta["name"], meta["namespace"], meta["uid"], spec):
             ident = plan.identity(child)
             live = idx.by_id.get(ident) if ident not in wave.paired else None
             if live is not None:
                 wave.paired.add(ident)
-            step = plan.decide(child, live, opt_in, denied or "")
-            steps.append(replace(step, desired=None) if step.action == plan.UNCHANGED else step)
+            mine.append(plan.decide(child, live, opt_in, denied or ""))
+        if job.wanted(spec):
+            mine = _gated(p, key, app, mine, idx, wave)
+        steps += [replace(step, desired=None) if step.action == plan.UNCHANGED else step for step in mine]
     return steps
+
+
+def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex, wave: _Wave) -> list[plan.Step]:
+    """``steps`` of the Application ``key`` (``app``: live) as its task gate lets them
+    (``taskgate``): a task's Job only when it is created now or kept; while a BeforeRollout task
+    has not succeeded, nothing but the ConfigMap and the Jobs (the rest is reported held, and
+    none of its live children is pruned). A failed Job run again is deleted first."""
+    spec, name = app["spec"], app["metadata"]["name"]
+    live_of = idx.live_of.get(key, {})
+    jobs = [obj for slot, obj in live_of.items() if slot.startswith(f"{job.KIND.kind}/")]
+    rollout = next((s for s in steps if s.identity[1] == deployment.KIND.kind), None)
+    done = rollout is not None and rollout.action == plan.UNCHANGED and \
+        deployment.KIND.health(rollout.live).status == health.Status.HEALTHY
+    commit = p.report.commit if key in p.git.paths else None
+    gate = taskgate.decide(name, spec, jobs, list((app.get("status") or {}).get("tasks") or []), commit,
+                           asked=sync_now.pending(app), rollout_done=done)
+    wave.gates[key] = gate
+    wave.paired.update(plan.identity(obj) for obj in jobs if obj["metadata"]["name"] in gate.keep)
+    for failed in gate.rerun:
+        if not _deleted(p, key, failed):
+            return []
+    out = []
+    for step in steps:
+        kind, child = step.identity[1], step.identity[3]
+        if kind == job.KIND.kind:
+            if child in gate.create:
+                out.append(plan.decide(step.target, None))
+            elif step.live is not None and child in gate.keep:
+                out.append(step)
+        elif gate.holding and kind != configmap.KIND.kind:
+            waiting = next(r for r in gate.runs if r.when == job.BEFORE_ROLLOUT and r.state != job.SUCCEEDED)
+            p.report.add(key, step.subject, HELD, f"waits for task {waiting.task} (Job {waiting.job}) to succeed")
+        else:
+            out.append(step)
+    if gate.holding:  # nothing of it is pruned while it waits: the old version keeps serving
+        wave.paired.update(plan.identity(obj) for slot, obj in live_of.items()
+                           if not slot.startswith(f"{job.KIND.kind}/"))
+    return out
+
+
+def _deleted(p: Pass, key: str, failed: Obj) -> bool:
+    """Delete the failed Job ``failed`` of the Application ``key`` so that its task runs again
+    (its pods go with it: ``Background``); False, with the Application failed, when the API
+    server refused."""
+    try:
+        p.kube.delete(failed, propagation="Background")
+    except ApiError as err:
+        p.report.failures[key] = f"could not delete the failed Job {failed['metadata']['name']} to run it again: {err}"
+        p.report.reasons[key] = conditions.failure_reason(err.status, False)
+        p.report.add(key, f"{job.KIND.kind}/{key.partition('/')[0]}/{failed['metadata']['name']}", FAILED,
+                     p.report.failures[key])
+        return False
+    p.report.add(key, f"{job.KIND.kind}/{key.partition('/')[0]}/{failed['metadata']['name']}", PRUNED,
+                 "its task failed and is run again")
+    return True
 
 
 def _unheld(p: Pass, steps: list[plan.Step], holds: dict[str, suspend.Hold], wave: _Wave) -> list[plan.Step]:

@@ -68,6 +68,13 @@ class Reason(StrEnum):
     controller controls or that nobody controls and the Application does not opt in to adopt
     (``plan.ownership``), or another source holds the Application (``sources.other_source``). The
     agent never applies over it: only a person (rename, delete, hand over) can fix that."""
+    TASK_RUNNING = "TaskRunning"
+    """``Ready`` and ``Synced`` False while a task of the current content has not succeeded: a
+    BeforeRollout task holds the rollout, an AfterRollout one runs after it (``taskgate``);
+    ``Reconciling`` is True."""
+    TASK_FAILED = "TaskFailed"
+    """A task's Job failed (``taskgate``): ``Stalled`` True, health Degraded; a BeforeRollout task's
+    failure keeps the old version serving. A new commit or a sync-now request runs it again."""
     PRUNE_SKIPPED = "PruneSkipped"
     """``Synced`` False of an Application no longer in Git that the pass kept because a person chose
     so: ``--no-prune``, the annotation ``heumsi.github.io/prune: disabled``, or another source still
@@ -86,7 +93,7 @@ INVALID_MANIFEST, INVALID_SPEC = Reason.INVALID_MANIFEST, Reason.INVALID_SPEC
 PRUNE_SKIPPED, PRUNE_BLOCKED = Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED
 
 STALLED_REASONS = frozenset({Reason.INVALID_MANIFEST, Reason.INVALID_SPEC, Reason.IMMUTABLE_CONFLICT, Reason.INVALID,
-                             Reason.OWNERSHIP_CONFLICT})
+                             Reason.OWNERSHIP_CONFLICT, Reason.TASK_FAILED})
 """Failure reasons retrying cannot fix: only a new commit, or a person, can. Every other failure
 (``SyncFailed``: API errors, timeouts, conflicts) may pass on the next attempt;
 ``PruneSkipped`` is a state a person chose and ``PruneBlocked`` a held-back prune that the next
@@ -126,7 +133,7 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
       ``Missing``, ``Suspended``) and the health message.
     - ``Reconciling`` True, reason ``Progressing``, only when the pass synced it and the health
       is Progressing (a rollout under way, or a Deployment whose controller has not yet observed
-      its generation); absent otherwise.
+      its generation), or reason ``TaskRunning`` while a task runs (``taskgate``); absent otherwise.
     - ``Stalled`` True only when retrying cannot help: the pass failed with a reason in
       ``STALLED_REASONS`` (that reason), or it synced and the health is Degraded (reason
       ``Degraded``: kstatus reports a Deployment past its progress deadline as stalled); absent
@@ -142,6 +149,8 @@ def kstatus(ok: bool, reason: str, message: str, health: health_.Health) -> list
         out.append(Condition(ConditionType.READY, False, health.status, health.message))
     if ok and health.status == health_.Status.PROGRESSING:
         out.append(Condition(ConditionType.RECONCILING, True, health_.Status.PROGRESSING, health.message))
+    elif not ok and reason == Reason.TASK_RUNNING:
+        out.append(Condition(ConditionType.RECONCILING, True, reason, message))
     if not ok and reason in STALLED_REASONS:
         out.append(Condition(ConditionType.STALLED, True, reason, message))
     elif ok and health.status == health_.Status.DEGRADED:

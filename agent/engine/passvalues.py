@@ -22,6 +22,7 @@ from agent.engine.options import Options
 from agent.engine.plan import Identity, Step
 from agent.engine.report import Report
 from agent.engine.suspend import Hold
+from agent.engine.taskgate import Gate
 from agent.manifests.manifest import Manifest
 
 Version = tuple[Identity, str | None]  # (identity, resourceVersion) of a live object: what ``steady`` compares
@@ -150,7 +151,8 @@ class ChildWave:
     then as applied; ``written``: keys with a child written; ``held``: key -> slot -> subject
     held by its own annotation; ``taken``: key -> slots whose name someone else's object holds;
     ``opted``: keys of Applications that opted in to adopt (``plan.opted_in``); ``related``: key ->
-    slot -> what its children make (``LiveState.related``), read for its status only."""
+    slot -> what its children make (``LiveState.related``), read for its status only; ``gates``:
+    key -> its task gate (``taskgate.decide``), for each Application with tasks the wave decided."""
 
     paired: frozenset[Identity] = frozenset()
     live_of: dict[str, dict[str, Obj]] = field(default_factory=dict)
@@ -159,9 +161,10 @@ class ChildWave:
     taken: dict[str, set[str]] = field(default_factory=dict)
     opted: frozenset[str] = frozenset()
     related: dict[str, dict[str, Obj]] = field(default_factory=dict)
+    gates: dict[str, Gate] = field(default_factory=dict)
 
     def merged(self, other: ChildWave) -> ChildWave:
         """This wave and ``other`` (of other Applications) as one."""
         return ChildWave(self.paired | other.paired, {**self.live_of, **other.live_of}, self.written | other.written,
                          {**self.held, **other.held}, {**self.taken, **other.taken}, self.opted | other.opted,
-                         {**self.related, **other.related})
+                         {**self.related, **other.related}, {**self.gates, **other.gates})

@@ -25,6 +25,7 @@ class Action(StrEnum):
     RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
     ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
     SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
+    HELD = "held"  # not applied yet: a task of the Application must succeed first (engine.taskgate)
     SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
 
 
@@ -33,6 +34,7 @@ CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED = (Action.CREATED, Action.CONFIGU
                                                   Action.FAILED)
 KEPT, RECREATED, ADOPTED, SUSPENDED, SKIPPED = (Action.KEPT, Action.RECREATED, Action.ADOPTED, Action.SUSPENDED,
                                                 Action.SKIPPED)
+HELD = Action.HELD
 WRITTEN = frozenset({Action.CREATED, Action.CONFIGURED, Action.RECREATED, Action.ADOPTED})
 """The actions that change a live object by applying it."""
 

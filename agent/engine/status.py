@@ -33,6 +33,9 @@ class Outcome:
     ``source_seen``: the pass asked the source and read its commit, so a ``SourceAvailable``
     condition is dropped; False (a pass that reused the last commit without asking Git) keeps
     it as it is (``conditions.SOURCE_AVAILABLE``).
+    ``tasks``: ``status.tasks[]`` as the pass's task gate left it (``taskgate.entries``); None: the
+    pass did not decide the tasks (an unchanged Application, a failure), so the stored entries
+    of the tasks still in the spec are kept.
     """
 
     ok: bool
@@ -45,6 +48,7 @@ class Outcome:
     suspended: bool = False
     source_line: int | None = None
     source_seen: bool = True
+    tasks: tuple[Obj, ...] | None = None
 
 
 def _condition(old: list[Obj], type_: str, status: bool, reason: str, message: str,
@@ -97,6 +101,8 @@ def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now:
     if outcome.source_path and isinstance(line, int) and line > 0:
         status["sourceLine"] = line
     status.update(registry.observed(meta["name"], spec, children))
+    if tasks := _tasks(old, spec or {}, outcome.tasks):
+        status["tasks"] = tasks
     health = health_of(app, outcome, children)
     status["health"] = health.as_status()
     if outcome.suspended:
@@ -108,6 +114,16 @@ def compute(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None], now:
     if kept is not None and not outcome.source_seen:
         status["conditions"].insert(-1, kept)  # before Synced, as ``source_conditions`` places it
     return status
+
+
+def _tasks(old: Obj, spec: Obj, found: tuple[Obj, ...] | None) -> list[Obj]:
+    """``status.tasks[]``: ``found`` when the pass decided the tasks, else the stored entries of
+    the tasks ``spec`` still has (a Succeeded entry is what keeps a task from running again)."""
+    if found is not None:
+        return list(found)
+    names = spec.get("tasks") or {}
+    return [e for e in old.get("tasks") or [] if isinstance(e, dict) and isinstance(names, dict)
+            and e.get("name") in names]
 
 
 def health_of(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None]) -> health_.Health:

@@ -15,14 +15,14 @@ from agent.api import labels
 from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import (backoff, conditions, guards, plan, sources, status as status_, statuswrite, steady as steady_,
-                          suspend, writes)
+                          suspend, taskgate, writes)
 from agent.engine.conditions import Reason
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
 from agent.engine.report import KEPT, Report
 
 Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
 """(key, live Application, outcome, slot -> live child, failed): one Application's status to write."""
-from agent.kinds import registry
+from agent.kinds import job, registry
 
 
 def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
@@ -110,7 +110,24 @@ def _outcome(p: Pass, key: str, app: Obj, broken_files: dict[str, str], synced: 
     if held is not None:
         return held
     changed = key in applied.written or key in children.written
+    if (gate := children.gates.get(key)) is not None:
+        return _tasks_outcome(gate, live_of, changed, commit if in_git else None, synced, path if in_git else None)
     return status_.Outcome(True, changed, commit if in_git else None, Reason.SYNCED, synced, path if in_git else None)
+
+
+def _tasks_outcome(gate: taskgate.Gate, live_of: dict[str, Obj], changed: bool, commit: str | None, synced: str,
+                   path: str | None) -> status_.Outcome:
+    """The outcome of an Application with tasks the pass decided (``gate``; ``live_of``: its
+    children by slot, as the pass left them): ``status.tasks[]``, and not ok with the tasks'
+    verdict (``TaskRunning``, ``TaskFailed``: ``taskgate.verdict``) until every task succeeded."""
+    jobs = {slot.partition("/")[2]: obj for slot, obj in live_of.items()
+            if slot.startswith(f"{job.KIND.kind}/") and obj is not None}
+    found = tuple(taskgate.entries(gate, jobs))
+    verdict = taskgate.verdict(gate, list(found))
+    if verdict is None:
+        return status_.Outcome(True, changed, commit, Reason.SYNCED, synced, path, tasks=found)
+    return status_.Outcome(False, changed, commit, verdict.reason, verdict.message, path, health=verdict.health,
+                           tasks=found)
 
 
 def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str, suspend.Hold]) -> status_.Outcome:

@@ -10,8 +10,11 @@ anything else (replicas, the Service, the Ingress, the rollout) names the same J
 nothing again, and a change of what it runs names a new one. A Job's pod template is immutable:
 the pass creates each Job once and never re-applies it.
 
-Not yet a child kind of the registry (``registry.CHILD_KINDS`` renders one object per kind and
-Application); the pass does not create Jobs yet. Health follows gitops-engine's
+A child kind with several objects per Application (``ChildKind.many``): ``render`` answers the Job
+of every task at its current digest, but the pass creates only those the task gate lets run
+(``engine.taskgate``) and keeps the last ``KEEP`` of each task. ``names`` answers none: a task's
+health is not its Job's (a Job deleted after it succeeded is no fault), it is the gate's
+(``status.tasks[]``, the ``TaskRunning`` and ``TaskFailed`` reasons). Health follows gitops-engine's
 ``getBatchv1JobHealth`` (``pkg/health/health_job.go``), with one correction named in ``health``.
 """
 
@@ -22,9 +25,10 @@ import json
 
 from agent.api.labels import TASK_DIGEST, TASK_LABEL
 from agent.api.objects import Obj
-from agent.api.schema import TASK_RETRIES, TASK_TIMEOUT, TASK_WHEN
+from agent.api.schema import TASK_PHASES, TASK_RETRIES, TASK_TIMEOUT, TASK_WHEN
 from agent.kinds import podspec
 from agent.kinds.health import Health, Status, pending_deletion
+from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
 BEFORE_ROLLOUT, AFTER_ROLLOUT = TASK_WHEN
@@ -37,6 +41,9 @@ NAME_DIGEST_CHARS = 8
 MAX_NAME = 63
 """The longest Job name: the Job controller copies it into its pods' ``job-name`` label, a label
 value of at most 63 characters (``ValidateJob``: "must be no more than 63 characters")."""
+KEEP = 3
+"""Jobs kept per task: the current digest's and the newest others (by creation time); older ones
+and a removed task's are pruned."""
 POD_FIELDS = ("envFrom", "files", "serviceAccountName", "imagePullSecrets", "podAnnotations")
 """The Application's pod settings a task's pod takes as they are."""
 
@@ -213,3 +220,54 @@ def task_status(task_name: str, digest: str, name: str, obj: Obj | None, commit:
     elif run != SUCCEEDED:
         out["message"] = health(obj).message
     return out
+
+
+def render(app_name: str, namespace: str, uid: str, spec: Obj) -> list[Obj]:
+    """The Job of every task of ``spec`` at its current digest (``render_task``), in the order the
+    tasks run (``tasks``); empty without tasks. Which of them a pass creates is the gate's."""
+    return [render_task(app_name, namespace, uid, spec, name) for name in tasks(spec)]
+
+
+def wanted(spec: Obj) -> bool:
+    """True when ``spec`` has a task."""
+    return bool(spec.get("tasks"))
+
+
+def no_names(app_name: str, spec: Obj) -> tuple[str, ...]:
+    """None: no Job counts for the Application's health (see the module docstring)."""
+    return ()
+
+
+def news(obj: Obj) -> object:
+    """What of a watched Job a pass acts on: its conditions' types and statuses and its pod counts
+    (a Job that completed or failed opens or holds its Application's gate)."""
+    status = obj.get("status") or {}
+    return (sorted((c.get("type", ""), c.get("status", "")) for c in status.get("conditions") or []),
+            status.get("active", 0), status.get("ready"), status.get("succeeded", 0), status.get("failed", 0))
+
+
+_TIME = {"type": "string", "format": "date-time"}
+STATUS_SCHEMA: Obj = {"tasks": {
+    "description": "The last run of each task of spec.tasks, in the order they run (BeforeRollout ones, then "
+                   "AfterRollout ones, each by name): the digest of what it ran, its Job and how it went. A "
+                   "Succeeded entry of the current digest means the task is done for this content, even when its "
+                   "Job is gone.",
+    "type": "array",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["name"],
+    "items": {"type": "object", "required": ["name", "digest", "phase"], "properties": {
+        "name": {"type": "string", "description": "The task's name (a key of spec.tasks)."},
+        "digest": {"type": "string", "description": "Digest of what the run runs (its pod template, retries and "
+                                                    "timeout); the Job's name ends in its first 8 characters."},
+        "job": {"type": "string", "description": "Name of the Job of this run."},
+        "phase": {"type": "string", "enum": list(TASK_PHASES),
+                  "description": "Pending (the Job is created, no pod runs yet), Running, Succeeded or Failed."},
+        "commit": {"type": "string", "description": "Full SHA of the commit the run was started for."},
+        "startTime": {**_TIME, "description": "When the Job started (its status.startTime)."},
+        "completionTime": {**_TIME, "description": "When the run succeeded or failed."},
+        "message": {"type": "string", "description": "Why it failed, or what it waits for."}}}}}
+
+
+KIND = ChildKind(group="batch", version="v1", kind="Job", plural="jobs", render=render, health=health,
+                 status_field="tasks", news=news, wanted=wanted, many=True, names=no_names,
+                 status_schema=STATUS_SCHEMA)

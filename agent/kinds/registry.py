@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent.api.objects import Obj
-from agent.kinds import autoscaler, configmap, cronjob, deployment, ingress, service
+from agent.kinds import autoscaler, configmap, cronjob, deployment, ingress, job, service
 from agent.kinds.health import Health, Status, worst
 from agent.kinds.kind import ChildKind
 
 CHILD_KINDS: tuple[ChildKind, ...] = (
-    configmap.KIND,  # before the Deployment that mounts it
+    configmap.KIND,  # before the Deployment and the tasks' Jobs that mount it
+    job.KIND,  # a task's Job runs before the rollout it gates (engine.taskgate)
     deployment.KIND,
     service.KIND,
     ingress.KIND,

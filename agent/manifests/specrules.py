@@ -43,12 +43,6 @@ TASK_SCHEDULE_CLASH = ("a schedule has this name too: a schedule's Jobs are name
                        "a task's <application>-<name>-<8 hex digits>, so they could collide; rename one")
 """Why a task and a schedule may not share a name: their Jobs' names could be the same (a task's
 digest may be 8 decimal digits, as a CronJob's Job's scheduled minute is)."""
-TASKS_NOT_RUN = ("not run yet by this version of the agent (the gate before a rollout is not built): remove "
-                 "spec.tasks and run the task another way")
-"""Why an Application with any task is refused, by ``validate`` and by the pass (issue 43): the
-pass does not run tasks yet, and accepting ``spec.tasks`` silently would skip a migration the
-user expects before the rollout. Said at ``spec.tasks``, beside the task rules' other findings.
-Remove this constant and its one use in ``_problems`` once the pass runs tasks (the gate)."""
 PROBE_PORT_NAME = "http"
 """The name a probe may give its port by: the Application's one port (the Service names it http)."""
 WORKER_PROBE_RULE = ("needs spec.port: an Application without a port (a worker) has no port to probe; "
@@ -72,7 +66,7 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
     (its name, cron expression and time zone; the CronJob name's length when the Application's
     ``name`` is given); tasks (``_tasks``; a task's Job name at most 63 characters when ``name``
-    is given), and ``TASKS_NOT_RUN`` for any task (an empty ``tasks`` runs nothing). ``name``:
+    is given). ``name``:
     the Application's name (a DNS label), for the rules that need it; None leaves them out."""
     return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
@@ -91,8 +85,6 @@ def _problems(spec, validator, name: str | None = None) -> list[tuple[tuple, str
         out += _extra(spec) + _tasks(spec, name)
         out += _schedules(spec.get("schedules"))
         out += schedulerules.problems(spec.get("schedules"), name)
-        if spec.get("tasks") not in (None, {}):
-            out.append((("tasks",), TASKS_NOT_RUN))
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
 
 

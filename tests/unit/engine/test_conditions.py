@@ -60,7 +60,8 @@ def test_other_failures_do_not_stall(reason):
 
 
 def test_stalled_reasons_are_exactly_these():
-    assert conditions.STALLED_REASONS == {"InvalidManifest", "InvalidSpec", "ImmutableConflict", "Invalid", "OwnershipConflict"}
+    assert conditions.STALLED_REASONS == {"InvalidManifest", "InvalidSpec", "ImmutableConflict", "Invalid", "OwnershipConflict",
+                                          "TaskFailed"}
 
 
 @pytest.mark.parametrize("http_status, immutable, reason", [

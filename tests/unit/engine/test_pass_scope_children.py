@@ -10,7 +10,6 @@ import yaml
 
 from agent.engine.report import CONFIGURED, CREATED, FAILED, KEPT, PRUNED, UNCHANGED
 from agent.kube.cluster import ApiError
-from agent.manifests.specrules import TASKS_NOT_RUN
 from tests.unit.engine.passes import NS, World, actions, app_yaml, conditions
 
 
@@ -104,24 +103,6 @@ def test_a_live_spec_the_schema_refuses_fails_with_invalid_spec_and_renders_no_c
     assert world.child("Deployment", "gone") == deployment
     [event] = [e for e in world.kube.events if e["name"] == "gone"][-1:]
     assert (event["type"], event["reason"], event["message"]) == ("Warning", "InvalidSpec", why)
-
-
-def test_a_live_application_with_tasks_fails_with_invalid_spec_until_the_pass_runs_them(world):
-    """Issue 43: the pass does not run tasks yet, so an Application given spec.tasks by hand is
-    refused (specrules.TASKS_NOT_RUN) rather than rolled out without its migration."""
-    world.commit({"shop.yaml": app_yaml("shop")})
-    world.sync()
-    world.commit({"shop.yaml": None})
-    live = world.app("shop")  # kept from the cluster (--no-prune): its children come from the live spec
-    live["spec"]["image"] = "nginx:1.28"
-    live["spec"]["tasks"] = {"migrate": {"args": ["migrate"]}}
-    world.kube.put(live)
-    deployment = world.child("Deployment", "shop")
-    report = world.sync(prune=False)
-    why = f"its spec does not match the Application schema (spec.tasks: {TASKS_NOT_RUN}); children not rendered"
-    assert changes(report) == [(f"Application/{NS}/shop", FAILED, why)]
-    assert conditions(world.app("shop"))["Stalled"] == ("True", "InvalidSpec", why)
-    assert world.child("Deployment", "shop") == deployment  # not rolled to nginx:1.28
 
 
 def test_a_refused_child_prune_is_prune_failed_for_its_application(world):

@@ -111,9 +111,13 @@ def test_a_task_pod_is_never_selected_by_the_service_or_the_deployment():
     assert job.pod_labels("shop", {"podLabels": {keys.TASK_LABEL: "other"}}, "migrate")[keys.TASK_LABEL] == "migrate"
 
 
-def test_an_application_renders_its_children_exactly_as_without_tasks():
+def test_an_application_renders_its_children_exactly_as_without_tasks_and_a_job_per_task():
     without = {k: v for k, v in FULL.items() if k != "tasks"}
-    assert registry.children("shop", "prod", "uid-1", FULL) == registry.children("shop", "prod", "uid-1", without)
+    children = registry.children("shop", "prod", "uid-1", FULL)
+    assert [c for c in children if c["kind"] != "Job"] == registry.children("shop", "prod", "uid-1", without)
+    assert [c for c in children if c["kind"] == "Job"] == [job.render_task("shop", "prod", "uid-1", FULL, name)
+                                                          for name in job.tasks(FULL)]
+    assert job.KIND.names("shop", FULL) == () and job.wanted(FULL) and not job.wanted(without)
     assert job.tasks(without) == () and job.tasks({"tasks": None}) == ()
 
 

@@ -125,8 +125,9 @@ def test_every_field_rendered_exactly():
                                                                                 "averageUtilization": 70}}},
                     {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization",
                                                                                    "averageUtilization": 80}}}]}}
-    assert registry.wanted(FULL) == tuple(k for k in registry.CHILD_KINDS if k.kind != "CronJob")
-    assert registry.wanted({**FULL, "schedules": {"n": {"schedule": "@daily"}}}) == registry.CHILD_KINDS
+    assert registry.wanted(FULL) == tuple(k for k in registry.CHILD_KINDS if k.kind not in ("CronJob", "Job"))
+    assert registry.wanted({**FULL, "schedules": {"n": {"schedule": "@daily"}}, "tasks": {"m": {"args": ["m"]}}}) \
+        == registry.CHILD_KINDS
 
 
 @pytest.mark.parametrize("spec, replicas", [

@@ -231,18 +231,6 @@ def test_rule_words(schema, words):
 
 
 TASK_NAME = specrules.TASK_NAME_RULE
-REFUSAL = (("tasks",), specrules.TASKS_NOT_RUN)
-
-
-def task_rules(found: list) -> list:
-    """``found`` without the refusal of any task (``specrules.TASKS_NOT_RUN``): the task rules'
-    own findings."""
-    return [p for p in found if p != REFUSAL]
-
-
-def with_refusal(expected: list) -> list:
-    """``expected`` and the refusal, in ``specrules.problems``' order."""
-    return sorted(expected + [REFUSAL], key=lambda p: (list(map(str, p[0])), p[1]))
 OWN_IMAGE = ("runs the Application's own image with neither command nor args: it would start the server, which "
              "never finishes; give command or args")
 
@@ -304,18 +292,13 @@ OWN_IMAGE = ("runs the Application's own image with neither command nor args: it
     ({f"t{i}": {"args": ["x"]} for i in range(17)}, [(("tasks",), "must have at most 16 entries (got 17)")]),
 ])
 def test_task_problems(tasks, expected):
-    assert task_rules(problems(tasks=tasks)) == expected
-    # until the pass runs tasks: exactly one more finding, at spec.tasks, for any task
-    assert problems(tasks=tasks) == (with_refusal(expected) if tasks else expected)
+    assert problems(tasks=tasks) == expected
 
 
-def test_tasks_are_refused_until_the_pass_runs_them_in_validate_and_live():
+def test_a_valid_task_is_accepted_in_validate_and_live():
     spec = {**BASE, "tasks": {"migrate": {"args": ["migrate"]}}}
-    assert specrules.problems(spec) == specrules.live_problems(spec, "shop") == [(("tasks",), specrules.TASKS_NOT_RUN)]
-    assert specrules.TASKS_NOT_RUN.startswith("not run yet by this version of the agent")
-    assert specrules.problems({**BASE, "tasks": {}}) == []  # no task: nothing skipped
-    assert specrules.problems({**BASE, "tasks": []}) == [  # the schema's finding and the refusal, side by side
-        (("tasks",), "must be a mapping (got [])"), (("tasks",), specrules.TASKS_NOT_RUN)]
+    assert specrules.problems(spec) == specrules.live_problems(spec, "shop") == []
+    assert specrules.problems({**BASE, "tasks": []}) == [(("tasks",), "must be a mapping (got [])")]
 
 
 def test_a_task_and_a_schedule_of_one_name_are_refused_at_the_task():
@@ -324,9 +307,9 @@ def test_a_task_and_a_schedule_of_one_name_are_refused_at_the_task():
     spec = {**BASE, "tasks": {"report": {"args": ["x"]}, "migrate": {"args": ["m"]}},
             "schedules": {"report": {"schedule": "@daily"}, "cleanup": {"schedule": "@hourly"}}}
     assert specrules.problems(spec) == specrules.live_problems(spec) == [
-        REFUSAL, (("tasks", "report"), specrules.TASK_SCHEDULE_CLASH)]
+        (("tasks", "report"), specrules.TASK_SCHEDULE_CLASH)]
     assert specrules.TASK_SCHEDULE_CLASH.startswith("a schedule has this name too")
-    assert specrules.problems({**spec, "schedules": {"cleanup": {"schedule": "@hourly"}}}) == [REFUSAL]
+    assert specrules.problems({**spec, "schedules": {"cleanup": {"schedule": "@hourly"}}}) == []
 
 
 def test_too_many_env_entries_are_counted_not_read_as_one_value():
@@ -336,10 +319,9 @@ def test_too_many_env_entries_are_counted_not_read_as_one_value():
 def test_a_tasks_job_name_is_at_most_63_characters_with_the_applications_name():
     spec = {**BASE, "tasks": {"b" * 27: {"args": ["x"]}, "c" * 28: {"args": ["x"]}}}
     assert specrules.problems(spec, "a" * 26) == specrules.live_problems(spec, "a" * 26) == [
-        REFUSAL,
         (("tasks", "c" * 28), f"the Job name '{'a' * 26}-{'c' * 28}-xxxxxxxx' (<application>-<task>-<8 hex digits>) "
                               "would be 64 characters, over Kubernetes' 63: shorten the task's name by 1")]
-    assert specrules.problems(spec) == specrules.problems(spec, "a" * 25) == [REFUSAL]
+    assert specrules.problems(spec) == specrules.problems(spec, "a" * 25) == []
     # a name that is no DNS label is said once, not again for its length
-    assert [m for _, m in task_rules(specrules.problems({**BASE, "tasks": {"B" * 60: {"args": ["x"]}}}, "a"))] == [
+    assert [m for _, m in specrules.problems({**BASE, "tasks": {"B" * 60: {"args": ["x"]}}}, "a")] == [
         f'the task name must be {TASK_NAME} (got "{"B" * 60}")']
