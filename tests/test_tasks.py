@@ -288,10 +288,6 @@ def test_an_after_rollout_task_starts_once_the_deployment_is_available(agent, re
     assert list(jobs(cluster, namespace)) == [name]
 
 
-@pytest.mark.xfail(strict=False, reason="sync --once --wait does not wait for a held Application yet: its outcome "
-                                        "(TaskRunning) is not ok, so report.synced holds None for it and the wait "
-                                        "ends at once, 'every Application healthy' (agent/cli/passrun.py is being "
-                                        "changed to re-run the pass until the gate opens)")
 def test_sync_once_wait_ends_once_the_task_and_the_rollout_are_done(agent, repo, namespace, objects, cluster):
     repo.write("web.yaml", app("web", port=80, tasks=MIGRATE))
     repo.commit()
@@ -302,9 +298,6 @@ def test_sync_once_wait_ends_once_the_task_and_the_rollout_are_done(agent, repo,
     assert condition(application, "Ready")[0] == "True", proc.stdout + proc.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="sync --once --wait does not wait for an Application whose task failed: "
-                                        "its outcome (TaskFailed) is not ok, so report.synced holds None for it and "
-                                        "the wait ends at once with exit 0, 'every Application healthy'")
 def test_sync_once_wait_ends_1_at_once_on_a_failed_task(agent, repo, namespace, objects, cluster):
     repo.write("web.yaml", app("web", port=80, podLabels={FAIL_LABEL: "job-fail"},
                                tasks={"migrate": {**MIGRATE["migrate"], "retries": 0}}))

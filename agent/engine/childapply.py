@@ -145,7 +145,8 @@ def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex,
         deployment.KIND.health(rollout.live).status == health.Status.HEALTHY
     commit = p.report.commit if key in p.git.paths else None
     gate = taskgate.decide(name, spec, jobs, list((app.get("status") or {}).get("tasks") or []), commit,
-                           asked=sync_now.pending(app), rollout_done=done)
+                           asked=sync_now.pending(app), rollout_done=done,
+                           installed=rollout is not None and rollout.live is not None)
     wave.gates[key] = gate
     wave.paired.update(plan.identity(obj) for obj in jobs if obj["metadata"]["name"] in gate.keep)
     for failed in () if suspended else gate.rerun:
