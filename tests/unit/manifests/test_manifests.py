@@ -13,7 +13,7 @@ from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
                 "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-                "serviceAccountName, suspend, tasks")
+                "security, serviceAccountName, suspend, tasks")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
