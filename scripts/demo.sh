@@ -2,7 +2,8 @@
 # The demo: a local control plane, the Application CRD, a real Git repository made from
 # sample-repo/, one sync, then a commit (one app's replicas changed, one app removed) and a second
 # sync that shows the update and the prune; the shop's worker has no port and so no Service;
-# the shop's config file edited in Git rolls its pods;
+# the shop's config file edited in Git rolls its pods; team-web enforces the Pod Security Standard
+# restricted and its Applications' pods are admitted;
 # then hand edits undone in one pass, and a pass with nothing to do. Run it through `make demo`, which sets up .venv first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,10 @@ git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com add -A
 git -C "$REPO" -c user.name=Demo -c user.email=demo@example.com commit -q -m "Applications"
 git -C "$REPO" log --oneline
 
+step "team-web enforces the Pod Security Standard restricted: its Applications set spec.security"
+kubectl create namespace team-web
+kubectl label namespace team-web pod-security.kubernetes.io/enforce=restricted
+
 sync() {
   step "python -m agent sync --once --repo $REPO"
   "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache"
@@ -41,6 +46,8 @@ step "a few seconds later the fake node reports the pods ready: this pass record
 sleep 3
 "$PY" -m agent sync --once --repo "$REPO" --kubeconfig "$KUBECONFIG_FILE" --cache-dir "$DEMO/cache" | tail -1
 kubectl get app,deploy,svc -A -l app.kubernetes.io/managed-by=gitops-agent
+step "team-web's pods are admitted: every container runs restricted (apps/team-web/web.yaml)"
+kubectl -n team-web get pods -o custom-columns='POD:.metadata.name,USER:.spec.securityContext.runAsUser,NONROOT:.spec.securityContext.runAsNonRoot,SECCOMP:.spec.securityContext.seccompProfile.type,ESCALATION:.spec.containers[0].securityContext.allowPrivilegeEscalation,DROP:.spec.containers[0].securityContext.capabilities.drop'
 step "the shop (apps/team-shop/shop.yaml) also has its config file, its Ingress, its autoscaler and a nightly report"
 kubectl -n team-shop get configmap,ingress,hpa,cronjob -l app.kubernetes.io/managed-by=gitops-agent
 kubectl -n team-shop get app shop -o jsonpath='{.status.health.status}: {.status.health.message}{"\n"}'

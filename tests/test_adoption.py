@@ -103,7 +103,8 @@ def operator_made(objects, app: dict) -> dict:
               "Service": client.CoreV1Api(api).create_namespaced_service,
               "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
               "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler,
-              "CronJob": client.BatchV1Api(api).create_namespaced_cron_job}
+              "CronJob": client.BatchV1Api(api).create_namespaced_cron_job,
+              "Job": client.BatchV1Api(api).create_namespaced_job}
     meta = app["metadata"]
     assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
     return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid

@@ -43,6 +43,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir()}) [env GITOPS_AGENT_CACHE_DIR]")
     flags.add_credential_flags(parser)
+    flags.add_security_profile_flag(parser)
     flags.add_kubeconfig_flags(parser)
     flags.add_log_flags(parser, _env)
 
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if url:
         flags.cache_dir(args.cache_dir)
     git = inspect.read_git(app, url, args.ref, args.cache_dir, credentials=sourceflags.credentials(args) if url else None)
-    found = explainview.explanation(app, children, pods, events, datetime.datetime.now(datetime.timezone.utc), git)
+    found = explainview.explanation(app, children, pods, events, datetime.datetime.now(datetime.timezone.utc), git,
+                                    default_profile=args.default_security_profile)
     if args.output == "json":
         print(json.dumps(found, indent=2, ensure_ascii=False), flush=True)
     else:

@@ -43,7 +43,7 @@ from enum import StrEnum
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.engine import conditions
-from agent.kinds import health as health_, registry
+from agent.kinds import health as health_, podspec, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
 
@@ -379,12 +379,14 @@ def changed_commit(app: dict) -> str | None:
 
 
 def explanation(app: dict, children: dict, pods: list[dict], event_items: list[dict], now: datetime.datetime,
-                git: dict | None = None) -> dict:
+                git: dict | None = None, default_profile: str = "none") -> dict:
     """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
     ``children`` ``{slot: live object or None}`` (``registry.members``), ``pods`` (the Application's), ``event_items``
     (Events of its namespace) and ``git`` (``agent/views/inspect.py``'s ``read_git``: keys
     ``available``, ``reason``, ``url``, ``ref``, ``line``, ``in_git``, ``synced``, ``changed``
-    (author, date, subject), ``diff``; None: not read)."""
+    (author, date, subject), ``diff``; None: not read). ``default_profile``: the agent's
+    ``--default-security-profile``, which the children are rendered with
+    (``podspec.with_default_profile``)."""
     meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
     annotations = meta.get("annotations") or {}
@@ -395,8 +397,8 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
     kinds = registry.wanted(spec)
     shown = [(k, child_name, slot) for k, child_name, slot in registry.members(name, spec) if k in kinds]
     try:
-        desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""),
-                                                                  spec if git_spec is None else git_spec)}
+        rendered = podspec.with_default_profile(spec if git_spec is None else git_spec, default_profile)
+        desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""), rendered)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
     in_git = {"metadata": {"name": name}, "spec": git_spec} if git_spec is not None else None

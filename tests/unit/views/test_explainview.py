@@ -368,3 +368,12 @@ def test_a_worker_explains_its_deployment_alone():
     found = ev.explanation(worker, {"Deployment": deployment, "Service": {"kind": "Service"}}, [], [], NOW)
     assert [(c["kind"], c["exists"]) for c in found["children"]] == [("Deployment", True)]
     assert found["drift"] == []
+
+
+def test_drift_is_against_the_children_rendered_with_the_agents_default_security_profile():
+    app = _synced_app({"image": "nginx:1.27", "port": 80, "replicas": 4})
+    children = {c["kind"]: c for c in registry.children("api", "shop", "u1", app["spec"])}  # under the default none
+    assert ev.explanation(app, children, [], [], NOW, None)["drift"] == []
+    found = ev.explanation(app, children, [], [], NOW, None, default_profile="restricted")["drift"]
+    assert {"object": "Deployment/api", "field": "spec.template.spec.securityContext.runAsNonRoot",
+            "against": ev.RENDERED, "want": True, "live": None, "managers": []} in found
