@@ -141,6 +141,8 @@ def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: 
     name = app["metadata"]["name"]
     live_of = idx.live_of.get(key, {})
     jobs = [obj for slot, obj in live_of.items() if slot.startswith(f"{job.KIND.kind}/")]
+    jobs += [s.live for s in steps if s.identity[1] == job.KIND.kind and s.action != plan.Op.CONFLICT
+             and s.live is not None and all(s.live is not j for j in jobs)]  # one it adopts counts as its run
     rollout = next((s for s in steps if s.identity[1] == deployment.KIND.kind), None)
     done = rollout is not None and rollout.action == plan.UNCHANGED and \
         deployment.KIND.health(rollout.live).status == health.Status.HEALTHY
