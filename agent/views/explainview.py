@@ -13,6 +13,8 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
      "children": [{"kind": "Deployment", "name": "web", "exists": True,
                    "health": {"status": "Progressing", "message": "..."}, "message": "Available: 2/3"}],
      "schedules": [status.schedules as written: name, cronJob, lastScheduleTime, lastFailure...],
+     "tasks": [status.tasks as written (name, digest, job, phase, commit, startTime,
+               completionTime, message), the Failed ones first (``tasks``)],
      "pods": [{"name": "web-5d9c-x", "phase": "Pending", "ready": False,
                "problems": [{"container": "app", "state": "waiting", "reason": "ImagePullBackOff",
                              "message": "...", "exitCode": None, "restarts": 0}]}],
@@ -42,6 +44,7 @@ import re
 from enum import StrEnum
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
+from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
 from agent.kinds import health as health_, registry
 from agent.views.appview import condition, parse_time, short, suspended
@@ -378,6 +381,13 @@ def changed_commit(app: dict) -> str | None:
     return sha if isinstance(sha, str) and sha else None
 
 
+def tasks(app: dict) -> list[dict]:
+    """The entries of ``status.tasks`` as written, the ``Failed`` ones first (what holds the
+    Application is read first), else in the order the tasks run (the status's order)."""
+    found = [e for e in (app.get("status") or {}).get("tasks") or [] if isinstance(e, dict)]
+    return sorted(found, key=lambda e: e.get("phase") != TASK_PHASES[3])
+
+
 def explanation(app: dict, children: dict, pods: list[dict], event_items: list[dict], now: datetime.datetime,
                 git: dict | None = None) -> dict:
     """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
@@ -403,7 +413,9 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
     drifted = drift(app, in_git, GIT, taken=False) + [
         d for slot, want in desired.items() for d in drift(children.get(slot), want, against)]
     pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
-    involved = {("Application", name)} | {(k.kind, n) for k, n, _ in shown} | {("Pod", p["name"]) for p in pod_views}
+    task_runs = tasks(app)
+    involved = ({("Application", name)} | {(k.kind, n) for k, n, _ in shown} | {("Pod", p["name"]) for p in pod_views}
+                | {("Job", e["job"]) for e in task_runs if isinstance(e.get("job"), str)})
     return {
         "application": {"namespace": namespace, "name": name},
         "verdict": verdict(app, now, git.get("in_git"), differing(drifted), against),
@@ -415,6 +427,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         "diff": git.get("diff"),
         "children": [child(k.kind, child_name, children.get(slot)) for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
+        "tasks": task_runs,
         "pods": pod_views,
         "drift": drifted,
         "events": events(event_items, involved),
