@@ -73,7 +73,7 @@ BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT, INVALID = (
     Verdict.BACKOFF, Verdict.PRUNE_BLOCKED, Verdict.APPLY_FAILED, Verdict.OWNERSHIP, Verdict.NOT_IN_GIT, Verdict.INVALID)
 STATES = tuple(Verdict)
 """``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
-``Progressing``, ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
+``Progressing`` (``Progressing: WHY`` while a task runs), ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
 held back``, ``Apply failed at FIELD``, ``Ownership conflict``, ``Invalid in Git: FILE:LINE: FIELD: RULE`` or ``Not in Git``."""
 
 GIT, RENDERED = "Git", "rendered"
@@ -109,7 +109,10 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
        pass's pruning was blocked: ``conditions.PRUNE_BLOCKED``; keyed on the reason, never on the
        message, which may quote a file or source name), else ``Not in Git``;
     2. suspended: ``Suspended``;
-    3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``;
+    3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``; reason ``TaskFailed`` (a task's
+       Job failed, ``engine.taskgate``): ``Degraded: MESSAGE``; reason ``TaskRunning`` (a task has
+       not succeeded yet; the rollout it gates is held, so the children may differ from Git):
+       ``Progressing: MESSAGE``;
     4. ``Synced`` False and ``status.nextRetryTime`` after ``now`` with a reason retrying may
        fix (``SyncFailed``): ``In backoff until T``;
     5. ``Synced`` False: ``Apply failed at FIELD`` (``field_in`` its message), else
@@ -132,6 +135,9 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
         return _verdict(SUSPENDED, "Suspended")
     if synced.get("reason") == "OwnershipConflict":
         return _verdict(OWNERSHIP, "Ownership conflict")
+    if failed and synced.get("reason") in (conditions.Reason.TASK_FAILED, conditions.Reason.TASK_RUNNING):
+        state = DEGRADED if synced["reason"] == conditions.Reason.TASK_FAILED else PROGRESSING
+        return _verdict(state, f"{state}: {synced.get('message') or synced['reason']}")
     retry = parse_time(status.get("nextRetryTime"))
     if failed and retry is not None and retry > now and synced.get("reason") == "SyncFailed":
         return _verdict(BACKOFF, f"In backoff until {status['nextRetryTime']}")

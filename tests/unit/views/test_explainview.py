@@ -39,6 +39,21 @@ def test_progressing_and_degraded():
     assert text({"metadata": {"name": "web", "namespace": "shop", "generation": 1}}) == "Progressing"
 
 
+def test_a_running_task_is_progressing_and_a_failed_one_degraded_never_an_apply_failure():
+    """``TaskRunning`` and ``TaskFailed`` are the Synced reason (``engine.taskgate``), not a
+    failed apply; a rollout held by its task is Progressing even where the children differ from Git."""
+    running = "waiting for task migrate (Job web-migrate-3f2a9c1e) to complete before the rollout"
+    held = app(ready=("False", "TaskRunning", running), synced=("False", "TaskRunning", running),
+               health="Progressing", health_message=running)
+    assert ev.verdict(held, NOW, drifted=1) == {"state": "Progressing", "text": f"Progressing: {running}", "ok": False}
+    failed = "task migrate failed (Job web-migrate-3f2a9c1e failed: BackoffLimitExceeded: ...)"
+    stalled = app(ready=("False", "TaskFailed", failed), synced=("False", "TaskFailed", failed), health="Degraded",
+                  health_message=failed, nextRetryTime="2026-12-01T13:00:00Z")
+    assert ev.verdict(stalled, NOW) == {"state": "Degraded", "text": f"Degraded: {failed}", "ok": False}
+    assert text(app(ready=("False", "TaskFailed", failed), synced=("False", "TaskFailed", failed),
+                    suspended=True)) == "Suspended"
+
+
 def test_suspended():
     assert text(app(suspended=True)) == "Suspended"
     assert text(app(ready=("False", "Suspended", "m"))) == "Suspended"
