@@ -15,7 +15,7 @@ from pathlib import Path
 from mutmut.stats import status_by_exit_code
 
 CORE = ("manifests.loader", "kinds.render", "kinds.deployment", "kinds.service", "kinds.configmap", "kinds.ingress",
-        "kinds.autoscaler", "kinds.job", "kinds.registry", "kinds.podspec", "kinds.cronjob", "manifests.schedulerules", "engine.plan", "engine.status", "engine.history", "engine.news", "views.appview", "views.explainview", "kinds.health", "manifests.specrules",
+        "kinds.autoscaler", "kinds.job", "engine.taskgate", "engine.taskwait", "kinds.registry", "kinds.podspec", "kinds.cronjob", "manifests.schedulerules", "engine.plan", "engine.status", "engine.history", "engine.news", "views.appview", "views.explainview", "kinds.health", "manifests.specrules",
         "api.quantity")
 PASS = ("engine.sync", "engine.sourceread", "engine.livestate", "engine.appplan", "engine.appapply", "engine.childapply",
         "engine.statuses", "engine.wantedby", "engine.prune", "engine.remember", "engine.passvalues", "engine.sources",

@@ -115,7 +115,7 @@ def run_pass(kube, opts, args, notify=None) -> int:
         if timeout is not None and not dry and report.ok:
             if args.output == "text":
                 emit(source.redact(report.summary(), opts.repo))  # what the pass did, before waiting
-            waited = wait_healthy(kube, report, timeout)
+            report, waited = wait_healthy(kube, report, timeout, again=lambda: sync.run(kube, opts))
         if notifier is not None:
             notifier.finished(report)
             notifier.drain()  # at most --notify-timeout; each dropped message is a warning line
@@ -145,15 +145,17 @@ def run_pass(kube, opts, args, notify=None) -> int:
     return code
 
 
-def wait_healthy(kube, report, timeout: float):
-    """``--wait``: wait up to ``timeout`` seconds for the pass's Applications to be healthy
+def wait_healthy(kube, report, timeout: float, again=None):
+    """``--wait``: while a task holds an Application, pass again (``again()``: one pass; its
+    report merged, ``taskwait.until_open``); then wait for the Applications to be healthy
     (``readiness.wait``), one line on stderr when it starts and one each time an Application's
-    health changes. SIGTERM and SIGINT end the wait at once (result ``interrupted``): their
-    handlers are this function's only while it runs. Returns the ``readiness.Result``."""
+    health changes; ``timeout`` seconds in all. SIGTERM and SIGINT end the wait at once (result
+    ``interrupted``): their handlers are this function's only while it runs. Returns (the last
+    pass's report, the ``readiness.Result``)."""
     import signal
     import threading
 
-    from agent.engine import readiness
+    from agent.engine import readiness, taskwait
 
     stop = threading.Event()
 
@@ -162,17 +164,43 @@ def wait_healthy(kube, report, timeout: float):
         kube.interrupt.set()  # an API retry in flight ends now, too
 
     previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
-    count = sum(outcome is not None for outcome in report.synced.values())
-    print(f"waiting up to {output.duration(timeout)} for {count} Application{'s' if count != 1 else ''} "
-          "to be healthy", file=sys.stderr, flush=True)
     started = time.monotonic()
-
-    def changed(key: str, health: dict) -> None:
-        print(printable(f"{key}: {health['status']} ({health['message']}) after "
-                        f"{output.duration(time.monotonic() - started)}"), file=sys.stderr, flush=True)
-
     try:
-        return readiness.wait(kube, report, timeout, stop, on_change=changed)
+        if again is not None and report.tasks:
+            print(f"waiting up to {output.duration(timeout)} for the tasks of {len(report.tasks)} Application"
+                  f"{'s' if len(report.tasks) != 1 else ''}, passing again as they finish", file=sys.stderr,
+                  flush=True)
+            report, ended = taskwait.until_open(again, report, timeout, stop, on_pass=_teller(report))
+            if ended is not None or not report.ok:
+                return report, ended or readiness.Result(readiness.Wait.ERROR, time.monotonic() - started, timeout,
+                                                         error="a pass while waiting for the tasks failed")
+        count = sum(outcome is not None for outcome in report.synced.values())
+        left = max(0.0, timeout - (time.monotonic() - started))
+        print(f"waiting up to {output.duration(left)} for {count} Application{'s' if count != 1 else ''} "
+              "to be healthy", file=sys.stderr, flush=True)
+
+        def changed(key: str, health: dict) -> None:
+            print(printable(f"{key}: {health['status']} ({health['message']}) after "
+                            f"{output.duration(time.monotonic() - started)}"), file=sys.stderr, flush=True)
+
+        result = readiness.wait(kube, report, left, stop, on_change=changed)
+        result.seconds, result.timeout = time.monotonic() - started, timeout
+        return report, result
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _teller(first):
+    """``on_pass`` for ``taskwait.until_open``: one line on stderr each time what holds an
+    Application (``Report.tasks`` and its health message) changes from what was last told."""
+    told = {key: (why, (first.health.get(key) or {}).get("message")) for key, why in first.tasks.items()}
+
+    def tell(report) -> None:
+        for key in sorted(report.tasks.keys() | told.keys()):
+            now = (report.tasks.get(key), (report.health.get(key) or {}).get("message"))
+            if told.get(key) != now:
+                told[key] = now
+                print(printable(f"{key}: {now[0] or 'tasks done'}" + (f" ({now[1]})" if now[0] else "")),
+                      file=sys.stderr, flush=True)
+    return tell

@@ -86,16 +86,19 @@ def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied,
         for subject in entry.lines:
             p.report.add(key, subject, UNCHANGED)
     for start in range(0, len(scoped), CHILD_BATCH):
-        steps = _plan_children(p, scoped[start:start + CHILD_BATCH], idx, wave)
+        steps = _plan_children(p, scoped[start:start + CHILD_BATCH], idx, wave, applied.holds)
         claimed = apply.claim(p.kube, p.report, steps, p.report.failures, p.report.reasons, wave.taken, listed,
                               wave.opted, wave.denied)
         _apply_batch(p, _unheld(p, claimed, applied.holds, wave), idx, wave, applied.in_scope)
     return wave.result()
 
 
-def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave: _Wave) -> list[plan.Step]:
+def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave: _Wave,
+                   holds: dict[str, suspend.Hold]) -> list[plan.Step]:
     """The child steps of ``batch`` (key, live Application); an Application whose spec does not
-    match the schema fails and renders none. An unchanged child's step keeps only its live object."""
+    match the schema fails and renders none; one with tasks goes through its gate (``_gated``;
+    ``holds``: the suspended Applications, whose failed task is not run again). An unchanged
+    child's step keeps only its live object."""
     steps: list[plan.Step] = []
     report = p.report
     for key, app in batch:
@@ -122,16 +125,18 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
                 wave.paired.add(ident)
             mine.append(plan.decide(child, live, opt_in, denied or ""))
         if job.wanted(spec):
-            mine = _gated(p, key, app, mine, idx, wave)
+            mine = _gated(p, key, app, mine, idx, wave, suspended=key in holds)
         steps += [replace(step, desired=None) if step.action == plan.UNCHANGED else step for step in mine]
     return steps
 
 
-def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex, wave: _Wave) -> list[plan.Step]:
+def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex, wave: _Wave, *,
+           suspended: bool) -> list[plan.Step]:
     """``steps`` of the Application ``key`` (``app``: live) as its task gate lets them
     (``taskgate``): a task's Job only when it is created now or kept; while a BeforeRollout task
     has not succeeded, nothing but the ConfigMap and the Jobs (the rest is reported held, and
-    none of its live children is pruned). A failed Job run again is deleted first."""
+    none of its live children is pruned). A failed Job run again is deleted first, unless the
+    Application is ``suspended`` (its steps are all held after this: ``_unheld``)."""
     spec, name = app["spec"], app["metadata"]["name"]
     live_of = idx.live_of.get(key, {})
     jobs = [obj for slot, obj in live_of.items() if slot.startswith(f"{job.KIND.kind}/")]
@@ -140,10 +145,11 @@ def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex,
         deployment.KIND.health(rollout.live).status == health.Status.HEALTHY
     commit = p.report.commit if key in p.git.paths else None
     gate = taskgate.decide(name, spec, jobs, list((app.get("status") or {}).get("tasks") or []), commit,
-                           asked=sync_now.pending(app), rollout_done=done)
+                           asked=sync_now.pending(app), rollout_done=done,
+                           installed=rollout is not None and rollout.live is not None)
     wave.gates[key] = gate
     wave.paired.update(plan.identity(obj) for obj in jobs if obj["metadata"]["name"] in gate.keep)
-    for failed in gate.rerun:
+    for failed in () if suspended else gate.rerun:
         if not _deleted(p, key, failed):
             return []
     out = []

@@ -18,7 +18,8 @@ The reasons, each on a transition (old -> new):
 - ``Ready`` (info): condition ``Ready`` became True, from a state that was not a failure.
 - ``Recovered`` (info): it was failing (``failing``) and is not any more.
 - ``Degraded`` (error): health became ``Degraded``.
-- ``Stalled`` (error): condition ``Stalled`` became True for any reason but ``Degraded``.
+- ``Stalled`` (error): condition ``Stalled`` became True for any reason but ``Degraded`` and
+  ``TaskFailed`` (its health is Degraded: told as ``Degraded``, naming the task and its Job).
 - ``ApplyFailed`` (error): condition ``Synced`` became False with a failure reason (not
   ``PruneSkipped``, ``PruneBlocked`` or ``Suspended``) and it is not ``Stalled``.
 - ``ScheduleFailed`` (error): a schedule's last failed Job (``status.schedules[].lastFailure.job``)
@@ -63,9 +64,11 @@ SEVERITY = {NoticeReason.DEPLOYED: Severity.INFO, NoticeReason.READY: Severity.I
             NoticeReason.RECOVERED: Severity.INFO, NoticeReason.PRUNED: Severity.INFO,
             NoticeReason.DEGRADED: Severity.ERROR, NoticeReason.STALLED: Severity.ERROR,
             NoticeReason.APPLY_FAILED: Severity.ERROR, NoticeReason.SCHEDULE_FAILED: Severity.ERROR}
-NOT_FAILURES = frozenset({Reason.SYNCED, Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED, Reason.SUSPENDED})
+NOT_FAILURES = frozenset({Reason.SYNCED, Reason.PRUNE_SKIPPED, Reason.PRUNE_BLOCKED, Reason.SUSPENDED,
+                          Reason.TASK_RUNNING})
 """``Synced`` condition reasons that are no failure of the Application's own: a state a person
-chose, a prune held back (what blocked it is told as its own failure), or the success."""
+chose, a prune held back (what blocked it is told as its own failure), a task still running
+before or after the rollout (``taskgate``), or the success."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +176,8 @@ def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
     if _health(new) == Status.DEGRADED and _health(old) != Status.DEGRADED:
         tell(NoticeReason.DEGRADED, f"Degraded: {health.get('message') or 'a child is degraded'}")
     stalled = _condition(new, ConditionType.STALLED)
-    if stalled.get("status") == "True" and stalled.get("reason") != Status.DEGRADED \
-            and not _is(old, ConditionType.STALLED):
+    if stalled.get("status") == "True" and stalled.get("reason") not in (Status.DEGRADED, Reason.TASK_FAILED) \
+            and not _is(old, ConditionType.STALLED):  # a failed task is Degraded too: told once, as Degraded
         tell(NoticeReason.STALLED, f"{stalled.get('reason')}: {stalled.get('message', '')}")
     synced, old_synced = _condition(new, ConditionType.SYNCED), _condition(old, ConditionType.SYNCED)
     if synced.get("status") == "False" and synced.get("reason") not in NOT_FAILURES \

@@ -102,6 +102,10 @@ class Report:
     reasons: dict[str, str] = field(default_factory=dict)
     """``namespace/name`` -> the condition reason of a ``failures`` entry retrying cannot fix
     (``conditions.failure_reason``); absent: ``SyncFailed``."""
+    tasks: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> ``TaskRunning`` or ``TaskFailed``: the Applications whose tasks hold
+    them after the pass (``taskgate``); ``sync --once --wait`` passes again while one runs
+    (``taskwait``)."""
     source_seen: bool = False
     """The pass asked the source and read its commit (False: it failed, or reused the last
     commit without asking Git): only then is a ``SourceAvailable`` condition dropped."""

@@ -75,6 +75,8 @@ def record_health(p: Pass, statuses: list[Status], children: ChildWave) -> None:
     report = p.report
     for key, app, outcome, kinds, _ in statuses:
         report.health[key] = status_.health_of(app, outcome, kinds).as_status()
+        if outcome.reason in (Reason.TASK_RUNNING, Reason.TASK_FAILED) and key in p.git.paths:
+            report.tasks[key] = outcome.reason
         held = outcome.reason == suspend.SUSPENDED and key not in report.failures
         if (outcome.ok or held) and key in p.git.paths:
             waits = outcome.ok and outcome.health is None and not outcome.suspended and key not in children.held

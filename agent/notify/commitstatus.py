@@ -63,13 +63,15 @@ def failure_text(failed: list[str], total: int) -> str:
 def verdict(report) -> tuple[str, str] | None:
     """(state, description) for the pass ``report`` (``Report``: ``commit``, ``readiness``,
     ``failing()``, ``failed_files()``, ``ok``), None when there is nothing to post (no commit).
-    ``failure`` when an Application failed or is Degraded/Stalled (by readiness), or the pass
+    ``failure`` when an Application failed or is Degraded/Stalled (by readiness; a failed task:
+    ``TaskFailed``), or the pass
     failed otherwise; ``pending`` while one is not yet ready; else ``success``."""
     if not report.commit:
         return None
     ready = report.readiness
     apps = sorted(set(ready) | set(report.failing()))
-    failed = sorted(set(report.failing()) | {k for k, (_, reason) in ready.items() if reason in ("Degraded", "Stalled")})
+    failed = sorted(set(report.failing()) | {k for k, (_, reason) in ready.items()
+                                             if reason in ("Degraded", "Stalled", Reason.TASK_FAILED)})
     if failed:
         return FAILURE, failure_text(failed, len(apps))
     if report.failed_files():

@@ -216,3 +216,16 @@ def test_a_failed_scheduled_run_is_told_once_and_never_counts_as_failing():
         ("ScheduleFailed", "error", "schedule report: Job web-report-3 failed")]
     assert not news.failing(status(schedules=[failed]))
     assert news.SEVERITY[news.NoticeReason.SCHEDULE_FAILED] == news.Severity.ERROR
+
+
+def test_a_running_task_is_no_failure_and_a_failed_one_is_told_once_as_degraded():
+    """taskgate: ``TaskRunning`` holds the rollout (Synced False) but fails nothing; ``TaskFailed``
+    is Stalled and Degraded at once: one Degraded notice names the task."""
+    waiting = ("False", "TaskRunning", "waiting for task migrate (Job web-migrate-1) to complete before the rollout")
+    running = status(ready=waiting, synced=waiting, health="Progressing")
+    assert tell(status(), running) == [] and not news.failing(running)
+    why = "task migrate failed (Job web-migrate-1 failed: BackoffLimitExceeded)"
+    failed = status(ready=("False", "TaskFailed", why), synced=("False", "TaskFailed", why),
+                    stalled=("TaskFailed", why), health="Degraded", health_message=why)
+    assert tell(running, failed) == [("Degraded", "error", f"Degraded: {why}")]
+    assert news.failing(failed)

@@ -166,3 +166,34 @@ def test_an_after_rollout_task_starts_once_the_deployment_is_healthy(world):
     finish(world, name)
     world.sync()
     assert conditions(world.app("web"))["Ready"][0] == "True"
+
+
+def test_a_suspended_application_runs_no_task_and_deletes_no_failed_job(world):
+    world.commit({"web.yaml": app_yaml("web", tasks=MIGRATE)})
+    world.sync()
+    name = only_job(world)
+    finish(world, name, ok=False)
+    world.sync()
+    uid = world.child("Job", name)["metadata"]["uid"]
+    world.commit({"web.yaml": app_yaml("web", tasks=MIGRATE, suspend=True)})  # a new commit: would run it again
+    world.sync()
+    assert world.child("Job", name)["metadata"]["uid"] == uid
+    assert world.app("web")["status"]["health"]["status"] == "Suspended"
+
+
+def test_a_dry_run_says_which_job_would_be_created_and_what_is_held(tmp_path):
+    world = World(tmp_path)
+    world.commit({"web.yaml": app_yaml("web", tasks=MIGRATE)})
+    world.sync()
+    finish(world, only_job(world))
+    world.sync()
+    world.commit({"web.yaml": app_yaml("web", image="nginx:1.28", tasks=MIGRATE)})
+    before = {o["metadata"]["name"] for o in world.kube.of_kind("Job")}
+    world.kube.dry_run = True
+    report = world.sync()
+    world.kube.dry_run = False
+    created = [s for s, a in actions(report) if a == CREATED]
+    assert len(created) == 1 and created[0].startswith(f"Job/{NS}/web-migrate-")
+    assert (f"Deployment/{NS}/web", HELD) in actions(report)
+    assert {o["metadata"]["name"] for o in world.kube.of_kind("Job")} == before  # nothing kept
+    assert image(world.child("Deployment", "web")) == "nginx:1.27"

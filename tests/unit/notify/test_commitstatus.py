@@ -42,6 +42,12 @@ def test_failure_names_how_many_and_the_first_few():
     assert (state, text) == ("failure", "5 of 6 Applications failed: ns/app-0, ns/app-1, ns/app-2 and 2 more")
 
 
+def test_a_failed_task_is_a_failure_and_a_running_one_pending():
+    assert cs.verdict(report({"ns/a": ("False", "TaskFailed"), "ns/b": ("True", "Healthy")})) == (
+        "failure", "1 of 2 Applications failed: ns/a")
+    assert cs.verdict(report({"ns/a": ("False", "TaskRunning")})) == ("pending", cs.PENDING_TEXT)
+
+
 def test_degraded_is_a_failure():
     assert cs.verdict(report({"ns/a": ("False", "Degraded"), "ns/b": ("True", "Healthy")})) == (
         "failure", "1 of 2 Applications failed: ns/a")
