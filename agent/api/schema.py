@@ -377,8 +377,9 @@ SPEC_SCHEMA: dict = {
             "maxProperties": MAX_TASKS,
             "description": "Commands run to completion as Jobs, by name (a DNS label; the Job is named "
             "<application>-<task>-<8 hex of a digest of what it runs>, at most 63 characters): each runs once "
-            "per content, BeforeRollout ones gating the rollout. Not run yet by this version of the agent: an "
-            "Application with any task is refused (docs/applications.md#tasks).",
+            "per content (status.tasks records each run); while a BeforeRollout one has not succeeded, the other "
+            "children but the ConfigMap stay as they are, and a failed one holds them until a new commit or a "
+            "sync-now request (docs/applications.md#tasks).",
             "additionalProperties": _TASK,
         },
     },

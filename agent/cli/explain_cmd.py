@@ -92,7 +92,7 @@ def _commit(found: dict | None) -> str:
 
 def render(found: dict, now: datetime.datetime) -> list[str]:
     """The text of an explanation (``explainview.explanation``), one screen: the verdict line,
-    the source and commits, then Children, Pods (not ready ones), Drift, Events, History and
+    the source and commits, then Children, Tasks, Schedules, Pods (not ready ones), Drift, Events, History and
     the last change's diff; sections with nothing to say are left out."""
     app, source, git = found["application"], found["source"], found["git"]
     where = source["path"] or "-"
@@ -112,6 +112,7 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
     lines += _section("Children", [f"{c['kind']}/{c['name']}  {c['health']['status']}  {_text(c['message'])}"
                                    + (f"  ({_text(c['health']['message'])})" if c["health"]["message"] else "")
                                    for c in found["children"]])
+    lines += _section("Tasks", [_task(e, now) for e in found.get("tasks") or []])
     lines += _section("Schedules", [_schedule(e, now) for e in found.get("schedules") or []])
     lines += _section("Pods not ready", [f"{p['name']}  {_text(p['phase'])}  {_problem(q)}"
                                          for p in found["pods"] for q in p["problems"]])
@@ -131,6 +132,17 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
         lines += ["  " + "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
                   for line in found["diff"].splitlines()]
     return lines
+
+
+def _task(entry: dict, now) -> str:
+    """One line of a task (an entry of ``status.tasks``): its phase, its Job, when it started and
+    finished (ago, where known) and its message: ``migrate  Failed  Job/web-migrate-3f2a9c1e
+    started 5m ago, finished 4m ago  Job web-migrate-3f2a9c1e failed: BackoffLimitExceeded: ...``."""
+    times = [f"{word} {appview.age_since(entry[field], now)} ago"
+             for word, field in (("started", "startTime"), ("finished", "completionTime")) if entry.get(field)]
+    parts = [_text(entry.get("name")), _text(entry.get("phase")), f"Job/{_text(entry.get('job'))}"]
+    parts += [", ".join(times)] if times else []
+    return "  ".join(parts + ([_text(entry["message"])] if entry.get("message") else []))
 
 
 def _schedule(entry: dict, now) -> str:
