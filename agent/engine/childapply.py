@@ -98,7 +98,7 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
     """The child steps of ``batch`` (key, live Application), each rendered from its spec with the
     pass's ``--default-security-profile`` (``podspec.with_default_profile``); an Application whose
     spec does not match the schema fails and renders none; one with tasks goes through its gate (``_gated``;
-    ``holds``: the suspended Applications, whose failed task is not run again). An unchanged
+    ``holds``: the suspended Applications, whose tasks are not decided: nothing of them is applied). An unchanged
     child's step keeps only its live object."""
     steps: list[plan.Step] = []
     report = p.report
@@ -125,19 +125,18 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             if live is not None:
                 wave.paired.add(ident)
             mine.append(plan.decide(child, live, opt_in, denied or ""))
-        if job.wanted(spec):
-            mine = _gated(p, key, app, spec, mine, idx, wave, suspended=key in holds)
+        if job.wanted(spec) and key not in holds:  # a suspended one's children are all held after this (_unheld)
+            mine = _gated(p, key, app, spec, mine, idx, wave)
         steps += [replace(step, desired=None) if step.action == plan.UNCHANGED else step for step in mine]
     return steps
 
 
-def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: ChildIndex, wave: _Wave, *,
-           suspended: bool) -> list[plan.Step]:
+def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: ChildIndex,
+           wave: _Wave) -> list[plan.Step]:
     """``steps`` of the Application ``key`` (``app``: live; ``spec``: its spec as rendered) as its
     task gate lets them (``taskgate``): a task's Job only when it is created now or kept; while a BeforeRollout task
     has not succeeded, nothing but the ConfigMap and the Jobs (the rest is reported held, and
-    none of its live children is pruned). A failed Job run again is deleted first, unless the
-    Application is ``suspended`` (its steps are all held after this: ``_unheld``)."""
+    none of its live children is pruned). A failed Job run again is deleted first."""
     name = app["metadata"]["name"]
     live_of = idx.live_of.get(key, {})
     jobs = [obj for slot, obj in live_of.items() if slot.startswith(f"{job.KIND.kind}/")]
@@ -152,7 +151,7 @@ def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: 
                            installed=rollout is not None and rollout.live is not None)
     wave.gates[key] = gate
     wave.paired.update(plan.identity(obj) for obj in jobs if obj["metadata"]["name"] in gate.keep)
-    for failed in () if suspended else gate.rerun:
+    for failed in gate.rerun:
         if not _deleted(p, key, failed):
             return []
     out = []
