@@ -569,3 +569,19 @@ def test_a_child_whose_managed_by_label_was_removed_is_updated_in_place(agent, r
     assert deployment["metadata"]["uid"] == uid
     assert deployment["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gitops-agent"
     assert deployment["spec"]["replicas"] == 1
+
+
+def test_an_emoji_in_an_env_value_and_a_task_arg_is_applied_as_written(agent, repo, namespace, objects):
+    """A character beyond the Basic Multilingual Plane reaches the cluster as itself (the API
+    server's YAML reader refused the surrogate pair escapes of the apply's body: HTTP 400)."""
+    import yaml
+
+    body = yaml.safe_load(app_yaml("emo"))
+    body["spec"]["env"] = {"MSG": "deploy 🚀 日本語"}
+    repo.write("emo.yaml", yaml.safe_dump(body, allow_unicode=True, sort_keys=False))
+    repo.commit()
+    proc = agent.sync(repo.path, "--namespace", namespace)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = objects.deployment(namespace, "emo")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "MSG", "value": "deploy 🚀 日本語"} in env
+    assert objects.app(namespace, "emo")["spec"]["env"]["MSG"] == "deploy 🚀 日本語"

@@ -169,6 +169,24 @@ def _as_if_stored(obj: dict) -> dict:
     return stored
 
 
+
+_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
+"""A surrogate pair escape of ``json.dumps`` (not itself escaped: an even run of backslashes before it)."""
+
+
+def apply_body(obj: dict) -> bytes:
+    """``obj`` as the body of a server-side apply (``application/apply-patch+yaml``): JSON, which is
+    YAML, ASCII but for the characters beyond the Basic Multilingual Plane (an emoji in an env
+    value), written as themselves in UTF-8. ``json.dumps`` writes such a character as a surrogate
+    pair (``\\ud83d\\ude80``), which the API server's YAML reader refuses ("found invalid Unicode
+    character escape code", HTTP 400; ``kubectl apply`` sends it as itself). The other characters
+    stay escaped: a raw U+2028 or U+0085 inside a quoted YAML scalar may be read as a line break.
+    Lone surrogates never get here: the manifest loader refuses them (``nodes.text_ok``)."""
+    text = _PAIR.sub(lambda m: m.group(1) + chr(0x10000 + ((int(m.group(2), 16) - 0xD800) << 10)
+                                              + int(m.group(3), 16) - 0xDC00), json.dumps(obj))
+    return text.encode("utf-8")
+
+
 class Kube:
     """A connection to one cluster.
 
@@ -372,7 +390,7 @@ class Kube:
         if self.dry_run:
             if obj["metadata"].get("namespace") in self._dry_namespaces or _path_of(obj) in self._dry_deleted:
                 return _as_if_stored(obj)  # the server cannot dry-run into what a dry run only imagined
-        applied = registry.trim(fields.compact(self.request("PATCH", _path_of(obj), body=obj, query=query,
+        applied = registry.trim(fields.compact(self.request("PATCH", _path_of(obj), body=apply_body(obj), query=query,
                                                           content_type="application/apply-patch+yaml")))
         return self._memo.share(applied) if self._memo is not None else applied
 
