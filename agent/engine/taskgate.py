@@ -16,10 +16,14 @@ and its last run is recorded in the Application's ``status.tasks[]``, so:
   mount each file by ``subPath``, which the kubelet never refreshes. On a first install only the
   ConfigMap and the Job exist. ``AfterRollout`` tasks start once the Deployment is unchanged by
   the pass and Healthy (``rollout_done``): the rollout of this content is over.
-- **Failure holds.** A failed run (its Job ``Failed``, or recorded ``Failed`` when the Job is
-  gone) keeps the gate shut and creates no Job, until a new commit (the run was for another one)
-  or a sync-now request (``sync_now.pending``) asks again: then its failed Job is deleted and
-  created anew (``rerun``).
+- **One run of a task at a time.** A new digest's Job is not created while a Job of an earlier
+  digest of the same task has not finished (``PREVIOUS``: it waits, and so does the rollout);
+  Argo CD runs one sync of an Application at a time for the same reason. Such a Job is never
+  pruned as history either.
+- **Failure holds.** A failed run (its Job ``Failed``; recorded ``Failed`` when the Job is gone;
+  or its Job deleted before it finished: a person stopping it) keeps the gate shut and creates
+  no Job, until a new commit (the run was for another one) or a sync-now request
+  (``sync_now.pending``) asks again: then its failed Job is deleted and created anew (``rerun``).
 
 Live Jobs are read by the ``heumsi.github.io/task`` label and their name; ``KEEP`` per task are
 kept (the current one first, then the newest), the others, and a removed task's, are pruned.
@@ -46,8 +50,8 @@ class Run:
     ran before, else the pass's; None when unknown), ``recorded`` (its ``status.tasks[]`` entry
     when it is of this digest, else None), ``state``: ``job.SUCCEEDED`` (done), ``job.FAILED``
     (failed, not run again this pass), ``job.RUNNING`` (its Job exists and has not finished),
-    ``CREATE`` (its Job is created this pass) or ``WAITING`` (AfterRollout, the rollout is not
-    over)."""
+    ``CREATE`` (its Job is created this pass), ``WAITING`` (AfterRollout, the rollout is not
+    over) or ``PREVIOUS`` (a Job of an earlier digest of the task still runs: ``after``)."""
 
     task: str
     when: str
@@ -56,9 +60,12 @@ class Run:
     commit: str | None
     recorded: Obj | None
     state: str
+    after: str = ""
 
 
-CREATE, WAITING = "Create", "Waiting"
+CREATE, WAITING, PREVIOUS = "Create", "Waiting", "Previous"
+DELETED = "was deleted before it finished"
+"""How ``entries`` says that a run's Job went before it succeeded or failed (counted as failed)."""
 
 
 @dataclass(frozen=True)
@@ -90,14 +97,26 @@ def _recorded(recorded: list[Obj], task: str, digest: str) -> Obj | None:
 def _state(live: Obj | None, entry: Obj | None, run_commit: str | None, commit: str | None, asked: bool) -> str:
     """A BeforeRollout-or-ready task's state (``Run.state``) from its live Job ``live`` and its
     recorded run ``entry``; ``asked``: a sync-now request is pending; a failed run is run again
-    when asked, or when the pass's ``commit`` is another than the failed run's ``run_commit``."""
+    when asked, or when the pass's ``commit`` is another than the failed run's ``run_commit``. A
+    run recorded as started whose Job is gone was stopped by hand: failed."""
     phase = job.phase(live) if live is not None else (entry or {}).get("phase")
     if phase == job.SUCCEEDED:
         return job.SUCCEEDED
+    if live is None and phase in (job.PENDING, job.RUNNING) and run_commit is not None:
+        phase = job.FAILED
     if phase == job.FAILED:
         again = asked or (commit is not None and run_commit is not None and commit != run_commit)
         return CREATE if again else job.FAILED
     return job.RUNNING if live is not None else CREATE
+
+
+def _unfinished(jobs: list[Obj], task: str, name: str) -> str:
+    """The name of a live Job of ``task`` other than ``name`` that has not finished (its phase is
+    neither Succeeded nor Failed), the oldest first; "" when there is none."""
+    found = sorted((j for j in jobs if (j["metadata"].get("labels") or {}).get(TASK_LABEL) == task
+                    and j["metadata"]["name"] != name and job.phase(j) not in (job.SUCCEEDED, job.FAILED)),
+                   key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"]))
+    return found[0]["metadata"]["name"] if found else ""
 
 
 def decide(app_name: str, spec: Obj, jobs: list[Obj], recorded: list[Obj], commit: str | None, *,
@@ -122,17 +141,21 @@ def decide(app_name: str, spec: Obj, jobs: list[Obj], recorded: list[Obj], commi
             state = WAITING
         else:
             state = _state(live, entry, run_commit, commit, asked)
+        earlier = _unfinished(jobs, task, name) if state == CREATE else ""
+        if earlier:
+            state = PREVIOUS
         if state == CREATE and live is not None:
             rerun.append(live)
         started = run_commit if state != CREATE and run_commit is not None else commit
-        runs.append(Run(task, when, digest, name, started, entry, state))
+        runs.append(Run(task, when, digest, name, started, entry, state, earlier))
         holding = holding or (when == job.BEFORE_ROLLOUT and state != job.SUCCEEDED)
     return Gate(tuple(runs), holding, tuple(rerun), _kept(runs, jobs), installed)
 
 
 def _kept(runs: list[Run], jobs: list[Obj]) -> frozenset[str]:
-    """Names of the live Jobs kept: per task of ``runs``, its current Job and the newest others,
-    ``job.KEEP`` in all; none of a task no longer in the spec."""
+    """Names of the live Jobs kept: per task of ``runs``, its current Job, every Job of it that has
+    not finished (a run is never cut short as history), and the newest others, ``job.KEEP`` in
+    all; none of a task no longer in the spec."""
     current = {r.task: r.job for r in runs}
     kept: set[str] = set()
     for task, name in current.items():
@@ -141,6 +164,7 @@ def _kept(runs: list[Run], jobs: list[Obj]) -> frozenset[str]:
                         key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"]),
                         reverse=True)
         kept.update(j["metadata"]["name"] for j in others[:job.KEEP - 1])
+        kept.update(j["metadata"]["name"] for j in others if job.phase(j) not in (job.SUCCEEDED, job.FAILED))
         if any(j["metadata"]["name"] == name for j in mine):
             kept.add(name)
     return frozenset(kept)
@@ -149,18 +173,25 @@ def _kept(runs: list[Run], jobs: list[Obj]) -> frozenset[str]:
 def entries(gate: Gate, jobs: dict[str, Obj]) -> list[Obj]:
     """``status.tasks[]`` after the pass: per run, from its live Job in ``jobs`` (name -> Job as
     the pass left it: created, or read) when there is one (``job.task_status``); else its
-    recorded entry when it has one; else a ``Pending`` entry saying why no Job runs yet."""
+    recorded entry when it has one (a run recorded as started whose Job is gone: ``Failed``,
+    ``DELETED``); else a ``Pending`` entry without a commit (nothing started) saying why no Job
+    runs yet."""
     out = []
     for run in gate.runs:
         live = jobs.get(run.job)
         if live is not None:
             out.append(job.task_status(run.task, run.digest, run.job, live, run.commit or ""))
         elif run.recorded is not None and run.state in (job.SUCCEEDED, job.FAILED):
-            out.append(dict(run.recorded))
+            entry = dict(run.recorded)
+            if run.state == job.FAILED and entry.get("phase") != job.FAILED:  # its Job went before it finished
+                entry.update(phase=job.FAILED, message=f"Job {run.job} {DELETED}")
+            out.append(entry)
         else:
-            entry = job.task_status(run.task, run.digest, run.job, None, run.commit or "")
+            entry = job.task_status(run.task, run.digest, run.job, None, "")  # no commit: not started
             if run.state == WAITING:
                 entry["message"] = f"Job {run.job} {WAITS_FOR_ROLLOUT}"
+            elif run.state == PREVIOUS:
+                entry["message"] = f"Job {run.job} waits for Job {run.after} (an earlier run of the task) to finish"
             out.append(entry)
     for entry in out:
         if not entry.get("commit"):
@@ -193,7 +224,10 @@ def verdict(gate: Gate, found: list[Obj]) -> Verdict | None:
             return Verdict(Reason.TASK_FAILED, message, Health(Status.DEGRADED, message))
     for run, entry in zip(gate.runs, found):
         if entry.get("phase") != job.SUCCEEDED:
-            if run.when == job.BEFORE_ROLLOUT:
+            if run.state == PREVIOUS:
+                message = (f"task {run.task} (Job {run.job}) waits for Job {run.after}, an earlier run of it, to finish"
+                           + (" before the rollout" if run.when == job.BEFORE_ROLLOUT else ""))
+            elif run.when == job.BEFORE_ROLLOUT:
                 message = f"waiting for task {run.task} (Job {run.job}) to complete before the rollout"
             elif run.state == WAITING:
                 message = f"task {run.task} (Job {run.job}) {WAITS_FOR_ROLLOUT}"

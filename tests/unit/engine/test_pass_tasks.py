@@ -199,3 +199,26 @@ def test_a_dry_run_says_which_job_would_be_created_and_what_is_held(tmp_path):
     assert (f"Deployment/{NS}/web", HELD) in actions(report)
     assert {o["metadata"]["name"] for o in world.kube.of_kind("Job")} == before  # nothing kept
     assert image(world.child("Deployment", "web")) == "nginx:1.27"
+
+
+def test_a_new_content_waits_for_the_running_run_of_its_task(world):
+    world.commit({"web.yaml": app_yaml("web", tasks=MIGRATE)})
+    world.sync()
+    first = only_job(world)  # still running
+    world.commit({"web.yaml": app_yaml("web", image="nginx:1.28", tasks=MIGRATE)})
+    world.sync()
+    assert list(jobs(world)) == [first]  # no second run of one migration beside the first
+    assert "waits for Job " + first in conditions(world.app("web"))["Ready"][2]
+    finish(world, first)
+    world.sync()
+    assert len(jobs(world)) == 2 and world.child("Deployment", "web") is None  # the new run first, then the rest
+
+
+def test_a_job_deleted_while_it_runs_is_a_failed_run_not_run_again(world):
+    world.commit({"web.yaml": app_yaml("web", tasks=MIGRATE)})
+    world.sync()
+    world.kube.delete(world.child("Job", only_job(world)))
+    world.sync()
+    assert jobs(world) == {}
+    assert conditions(world.app("web"))["Stalled"][1] == "TaskFailed"
+    assert "was deleted before it finished" in conditions(world.app("web"))["Stalled"][2]

@@ -157,3 +157,40 @@ def test_the_verdict_names_the_failed_task_first_then_the_running_one():
 def test_no_tasks_no_gate():
     gate = decide(spec={"image": "shop:2"})
     assert gate == taskgate.Gate(installed=True) and taskgate.verdict(gate, []) is None
+
+
+def test_a_new_digest_waits_for_the_tasks_unfinished_earlier_run():
+    earlier = live("migrate", "Running", name="shop-migrate-00000001")
+    gate = decide([earlier])
+    run = gate.runs[0]
+    assert (run.state, run.after) == (taskgate.PREVIOUS, "shop-migrate-00000001")
+    assert gate.create == frozenset() and gate.holding and "shop-migrate-00000001" in gate.keep
+    [entry, _] = taskgate.entries(gate, {})
+    assert entry["message"] == f"Job {NAME['migrate']} waits for Job shop-migrate-00000001 (an earlier run of the task) " \
+                               "to finish" and "commit" not in entry
+    assert taskgate.verdict(gate, taskgate.entries(gate, {})).message == (
+        f"task migrate (Job {NAME['migrate']}) waits for Job shop-migrate-00000001, an earlier run of it, to finish "
+        "before the rollout")
+    finished = live("migrate", "Failed", name="shop-migrate-00000001")
+    assert states(decide([finished]))["migrate"] == CREATE  # a finished one, failed or not, does not hold it
+
+
+def test_an_unfinished_job_is_never_pruned_as_history():
+    old = [live("migrate", "Running" if i == 1 else "Succeeded", name=f"shop-migrate-0000000{i}",
+                created=f"2026-12-0{i}T00:00:00Z") for i in range(1, 5)]
+    assert decide(old + [live("migrate")]).keep == {NAME["migrate"], "shop-migrate-00000004", "shop-migrate-00000003",
+                                                   "shop-migrate-00000001"}
+
+
+def test_a_run_whose_job_was_deleted_before_it_finished_failed():
+    gate = decide([], [recorded("migrate", "Running", C1)], commit=C1)
+    assert states(gate)["migrate"] == job.FAILED and gate.create == frozenset() and gate.holding
+    entry = taskgate.entries(gate, {})[0]
+    assert (entry["phase"], entry["message"]) == ("Failed", f"Job {NAME['migrate']} {taskgate.DELETED}")
+    assert taskgate.verdict(gate, taskgate.entries(gate, {})).reason == "TaskFailed"
+    assert states(decide([], [recorded("migrate", "Pending", C1)], commit=C1, asked=True))["migrate"] == CREATE
+    # an entry never started (no commit: AfterRollout waiting, an earlier run) is no run at all
+    waiting = {**recorded("warm", "Pending")}
+    waiting.pop("commit")
+    done = [live("migrate", "Succeeded")]
+    assert states(decide(done, [waiting], rollout_done=True))["warm"] == CREATE
