@@ -130,10 +130,13 @@ def test_every_field_is_rendered_and_applied_then_the_next_pass_writes_nothing(a
     status = get(cluster, namespace, "application")["status"]
     assert {status[k] for k in ("deployment", "service", "configMap", "ingress", "horizontalPodAutoscaler")} == {"shop"}
     quiet(agent, repo, namespace, cluster)
-    # health: the Ingress has no address (no ingress controller here), gitops-engine's Progressing
+    # health: no metrics server here, so the autoscaler cannot read CPU use: Progressing within its
+    # 120 s grace, Degraded after (Argo CD 3.5); it is the worst child (the Ingress, without an
+    # address, is Progressing), named first on a tie
     health = get(cluster, namespace, "application")["status"]["health"]
-    assert health == {"status": "Progressing",
-                      "message": "Ingress: waiting for an ingress controller to give the Ingress an address"}
+    assert health["status"] in ("Progressing", "Degraded"), health
+    assert health["message"].startswith("HorizontalPodAutoscaler: "), health
+    assert "the HPA was unable to compute the replica count" in health["message"], health
 
 
 CHANGES = [
