@@ -11,7 +11,7 @@ from agent.manifests.nodes import SURROGATE
 from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
-ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
+ALLOWED_SPEC = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
                 "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
                 "serviceAccountName, suspend, tasks")
 
