@@ -129,8 +129,13 @@ def test_every_field_is_rendered_and_applied_then_the_next_pass_writes_nothing(a
              what="the autoscaler to scale to minReplicas")
     status = get(cluster, namespace, "application")["status"]
     assert {status[k] for k in ("deployment", "service", "configMap", "ingress", "horizontalPodAutoscaler")} == {"shop"}
+    # no metrics server here: once it has tried (it scales to minReplicas without metrics), the
+    # autoscaler says it cannot read CPU use
+    wait_for(lambda: any(c["type"] == "ScalingActive" and c["status"] == "False" for c in
+                         get(cluster, namespace, "hpa")["status"].get("conditions") or []), timeout=90,
+             what="the autoscaler to report it cannot read its metrics")
     quiet(agent, repo, namespace, cluster)
-    # health: no metrics server here, so the autoscaler cannot read CPU use: Progressing within its
+    # health: the autoscaler cannot read CPU use: Progressing within its
     # 120 s grace, Degraded after (Argo CD 3.5); it is the worst child (the Ingress, without an
     # address, is Progressing), named first on a tie
     health = get(cluster, namespace, "application")["status"]["health"]
