@@ -51,6 +51,8 @@ WORKER_INGRESS_RULE = ("needs spec.port: an Ingress sends traffic to the Service
                        "port (a worker) has none")
 """What a worker (an Application without ``port``, issue 43) may not have: an httpGet or tcpSocket
 probe, or an Ingress; the agent would render a probe of no port, or a backend of no Service."""
+DRAIN_HANGS = "a node drain would wait forever: no pod could ever be evicted"
+"""Why a disruption budget that no eviction can pass is refused (``_disruption_budget``)."""
 
 
 def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
@@ -59,8 +61,8 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
     server parses them (``agent.api.quantity``), not negative, a request at most its limit;
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
-    ``successThreshold`` of 1; the disruption budget (``_disruption_budget``); without ``port`` (a worker), no httpGet or tcpSocket probe and no
-    ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
+    ``successThreshold`` of 1; the disruption budget (``_disruption_budget``); without ``port``
+    (a worker), no httpGet or tcpSocket probe and no ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
     and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
@@ -382,9 +384,6 @@ def _rollout(rollout) -> list[tuple[tuple, str]]:
     if zero == [True, True]:
         out.append((("rollout", "maxUnavailable"), "must not be 0 when maxSurge is 0: no pod could be replaced"))
     return out
-
-
-DRAIN_HANGS = "a node drain would wait forever: no pod could ever be evicted"
 
 
 def _disruption_budget(spec: dict) -> list[tuple[tuple, str]]:

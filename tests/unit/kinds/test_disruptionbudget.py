@@ -9,8 +9,9 @@ from agent.api import labels as keys
 from agent.kinds import disruptionbudget, install, registry
 from agent.kinds.health import Health, Status
 
-META = {"name": "shop", "namespace": "team", "labels": {keys.NAME_LABEL: "shop", keys.INSTANCE_LABEL: "shop",
-                                                       keys.MANAGED_BY: keys.AGENT_NAME, keys.APPLICATION_LABEL: "shop"},
+META = {"name": "shop", "namespace": "team",
+        "labels": {keys.NAME_LABEL: "shop", keys.INSTANCE_LABEL: "shop", keys.MANAGED_BY: keys.AGENT_NAME,
+                   keys.APPLICATION_LABEL: "shop"},
         "ownerReferences": [{"apiVersion": "heumsi.github.io/v1", "kind": "Application", "name": "shop", "uid": "u",
                              "controller": True, "blockOwnerDeletion": True}]}
 SELECTOR = {"matchLabels": {keys.INSTANCE_LABEL: "shop", keys.APPLICATION_LABEL: "shop"}}

@@ -144,7 +144,8 @@ EXTERNAL = ("the HPA was unable to compute the replica count: unable to get exte
     ("hpa-external-metric-after-rollout", "2026-12-04T10:02:30Z", Health(Status.DEGRADED, EXTERNAL)),
     # a missing target has no grace: it is no lag of metrics
     ("hpa-missing-target", "2026-12-04T16:38:57Z", Health(Status.DEGRADED, (
-        'the HPA controller was unable to get the target\'s current scale: deployments.apps "nothing-here" not found'))),
+        "the HPA controller was unable to get the target's current scale: deployments.apps "
+        '"nothing-here" not found'))),
 ])
 def test_autoscaler_grace(name, now, expected):
     assert autoscaler.health(fixture(name), now=at(now)) == expected
