@@ -103,7 +103,8 @@ def operator_made(objects, app: dict) -> dict:
               "Service": client.CoreV1Api(api).create_namespaced_service,
               "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
               "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler,
-              "CronJob": client.BatchV1Api(api).create_namespaced_cron_job}
+              "CronJob": client.BatchV1Api(api).create_namespaced_cron_job,
+              "Job": client.BatchV1Api(api).create_namespaced_job}
     meta = app["metadata"]
     assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
     return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid
@@ -458,17 +459,23 @@ def application(name: str, spec: dict) -> str:
 
 def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, namespace, cluster, objects):
     """The rules hold for every kind of the registry (agent/kinds/registry.py), not only the
-    Deployment and the Service: an Application with every field, its six children (ConfigMap
-    of spec.files, Deployment, Service, Ingress, HorizontalPodAutoscaler, a schedule's CronJob) made as an operator
-    makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
-    ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``)."""
-    spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}}}
-    names = {kind: "shop-nightly" if kind == "CronJob" else "shop" for kind in registry.BY_KIND}
+    Deployment and the Service: an Application with every field, its seven children (ConfigMap
+    of spec.files, a task's Job, Deployment, Service, Ingress, HorizontalPodAutoscaler, a schedule's CronJob) made
+    as an operator makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
+    ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``). The operator's Job has
+    completed, so the task is done and holds nothing (``taskgate``)."""
+    spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}},
+            "tasks": {"migrate": {"command": ["migrate"]}}}
     cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", spec))
-    uids = operator_made(objects, objects.app(namespace, "shop"))
+    live_app = objects.app(namespace, "shop")
+    names = {c["kind"]: c["metadata"]["name"] for c in registry.children("shop", namespace, live_app["metadata"]["uid"],
+                                                                          live_app["spec"])}
+    uids = operator_made(objects, live_app)
     assert set(uids) == set(registry.BY_KIND)
     wait_for(lambda: (objects.deployment(namespace, "shop")["status"].get("readyReplicas") or 0) >= 1, timeout=120,
              what="the operator's Deployment to be ready")
+    wait_for(lambda: (get(cluster, namespace, "job", names["Job"]).get("status") or {}).get("succeeded"),
+             timeout=120, what="the operator's Job to complete")
     sets = replica_sets(objects, namespace)
     repo.write("shop.yaml", application("shop", spec))
     repo.commit("shop in Git")
@@ -481,7 +488,7 @@ def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, name
         assert live["metadata"]["uid"] == uid, f"{kind} was not adopted in place"
         assert [e["operation"] for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"
                 and not e.get("subresource")] == ["Apply"], kind
-    assert "6 adopted" in proc.stdout.splitlines()[-1]
+    assert "7 adopted" in proc.stdout.splitlines()[-1]
     [event] = agent_events(objects, namespace, "Adopted")
     for kind in uids:
         assert f"{kind}/{namespace}/{names[kind]} ({why})" in event["message"], event["message"]

@@ -239,3 +239,40 @@ def test_each_verdict_that_needs_a_person_or_a_wait(agent, start_agent, remote, 
         assert 400 < wait <= 600, said["retry"]
     finally:
         cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy, check=False)
+
+
+def test_a_task_running_then_failed_is_progressing_then_degraded_with_its_job_and_pod(agent, repo, namespace, objects,
+                                                                                      crd_with_history):
+    """Issue 43: ``explain`` and ``get -o wide`` tell a task: first the gate (Progressing, the
+    rollout held), then its failed Job (Degraded, naming the Job) and its pod's exit code, which
+    never carries the Application's label and is read apart."""
+    from kubernetes import client
+
+    repo.write("web.yaml", failing("web", podLabels={FAIL_LABEL: "job-fail"},
+                                   tasks={"migrate": {"command": ["/migrate"], "retries": 0}}))
+    repo.commit("web with a migration")
+    sync(agent, repo, namespace)
+    proc = explain(agent, "web", namespace, "--repo", str(repo.path))
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1 and lines[0].startswith("Progressing: waiting for task migrate (Job web-migrate-")
+    assert lines[0].endswith(") to complete before the rollout"), lines[0]
+    assert any(line.startswith("  migrate  Pending  Job/web-migrate-") or line.startswith("  migrate  Running  Job/")
+               for line in lines), lines
+    batch = client.BatchV1Api(objects.api_client)
+
+    def failed() -> bool:
+        return any(c.type == "Failed" and c.status == "True" for j in batch.list_namespaced_job(namespace).items
+                   for c in (j.status.conditions or []))
+    wait_for(failed, what="the migration's Job to fail")
+    agent.sync(repo.path, "--namespace", namespace)  # records the failure: TaskFailed
+    proc = explain(agent, "web", namespace, "--repo", str(repo.path))
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1 and lines[0].startswith("Degraded: task migrate failed (Job web-migrate-"), lines[0]
+    assert "BackoffLimitExceeded" in lines[0]
+    assert any(line.startswith("  migrate  Failed  Job/web-migrate-") for line in lines), lines
+    assert any(line.startswith("  web-migrate-") and line.endswith("  Failed  migrate: Error (exit code 1)")
+               for line in lines), lines
+    wide = agent.run([sys.executable, "-m", "agent", "get", "-n", namespace, "-o", "wide", "--kubeconfig",
+                      str(agent.kubeconfig)]).stdout.splitlines()
+    assert wide[0].split()[-3:] == ["SCHEDULES", "TASKS", "MESSAGE"]
+    assert "   migrate failed   task migrate failed (Job web-migrate-" in next(w for w in wide if w.startswith("web "))

@@ -50,9 +50,9 @@ def test_wide_all_namespaces_and_a_selector(agent, repo, namespace, crd_with_his
     proc = get(agent, "-A", "-o", "wide")
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:2] == ["NAMESPACE", "NAME"]
-    assert lines[0].split()[-5:] == ["SOURCE", "IMAGE", "REPLICAS", "SCHEDULES", "MESSAGE"]
+    assert lines[0].split()[-6:] == ["SOURCE", "IMAGE", "REPLICAS", "SCHEDULES", "TASKS", "MESSAGE"]
     web = next(line.split() for line in lines if line.split()[:2] == [namespace, "web"])
-    assert web[9:13] == ["apps.yaml:1", "nginx:latest", web[11], "-"] and web[11].endswith("/2")
+    assert web[9:14] == ["apps.yaml:1", "nginx:latest", web[11], "-", "-"] and web[11].endswith("/2")
     proc = get(agent, "-n", namespace, "-l", "tier=backend", "-o", "name")
     assert proc.stdout == "application.heumsi.github.io/api\n"
 

@@ -447,3 +447,41 @@ def test_ssh_repository_with_key_and_strict_known_hosts(sshd, agent, repo, remot
     proc = agent.sync(url, "--namespace", namespace, "--ssh-key-file", str(key), "--known-hosts-file", str(known))
     assert proc.returncode == 0, proc.stderr
     assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
+
+
+def test_run_rolls_out_once_the_task_completes_by_its_job_watch_alone(start_agent, agent, cluster, repo, remote,
+                                                                     namespace, objects):
+    """Issue 43: with --interval 3600 only watch events drive passes. The first pass creates the
+    task's Job and holds the Deployment; the Job controller and the fake node complete it; the Job's
+    watch event starts the pass that rolls out. An image change (asked for with ``reconcile``, a
+    sync-now request) runs the task once more first."""
+    import yaml
+
+    def doc(image: str) -> str:
+        body = yaml.safe_load(app_yaml("web", image=image))
+        body["spec"]["tasks"] = {"migrate": {"command": ["./migrate"]}}
+        return yaml.safe_dump(body, sort_keys=False)
+
+    repo.write("web.yaml", doc("nginx:1.27"))
+    remote.push()
+    running = start_agent(remote.url, "--interval", "3600", "--namespace", namespace)
+
+    from kubernetes import client
+
+    def jobs() -> list[dict]:
+        found = client.BatchV1Api(objects.api_client).list_namespaced_job(namespace).items
+        return [j for j in objects.api_client.sanitize_for_serialization(found)
+                if j["metadata"]["name"].startswith("web-migrate-")]
+
+    wait_for(lambda: objects.deployment(namespace, "web") is not None, timeout=120, what="the rollout after the task")
+    assert len(jobs()) == 1
+    assert objects.app(namespace, "web")["status"]["tasks"][0]["phase"] == "Succeeded"
+    repo.write("web.yaml", doc("nginx:1.28"))
+    remote.push()
+    asked = agent.run([sys.executable, "-m", "agent", "reconcile", "web", "--namespace", namespace,
+                       "--kubeconfig", str(cluster.kubeconfig)])
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    wait_for(lambda: objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"][0]["image"]
+             == "nginx:1.28", timeout=180, what="the upgrade after its task")
+    assert len(jobs()) == 2 and all((j.get("status") or {}).get("succeeded") for j in jobs())
+    assert running.stop() == 0

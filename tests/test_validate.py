@@ -802,22 +802,20 @@ def test_a_worker_is_valid_and_its_ingress_and_port_probes_are_refused_offline_a
         "Application without a port (a worker) has none\n")
 
 
-def test_valid_tasks_are_refused_with_one_line_until_the_pass_runs_them(validate, tmp_path):
-    """Issue 43: the pass runs no task yet; accepting one would skip the migration a user expects
-    before the rollout (docs/applications.md#tasks)."""
+def test_valid_tasks_are_valid(validate, tmp_path):
+    """Issue 43: the pass runs tasks (agent/engine/taskgate.py), so a valid one is valid
+    (docs/applications.md#tasks)."""
     (tmp_path / "apps").mkdir()
     (tmp_path / "apps" / "shop.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: shop}\nspec:\n"
         "  image: shop:1.4\n  port: 8080\n  tasks:\n    migrate:\n      args: [migrate]\n")
     proc = validate("--path", "apps", cwd=tmp_path)
-    assert (proc.returncode, proc.stderr) == (2, (
-        "error: apps/shop.yaml:7: spec.tasks: not run yet by this version of the agent (the gate before a rollout is "
-        "not built): remove spec.tasks and run the task another way\n"))
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
 
 
 def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
     """Issue 43: a task that would never finish, a Job name Kubernetes refuses, a bad when, retries or timeout,
-    a task named as a schedule; and, until the pass runs tasks, spec.tasks itself, beside them."""
+    a task named as a schedule."""
     (tmp_path / "apps").mkdir()
     (tmp_path / "apps" / "shop.yaml").write_text(
         "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: shop-frontend-europe-west}\nspec:\n"
@@ -830,8 +828,6 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
     proc = validate("--path", "apps", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == (
-        "error: apps/shop.yaml:7: spec.tasks: not run yet by this version of the agent (the gate before a rollout is "
-        "not built): remove spec.tasks and run the task another way\n"
         "error: apps/shop.yaml:8: spec.tasks.migrate: a schedule has this name too: a schedule's Jobs are named "
         "<application>-<name>-<minutes> and a task's <application>-<name>-<8 hex digits>, so they could collide; "
         "rename one\n"
@@ -845,4 +841,4 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
         "error: apps/shop.yaml:19: spec.tasks.report.when: must be one of BeforeRollout, AfterRollout (got \"Later\")\n"
         "error: apps/shop.yaml:20: spec.tasks.report.retries: must be an integer between 0 and 10 (got 11)\n"
         "error: apps/shop.yaml:21: spec.tasks.report.timeoutSeconds: must be an integer between 1 and 86400 (got 0)\n")
-    assert proc.stdout == "invalid: 8 problems in 1 file\n"
+    assert proc.stdout == "invalid: 7 problems in 1 file\n"

@@ -179,11 +179,39 @@ MAX_TASKS = 16
 TASK_PHASES = ("Pending", "Running", "Succeeded", "Failed")
 """The phases of a task's run, as ``status.tasks[].phase`` writes them."""
 
+SECURITY_PROFILES = ("restricted", "none")
+"""``spec.security.profile``: the Pod Security Standard "restricted" rendered in full, or only the
+fields given. Omitted: the agent's ``--default-security-profile`` (itself default ``none``)."""
+SECURITY_CAPABILITIES = ("NET_BIND_SERVICE",)
+"""The capabilities ``spec.security.addCapabilities`` may add: the only one the restricted Pod
+Security Standard lets a container add back after dropping ALL."""
+
+_SECURITY = {
+    "type": "object",
+    "description": "How the pods run: as which user and group, and under which Pod Security Standard. "
+    "Every pod the agent renders takes it (the Deployment's, each schedule's and each task's).",
+    "properties": {
+        "profile": {"type": "string", "enum": list(SECURITY_PROFILES), "description": "restricted: what the "
+                    "Pod Security Standard restricted requires (runAsNonRoot, the RuntimeDefault seccomp "
+                    "profile, no privilege escalation, every capability dropped); none: only the fields given "
+                    "here. Omitted: the agent's --default-security-profile (default none)."},
+        "runAsUser": _integer("The user ID the containers run as (not 0 with restricted).", 0, MAX_INT32),
+        "runAsGroup": _integer("The primary group ID of the containers' processes.", 0, MAX_INT32),
+        "fsGroup": _integer("The group that owns the pod's volumes.", 0, MAX_INT32),
+        "readOnlyRootFilesystem": {"type": "boolean", "description": "true mounts each container's root "
+                                   "filesystem read-only."},
+        "addCapabilities": {"type": "array", "maxItems": len(SECURITY_CAPABILITIES), "description": "Linux "
+                            "capabilities added to each container: only NET_BIND_SERVICE (to listen on a port "
+                            "below 1024 as a user other than root).",
+                            "items": {"type": "string", "enum": list(SECURITY_CAPABILITIES)}},
+    },
+}
+
 _TASK = {
     "type": "object",
     "description": "A command run to completion as a batch/v1 Job, once per content: before the rollout "
     "(a database migration) or after it. It runs in the Application's pod settings (envFrom, files, "
-    "serviceAccountName, imagePullSecrets, podLabels, podAnnotations), never selected by the Service.",
+    "serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security), never selected by the Service.",
     "properties": {
         "when": {"type": "string", "enum": list(TASK_WHEN), "description": "BeforeRollout (default): the "
                  "other children wait until it succeeded; AfterRollout: it starts once the Deployment is "
@@ -285,6 +313,7 @@ SPEC_SCHEMA: dict = {
                                        "pattern": SUBDOMAIN_PATTERN}},
         "podAnnotations": _string_map("Annotations on every pod."),
         "podLabels": _string_map("Labels on every pod, besides the agent's own (which they may not set)."),
+        "security": _SECURITY,
         "rollout": {
             "type": "object",
             "description": "How a new version replaces pods (a rolling update).",
@@ -352,8 +381,8 @@ SPEC_SCHEMA: dict = {
             "maxProperties": 64,
             "description": "Commands of the Application run on a schedule, by name (a DNS label; the CronJob "
             "<application>-<name> is at most 52 characters): each a CronJob (batch/v1) whose pods have the "
-            "Application's env, envFrom, files, serviceAccountName, imagePullSecrets, podLabels and "
-            "podAnnotations but are never selected by its Service. A failed run is told in "
+            "Application's env, envFrom, files, serviceAccountName, imagePullSecrets, podLabels, "
+            "podAnnotations and security but are never selected by its Service. A failed run is told in "
             "status.schedules but does not make the Application Degraded. Removing one removes its CronJob.",
             "additionalProperties": _SCHEDULE,
         },
@@ -362,8 +391,9 @@ SPEC_SCHEMA: dict = {
             "maxProperties": MAX_TASKS,
             "description": "Commands run to completion as Jobs, by name (a DNS label; the Job is named "
             "<application>-<task>-<8 hex of a digest of what it runs>, at most 63 characters): each runs once "
-            "per content, BeforeRollout ones gating the rollout. Not run yet by this version of the agent: an "
-            "Application with any task is refused (docs/applications.md#tasks).",
+            "per content (status.tasks records each run); while a BeforeRollout one has not succeeded, the other "
+            "children but the ConfigMap stay as they are, and a failed one holds them until a new commit or a "
+            "sync-now request (docs/applications.md#tasks).",
             "additionalProperties": _TASK,
         },
     },

@@ -43,6 +43,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=_env("CACHE_DIR", default_cache_dir()), type=flags.non_empty,
                         help=f"where Git mirrors are kept (default: {default_cache_dir()}) [env GITOPS_AGENT_CACHE_DIR]")
     flags.add_credential_flags(parser)
+    flags.add_security_profile_flag(parser)
     flags.add_kubeconfig_flags(parser)
     flags.add_log_flags(parser, _env)
 
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if url:
         flags.cache_dir(args.cache_dir)
     git = inspect.read_git(app, url, args.ref, args.cache_dir, credentials=sourceflags.credentials(args) if url else None)
-    found = explainview.explanation(app, children, pods, events, datetime.datetime.now(datetime.timezone.utc), git)
+    found = explainview.explanation(app, children, pods, events, datetime.datetime.now(datetime.timezone.utc), git,
+                                    default_profile=args.default_security_profile)
     if args.output == "json":
         print(json.dumps(found, indent=2, ensure_ascii=False), flush=True)
     else:
@@ -90,7 +92,7 @@ def _commit(found: dict | None) -> str:
 
 def render(found: dict, now: datetime.datetime) -> list[str]:
     """The text of an explanation (``explainview.explanation``), one screen: the verdict line,
-    the source and commits, then Children, Pods (not ready ones), Drift, Events, History and
+    the source and commits, then Children, Tasks, Schedules, Pods (not ready ones), Drift, Events, History and
     the last change's diff; sections with nothing to say are left out."""
     app, source, git = found["application"], found["source"], found["git"]
     where = source["path"] or "-"
@@ -110,6 +112,7 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
     lines += _section("Children", [f"{c['kind']}/{c['name']}  {c['health']['status']}  {_text(c['message'])}"
                                    + (f"  ({_text(c['health']['message'])})" if c["health"]["message"] else "")
                                    for c in found["children"]])
+    lines += _section("Tasks", [_task(e, now) for e in found.get("tasks") or []])
     lines += _section("Schedules", [_schedule(e, now) for e in found.get("schedules") or []])
     lines += _section("Pods not ready", [f"{p['name']}  {_text(p['phase'])}  {_problem(q)}"
                                          for p in found["pods"] for q in p["problems"]])
@@ -129,6 +132,17 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
         lines += ["  " + "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
                   for line in found["diff"].splitlines()]
     return lines
+
+
+def _task(entry: dict, now) -> str:
+    """One line of a task (an entry of ``status.tasks``): its phase, its Job, when it started and
+    finished (ago, where known) and its message: ``migrate  Failed  Job/web-migrate-3f2a9c1e
+    started 5m ago, finished 4m ago  Job web-migrate-3f2a9c1e failed: BackoffLimitExceeded: ...``."""
+    times = [f"{word} {appview.age_since(entry[field], now)} ago"
+             for word, field in (("started", "startTime"), ("finished", "completionTime")) if entry.get(field)]
+    parts = [_text(entry.get("name")), _text(entry.get("phase")), f"Job/{_text(entry.get('job'))}"]
+    parts += [", ".join(times)] if times else []
+    return "  ".join(parts + ([_text(entry["message"])] if entry.get("message") else []))
 
 
 def _schedule(entry: dict, now) -> str:

@@ -172,6 +172,21 @@ def add_snippets_switch(parser: argparse.ArgumentParser) -> None:
                 "namespace's hosts from that configuration) [env GITOPS_AGENT_ALLOW_INGRESS_SNIPPETS]")
 
 
+def add_security_profile_flag(parser: argparse.ArgumentParser) -> None:
+    """``--default-security-profile`` (``sync``, ``diff``, ``run`` and ``explain``, which renders
+    the children to show drift): ``restricted`` or ``none``, default ``none``."""
+    from agent.api.schema import SECURITY_PROFILES
+
+    parser.add_argument(
+        "--default-security-profile", default=env("DEFAULT_SECURITY_PROFILE", "none"),
+        type=choice(*SECURITY_PROFILES), metavar="{" + ",".join(SECURITY_PROFILES) + "}",
+        help="the spec.security.profile of Applications that name none: restricted renders what the Pod Security "
+             "Standard restricted requires into every pod (runAsNonRoot, the RuntimeDefault seccomp profile, no "
+             "privilege escalation, every capability dropped); none renders only what spec.security gives. "
+             "Changing it rolls the pods of every Application without a profile (default: none) "
+             "[env GITOPS_AGENT_DEFAULT_SECURITY_PROFILE]")
+
+
 def option(parser: argparse.ArgumentParser, name: str, variable: str, help: str, **kwargs) -> argparse.Action:
     """Add the flag ``name`` whose default is ``GITOPS_AGENT_<variable>`` (``default`` in
     ``kwargs`` when the variable is unset; converted and checked by ``type`` like the flag), its

@@ -59,8 +59,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-w", "--watch", action="store_true",
                         help="after the list, print each Application whose row changes, until Ctrl-C or SIGTERM")
     parser.add_argument("-o", "--output", type=flags.choice(*OUTPUTS), metavar="{" + ",".join(OUTPUTS) + "}",
-                        help="wide (adds SOURCE, IMAGE, REPLICAS), json or yaml (a v1 List of the Applications) "
-                             "or name (application.heumsi.github.io/NAME) (default: a table)")
+                        help="wide (adds SOURCE, IMAGE, REPLICAS, SCHEDULES: how many, '2 (1 failed)', and TASKS: "
+                             "'1/2 done', or 'migrate failed' naming the failed task), json or yaml (a v1 List of "
+                             "the Applications) or name (application.heumsi.github.io/NAME) (default: a table)")
     parser.add_argument("--no-headers", action="store_true", help="no header line in tables")
     flags.add_kubeconfig_flags(parser)
     flags.add_log_flags(parser, _env)

@@ -13,16 +13,17 @@ import json
 import re
 
 from agent.common import values
-from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, KEPT, PRUNED, RECREATED, SKIPPED, SUSPENDED,
-                                 UNCHANGED, Report, printable)
+from agent.engine.report import (ADOPTED, CONFIGURED, CREATED, FAILED, HELD, KEPT, PRUNED, RECREATED, SKIPPED,
+                                 SUSPENDED, UNCHANGED, Report, printable)
 
 SCHEMA_VERSION = 1
 ACTIONS = {CREATED: "create", CONFIGURED: "update", UNCHANGED: "unchanged", PRUNED: "prune",
            FAILED: "failed", RECREATED: "recreate", ADOPTED: "adopt", KEPT: "kept", SUSPENDED: "suspended",
-           SKIPPED: "skipped"}
+           HELD: "held", SKIPPED: "skipped"}
 """Report action word -> the plan word used in json and markdown (and by dry runs)."""
 CHANGING = ("create", "update", "prune", "recreate", "adopt")
-COUNTED = ("create", "update", "unchanged", "prune", "recreate", "adopt", "failed", "kept", "suspended", "skipped")
+COUNTED = ("create", "update", "unchanged", "prune", "recreate", "adopt", "failed", "kept", "suspended", "held",
+           "skipped")
 FORMATS = ("text", "json", "markdown")
 
 

@@ -183,7 +183,8 @@ def _serve_ui(args: argparse.Namespace, opts: sync.Options, cache, runner) -> bo
 
     commits = gitinfo.Commits(cache_path(opts.cache_dir, opts.repo, opts.credentials))
     git = gitinfo.Explained(opts.repo, opts.ref, opts.cache_dir, opts.credentials, opts.fetch_timeout)
-    source = ui.Source(cache, runner, commits, repo_url=opts.repo, git=git)
+    source = ui.Source(cache, runner, commits, repo_url=opts.repo, git=git,
+                       default_profile=opts.default_security_profile)
     try:
         page = uiserver.serve(args.ui_address, source, args.ui_token, args.ui_anonymous)
     except OSError as err:

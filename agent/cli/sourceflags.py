@@ -92,6 +92,7 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
          "with OwnershipConflict, saying so (default: none; Git alone cannot take over what someone made by hand)",
          default=_env("ADOPT_NAMESPACES"), type=nametypes.namespace_patterns)
     flags.add_snippets_switch(parser)
+    flags.add_security_profile_flag(parser)
     flag("--tenant-service-account", "TENANT_SERVICE_ACCOUNT", "write each Application's children as this "
          "ServiceAccount of the Application's namespace (Kubernetes impersonation, as Flux's "
          "--default-service-account), so that namespace's RBAC bounds what Git can make there; a refusal names the "
@@ -166,4 +167,5 @@ def options_from(args: argparse.Namespace):
                         agent_service_account=os.environ.get("POD_SERVICE_ACCOUNT", "").strip() or None,
                         allowed_service_accounts=args.allowed_service_accounts,
                         adopt_namespaces=args.adopt_namespaces, allow_ingress_snippets=args.allow_ingress_snippets,
-                        max_prune_share=args.max_prune_share)
+                        max_prune_share=args.max_prune_share,
+                        default_security_profile=args.default_security_profile)

@@ -17,7 +17,7 @@ from agent.engine import apply, conditions, plan, suspend, sync_now, taskgate, t
 from agent.engine.appapply import converge, health_only, record
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, HELD, PRUNED, SUSPENDED, UNCHANGED
-from agent.kinds import configmap, deployment, health, job, registry
+from agent.kinds import configmap, deployment, health, job, podspec, registry
 from agent.kube.cluster import ApiError
 from agent.manifests import nodes, specrules
 
@@ -95,14 +95,15 @@ def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied,
 
 def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave: _Wave,
                    holds: dict[str, suspend.Hold]) -> list[plan.Step]:
-    """The child steps of ``batch`` (key, live Application); an Application whose spec does not
-    match the schema fails and renders none; one with tasks goes through its gate (``_gated``;
-    ``holds``: the suspended Applications, whose failed task is not run again). An unchanged
+    """The child steps of ``batch`` (key, live Application), each rendered from its spec with the
+    pass's ``--default-security-profile`` (``podspec.with_default_profile``); an Application whose
+    spec does not match the schema fails and renders none; one with tasks goes through its gate (``_gated``;
+    ``holds``: the suspended Applications, whose tasks are not decided: nothing of them is applied). An unchanged
     child's step keeps only its live object."""
     steps: list[plan.Step] = []
     report = p.report
     for key, app in batch:
-        spec = app.get("spec") or {}
+        spec = podspec.with_default_profile(app.get("spec") or {}, p.opts.default_security_profile)
         found = specrules.live_problems(spec, app["metadata"]["name"])
         if found:
             where, why = found[0]
@@ -124,31 +125,33 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             if live is not None:
                 wave.paired.add(ident)
             mine.append(plan.decide(child, live, opt_in, denied or ""))
-        if job.wanted(spec):
-            mine = _gated(p, key, app, mine, idx, wave, suspended=key in holds)
+        if job.wanted(spec) and key not in holds:  # a suspended one's children are all held after this (_unheld)
+            mine = _gated(p, key, app, spec, mine, idx, wave)
         steps += [replace(step, desired=None) if step.action == plan.UNCHANGED else step for step in mine]
     return steps
 
 
-def _gated(p: Pass, key: str, app: Obj, steps: list[plan.Step], idx: ChildIndex, wave: _Wave, *,
-           suspended: bool) -> list[plan.Step]:
-    """``steps`` of the Application ``key`` (``app``: live) as its task gate lets them
-    (``taskgate``): a task's Job only when it is created now or kept; while a BeforeRollout task
+def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: ChildIndex,
+           wave: _Wave) -> list[plan.Step]:
+    """``steps`` of the Application ``key`` (``app``: live; ``spec``: its spec as rendered) as its
+    task gate lets them (``taskgate``): a task's Job only when it is created now or kept; while a BeforeRollout task
     has not succeeded, nothing but the ConfigMap and the Jobs (the rest is reported held, and
-    none of its live children is pruned). A failed Job run again is deleted first, unless the
-    Application is ``suspended`` (its steps are all held after this: ``_unheld``)."""
-    spec, name = app["spec"], app["metadata"]["name"]
+    none of its live children is pruned). A failed Job run again is deleted first."""
+    name = app["metadata"]["name"]
     live_of = idx.live_of.get(key, {})
     jobs = [obj for slot, obj in live_of.items() if slot.startswith(f"{job.KIND.kind}/")]
+    jobs += [s.live for s in steps if s.identity[1] == job.KIND.kind and s.action != plan.Op.CONFLICT
+             and s.live is not None and all(s.live is not j for j in jobs)]  # one it adopts counts as its run
     rollout = next((s for s in steps if s.identity[1] == deployment.KIND.kind), None)
     done = rollout is not None and rollout.action == plan.UNCHANGED and \
         deployment.KIND.health(rollout.live).status == health.Status.HEALTHY
     commit = p.report.commit if key in p.git.paths else None
     gate = taskgate.decide(name, spec, jobs, list((app.get("status") or {}).get("tasks") or []), commit,
-                           asked=sync_now.pending(app), rollout_done=done)
+                           asked=sync_now.pending(app), rollout_done=done,
+                           installed=rollout is not None and rollout.live is not None)
     wave.gates[key] = gate
     wave.paired.update(plan.identity(obj) for obj in jobs if obj["metadata"]["name"] in gate.keep)
-    for failed in () if suspended else gate.rerun:
+    for failed in gate.rerun:
         if not _deleted(p, key, failed):
             return []
     out = []

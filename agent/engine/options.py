@@ -28,7 +28,9 @@ class Options:
     ``allowed_service_accounts``: the ServiceAccounts an Application's pods may not and may run as
     (``tenancy.Policy``); ``adopt_namespaces``: names or globs of the namespaces where the operator
     consents to adoption (``tenancy.adoption_denied``; None: none); ``allow_ingress_snippets``: Ingress
-    annotations that inject controller configuration are allowed (``kinds.ingress.snippets``)."""
+    annotations that inject controller configuration are allowed (``kinds.ingress.snippets``);
+    ``default_security_profile``: the ``spec.security.profile`` of Applications that name none
+    (``--default-security-profile``: ``podspec.with_default_profile`` before every render)."""
 
     repo: str
     cache_dir: str
@@ -48,3 +50,4 @@ class Options:
     adopt_namespaces: tuple[str, ...] | None = None  # where heumsi.github.io/adopt is honoured; None: nowhere
     allow_ingress_snippets: bool = False  # ingress-nginx *-snippet annotations (tenancy)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
+    default_security_profile: str = "none"  # restricted or none (schema.SECURITY_PROFILES)

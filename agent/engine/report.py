@@ -194,7 +194,7 @@ class Report:
                       else f"  {what}: {reason}" for what, reason in self.invalid]
         counts = self.counts()
         tally = ", ".join(f"{counts.get(a, 0)} {a}" for a in (CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED))
-        for extra in (RECREATED, ADOPTED, KEPT, SUSPENDED, SKIPPED):
+        for extra in (RECREATED, ADOPTED, KEPT, SUSPENDED, HELD, SKIPPED):
             if counts.get(extra):
                 tally += f", {counts[extra]} {extra}"
         verdict = "sync succeeded" if self.ok else "sync failed"

@@ -119,7 +119,8 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     for message in news_.failed_runs(app.get("status") or {}, new):  # a failed scheduled run: told, not Degraded
         kube.event(app, "Warning", news_.NoticeReason.SCHEDULE_FAILED, message)
     if not outcome.ok and (app.get("status") or {}).get("conditions") != new["conditions"]:
-        kube.event(app, "Normal" if outcome.reason == suspend.SUSPENDED else "Warning", outcome.reason, outcome.message)
+        normal = outcome.reason in (suspend.SUSPENDED, conditions_.Reason.TASK_RUNNING)  # a state, not a fault
+        kube.event(app, "Normal" if normal else "Warning", outcome.reason, outcome.message)
     return next_retry
 
 

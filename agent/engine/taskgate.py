@@ -66,12 +66,14 @@ class Gate:
     """What the pass does for one Application's tasks. ``runs``: one per task, in the order they
     run; ``holding``: a BeforeRollout task has not succeeded, so the other children (but the
     ConfigMap) stay as they are; ``rerun``: live failed Jobs to delete before their new run is
-    created; ``keep``: names of the live Jobs to keep (the others are pruned)."""
+    created; ``keep``: names of the live Jobs to keep (the others are pruned); ``installed``: a
+    version of the Application serves already (its Deployment exists), which a held rollout keeps."""
 
     runs: tuple[Run, ...] = ()
     holding: bool = False
     rerun: tuple[Obj, ...] = ()
     keep: frozenset[str] = field(default_factory=frozenset)
+    installed: bool = False
 
     @property
     def create(self) -> frozenset[str]:
@@ -99,11 +101,12 @@ def _state(live: Obj | None, entry: Obj | None, run_commit: str | None, commit: 
 
 
 def decide(app_name: str, spec: Obj, jobs: list[Obj], recorded: list[Obj], commit: str | None, *,
-           asked: bool, rollout_done: bool) -> Gate:
+           asked: bool, rollout_done: bool, installed: bool = False) -> Gate:
     """The gate of the Application ``app_name`` with ``spec`` (module docstring). ``jobs``: its live
     Jobs (owned, any task); ``recorded``: its live ``status.tasks[]``; ``commit``: the commit the
     pass works from (None for a hand-applied Application); ``asked``: a sync-now request is
-    pending; ``rollout_done``: its Deployment is unchanged by this pass and Healthy."""
+    pending; ``rollout_done``: its Deployment is unchanged by this pass and Healthy;
+    ``installed``: its Deployment exists (``Gate.installed``)."""
     by_name = {j["metadata"]["name"]: j for j in jobs}
     runs: list[Run] = []
     rerun: list[Obj] = []
@@ -124,7 +127,7 @@ def decide(app_name: str, spec: Obj, jobs: list[Obj], recorded: list[Obj], commi
         started = run_commit if state != CREATE and run_commit is not None else commit
         runs.append(Run(task, when, digest, name, started, entry, state))
         holding = holding or (when == job.BEFORE_ROLLOUT and state != job.SUCCEEDED)
-    return Gate(tuple(runs), holding, tuple(rerun), _kept(runs, jobs))
+    return Gate(tuple(runs), holding, tuple(rerun), _kept(runs, jobs), installed)
 
 
 def _kept(runs: list[Run], jobs: list[Obj]) -> frozenset[str]:
@@ -178,12 +181,14 @@ class Verdict:
 
 def verdict(gate: Gate, found: list[Obj]) -> Verdict | None:
     """The tasks' verdict from ``entries``' ``found``: ``TaskFailed`` (Degraded) when a run
-    failed, naming its Job and why, and what runs it again; else ``TaskRunning`` (Progressing)
+    failed, naming its Job and why, what it holds (the old version, or on a first install
+    everything) and what runs it again; else ``TaskRunning`` (Progressing)
     when one has not succeeded, naming it and whether the rollout waits for it; else None."""
     for run, entry in zip(gate.runs, found):
         if entry.get("phase") == job.FAILED:
-            message = (f"task {run.task} failed ({entry.get('message') or f'Job {run.job} failed'}); "
-                       + ("the old version keeps serving; " if run.when == job.BEFORE_ROLLOUT else "")
+            held = "" if run.when != job.BEFORE_ROLLOUT else \
+                "the old version keeps serving; " if gate.installed else "nothing else is created; "
+            message = (f"task {run.task} failed ({entry.get('message') or f'Job {run.job} failed'}); " + held
                        + "a new commit or a sync-now request (python -m agent reconcile) runs it again")
             return Verdict(Reason.TASK_FAILED, message, Health(Status.DEGRADED, message))
     for run, entry in zip(gate.runs, found):

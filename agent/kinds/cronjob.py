@@ -3,7 +3,7 @@
 
 The first kind with several objects per Application (``ChildKind.many``). Each runs a command
 of the Application on a schedule with the Application's pod settings (env, envFrom, files,
-serviceAccountName, imagePullSecrets, podLabels, podAnnotations: ``podspec``) and the schedule's
+serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security: ``podspec``) and the schedule's
 own image, command, args, env and resources, but never the labels the Application's Service
 selects on (``render.selector_labels``): its pods carry the name and managed-by labels and the
 schedule's (``labels.SCHEDULE_LABEL``). Its Jobs carry the Application's and the schedule's
@@ -233,5 +233,7 @@ KIND = ChildKind(group="batch", version="v1", kind="CronJob", plural="cronjobs",
                  status_field="schedules", news=news, wanted=wanted, many=True, names=names, observed_all=observed,
                  related=RELATED,
                  authoritative=("spec.jobTemplate.spec.template.metadata.labels",
-                                "spec.jobTemplate.spec.template.spec.containers"),
+                                "spec.jobTemplate.spec.template.spec.containers",
+                                "spec.jobTemplate.spec.template.spec.securityContext"),
+                 whole_when_rendered=("spec.jobTemplate.spec.template.spec.securityContext",),
                  status_schema=STATUS_SCHEMA)

@@ -137,7 +137,8 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="apps", version="v1", kind="Deployment", plural="deployments", render=render,
                  health=health, status_field="deployment", trim=trim, observed=observed, news=news,
                  authoritative=("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                "spec.template.spec.containers"), released=("spec.replicas",),
+                                "spec.template.spec.containers", "spec.template.spec.securityContext"),
+                 released=("spec.replicas",), whole_when_rendered=("spec.template.spec.securityContext",),
                  status_schema={
                      "deployment": {"type": "string", "description": "Name of the child Deployment."},
                      "replicas": {"type": "integer", "description": "Replicas of the child Deployment, as observed."},

@@ -64,12 +64,20 @@ def _sets(obj: Any, path: Path) -> bool:
     return True
 
 
+WHEN_RENDERED: dict[str, tuple[Path, ...]] = {k.kind: tuple(map(_path, k.whole_when_rendered))
+                                               for k in registry.CHILD_KINDS}
+"""Per kind, the authoritative subtrees the agent owns in full only while its render sets them
+(``ChildKind.whole_when_rendered``: a pod template's ``securityContext``); unlike ``RELEASED``
+ones, the agent's apply removes what it set there once its render stops setting it."""
+
+
 def domains(kind: str, desired: Obj | None = None) -> tuple[Path, ...]:
     """The authoritative subtrees of ``kind`` for the desired object ``desired``: ``AUTHORITATIVE``
-    less the released ones ``desired`` does not set (None: all of them, as when nothing is
-    known of what Git wants: the subtrees kept when an object is listed)."""
-    released = RELEASED.get(kind, ())
-    return tuple(d for d in AUTHORITATIVE.get(kind, ()) if desired is None or d not in released or _sets(desired, d))
+    less the released and ``WHEN_RENDERED`` ones ``desired`` does not set (None: all of them, as
+    when nothing is known of what Git wants: the subtrees kept when an object is listed)."""
+    conditional = RELEASED.get(kind, ()) + WHEN_RENDERED.get(kind, ())
+    return tuple(d for d in AUTHORITATIVE.get(kind, ())
+                 if desired is None or d not in conditional or _sets(desired, d))
 
 
 KUBECTL_MANAGERS = frozenset({"kubectl", "kubectl-client-side-apply", "kubectl-edit", "kubectl-patch",

@@ -56,6 +56,9 @@ class ChildKind:
     ``spec`` has a child of this kind (``render`` answers None exactly when it is False);
     ``released``: of ``authoritative``, the paths the agent owns only while its render sets them
     (a Deployment's ``spec.replicas``: without it, the autoscaler or a person owns the value);
+    ``whole_when_rendered``: of ``authoritative``, the paths the agent owns in full only while its
+    render sets them, and gives up like any other field when it stops (a pod's
+    ``securityContext``: without ``spec.security`` one set by hand stays, as before the field);
     ``rendered``: dotted paths under which every field the agent applied is one its render still
     sets, or the next apply removes it (``fields.dropped``).
 
@@ -85,6 +88,7 @@ class ChildKind:
     trim: Callable[[Obj], Obj] = _unchanged
     wanted: Callable[[Obj], bool] = _always
     released: tuple[str, ...] = ()
+    whole_when_rendered: tuple[str, ...] = ()
     rendered: tuple[str, ...] = ("spec",)
     many: bool = False
     names: Callable[[str, Obj], tuple[str, ...]] = _itself

@@ -1,9 +1,13 @@
-"""The pod an Application runs, shared by every child kind that runs one (the Deployment today).
-Pure.
+"""The pod an Application runs, shared by every child kind that runs one (the Deployment, each
+schedule's CronJob, each task's Job). Pure.
 
 ``container`` renders the one container from the spec's container fields and ``template``
 wraps it in a pod template with the pod fields; a kind that runs another command of the same
 Application (with its own image, env or resources) passes a spec with those fields replaced.
+
+``spec.security`` is rendered here, once for every pod (``pod_security``, ``container_security``);
+``with_default_profile`` gives a spec without ``security.profile`` the agent's
+``--default-security-profile`` before any render.
 """
 
 from __future__ import annotations
@@ -13,16 +17,21 @@ import hashlib
 from agent.api import quantity
 from agent.api.labels import FILES_DIGEST
 from agent.api.objects import Obj
+from agent.api.schema import SECURITY_PROFILES
 from agent.kinds import configmap
 
 PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
+RESTRICTED, NONE = SECURITY_PROFILES
+POD_IDS = ("runAsUser", "runAsGroup", "fsGroup")
+"""The fields of ``spec.security`` that go into the pod's ``securityContext`` as they are."""
 
 
 def container(name: str, spec: Obj, port: int | None) -> Obj:
     """The container ``name`` of ``spec``: ``image``, the ``containerPort`` ``port`` (none when
     None), then, in this order, ``command``, ``args``, ``env`` (sorted by name), ``envFrom``,
     ``resources`` (each quantity as the API server stores it, ``quantity.stored``), the probes
-    (the port as a number) and a read-only mount per file of ``spec.files``."""
+    (the port as a number), a read-only mount per file of ``spec.files`` and the
+    ``securityContext`` of ``spec.security`` (``container_security``)."""
     out: Obj = {"name": name, "image": spec["image"]}
     if port is not None:
         out["ports"] = [{"containerPort": port, "protocol": "TCP"}]
@@ -43,13 +52,16 @@ def container(name: str, spec: Obj, port: int | None) -> Obj:
     mounts = _files(name, spec.get("files") or {})[1]
     if mounts:
         out["volumeMounts"] = mounts
+    if (context := container_security(spec)) is not None:
+        out["securityContext"] = context
     return out
 
 
 def template(name: str, spec: Obj, main: Obj, labels: dict[str, str]) -> Obj:
     """The pod template of the Application ``name`` running the container ``main``: ``labels``,
     ``podAnnotations`` (sorted) with the files' digest (``labels.FILES_DIGEST``), and a pod
-    with ``serviceAccountName``, ``imagePullSecrets`` and a volume per file of ``spec``."""
+    with ``serviceAccountName``, ``imagePullSecrets``, a volume per file of ``spec`` and the
+    ``securityContext`` of ``spec.security`` (``pod_security``)."""
     volumes = _files(name, spec.get("files") or {})[0]
     pod: Obj = {"containers": [main]}
     if "serviceAccountName" in spec:
@@ -58,6 +70,8 @@ def template(name: str, spec: Obj, main: Obj, labels: dict[str, str]) -> Obj:
         pod["imagePullSecrets"] = [{"name": secret} for secret in spec["imagePullSecrets"]]
     if volumes:
         pod["volumes"] = volumes
+    if (context := pod_security(spec)) is not None:
+        pod["securityContext"] = context
     out: Obj = {"metadata": {"labels": labels}}
     annotations = dict(sorted((spec.get("podAnnotations") or {}).items()))
     if (digest := configmap.digest(spec)) is not None:
@@ -66,6 +80,66 @@ def template(name: str, spec: Obj, main: Obj, labels: dict[str, str]) -> Obj:
         out["metadata"]["annotations"] = annotations
     out["spec"] = pod
     return out
+
+
+def pod_security(spec: Obj) -> Obj | None:
+    """The pod ``securityContext`` of ``spec.security``: ``runAsUser``, ``runAsGroup`` and
+    ``fsGroup`` as given, and with the profile ``restricted`` ``runAsNonRoot: true`` and
+    ``seccompProfile: {type: RuntimeDefault}``. None when it sets nothing (no ``security``, or
+    ``none`` with no ID): the template then has no ``securityContext``, as before the field.
+
+    The restricted Pod Security Standard (https://kubernetes.io/docs/concepts/security/
+    pod-security-standards/#restricted, as the PodSecurity admission enforces it) asks of the
+    pod: "Running as Non-root": ``runAsNonRoot`` true on the pod or every container; "Running as
+    Non-root user": ``runAsUser`` not 0 (``specrules`` refuses 0 with restricted); "Seccomp":
+    ``seccompProfile.type`` RuntimeDefault or Localhost on the pod or every container. Its volume
+    rule (configMap, secret, emptyDir, projected, ...) holds for every volume the agent renders,
+    and the agent renders no host namespace, host path, host port or privileged container."""
+    security = spec.get("security") or {}
+    out: Obj = {field: security[field] for field in POD_IDS if field in security}
+    if security.get("profile") == RESTRICTED:
+        out["runAsNonRoot"] = True
+        out["seccompProfile"] = {"type": "RuntimeDefault"}
+    return out or None
+
+
+def container_security(spec: Obj) -> Obj | None:
+    """A container's ``securityContext`` of ``spec.security``: with the profile ``restricted``
+    ``allowPrivilegeEscalation: false`` and ``capabilities: {drop: [ALL]}``; ``add`` the
+    ``addCapabilities`` given (any profile); ``readOnlyRootFilesystem`` as given. None when it
+    sets nothing.
+
+    The restricted Pod Security Standard (https://kubernetes.io/docs/concepts/security/
+    pod-security-standards/#restricted) asks of every container: "Privilege Escalation":
+    ``allowPrivilegeEscalation`` false; "Capabilities": ``drop`` holds ALL and ``add`` at most
+    NET_BIND_SERVICE (the schema's only ``addCapabilities``)."""
+    security = spec.get("security") or {}
+    out: Obj = {}
+    capabilities: Obj = {}
+    if security.get("profile") == RESTRICTED:
+        out["allowPrivilegeEscalation"] = False
+        capabilities["drop"] = ["ALL"]
+    if security.get("addCapabilities"):
+        capabilities["add"] = sorted(set(security["addCapabilities"]))
+    if capabilities:
+        out["capabilities"] = capabilities
+    if "readOnlyRootFilesystem" in security:
+        out["readOnlyRootFilesystem"] = security["readOnlyRootFilesystem"]
+    return out or None
+
+
+def with_default_profile(spec: Obj, default: str) -> Obj:
+    """``spec`` as the agent renders it under ``--default-security-profile`` ``default``: a spec
+    without ``security.profile`` takes ``default``; with ``default`` ``none`` or a profile given,
+    ``spec`` itself (the same object: an Application without ``security`` renders exactly what it
+    rendered before the flag). A new dict otherwise; ``spec`` is not changed. A spec that is not a
+    mapping, or whose ``security`` is not one, is returned as it is (the schema refuses it)."""
+    if default == NONE or not isinstance(spec, dict):
+        return spec
+    security = spec.get("security", {})
+    if not isinstance(security, dict) or "profile" in security:
+        return spec
+    return {**spec, "security": {**security, "profile": default}}
 
 
 def _env(name: str, value: str | Obj) -> Obj:

@@ -51,6 +51,14 @@ WORKER_INGRESS_RULE = ("needs spec.port: an Ingress sends traffic to the Service
                        "port (a worker) has none")
 """What a worker (an Application without ``port``, issue 43) may not have: an httpGet or tcpSocket
 probe, or an Ingress; the agent would render a probe of no port, or a backend of no Service."""
+ROOT_RESTRICTED_RULE = ("must not be 0 with profile restricted (spec.security.profile, or the agent's "
+                        "--default-security-profile): the restricted Pod Security Standard refuses a pod that runs "
+                        "as root; give a user ID above 0")
+CAPABILITY_RULE = ("must be NET_BIND_SERVICE, the one capability the restricted Pod Security Standard lets a container "
+                   "add back")
+"""What ``spec.security`` may not say: ``runAsUser: 0`` under the restricted profile (its rule
+"Running as Non-root user", https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted),
+and a capability other than NET_BIND_SERVICE (its rule "Capabilities"; the schema's enum)."""
 DRAIN_HANGS = "a node drain would wait forever: no pod could ever be evicted"
 """Why a disruption budget that no eviction can pass is refused (``_disruption_budget``)."""
 
@@ -68,7 +76,7 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
     (its name, cron expression and time zone; the CronJob name's length when the Application's
     ``name`` is given); tasks (``_tasks``; a task's Job name at most 63 characters when ``name``
-    is given). ``name``:
+    is given); ``security.runAsUser`` not 0 with the profile ``restricted``. ``name``:
     the Application's name (a DNS label), for the rules that need it; None leaves them out."""
     return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
@@ -133,6 +141,8 @@ def _word(e, spec) -> list[tuple[tuple, str]]:
         return [(sub, f"must have at most {e.validator_value} entries (got {len(e.instance)})")]
     if e.validator == "minItems":
         return [(sub, f"must have at least {e.validator_value} entry")]
+    if e.validator == "enum" and sub[:2] == ("security", "addCapabilities"):
+        return [(sub, f"{CAPABILITY_RULE} (got {_show(e.instance)})")]
     if e.validator in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum"):
         return [(sub, f"must be {rule(schema)} (got {_show(e.instance)})")]
     return [(sub, e.message)]
@@ -217,6 +227,10 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
         if isinstance(low, int) and isinstance(high, int) and not isinstance(high, bool) and low > high >= 1:
             out.append((("autoscaling", "minReplicas"), f"must be at most maxReplicas ({high}) (got {low})"))
     out += _rollout(spec.get("rollout"))
+    security = spec.get("security")
+    if isinstance(security, dict) and security.get("profile") == "restricted" and security.get("runAsUser") == 0 \
+            and not isinstance(security.get("runAsUser"), bool):
+        out.append((("security", "runAsUser"), f"{ROOT_RESTRICTED_RULE} (got 0)"))
     out += _disruption_budget(spec)
     secrets = spec.get("imagePullSecrets")
     if isinstance(secrets, list):

@@ -107,7 +107,7 @@ def facts(e: dict, row: dict, repo_url: str | None) -> str:
 
 
 def sections(e: dict) -> str:
-    """Children, schedules (when there are), pods, drift, Events, conditions and history, each a table."""
+    """Children, tasks and schedules (when there are), pods, drift, Events, conditions and history, each a table."""
     children = [{"kind": c["kind"], "name": c["name"], "health": c["health"]["status"],
                  "message": c["message"] + (f' ({c["health"]["message"]})' if c["health"]["message"] else "")}
                 for c in e["children"]]  # as explain writes it
@@ -121,6 +121,7 @@ def sections(e: dict) -> str:
                for h in e["history"]]
     return ('<h2>Children</h2>' + table(("Kind", "Name", "Health", "Message"), ("kind", "name", "health", "message"),
                                         children, "No children.")
+            + tasks(e.get("tasks") or [])
             + schedules(e.get("schedules") or [])
             + '<h2>Pods</h2>' + table(("Pod", "Phase", "Ready", "Reason", "Message"),
                                       ("name", "phase", "ready", "reason", "message"), pods, "No pods.", "pods")
@@ -137,6 +138,19 @@ def sections(e: dict) -> str:
             + '<h2>History</h2>' + table(("Commit", "First synced", "Last synced", "Passes", "Digest"),
                                          ("revision", "firstSyncedAt", "lastSyncedAt", "passes", "digest"), history,
                                          "No history yet.", "history"))
+
+
+def tasks(entries: list[dict]) -> str:
+    """The Tasks table (``status.tasks`` as explain writes it, a failed run first: one row per
+    task, its phase coloured, its Job, start, completion and message); nothing without any, so a
+    page without tasks is as it was."""
+    if not entries:
+        return ""
+    rows = [{"name": e.get("name"), "status": e.get("phase"), "job": e.get("job"), "startTime": e.get("startTime"),
+             "completionTime": e.get("completionTime"), "message": e.get("message")} for e in entries]
+    return '<h2>Tasks</h2>' + table(("Task", "Phase", "Job", "Started", "Finished", "Message"),
+                                    ("name", "status", "job", "startTime", "completionTime", "message"), rows,
+                                    "No tasks.")
 
 
 def schedules(entries: list[dict]) -> str:

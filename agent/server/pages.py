@@ -35,8 +35,9 @@ def attr(value) -> str:
 
 STATE_CLASSES = frozenset((
     "Healthy", "Synced", "True", "Normal", "Progressing", "Suspended", "Missing", "Unknown", "Warning", "Degraded",
-    "SyncFailed", "InvalidManifest", "InvalidSpec", "OwnershipConflict", "ImmutableConflict", "Invalid", "False"))
-"""The values (health, sync, condition status, Event type) that have a ``s-VALUE`` class."""
+    "SyncFailed", "InvalidManifest", "InvalidSpec", "OwnershipConflict", "ImmutableConflict", "Invalid", "False",
+    "Succeeded", "Pending", "Running", "Failed", "TaskRunning", "TaskFailed"))
+"""The values (health, sync, condition status, Event type, a task's phase) that have a ``s-VALUE`` class."""
 
 
 def state_class(value) -> str:

@@ -87,13 +87,15 @@ def authorized(header: str | None, token: str) -> bool:
 class Source:
     """What the page reads: ``cache`` (``cache.Cache``), ``runner`` (its ``last_pass`` and
     ``last_commit``; None in tests), ``commits`` (``gitinfo.Commits``: the list's subjects),
-    ``git`` (``gitinfo.Explained``: an Application's commits and diff) and ``repo_url`` (for
+    ``git`` (``gitinfo.Explained``: an Application's commits and diff), ``repo_url`` (for
     links; credentials are never shown: ``--repo``'s user-info is dropped by
-    ``repository.identity``)."""
+    ``repository.identity``) and ``default_profile`` (``run``'s ``--default-security-profile``,
+    which ``explain`` renders the children with)."""
 
     def __init__(self, cache, runner=None, commits: gitinfo.Commits | None = None, repo_url: str | None = None,
-                 git: gitinfo.Explained | None = None):
+                 git: gitinfo.Explained | None = None, default_profile: str = "none"):
         self.cache, self.runner, self.repo_url = cache, runner, repo_url
+        self.default_profile = default_profile
         self.commits = commits or gitinfo.Commits(None)
         self.git = git or gitinfo.Explained(None, None, None)
         self._lock = threading.Lock()
@@ -157,7 +159,7 @@ class Source:
         pods = self.cache.where("Pod", namespace, APPLICATION_LABEL, name)
         events = self.cache.in_namespace("Event", namespace)
         git = self.git.of(app, getattr(self.runner, "last_commit", None))
-        found = explainview.explanation(app, children, pods, events, now, git)
+        found = explainview.explanation(app, children, pods, events, now, git, self.default_profile)
         (app.get("metadata") or {}).pop("managedFields", None)
         return found, app
 

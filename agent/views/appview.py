@@ -21,13 +21,15 @@ A row (``row``) is a dict of strings or None (None: absent, shown as ``-``)::
      "source": "apps/web.yaml",      # status.sourcePath (":LINE" added when status.sourceLine is set)
      "image": "nginx:1.27",          # spec.image
      "replicas": "2/3",              # status.readyReplicas / desired (spec.replicas, else status.replicas)
-     "schedules": "2 (1 failed)"}    # status.schedules: how many, and whose last run failed (``schedules``)
+     "schedules": "2 (1 failed)",    # status.schedules: how many, and whose last run failed (``schedules``)
+     "tasks": "1/2 done"}            # status.tasks: how many succeeded, or the failed one (``tasks``)
 """
 
 from __future__ import annotations
 
 import datetime
 
+from agent.api.schema import TASK_PHASES
 from agent.common import rfc3339
 
 SHORT_SHA = 8
@@ -35,12 +37,12 @@ SHORT_SHA = 8
 
 COLUMNS = ("name", "health", "ready", "reason", "commit", "changed", "suspended", "age", "message")
 """The row keys of the default table, in order (``-A`` puts ``namespace`` first)."""
-WIDE = ("source", "image", "replicas", "schedules")
+WIDE = ("source", "image", "replicas", "schedules", "tasks")
 """The row keys ``-o wide`` adds, before ``message`` (the longest stays last)."""
 HEADERS = {"namespace": "NAMESPACE", "name": "NAME", "health": "HEALTH", "ready": "READY", "reason": "REASON",
            "commit": "COMMIT", "changed": "CHANGED", "suspended": "SUSPENDED", "age": "AGE",
            "message": "MESSAGE", "source": "SOURCE", "image": "IMAGE", "replicas": "REPLICAS",
-           "schedules": "SCHEDULES"}
+           "schedules": "SCHEDULES", "tasks": "TASKS"}
 
 
 def age(seconds: float) -> str:
@@ -157,6 +159,22 @@ def schedules(app: dict) -> str | None:
     return f"{len(found)} ({failed} failed)" if failed else str(len(found))
 
 
+_SUCCEEDED, _FAILED = TASK_PHASES[2], TASK_PHASES[3]
+
+
+def tasks(app: dict) -> str | None:
+    """What ``status.tasks`` says of the Application's tasks, short: ``NAME failed`` for the first
+    task whose run failed (``+N`` more failed ones: ``migrate failed +1``), else ``DONE/ALL
+    done`` (``1/2 done``: how many runs of the current content ``Succeeded``); None without any."""
+    found = [e for e in (app.get("status") or {}).get("tasks") or [] if isinstance(e, dict)]
+    if not found:
+        return None
+    failed = [str(e.get("name")) for e in found if e.get("phase") == _FAILED]
+    if failed:
+        return f"{failed[0]} failed" + (f" +{len(failed) - 1}" if len(failed) > 1 else "")
+    return f"{sum(e.get('phase') == _SUCCEEDED for e in found)}/{len(found)} done"
+
+
 def row(app: dict, now: datetime.datetime) -> dict:
     """The row of ``app`` (an Application as the API serves it) at ``now`` (aware); see the
     module docstring for the keys."""
@@ -179,6 +197,7 @@ def row(app: dict, now: datetime.datetime) -> dict:
         "image": spec.get("image") if isinstance(spec.get("image"), str) else None,
         "replicas": replicas(app),
         "schedules": schedules(app),
+        "tasks": tasks(app),
     }
 
 

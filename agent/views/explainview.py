@@ -13,6 +13,8 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
      "children": [{"kind": "Deployment", "name": "web", "exists": True,
                    "health": {"status": "Progressing", "message": "..."}, "message": "Available: 2/3"}],
      "schedules": [status.schedules as written: name, cronJob, lastScheduleTime, lastFailure...],
+     "tasks": [status.tasks as written (name, digest, job, phase, commit, startTime,
+               completionTime, message), the Failed ones first (``tasks``)],
      "pods": [{"name": "web-5d9c-x", "phase": "Pending", "ready": False,
                "problems": [{"container": "app", "state": "waiting", "reason": "ImagePullBackOff",
                              "message": "...", "exitCode": None, "restarts": 0}]}],
@@ -42,8 +44,9 @@ import re
 from enum import StrEnum
 
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
+from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
-from agent.kinds import health as health_, registry
+from agent.kinds import health as health_, podspec, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
 
@@ -70,7 +73,7 @@ BACKOFF, PRUNE_BLOCKED, APPLY_FAILED, OWNERSHIP, NOT_IN_GIT, INVALID = (
     Verdict.BACKOFF, Verdict.PRUNE_BLOCKED, Verdict.APPLY_FAILED, Verdict.OWNERSHIP, Verdict.NOT_IN_GIT, Verdict.INVALID)
 STATES = tuple(Verdict)
 """``verdict.state`` values; the first line of ``explain`` reads ``Synced and healthy``,
-``Progressing``, ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
+``Progressing`` (``Progressing: WHY`` while a task runs), ``Degraded: WHY``, ``Drifted: N fields differ from Git ...``, ``Suspended``, ``In backoff until T``, ``Blocked: pruning
 held back``, ``Apply failed at FIELD``, ``Ownership conflict``, ``Invalid in Git: FILE:LINE: FIELD: RULE`` or ``Not in Git``."""
 
 GIT, RENDERED = "Git", "rendered"
@@ -106,7 +109,10 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
        pass's pruning was blocked: ``conditions.PRUNE_BLOCKED``; keyed on the reason, never on the
        message, which may quote a file or source name), else ``Not in Git``;
     2. suspended: ``Suspended``;
-    3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``;
+    3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``; reason ``TaskFailed`` (a task's
+       Job failed, ``engine.taskgate``): ``Degraded: MESSAGE``; reason ``TaskRunning`` (a task has
+       not succeeded yet; the rollout it gates is held, so the children may differ from Git):
+       ``Progressing: MESSAGE``;
     4. ``Synced`` False and ``status.nextRetryTime`` after ``now`` with a reason retrying may
        fix (``SyncFailed``): ``In backoff until T``;
     5. ``Synced`` False: ``Apply failed at FIELD`` (``field_in`` its message), else
@@ -129,6 +135,9 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
         return _verdict(SUSPENDED, "Suspended")
     if synced.get("reason") == "OwnershipConflict":
         return _verdict(OWNERSHIP, "Ownership conflict")
+    if failed and synced.get("reason") in (conditions.Reason.TASK_FAILED, conditions.Reason.TASK_RUNNING):
+        state = DEGRADED if synced["reason"] == conditions.Reason.TASK_FAILED else PROGRESSING
+        return _verdict(state, f"{state}: {synced.get('message') or synced['reason']}")
     retry = parse_time(status.get("nextRetryTime"))
     if failed and retry is not None and retry > now and synced.get("reason") == "SyncFailed":
         return _verdict(BACKOFF, f"In backoff until {status['nextRetryTime']}")
@@ -394,13 +403,22 @@ def changed_commit(app: dict) -> str | None:
     return sha if isinstance(sha, str) and sha else None
 
 
+def tasks(app: dict) -> list[dict]:
+    """The entries of ``status.tasks`` as written, the ``Failed`` ones first (what holds the
+    Application is read first), else in the order the tasks run (the status's order)."""
+    found = [e for e in (app.get("status") or {}).get("tasks") or [] if isinstance(e, dict)]
+    return sorted(found, key=lambda e: e.get("phase") != TASK_PHASES[3])
+
+
 def explanation(app: dict, children: dict, pods: list[dict], event_items: list[dict], now: datetime.datetime,
-                git: dict | None = None) -> dict:
+                git: dict | None = None, default_profile: str = "none") -> dict:
     """The whole explanation (module docstring) of ``app`` at ``now`` from what was read:
     ``children`` ``{slot: live object or None}`` (``registry.members``), ``pods`` (the Application's), ``event_items``
     (Events of its namespace) and ``git`` (``agent/views/inspect.py``'s ``read_git``: keys
     ``available``, ``reason``, ``url``, ``ref``, ``line``, ``in_git``, ``synced``, ``changed``
-    (author, date, subject), ``diff``; None: not read)."""
+    (author, date, subject), ``diff``; None: not read). ``default_profile``: the agent's
+    ``--default-security-profile``, which the children are rendered with
+    (``podspec.with_default_profile``)."""
     meta, spec, status = app.get("metadata") or {}, app.get("spec") or {}, app.get("status") or {}
     name, namespace = meta.get("name"), meta.get("namespace")
     annotations = meta.get("annotations") or {}
@@ -411,15 +429,17 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
     kinds = registry.wanted(spec)
     shown = [(k, child_name, slot) for k, child_name, slot in registry.members(name, spec) if k in kinds]
     try:
-        desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""),
-                                                                  spec if git_spec is None else git_spec)}
+        rendered = podspec.with_default_profile(spec if git_spec is None else git_spec, default_profile)
+        desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""), rendered)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
     in_git = {"metadata": {"name": name}, "spec": git_spec} if git_spec is not None else None
     drifted = drift(app, in_git, GIT, taken=False) + [
         d for slot, want in desired.items() for d in drift(children.get(slot), want, against)]
     pod_views = sorted((pod(p) for p in pods), key=lambda p: p["name"] or "")
-    involved = {("Application", name)} | {(k.kind, n) for k, n, _ in shown} | {("Pod", p["name"]) for p in pod_views}
+    task_runs = tasks(app)
+    involved = ({("Application", name)} | {(k.kind, n) for k, n, _ in shown} | {("Pod", p["name"]) for p in pod_views}
+                | {("Job", e["job"]) for e in task_runs if isinstance(e.get("job"), str)})
     return {
         "application": {"namespace": namespace, "name": name},
         "verdict": verdict(app, now, git.get("in_git"), differing(drifted), against),
@@ -431,6 +451,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         "diff": git.get("diff"),
         "children": [child(k.kind, child_name, children.get(slot)) for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
+        "tasks": task_runs,
         "pods": pod_views,
         "drift": drifted,
         "events": events(event_items, involved),

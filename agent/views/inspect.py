@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from agent.api.labels import APPLICATION_LABEL, REPOSITORY
-from agent.api.schema import API_VERSION, GROUP, KIND
+from agent.api.schema import API_VERSION, GROUP, KIND, TASK_PHASES
 from agent.kinds import registry
 from agent.kube.client import path
 from agent.kube.cluster import ApiError
@@ -50,17 +50,35 @@ def application(kube, namespace: str, name: str) -> dict | None:
     return kube.request("GET", path(GROUP, KIND, namespace, name))
 
 
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""The label the Job controller puts on each pod of a Job (Kubernetes 1.27 and later)."""
+
+
+def task_pod_selector(app: dict) -> str | None:
+    """The label selector of the pods of ``app``'s task runs not yet succeeded (its
+    ``status.tasks[]`` entries of another phase): ``batch.kubernetes.io/job-name in (JOB,...)``;
+    None without any. A task's pods never carry ``heumsi.github.io/application`` (the Service
+    selects on it), so they are read apart, and only while they can say why a task is not done."""
+    jobs = sorted({e["job"] for e in (app.get("status") or {}).get("tasks") or []
+                   if isinstance(e, dict) and isinstance(e.get("job"), str) and e.get("phase") != TASK_PHASES[2]})
+    return f"{JOB_NAME_LABEL} in ({','.join(jobs)})" if jobs else None
+
+
 def cluster_parts(kube, app: dict) -> tuple[dict, list[dict], list[dict]]:
     """(its children ``{slot: live object or None}`` (``registry.members``: every child kind, each
-    CronJob its spec names), its pods (label ``heumsi.github.io/application``), the Events of
-    its namespace) for the live Application ``app``. Raises ApiError."""
+    CronJob its spec names), its pods (label ``heumsi.github.io/application``, then those of its
+    task runs not yet succeeded: ``task_pod_selector``), the Events of its namespace) for the
+    live Application ``app``. Raises ApiError."""
     meta = app["metadata"]
     namespace, name = meta["namespace"], meta["name"]
     spec = app.get("spec") if isinstance(app.get("spec"), dict) else {}
     children = {slot: kube.request("GET", path(k.group, k.kind, namespace, child))
                 for k, child, slot in registry.members(name, spec)}
-    pods = (kube.request("GET", path("", "Pod", namespace), query={"labelSelector": f"{APPLICATION_LABEL}={name}"})
-            or {}).get("items") or []
+    pods = []
+    for selector in (f"{APPLICATION_LABEL}={name}", task_pod_selector(app)):
+        if selector is not None:
+            pods += (kube.request("GET", path("", "Pod", namespace), query={"labelSelector": selector})
+                     or {}).get("items") or []
     events = (kube.request("GET", path("", "Event", namespace)) or {}).get("items") or []
     return children, pods, events
 

@@ -250,7 +250,7 @@ def test_pass_document_validates_and_maps_actions():
                                diffs={"Deployment/ns/web": "--- a\n+++ b\n"}, seconds=1.5)
     jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert doc["counts"] == {"create": 1, "update": 1, "unchanged": 1, "prune": 1, "recreate": 0, "adopt": 0, "failed": 1,
-                             "kept": 0, "suspended": 0, "skipped": 0}
+                             "kept": 0, "suspended": 0, "held": 0, "skipped": 0}
     objs = {o["subject"]: o for a in doc["applications"] for o in a["objects"]}
     assert objs["Deployment/ns/web"]["diff"] == "--- a\n+++ b\n" and objs["Application/ns/web"]["diff"] is None
     errors = doc["errors"]

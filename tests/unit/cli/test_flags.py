@@ -272,3 +272,32 @@ def test_a_plain_quantity_or_another_unit_takes_no_duration():
     with pytest.raises(argparse.ArgumentTypeError) as caught:
         flags.number(1, 10, unit="requests")("5s")
     assert "duration" not in str(caught.value)
+
+
+@pytest.mark.parametrize("env, argv, profile", [
+    ({}, [], "none"),  # an upgrade changes no pod
+    ({"GITOPS_AGENT_DEFAULT_SECURITY_PROFILE": "Restricted"}, [], "restricted"),
+    ({"GITOPS_AGENT_DEFAULT_SECURITY_PROFILE": "restricted"}, ["--default-security-profile", "none"], "none"),
+])
+def test_default_security_profile_reaches_the_pass(monkeypatch, env, argv, profile):
+    from agent.cli import sourceflags
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    parser = flags.Parser(prog="gitops-agent sync")
+    sourceflags.add_source_flags(parser)
+    args = parser.parse_args(["--repo", "/tmp/r", *argv])
+    assert args.default_security_profile == profile
+    assert sourceflags.options_from(args).default_security_profile == profile
+
+
+def test_a_bad_default_security_profile_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("GITOPS_AGENT_DEFAULT_SECURITY_PROFILE", "baseline")
+    parser = flags.Parser(prog="gitops-agent explain")
+    flags.add_security_profile_flag(parser)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args([])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        "gitops-agent explain: error: argument --default-security-profile: GITOPS_AGENT_DEFAULT_SECURITY_PROFILE="
+        "'baseline' is not allowed: must be one of restricted, none (see gitops-agent explain --help)\n")

@@ -148,3 +148,21 @@ def test_errors_and_notes_are_cut_whole_and_counted():
     assert len(md) <= 2_500 and "- error number 0 " in md
     kept = md.count("- error number")
     assert f"{50 - kept} errors, 3 notes left out" in md
+
+
+def test_a_child_held_by_its_task_is_held_in_every_format():
+    """A BeforeRollout task holds the Application's other children (``engine.taskgate``): the
+    action ``held`` is a word of the schema, counted, and said in the summaries."""
+    from agent.engine.report import HELD
+
+    report = Report(commit=SHA)
+    report.add("ns/web", "Job/ns/web-migrate-3f2a9c1e", CREATED)
+    report.add("ns/web", "Deployment/ns/web", HELD, "waits for task migrate (Job web-migrate-3f2a9c1e) to succeed")
+    doc = valid(output.pass_document(report, command="diff", dry_run=True, exit_code=1, source=SOURCE))
+    assert doc["counts"]["held"] == 1 and list(doc["counts"]) == list(output.COUNTED)
+    assert doc["applications"][0]["objects"][1]["action"] == "held"
+    text = output.render(doc, "text")
+    assert "  Deployment/ns/web held (waits for task migrate (Job web-migrate-3f2a9c1e) to succeed)" in text
+    assert text.endswith("(1 create, 0 update, 0 prune, 0 failed, 1 held)")
+    assert report.summary().endswith("0 pruned, 0 failed, 1 held")
+    assert "held" in output.render(doc, "markdown")

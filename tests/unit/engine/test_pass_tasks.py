@@ -55,6 +55,7 @@ def test_a_first_install_creates_only_the_job_then_the_rest_once_it_succeeded(wo
     why = f"waiting for task migrate (Job {name}) to complete before the rollout"
     assert conditions(app)["Ready"] == ("False", "TaskRunning", why)
     assert conditions(app)["Reconciling"] == ("True", "TaskRunning", why)
+    assert not [e for e in world.kube.events if e["type"] == "Warning"]  # a task that runs is a state, not a fault
     assert app["status"]["health"] == {"status": "Progressing", "message": why}
     assert "lastSyncedCommit" not in app["status"]
     [entry] = app["status"]["tasks"]
@@ -179,6 +180,7 @@ def test_a_suspended_application_runs_no_task_and_deletes_no_failed_job(world):
     world.sync()
     assert world.child("Job", name)["metadata"]["uid"] == uid
     assert world.app("web")["status"]["health"]["status"] == "Suspended"
+    assert {a for _, a in actions(world.sync())} <= {"unchanged", "suspended"}  # suspended, not held by the task
 
 
 def test_a_dry_run_says_which_job_would_be_created_and_what_is_held(tmp_path):

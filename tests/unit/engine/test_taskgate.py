@@ -31,8 +31,9 @@ def recorded(task: str, phase: str, commit: str = C1, digest: str | None = None)
     return {"name": task, "digest": digest or DIGEST[task], "job": NAME[task], "phase": phase, "commit": commit}
 
 
-def decide(jobs=(), entries=(), commit=C1, asked=False, rollout_done=False, spec=SPEC):
-    return taskgate.decide("shop", spec, list(jobs), list(entries), commit, asked=asked, rollout_done=rollout_done)
+def decide(jobs=(), entries=(), commit=C1, asked=False, rollout_done=False, spec=SPEC, installed=True):
+    return taskgate.decide("shop", spec, list(jobs), list(entries), commit, asked=asked, rollout_done=rollout_done,
+                           installed=installed)
 
 
 def states(gate) -> dict[str, str]:
@@ -129,6 +130,9 @@ def test_the_verdict_names_the_failed_task_first_then_the_running_one():
     assert verdict.reason == "TaskFailed" and verdict.health.status == "Degraded"
     assert verdict.message.startswith(f"task migrate failed (Job {NAME['migrate']} failed: BackoffLimitExceeded")
     assert "the old version keeps serving; a new commit or a sync-now request" in verdict.message
+    first = decide([live("migrate", "Failed")], [recorded("migrate", "Pending")], installed=False)
+    message = taskgate.verdict(first, taskgate.entries(first, {NAME["migrate"]: live("migrate", "Failed")})).message
+    assert "); nothing else is created; a new commit" in message
     gate = decide()
     verdict = taskgate.verdict(gate, taskgate.entries(gate, {}))
     assert (verdict.reason, verdict.health.status, verdict.message) == (
@@ -152,4 +156,4 @@ def test_the_verdict_names_the_failed_task_first_then_the_running_one():
 
 def test_no_tasks_no_gate():
     gate = decide(spec={"image": "shop:2"})
-    assert gate == taskgate.Gate() and taskgate.verdict(gate, []) is None
+    assert gate == taskgate.Gate(installed=True) and taskgate.verdict(gate, []) is None

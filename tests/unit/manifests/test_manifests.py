@@ -11,9 +11,9 @@ from agent.manifests.nodes import SURROGATE
 from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
-ALLOWED_SPEC = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-                "serviceAccountName, suspend, tasks")
+ALLOWED_SPEC = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, "
+                "ingress, livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
+                "security, serviceAccountName, suspend, tasks")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
@@ -892,3 +892,13 @@ def test_a_value_in_a_message_is_cut_after_80_characters(value, shown):
     from agent.manifests.nodes import show
 
     assert show(value) == shown
+
+
+@pytest.mark.parametrize("security, line_field, message", [
+    ("{profile: restricted, runAsUser: 0}", (9, "spec.security.runAsUser"), "must not be 0 with profile restricted"),
+    ("{addCapabilities: [SYS_ADMIN]}", (9, "spec.security.addCapabilities[0]"), "must be NET_BIND_SERVICE"),
+])
+def test_security_refusals_name_file_line_and_field(security, line_field, message):
+    err = only_error(run({"a.yaml": EXAMPLE + f"  security: {security}\n"}))
+    assert (err.path, err.line, err.field) == ("a.yaml", *line_field)
+    assert err.message.startswith(message)

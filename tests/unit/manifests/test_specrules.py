@@ -327,6 +327,38 @@ def test_a_tasks_job_name_is_at_most_63_characters_with_the_applications_name():
         f'the task name must be {TASK_NAME} (got "{"B" * 60}")']
 
 
+@pytest.mark.parametrize("security, expected", [
+    ({"profile": "restricted", "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
+      "readOnlyRootFilesystem": True, "addCapabilities": ["NET_BIND_SERVICE"]}, []),
+    ({"profile": "none", "runAsUser": 0}, []),  # root is allowed where the namespace allows it
+    ({"runAsUser": 0}, []),  # no profile: validate cannot know the agent's default (the pass checks it)
+    ({"profile": "restricted", "runAsUser": 0},
+     [(("security", "runAsUser"), f"{specrules.ROOT_RESTRICTED_RULE} (got 0)")]),
+    ({"addCapabilities": ["SYS_ADMIN"]},
+     [(("security", "addCapabilities", 0), f'{specrules.CAPABILITY_RULE} (got "SYS_ADMIN")')]),
+    ({"profile": "restricted", "addCapabilities": ["NET_BIND_SERVICE", "NET_RAW"]},
+     [(("security", "addCapabilities"), "must have at most 1 entries (got 2)"),
+      (("security", "addCapabilities", 1), f'{specrules.CAPABILITY_RULE} (got "NET_RAW")')]),
+    ({"profile": "baseline"}, [(("security", "profile"), 'must be one of restricted, none (got "baseline")')]),
+    ({"runAsUser": -1}, [(("security", "runAsUser"), "must be an integer between 0 and 2147483647 (got -1)")]),
+    ({"runAsUser": True}, [(("security", "runAsUser"), "must be an integer between 0 and 2147483647 (got true)")]),
+    ({"readOnlyRootFilesystem": "yes"}, [(("security", "readOnlyRootFilesystem"), 'must be true or false (got "yes")')]),
+    ({"privileged": True}, [(("security", "privileged"), "unknown field (allowed: addCapabilities, fsGroup, profile, "
+                                                       "readOnlyRootFilesystem, runAsGroup, runAsUser)")]),
+])
+def test_security(security, expected):
+    assert problems(security=security) == expected
+    assert specrules.live_problems({**BASE, "security": security}) == [
+        p for p in expected if "unknown field" not in p[1]]
+
+
+def test_root_is_refused_under_the_agents_default_profile_in_the_pass():
+    from agent.kinds import podspec
+    spec = {**BASE, "security": {"runAsUser": 0}}
+    assert specrules.live_problems(podspec.with_default_profile(spec, "restricted")) == [
+        (("security", "runAsUser"), f"{specrules.ROOT_RESTRICTED_RULE} (got 0)")]
+
+
 DRAIN = specrules.DRAIN_HANGS
 
 

@@ -71,6 +71,7 @@ def test_hostile_values_are_text_in_the_list_and_the_detail():
     e["commits"]["changed"] = explainview.commit("b" * 40, {"subject": HOSTILE, "author": HOSTILE, "date": "x"})
     e["diff"] = HOSTILE
     e["events"] = [{"time": "t", "type": HOSTILE, "reason": HOSTILE, "object": "Pod/x", "message": HOSTILE, "count": 1}]
+    e["tasks"] = [{"name": HOSTILE, "phase": HOSTILE, "job": HOSTILE, "startTime": HOSTILE, "message": HOSTILE}]
     page = detailpage.detail_page(e, found, views.row(found, NOW), "javascript:alert(1)")
     parts = detailpage.parts(e, found, views.row(found, NOW), "javascript:alert(1)")
     for doc in (html, page, parts):
@@ -260,17 +261,19 @@ def test_class_names_come_from_an_allow_list_whatever_the_values():
                     "count": 1}]
     e["conditions"] = [{"type": hostile, "status": hostile, "reason": hostile, "message": hostile}]
     e["pods"] = [{"name": hostile, "phase": hostile, "ready": hostile, "problems": []}]
+    e["tasks"] = [{"name": hostile, "phase": hostile, "job": hostile, "message": hostile}]
     row = views.row(found, NOW)
     allowed = STRUCTURE_CLASSES | {f"c-{k}" for k, _ in pages.COLUMNS} | {f"s-{v}" for v in pages.STATE_CLASSES} | {
         "s-other", "c-kind", "c-phase", "c-type", "c-status", "c-object", "c-field", "c-git", "c-live", "c-managers",
         "c-time", "c-count", "c-lastTransitionTime", "c-revision", "c-firstSyncedAt", "c-lastSyncedAt", "c-passes",
-        "c-digest"}
+        "c-digest", "c-job", "c-startTime", "c-completionTime"}
     for doc in (pages.list_page(listing, views.Query(), {}), pages.list_parts(listing, views.Query(), {}),
                 detailpage.detail_page(e, found, row, None)):
         used = {c for found_ in re.findall(r'class="([^"]*)"', doc) for c in found_.split()}
         assert used <= allowed, used - allowed
     page = detailpage.detail_page(e, found, row, None)
     assert '<td class="c-type s-other">' in page and '<td class="c-type s-Warning">' in page
+    assert '<td class="c-status s-other">' in page  # a task's phase from the status: neutral unless known
     assert '<td class="c-reason">' in page and '<td class="c-message">' in page  # text columns never coloured
     assert pages.state_class("Healthy") == "s-Healthy" and pages.state_class("healthy x") == "s-other"
     assert pages.state_class(None) == "s-other"
@@ -301,6 +304,10 @@ def test_the_api_past_the_end_is_empty_and_bad_values_are_400_in_one_line():
 
 def test_page_details_title_verdict_colour_plural_and_one_event_time_format():
     a = app("web", health="Progressing")
+    a["status"]["tasks"] = [{"name": "migrate", "digest": "3f2a9c1e00000000", "job": "web-migrate-3f2a9c1e",
+                             "phase": "Running", "message": "waiting for Job web-migrate-3f2a9c1e to complete"}]
+    assert "<h2>Tasks</h2>" not in detailpage.detail_page(*source_with(app("web")).explain("shop", "web", NOW),
+                                                          views.row(app("web"), NOW), None)
     src = source_with(a)
     e, found = src.explain("shop", "web", NOW)
     long = "x" * 300 + " <b>"
@@ -313,6 +320,8 @@ def test_page_details_title_verdict_colour_plural_and_one_event_time_format():
     page = detailpage.detail_page(e, found, views.row(found, NOW), None)
     assert f'title="{"x" * 300} &lt;b&gt;"' in page
     assert e["verdict"]["state"] == "Progressing" and 'class="verdict warn"' in page
+    assert '<h2>Tasks</h2>' in page and '<td class="c-status s-Running"><bdi>Running</bdi></td>' in page
+    assert page.index("<h2>Children</h2>") < page.index("<h2>Tasks</h2>") < page.index("<h2>Pods</h2>")
     listing = src.listing(views.Query(), NOW)
     assert "1 Application</span>" in pages.list_page(listing, views.Query(), {})
     assert '<link rel="icon" href="/static/favicon.svg"' in pages.list_page(listing, views.Query(), {})
@@ -336,3 +345,17 @@ def test_the_detail_page_shows_the_schedules_and_a_failed_run_only_when_there_ar
     assert html.startswith("<h2>Schedules</h2>")
     assert "web-report-2 2026-12-02T03:00:30Z BackoffLimitExceeded" in html
     assert "Suspended" in html and "<script" not in html
+
+
+def test_the_detail_page_shows_the_tasks_a_failed_one_coloured_only_when_there_are():
+    assert detailpage.tasks([]) == ""
+    html = detailpage.tasks([{"name": "seed", "job": "web-seed-7b7b7b7b", "phase": "Failed",
+                              "startTime": "2026-12-01T11:55:00Z", "completionTime": "2026-12-01T11:58:00Z",
+                              "message": "Job web-seed-7b7b7b7b failed: BackoffLimitExceeded <b>"},
+                             {"name": "migrate", "job": "web-migrate-3f2a9c1e", "phase": "Succeeded"}])
+    assert html.startswith("<h2>Tasks</h2>")
+    assert '<td class="c-status s-Failed"><bdi>Failed</bdi></td>' in html
+    assert '<td class="c-status s-Succeeded"><bdi>Succeeded</bdi></td>' in html
+    assert "web-seed-7b7b7b7b" in html and "2026-12-01T11:58:00Z" in html
+    assert "&lt;b&gt;" in html and "<b>" not in html
+    assert html.index("seed") < html.index("migrate")

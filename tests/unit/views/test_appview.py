@@ -47,7 +47,8 @@ def test_a_row_reads_the_status():
         "namespace": "shop", "name": "web", "health": "Progressing", "ready": "False", "reason": "Progressing",
         "commit": "5f0c2e3d", "changed": "9a1b4c6d", "suspended": "False", "created": "2026-12-01T08:00:00Z",
         "age": "4h", "message": "Deployment: waiting for rollout (2/3)", "source": "apps/web.yaml",
-        "image": "nginx:1.27", "replicas": "2/3", "schedules": None}
+        "image": "nginx:1.27", "replicas": "2/3", "schedules": None,
+        "tasks": None}
 
 
 def test_a_row_of_an_application_without_status_shows_nothing_it_does_not_know():
@@ -56,7 +57,8 @@ def test_a_row_of_an_application_without_status_shows_nothing_it_does_not_know()
     assert appview.row(bare, NOW) == {
         "namespace": "shop", "name": "web", "health": None, "ready": "Unknown", "reason": None, "commit": None,
         "changed": None, "suspended": "False", "created": "2026-12-01T08:00:00Z", "age": "4h", "message": None,
-        "source": None, "image": "nginx:1.27", "replicas": "0/3", "schedules": None}
+        "source": None, "image": "nginx:1.27", "replicas": "0/3", "schedules": None,
+        "tasks": None}
 
 
 def test_the_schedules_column_counts_them_and_those_whose_last_run_failed():
@@ -69,6 +71,18 @@ def test_the_schedules_column_counts_them_and_those_whose_last_run_failed():
     assert appview.row(app(schedules=[ok, failed, never]), NOW)["schedules"] == "3 (2 failed)"
     assert appview.row(app(schedules=[healed]), NOW)["schedules"] == "1"
     assert appview.schedules(app()) is None
+
+
+def test_the_tasks_column_counts_the_done_ones_or_names_the_failed_one():
+    def run(name, phase):
+        return {"name": name, "digest": "0" * 16, "job": f"web-{name}-00000000", "phase": phase}
+    assert appview.row(app(tasks=[run("migrate", "Succeeded"), run("warm", "Pending")]), NOW)["tasks"] == "1/2 done"
+    assert appview.row(app(tasks=[run("migrate", "Running")]), NOW)["tasks"] == "0/1 done"
+    assert appview.row(app(tasks=[run("migrate", "Succeeded")]), NOW)["tasks"] == "1/1 done"
+    assert appview.row(app(tasks=[run("a", "Succeeded"), run("migrate", "Failed")]), NOW)["tasks"] == "migrate failed"
+    assert appview.tasks(app(tasks=[run("a", "Failed"), run("b", "Failed"), run("c", "Failed")])) == "a failed +2"
+    assert appview.tasks(app(tasks=["junk"])) is None
+    assert appview.tasks(app()) is None
 
 
 def test_suspended_by_status_or_spec_and_a_source_line():
@@ -99,7 +113,7 @@ def test_columns_in_order():
                                              "age", "message")
     assert appview.columns(True, True) == ("namespace", "name", "health", "ready", "reason", "commit", "changed",
                                            "suspended", "age", "source", "image", "replicas", "schedules",
-                                           "message")
+                                           "tasks", "message")
 
 
 def test_the_table_pads_every_column_but_the_last():

@@ -39,6 +39,21 @@ def test_progressing_and_degraded():
     assert text({"metadata": {"name": "web", "namespace": "shop", "generation": 1}}) == "Progressing"
 
 
+def test_a_running_task_is_progressing_and_a_failed_one_degraded_never_an_apply_failure():
+    """``TaskRunning`` and ``TaskFailed`` are the Synced reason (``engine.taskgate``), not a
+    failed apply; a rollout held by its task is Progressing even where the children differ from Git."""
+    running = "waiting for task migrate (Job web-migrate-3f2a9c1e) to complete before the rollout"
+    held = app(ready=("False", "TaskRunning", running), synced=("False", "TaskRunning", running),
+               health="Progressing", health_message=running)
+    assert ev.verdict(held, NOW, drifted=1) == {"state": "Progressing", "text": f"Progressing: {running}", "ok": False}
+    failed = "task migrate failed (Job web-migrate-3f2a9c1e failed: BackoffLimitExceeded: ...)"
+    stalled = app(ready=("False", "TaskFailed", failed), synced=("False", "TaskFailed", failed), health="Degraded",
+                  health_message=failed, nextRetryTime="2026-12-01T13:00:00Z")
+    assert ev.verdict(stalled, NOW) == {"state": "Degraded", "text": f"Degraded: {failed}", "ok": False}
+    assert text(app(ready=("False", "TaskFailed", failed), synced=("False", "TaskFailed", failed),
+                    suspended=True)) == "Suspended"
+
+
 def test_suspended():
     assert text(app(suspended=True)) == "Suspended"
     assert text(app(ready=("False", "Suspended", "m"))) == "Suspended"
@@ -285,7 +300,7 @@ def test_an_explanation_gathers_everything():
     assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]
     assert found["git"] == {"available": False, "reason": "no repository", "url": None}
     assert sorted(found) == ["application", "children", "commits", "conditions", "diff", "drift", "events", "git",
-                             "history", "pods", "schedules", "source", "verdict"]
+                             "history", "pods", "schedules", "source", "tasks", "verdict"]
 
 
 def test_an_explanation_shows_each_cronjob_and_the_schedules_status():
@@ -371,6 +386,45 @@ def test_explain_prints_each_schedule_with_its_last_failure():
         "  idle  CronJob/web-idle  suspended  last run never, last success never, 0 running"]
 
 
+TASK_RUNS = [
+    {"name": "migrate", "digest": "3f2a9c1e00000000", "job": "web-migrate-3f2a9c1e", "phase": "Succeeded",
+     "commit": "c" * 40, "startTime": "2026-12-01T11:50:00Z", "completionTime": "2026-12-01T11:55:00Z"},
+    {"name": "seed", "digest": "7b7b7b7b00000000", "job": "web-seed-7b7b7b7b", "phase": "Failed", "commit": "c" * 40,
+     "startTime": "2026-12-01T11:55:00Z", "completionTime": "2026-12-01T11:58:00Z",
+     "message": "Job web-seed-7b7b7b7b failed: BackoffLimitExceeded: Job has reached the specified backoff limit"},
+    {"name": "warm", "digest": "9d9d9d9d00000000", "job": "web-warm-9d9d9d9d", "phase": "Pending",
+     "message": "Job web-warm-9d9d9d9d waits for the rollout to finish"}]
+
+
+def test_an_explanation_lists_the_tasks_a_failed_one_first_and_their_jobs_events():
+    shop = app(tasks=TASK_RUNS + ["junk"])
+    shop["spec"]["tasks"] = {"migrate": {"args": ["migrate"]}, "seed": {"args": ["seed"]},
+                             "warm": {"args": ["warm"], "when": "AfterRollout"}}
+    event = {"involvedObject": {"kind": "Job", "name": "web-seed-7b7b7b7b"}, "type": "Warning",
+             "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit",
+             "lastTimestamp": "2026-12-01T11:58:00Z"}
+    other = {**event, "involvedObject": {"kind": "Job", "name": "other-seed-7b7b7b7b"}}
+    found = ev.explanation(shop, {"Deployment": None, "Service": None}, [], [event, other], NOW)
+    assert [e["name"] for e in found["tasks"]] == ["seed", "migrate", "warm"]
+    assert found["tasks"][0] == TASK_RUNS[1]
+    assert [e["object"] for e in found["events"]] == ["Job/web-seed-7b7b7b7b"]
+    assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]  # no Job: the tasks say
+    assert ev.explanation(app(), {}, [], [], NOW)["tasks"] == []
+
+
+def test_explain_prints_each_task_with_its_phase_job_times_and_message():
+    from agent.cli import explain_cmd
+
+    lines = explain_cmd.render(ev.explanation(app(tasks=TASK_RUNS), {}, [], [], NOW), NOW)
+    at = lines.index("Tasks:")
+    assert lines[at + 1:] == [
+        "  seed  Failed  Job/web-seed-7b7b7b7b  started 5m ago, finished 2m ago  Job web-seed-7b7b7b7b failed: "
+        "BackoffLimitExceeded: Job has reached the specified backoff limit",
+        "  migrate  Succeeded  Job/web-migrate-3f2a9c1e  started 10m ago, finished 5m ago",
+        "  warm  Pending  Job/web-warm-9d9d9d9d  Job web-warm-9d9d9d9d waits for the rollout to finish"]
+    assert "Tasks:" not in explain_cmd.render(ev.explanation(app(), {}, [], [], NOW), NOW)
+
+
 def test_a_worker_explains_its_deployment_alone():
     """An Application without a port (issue 43) has no Service: ``explain`` and the status page
     list its Deployment alone, and a Service left live from before is no child of it."""
@@ -380,3 +434,12 @@ def test_a_worker_explains_its_deployment_alone():
     found = ev.explanation(worker, {"Deployment": deployment, "Service": {"kind": "Service"}}, [], [], NOW)
     assert [(c["kind"], c["exists"]) for c in found["children"]] == [("Deployment", True)]
     assert found["drift"] == []
+
+
+def test_drift_is_against_the_children_rendered_with_the_agents_default_security_profile():
+    app = _synced_app({"image": "nginx:1.27", "port": 80, "replicas": 4})
+    children = {c["kind"]: c for c in registry.children("api", "shop", "u1", app["spec"])}  # under the default none
+    assert ev.explanation(app, children, [], [], NOW, None)["drift"] == []
+    found = ev.explanation(app, children, [], [], NOW, None, default_profile="restricted")["drift"]
+    assert {"object": "Deployment/api", "field": "spec.template.spec.securityContext.runAsNonRoot",
+            "against": ev.RENDERED, "want": True, "live": None, "managers": []} in found
