@@ -129,11 +129,19 @@ def test_every_field_is_rendered_and_applied_then_the_next_pass_writes_nothing(a
              what="the autoscaler to scale to minReplicas")
     status = get(cluster, namespace, "application")["status"]
     assert {status[k] for k in ("deployment", "service", "configMap", "ingress", "horizontalPodAutoscaler")} == {"shop"}
+    # no metrics server here: once it has tried (it scales to minReplicas without metrics), the
+    # autoscaler says it cannot read CPU use
+    wait_for(lambda: any(c["type"] == "ScalingActive" and c["status"] == "False" for c in
+                         get(cluster, namespace, "hpa")["status"].get("conditions") or []), timeout=90,
+             what="the autoscaler to report it cannot read its metrics")
     quiet(agent, repo, namespace, cluster)
-    # health: the Ingress has no address (no ingress controller here), gitops-engine's Progressing
+    # health: the autoscaler cannot read CPU use: Progressing within its
+    # 120 s grace, Degraded after (Argo CD 3.5); it is the worst child (the Ingress, without an
+    # address, is Progressing), named first on a tie
     health = get(cluster, namespace, "application")["status"]["health"]
-    assert health == {"status": "Progressing",
-                      "message": "Ingress: waiting for an ingress controller to give the Ingress an address"}
+    assert health["status"] in ("Progressing", "Degraded"), health
+    assert health["message"].startswith("HorizontalPodAutoscaler: "), health
+    assert "the HPA was unable to compute the replica count" in health["message"], health
 
 
 CHANGES = [
@@ -253,6 +261,30 @@ def test_a_worker_has_no_service_until_git_gives_it_a_port_and_loses_it_with_the
     assert "ports" not in container(cluster, namespace, "jobs")
     assert "service" not in get(cluster, namespace, "application", "jobs")["status"]
     quiet(agent, repo, namespace, cluster)
+
+
+def test_an_autoscaler_without_metrics_reads_degraded_after_its_grace(agent, repo, namespace, cluster):
+    """No metrics server here: the autoscaler cannot read CPU use. Within the 120 s grace (metrics
+    lag new pods) the Application is Progressing, naming the failure; after it, Degraded (Argo CD
+    3.5: the failing condition wins over AbleToScale=True). Each pass reads it again."""
+    write(repo, {"image": "nginx:1.27", "port": 8080,
+                 "autoscaling": {"maxReplicas": 3, "targetCPUUtilizationPercentage": 70}})
+    sync(agent, repo, namespace)
+    wait_for(lambda: any(c["type"] == "ScalingActive" and c["status"] == "False" for c in
+                         get(cluster, namespace, "hpa")["status"].get("conditions") or []), timeout=90,
+             what="the autoscaler to report it cannot read its metrics")
+    sync(agent, repo, namespace)
+    health = get(cluster, namespace, "application")["status"]["health"]
+    assert health["status"] == "Progressing" and health["message"].startswith(
+        "HorizontalPodAutoscaler: metrics not read yet (FailedGetResourceMetric; Degraded if it lasts 120 s"), health
+
+    def degraded():
+        sync(agent, repo, namespace)
+        return get(cluster, namespace, "application")["status"]["health"]["status"] == "Degraded"
+    wait_for(degraded, timeout=180, interval=5, what="the grace to end")
+    health = get(cluster, namespace, "application")["status"]["health"]
+    assert health["message"].startswith("HorizontalPodAutoscaler: the HPA was unable to compute the replica count: "
+                                        "failed to get cpu utilization"), health
 
 
 def test_replicas_go_to_the_autoscaler_and_come_back_to_git(agent, repo, namespace, cluster):

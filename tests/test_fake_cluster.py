@@ -87,6 +87,7 @@ def children(namespace: str, uid: str, **spec) -> dict:
     full = {"image": "nginx:1.27", "replicas": 1, "port": 80, "env": {"A": "1"},
             "files": {"/etc/web/a.conf": {"content": "a = 1\n"}}, "ingress": {"host": "web.example.com"},
             "autoscaling": {"minReplicas": 1, "maxReplicas": 3, "targetCPUUtilizationPercentage": 80},
+            "disruptionBudget": {"maxUnavailable": 1},
             "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}}, **spec}
     out = {}
     for kind in registry.CHILD_KINDS:
@@ -113,11 +114,12 @@ def test_apply_creates_with_identity_and_the_managed_fields_kubernetes_records(b
         return out
     got = both(scenario)
     assert set(got) == {"Application", "ConfigMap", "Deployment", "Service", "Ingress", "HorizontalPodAutoscaler",
-                        "CronJob"}
+                        "PodDisruptionBudget", "CronJob"}
     assert got["Deployment"][:4] == (True, True, 1, [("gitops-agent", "Apply", "")])
     assert [kind for kind, made in got.items() if made[2] is not None] == ["Application", "Deployment", "Ingress",
-                                                                           "CronJob"]
+                                                                           "PodDisruptionBudget", "CronJob"]
     assert got["Deployment"][4]["f:spec"]["f:selector"] == {}  # a LabelSelector is atomic
+    assert got["PodDisruptionBudget"][4]["f:spec"]["f:selector"] == {}
     assert got["Service"][4]["f:metadata"]["f:ownerReferences"] == {'k:{"uid":"UID"}': {}}  # so is an owner reference
 
 

@@ -140,7 +140,7 @@ def test_a_missing_namespace_the_agent_may_not_create_is_named_with_how_to_make_
     cluster.kubectl("create", "clusterrole", f"agent-{namespace}", "--verb=*",
                     "--resource=applications.heumsi.github.io,applications.heumsi.github.io/status,"
                     "deployments.apps,services,configmaps,ingresses.networking.k8s.io,"
-                    "horizontalpodautoscalers.autoscaling,cronjobs.batch,events")
+                    "horizontalpodautoscalers.autoscaling,poddisruptionbudgets.policy,cronjobs.batch,jobs.batch,events")
     request.addfinalizer(lambda: cluster.kubectl("delete", "clusterrolebinding,clusterrole", f"agent-{namespace}",
                                                  check=False))
     cluster.kubectl("create", "clusterrolebinding", f"agent-{namespace}", f"--clusterrole=agent-{namespace}",

@@ -362,6 +362,20 @@ SPEC_SCHEMA: dict = {
                                                               "request.", 1),
             },
         },
+        "disruptionBudget": {
+            "type": "object",
+            "oneOf": [{"required": ["minAvailable"]}, {"required": ["maxUnavailable"]}],
+            "description": "A PodDisruptionBudget (policy/v1) on the Application's pods: how many a voluntary "
+            "eviction (a node drain) must leave, or may take. Exactly one of minAvailable and maxUnavailable. "
+            "A pod that is not Ready may always be evicted (unhealthyPodEvictionPolicy AlwaysAllow).",
+            "properties": {
+                "minAvailable": {"x-kubernetes-int-or-string": True, "description": "Pods that must stay "
+                                 "available: a number or a percentage such as 50%; below replicas (fixed), below "
+                                 "100%."},
+                "maxUnavailable": {"x-kubernetes-int-or-string": True, "description": "Pods that may be "
+                                   "unavailable at once: a number or a percentage such as 25%; not 0."},
+            },
+        },
         "schedules": {
             "type": "object",
             "maxProperties": 64,

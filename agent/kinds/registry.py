@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent.api.objects import Obj
-from agent.kinds import autoscaler, configmap, cronjob, deployment, ingress, job, service
+from agent.kinds import autoscaler, configmap, cronjob, deployment, disruptionbudget, ingress, job, service
 from agent.kinds.health import Health, Status, worst
 from agent.kinds.kind import ChildKind
 
@@ -23,6 +23,7 @@ CHILD_KINDS: tuple[ChildKind, ...] = (
     service.KIND,
     ingress.KIND,
     autoscaler.KIND,
+    disruptionbudget.KIND,
     cronjob.KIND,  # several per Application (ChildKind.many)
 )
 BY_KIND: dict[str, ChildKind] = {k.kind: k for k in CHILD_KINDS}

@@ -59,6 +59,8 @@ CAPABILITY_RULE = ("must be NET_BIND_SERVICE, the one capability the restricted 
 """What ``spec.security`` may not say: ``runAsUser: 0`` under the restricted profile (its rule
 "Running as Non-root user", https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted),
 and a capability other than NET_BIND_SERVICE (its rule "Capabilities"; the schema's enum)."""
+DRAIN_HANGS = "a node drain would wait forever: no pod could ever be evicted"
+"""Why a disruption budget that no eviction can pass is refused (``_disruption_budget``)."""
 
 
 def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
@@ -67,8 +69,8 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
     server parses them (``agent.api.quantity``), not negative, a request at most its limit;
     probe ports (the Application's port, or its name ``http``) and a liveness probe's
-    ``successThreshold`` of 1; without ``port`` (a worker), no httpGet or tcpSocket probe and no
-    ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
+    ``successThreshold`` of 1; the disruption budget (``_disruption_budget``); without ``port``
+    (a worker), no httpGet or tcpSocket probe and no ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
     and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
@@ -229,6 +231,7 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
     if isinstance(security, dict) and security.get("profile") == "restricted" and security.get("runAsUser") == 0 \
             and not isinstance(security.get("runAsUser"), bool):
         out.append((("security", "runAsUser"), f"{ROOT_RESTRICTED_RULE} (got 0)"))
+    out += _disruption_budget(spec)
     secrets = spec.get("imagePullSecrets")
     if isinstance(secrets, list):
         seen = set()
@@ -395,3 +398,42 @@ def _rollout(rollout) -> list[tuple[tuple, str]]:
     if zero == [True, True]:
         out.append((("rollout", "maxUnavailable"), "must not be 0 when maxSurge is 0: no pod could be replaced"))
     return out
+
+
+def _disruption_budget(spec: dict) -> list[tuple[tuple, str]]:
+    """``disruptionBudget``'s numbers, as the API server checks a PodDisruptionBudget (a number
+    >= 0 or a percentage of at most 100%), and what would make every eviction wait (the agent is
+    stricter): ``maxUnavailable`` 0 or 0%, ``minAvailable`` 100%, or ``minAvailable`` at or above
+    a fixed ``replicas`` (given, at least 1, no autoscaler). Exactly one of the two is the
+    schema's ``oneOf``."""
+    out: list[tuple[tuple, str]] = []
+    budget = spec.get("disruptionBudget")
+    if not isinstance(budget, dict):
+        return out
+    for name in ("minAvailable", "maxUnavailable"):
+        value = budget.get(name)
+        where = ("disruptionBudget", name)
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            continue  # absent, or the schema's type error
+        if (isinstance(value, int) and value < 0) or (isinstance(value, str) and not PERCENT.fullmatch(value)):
+            out.append((where, f"must be a number >= 0 or a percentage such as 25% (got {_show(value)})"))
+            continue
+        percent, number = isinstance(value, str), int(value[:-1]) if isinstance(value, str) else value
+        replicas = _fixed(spec)
+        if percent and number > 100:
+            out.append((where, f"must be at most 100% (got {_show(value)})"))
+        elif name == "maxUnavailable" and number == 0:
+            out.append((where, f"must not be 0: {DRAIN_HANGS}; give at least 1 (got {_show(value)})"))
+        elif name == "minAvailable" and percent and number == 100:
+            out.append((where, f"must be below 100%: {DRAIN_HANGS} (got {_show(value)})"))
+        elif name == "minAvailable" and not percent and replicas is not None and number >= replicas:
+            out.append((where, f"must be below replicas ({replicas}): {DRAIN_HANGS} (got {value})"))
+    return out
+
+
+def _fixed(spec: dict) -> int | None:
+    """``spec.replicas`` when it is fixed: an integer of at least 1, without an autoscaler."""
+    replicas = spec.get("replicas")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1 or "autoscaling" in spec:
+        return None
+    return replicas

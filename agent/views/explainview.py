@@ -169,6 +169,7 @@ def child_message(obj: dict | None) -> str:
     exceeded``, ``Replicas: S/N``, ``Updated: U/N``, ``Pending termination: X``, ``Available:
     A/U``, ``Ready: R/N``, ``Deployment is available. Replicas: S``; for a LoadBalancer Service
     without an IP ``ClusterIP not set. Service type: LoadBalancer``, else ``Service is ready``;
+    for a PodDisruptionBudget (``_budget_message``) a warning while it allows 0 disruptions;
     any other kind ``Resource is current``."""
     if obj is None:
         return "not found"
@@ -184,7 +185,22 @@ def child_message(obj: dict | None) -> str:
         if spec.get("type") == "LoadBalancer" and not spec.get("clusterIP"):
             return "ClusterIP not set. Service type: LoadBalancer"
         return "Service is ready"
+    if obj.get("kind") == "PodDisruptionBudget":
+        return _budget_message(status)
     return "Resource is current"
+
+
+def _budget_message(status: dict) -> str:
+    """A PodDisruptionBudget's: while it allows 0 disruptions, a warning that evictions (a node
+    drain) wait (ours); else kstatus's ``Budget not met. healthy replicas: H/D`` or
+    ``AllowedDisruptions has been computed.``, with how many it allows."""
+    allowed, healthy, desired = (status.get(k, 0) for k in ("disruptionsAllowed", "currentHealthy", "desiredHealthy"))
+    if allowed == 0:
+        return (f"Warning: allows 0 disruptions: an eviction (a node drain) waits until more pods are healthy; "
+                f"healthy replicas: {healthy}/{desired}")
+    if desired > healthy:
+        return f"Budget not met. healthy replicas: {healthy}/{desired}"
+    return f"AllowedDisruptions has been computed. Allows {allowed}"
 
 
 def _deployment_message(spec: dict, status: dict) -> str:

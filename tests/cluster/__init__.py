@@ -228,8 +228,8 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
     """Build if needed, start the control plane and return once the fake node is Ready.
 
     Components (each its own process, loopback only, free ports): etcd, kube-apiserver,
-    kube-controller-manager (garbage collector, deployment, replicaset, namespace and
-    horizontal pod autoscaler controllers),
+    kube-controller-manager (garbage collector, deployment, replicaset, namespace, horizontal pod
+    autoscaler, job, cronjob and disruption controllers),
     kube-scheduler and kwok with one node. Raises ClusterError naming a component that died
     during start-up with its log tail; processes already started are stopped first.
     """
@@ -282,7 +282,7 @@ def up(state_dir: Path | str, log=sys.stderr) -> Cluster:
             "--kube-api-qps=500", "--kube-api-burst=1000",
             "--controllers=garbage-collector-controller,deployment-controller,"
             "replicaset-controller,namespace-controller,horizontal-pod-autoscaler-controller,"
-            "job-controller,cronjob-controller",
+            "job-controller,cronjob-controller,disruption-controller",
             # no metrics server: an autoscaler is created and reports why it cannot scale
         ])
         procs.start("kube-scheduler", [

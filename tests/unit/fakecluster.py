@@ -61,9 +61,10 @@ Path = tuple[str, ...]  # FieldsV1 keys, e.g. ("f:spec", "f:ports", 'k:{"port":8
 
 STATUS_SUBRESOURCE = frozenset({("apps", "Deployment"), ("autoscaling", "HorizontalPodAutoscaler"),
                                 ("networking.k8s.io", "Ingress"), ("", "Service"), ("", "Namespace"),
-                                (GROUP, KIND)})
+                                ("policy", "PodDisruptionBudget"), (GROUP, KIND)})
 """Kinds whose status is a subresource: apply and update leave their status alone."""
-GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), ("batch", "CronJob"), (GROUP, KIND)})
+GENERATION = frozenset({("apps", "Deployment"), ("networking.k8s.io", "Ingress"), ("batch", "CronJob"),
+                        ("policy", "PodDisruptionBudget"), (GROUP, KIND)})
 """Kinds whose ``metadata.generation`` the API server keeps."""
 LABEL_NAMED = frozenset({("", "Service"), ("", "Namespace")})
 """Kinds whose names must be DNS-1123 labels (63 characters, no dots); others are subdomains."""
@@ -72,7 +73,8 @@ LIST_KEYS = {"containers": ("name",), "initContainers": ("name",), "env": ("name
              "imagePullSecrets": ("name",)}
 """Keyed lists (``x-kubernetes-list-map-keys``) by field name; ``ports`` is keyed by
 ``_ports_key``; ``finalizers`` is a set; every other list is atomic (replaced whole)."""
-ATOMIC = frozenset({("Deployment", ("f:spec", "f:selector")), ("Service", ("f:spec", "f:selector"))})
+ATOMIC = frozenset({("Deployment", ("f:spec", "f:selector")), ("Service", ("f:spec", "f:selector")),
+                    ("PodDisruptionBudget", ("f:spec", "f:selector"))})
 """(kind, path) of the mappings Kubernetes' schemas mark atomic (``x-kubernetes-map-type``): a
 LabelSelector, a Service's selector; an ownerReferences entry is atomic too (``_atomic``)."""
 ATOMIC_FIELDS = frozenset({"f:secretKeyRef", "f:configMapKeyRef", "f:fieldRef", "f:resourceFieldRef"})

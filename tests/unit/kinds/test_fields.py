@@ -196,16 +196,18 @@ def test_the_authoritative_subtrees_are_these():
         "ConfigMap": (("f:data",),),
         "Ingress": (("f:spec", "f:rules"), ("f:spec", "f:tls")),
         "HorizontalPodAutoscaler": (("f:spec", "f:metrics"), ("f:spec", "f:scaleTargetRef")),
+        "PodDisruptionBudget": (("f:spec", "f:selector"),),
         "CronJob": (("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:metadata", "f:labels"),
                     ("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:containers"),
                     ("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:securityContext")),
         "Job": (),  # created once, never re-applied with another spec: its name is its content's digest
         "Application": (("f:spec",),)}
     assert fields.RELEASED == {"Deployment": (("f:spec", "f:replicas"),), "Service": (), "ConfigMap": (),
-                               "Ingress": (), "HorizontalPodAutoscaler": (), "CronJob": (), "Job": ()}
+                               "Ingress": (), "HorizontalPodAutoscaler": (), "PodDisruptionBudget": (), "CronJob": (),
+                               "Job": ()}
     assert fields.WHEN_RENDERED == {
         "Deployment": (("f:spec", "f:template", "f:spec", "f:securityContext"),), "Service": (), "ConfigMap": (),
-        "Ingress": (), "HorizontalPodAutoscaler": (),
+        "Ingress": (), "HorizontalPodAutoscaler": (), "PodDisruptionBudget": (),
         "CronJob": (("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:securityContext"),), "Job": ()}
     assert fields.RENDERED["ConfigMap"] == (("f:data",), ("f:metadata", "f:annotations"))
     assert fields.RENDERED["Deployment"] == (("f:spec",), ("f:metadata", "f:annotations"))

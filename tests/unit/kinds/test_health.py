@@ -1,6 +1,7 @@
 """health: one function per child kind, table-tested with objects as the API server returns them
 (tests/unit/kinds/fixtures/health, each file says how it was captured), plus edge tables."""
 
+import datetime
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_service_fixtures(name, status):
 
 def test_every_fixture_is_a_real_api_object_and_in_a_table():
     names = {p.stem for p in FIXTURES.glob("*.yaml")}
-    assert len(names) == 23  # 6 of them Jobs: tests/unit/kinds/test_job.py
+    assert len(names) == 24  # 6 of them Jobs: tests/unit/kinds/test_job.py
     for name in names:
         obj = fixture(name)
         assert obj["apiVersion"] in ("apps/v1", "v1", "networking.k8s.io/v1", "autoscaling/v2", "batch/v1")
@@ -60,7 +61,9 @@ def test_every_fixture_is_a_real_api_object_and_in_a_table():
     ("hpa-new", Status.PROGRESSING, "waiting to autoscale"),
     ("hpa-missing-target", Status.DEGRADED,
      'the HPA controller was unable to get the target\'s current scale: deployments.apps "nothing-here" not found'),
-    ("hpa-no-metrics", Status.HEALTHY, "the HPA controller was able to get the target's current scale"),
+    ("hpa-no-metrics", Status.DEGRADED, "the HPA was unable to compute the replica count: failed to get cpu "
+     "utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the "
+     "server could not find the requested resource (get pods.metrics.k8s.io)"),
     ("configmap-files", Status.HEALTHY, ""),
 ])
 def test_new_kind_fixtures(name, status, message):
@@ -86,9 +89,22 @@ def hpa(*conditions):
     (hpa(("ScalingActive", "True", "ValidMetricFound", "v")), Health(Status.PROGRESSING, "waiting to autoscale")),
     (hpa(("ScalingLimited", "True", "TooFewReplicas", "l")), Health(Status.HEALTHY, "l")),
     (hpa(("ScalingLimited", "False", "DesiredWithinRange", "l")), Health(Status.PROGRESSING, "waiting to autoscale")),
-    # the first condition that decides wins, in the order the controller lists them (gitops-engine)
+    # a failure wins wherever it is listed (Argo CD 3.5, argo-cd PR 26274); before, the first deciding one
     (hpa(("AbleToScale", "True", "SucceededGetScale", "ok"), ("ScalingActive", "False", "FailedGetResourceMetric",
-                                                             "m")), Health(Status.HEALTHY, "ok")),
+                                                             "m")), Health(Status.DEGRADED, "m")),
+    (hpa(("ScalingLimited", "True", "TooFewReplicas", "l"), ("ScalingActive", "False", "FailedGetObjectMetric", "o")),
+     Health(Status.DEGRADED, "o")),
+    *[(hpa(("AbleToScale", "True", "SucceededGetScale", "ok"), ("ScalingActive", "False", reason, reason)),
+       Health(Status.DEGRADED, reason)) for reason in (
+        "FailedGetResourceMetric", "FailedGetContainerResourceMetric", "FailedGetPodsMetric", "FailedGetObjectMetric",
+        "FailedGetExternalMetric", "FailedComputeMetricsReplicas", "InvalidSelector", "InvalidMetricSourceType")],
+    # the Deployment at 0 replicas: autoscaling is off, no failure
+    (hpa(("AbleToScale", "True", "SucceededGetScale", "ok"), ("ScalingActive", "False", "ScalingDisabled", "d")),
+     Health(Status.HEALTHY, "ok")),
+    # an unknown reason is no failure; a condition that is not an object is skipped
+    (hpa(("ScalingActive", "False", "SomethingNew", "n")), Health(Status.PROGRESSING, "waiting to autoscale")),
+    ({"status": {"conditions": ["junk", {"type": "AbleToScale", "status": "True", "message": "ok"}]}},
+     Health(Status.HEALTHY, "ok")),
     (hpa(("ScalingActive", "False", "FailedGetResourceMetric", "m"), ("AbleToScale", "True", "x", "ok")),
      Health(Status.DEGRADED, "m")),
     (hpa(("AbleToScale", "True", "x", None)), Health(Status.HEALTHY, None)),
@@ -98,6 +114,59 @@ def hpa(*conditions):
 ])
 def test_autoscaler_health(obj, expected):
     assert autoscaler.health(obj) == expected
+
+
+def at(stamp: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+NO_METRICS = ("the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics "
+              "for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the "
+              "requested resource (get pods.metrics.k8s.io)")
+EXTERNAL = ("the HPA was unable to compute the replica count: unable to get external metric e2e/queue_depth/nil: "
+            "unable to fetch metrics from external metrics API: the server is currently unable to handle the request "
+            "(get queue_depth.external.metrics.k8s.io)")
+
+
+@pytest.mark.parametrize("name, now, expected", [
+    # created at 16:28:21, failing since 16:28:22: the grace runs from the later, 120 s
+    ("hpa-no-metrics", "2026-12-04T16:28:30Z", Health(Status.PROGRESSING, (
+        "metrics not read yet (FailedGetResourceMetric; Degraded if it lasts 120 s, since 2026-12-04T16:28:22Z): "
+        + NO_METRICS))),
+    ("hpa-no-metrics", "2026-12-04T16:30:21.900000Z", Health(Status.PROGRESSING, (
+        "metrics not read yet (FailedGetResourceMetric; Degraded if it lasts 120 s, since 2026-12-04T16:28:22Z): "
+        + NO_METRICS))),
+    ("hpa-no-metrics", "2026-12-04T16:30:22Z", Health(Status.DEGRADED, NO_METRICS)),
+    # a year-old autoscaler whose metric failed when its Deployment rolled: the grace runs from the transition
+    ("hpa-external-metric-after-rollout", "2026-12-04T10:01:00Z", Health(Status.PROGRESSING, (
+        "metrics not read yet (FailedGetExternalMetric; Degraded if it lasts 120 s, since 2026-12-04T10:00:30Z): "
+        + EXTERNAL))),
+    ("hpa-external-metric-after-rollout", "2026-12-04T10:02:30Z", Health(Status.DEGRADED, EXTERNAL)),
+    # a missing target has no grace: it is no lag of metrics
+    ("hpa-missing-target", "2026-12-04T16:38:57Z", Health(Status.DEGRADED, (
+        "the HPA controller was unable to get the target's current scale: deployments.apps "
+        '"nothing-here" not found'))),
+])
+def test_autoscaler_grace(name, now, expected):
+    assert autoscaler.health(fixture(name), now=at(now)) == expected
+
+
+def test_autoscaler_grace_reads_only_timestamps_it_can_parse():
+    failing = ("ScalingActive", "False", "FailedGetPodsMetric", "p")
+    now = at("2026-12-04T10:00:00Z")
+    garbled = hpa(failing)
+    garbled["metadata"]["creationTimestamp"] = "yesterday"
+    garbled["status"]["conditions"][0]["lastTransitionTime"] = 7
+    assert autoscaler.health(garbled, now=now) == Health(Status.DEGRADED, "p")
+    offset = hpa(failing)
+    offset["status"]["conditions"][0]["lastTransitionTime"] = "2026-12-04T11:59:30+02:00"  # 09:59:30 UTC
+    assert autoscaler.health(offset, now=now) == Health(Status.PROGRESSING, (
+        "metrics not read yet (FailedGetPodsMetric; Degraded if it lasts 120 s, since 2026-12-04T09:59:30Z): p"))
+    created = hpa(failing)
+    created["metadata"]["creationTimestamp"] = "2026-12-04T09:58:01Z"
+    assert autoscaler.health(created, now=now).status == Status.PROGRESSING
+    created["metadata"]["creationTimestamp"] = "2026-12-04T09:58:00Z"
+    assert autoscaler.health(created, now=now).status == Status.DEGRADED
 
 
 @pytest.mark.parametrize("obj, expected", [
@@ -140,7 +209,10 @@ def test_an_application_counts_only_the_kinds_it_has():
 def test_news_of_the_new_kinds():
     assert configmap.news({"data": {"a": "1"}}) == {"a": "1"}
     assert ingress.news({"spec": {"rules": []}}) == ({"rules": []}, ingress.health({}).as_status())
-    assert autoscaler.news(hpa()) == {"status": Status.PROGRESSING, "message": "waiting to autoscale"}
+    assert autoscaler.news(hpa()) == []
+    assert autoscaler.news({}) == []
+    assert autoscaler.news(hpa(("ScalingActive", "False", "FailedGetPodsMetric", "p"))) == [
+        ["ScalingActive", "False", "FailedGetPodsMetric", "p"]]
 
 
 def dep(generation=1, observed=1, replicas=2, updated=2, total=2, available=2, paused=None,

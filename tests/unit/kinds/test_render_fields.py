@@ -61,6 +61,7 @@ FULL = {
                 "annotations": {"b.io/x": "1", "a.io/y": "2"}},
     "autoscaling": {"minReplicas": 2, "maxReplicas": 10, "targetCPUUtilizationPercentage": 70,
                     "targetMemoryUtilizationPercentage": 80},
+    "disruptionBudget": {"minAvailable": "50%"},
 }
 META = {"name": "shop", "namespace": "team", "labels": {keys.NAME_LABEL: "shop", keys.INSTANCE_LABEL: "shop",
                                                        keys.MANAGED_BY: keys.AGENT_NAME, keys.APPLICATION_LABEL: "shop"},
@@ -70,7 +71,7 @@ CONFIG_KEY = configmap.key("/etc/shop/config.yaml")
 
 
 def test_every_field_rendered_exactly():
-    cm, dep, svc, ing, hpa = registry.children("shop", "team", "u", FULL)
+    cm, dep, svc, ing, hpa, pdb = registry.children("shop", "team", "u", FULL)
     assert CONFIG_KEY == "config.yaml-" + CONFIG_KEY[-8:] and len(CONFIG_KEY) == 20
     assert cm == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": META, "data": {CONFIG_KEY: "a: 1\n"}}
     vol = {p: podspec.volume_name(p) for p in FULL["files"]}
@@ -125,6 +126,9 @@ def test_every_field_rendered_exactly():
                                                                                 "averageUtilization": 70}}},
                     {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization",
                                                                                    "averageUtilization": 80}}}]}}
+    assert pdb == {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": META, "spec": {
+        "minAvailable": "50%", "selector": {"matchLabels": {keys.INSTANCE_LABEL: "shop", keys.APPLICATION_LABEL: "shop"}},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow"}}
     assert registry.wanted(FULL) == tuple(k for k in registry.CHILD_KINDS if k.kind not in ("CronJob", "Job"))
     assert registry.wanted({**FULL, "schedules": {"n": {"schedule": "@daily"}}, "tasks": {"m": {"args": ["m"]}}}) \
         == registry.CHILD_KINDS

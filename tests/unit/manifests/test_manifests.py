@@ -11,9 +11,9 @@ from agent.manifests.nodes import SURROGATE
 from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
-ALLOWED_SPEC = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-                "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-                "security, serviceAccountName, suspend, tasks")
+ALLOWED_SPEC = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, "
+                "ingress, livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, "
+                "rollout, schedules, security, serviceAccountName, suspend, tasks")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):

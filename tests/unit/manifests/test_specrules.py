@@ -357,3 +357,66 @@ def test_root_is_refused_under_the_agents_default_profile_in_the_pass():
     spec = {**BASE, "security": {"runAsUser": 0}}
     assert specrules.live_problems(podspec.with_default_profile(spec, "restricted")) == [
         (("security", "runAsUser"), f"{specrules.ROOT_RESTRICTED_RULE} (got 0)")]
+
+
+DRAIN = specrules.DRAIN_HANGS
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"disruptionBudget": {"maxUnavailable": 1}}, []),
+    ({"disruptionBudget": {"maxUnavailable": "25%"}}, []),
+    ({"disruptionBudget": {"maxUnavailable": "100%"}}, []),
+    ({"replicas": 3, "disruptionBudget": {"minAvailable": 2}}, []),
+    ({"replicas": 3, "disruptionBudget": {"minAvailable": "99%"}}, []),
+    ({"disruptionBudget": {"minAvailable": 0}}, []),
+    # replicas not fixed: nobody's (omitted), scaled down to 0, or the autoscaler's
+    ({"disruptionBudget": {"minAvailable": 5}}, []),
+    ({"replicas": 0, "disruptionBudget": {"minAvailable": 1}}, []),
+    ({"autoscaling": {"minReplicas": 2, "maxReplicas": 5, "targetCPUUtilizationPercentage": 70},
+      "disruptionBudget": {"minAvailable": 2}}, []),
+    # both or neither
+    ({"disruptionBudget": {"minAvailable": 1, "maxUnavailable": 1}},
+     [(("disruptionBudget",), "must have exactly one of minAvailable, maxUnavailable (got minAvailable, "
+                              "maxUnavailable)")]),
+    ({"disruptionBudget": {}}, [(("disruptionBudget",), "must have exactly one of minAvailable, maxUnavailable")]),
+    ({"disruptionBudget": {"max": 1}},
+     [(("disruptionBudget",), "must have exactly one of minAvailable, maxUnavailable"),
+      (("disruptionBudget", "max"), "unknown field (allowed: maxUnavailable, minAvailable)")]),
+    ({"disruptionBudget": 1}, [(("disruptionBudget",), "must be a mapping (got 1)")]),
+    # a budget that lets no eviction through: a drain would hang
+    ({"disruptionBudget": {"maxUnavailable": 0}},
+     [(("disruptionBudget", "maxUnavailable"), f"must not be 0: {DRAIN}; give at least 1 (got 0)")]),
+    ({"disruptionBudget": {"maxUnavailable": "0%"}},
+     [(("disruptionBudget", "maxUnavailable"), f'must not be 0: {DRAIN}; give at least 1 (got "0%")')]),
+    ({"replicas": 2, "disruptionBudget": {"minAvailable": 2}},
+     [(("disruptionBudget", "minAvailable"), f"must be below replicas (2): {DRAIN} (got 2)")]),
+    ({"replicas": 1, "disruptionBudget": {"minAvailable": 3}},
+     [(("disruptionBudget", "minAvailable"), f"must be below replicas (1): {DRAIN} (got 3)")]),
+    ({"disruptionBudget": {"minAvailable": "100%"}},
+     [(("disruptionBudget", "minAvailable"), f'must be below 100%: {DRAIN} (got "100%")')]),
+    # numbers as the API server reads a PodDisruptionBudget
+    ({"disruptionBudget": {"maxUnavailable": -1}},
+     [(("disruptionBudget", "maxUnavailable"), "must be a number >= 0 or a percentage such as 25% (got -1)")]),
+    ({"disruptionBudget": {"minAvailable": "half"}},
+     [(("disruptionBudget", "minAvailable"), 'must be a number >= 0 or a percentage such as 25% (got "half")')]),
+    ({"disruptionBudget": {"minAvailable": "1"}},
+     [(("disruptionBudget", "minAvailable"), 'must be a number >= 0 or a percentage such as 25% (got "1")')]),
+    ({"disruptionBudget": {"maxUnavailable": "150%"}},
+     [(("disruptionBudget", "maxUnavailable"), 'must be at most 100% (got "150%")')]),
+    ({"disruptionBudget": {"maxUnavailable": 0.5}},
+     [(("disruptionBudget", "maxUnavailable"), "must be a whole number or a string (got 0.5)")]),
+    ({"disruptionBudget": {"maxUnavailable": True}},
+     [(("disruptionBudget", "maxUnavailable"), "must be a whole number or a string (got true)")]),
+])
+def test_disruption_budget_problems(fields, expected):
+    assert problems(**fields) == expected
+    assert specrules.live_problems({**BASE, **fields}) == [p for p in expected if "unknown field" not in p[1]]
+
+
+def test_disruption_budget_refusals_name_the_file_line_and_field(tmp_path):
+    from agent.manifests import loader
+    text = ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: web\nspec:\n  image: nginx:1\n"
+            "  replicas: 2\n  disruptionBudget:\n    minAvailable: 2\n")
+    result = loader.load({"web.yaml": text.encode()}, "default")
+    assert [str(e) for e in result.errors] == [
+        f"web.yaml:9: spec.disruptionBudget.minAvailable: must be below replicas (2): {DRAIN} (got 2)"]

@@ -152,6 +152,18 @@ AVAILABLE = [{"type": "Progressing", "status": "True", "reason": "NewReplicaSetA
     ({"kind": "Service", "spec": {"type": "LoadBalancer"}}, "ClusterIP not set. Service type: LoadBalancer"),
     ({"kind": "Service", "spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1"}}, "Service is ready"),
     ({"kind": "ConfigMap", "metadata": {}}, "Resource is current"),
+    ({"kind": "PodDisruptionBudget", "metadata": {"generation": 1}, "status": {}},
+     "Warning: allows 0 disruptions: an eviction (a node drain) waits until more pods are healthy; "
+     "healthy replicas: 0/0"),
+    ({"kind": "PodDisruptionBudget", "metadata": {"generation": 2}, "status": {"observedGeneration": 1}},
+     "PodDisruptionBudget generation is 2, but latest observed generation is 1"),
+    ({"kind": "PodDisruptionBudget", "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}},
+     "Warning: allows 0 disruptions: an eviction (a node drain) waits until more pods are healthy; "
+     "healthy replicas: 1/1"),
+    ({"kind": "PodDisruptionBudget", "status": {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 2}},
+     "Budget not met. healthy replicas: 1/2"),
+    ({"kind": "PodDisruptionBudget", "status": {"disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1}},
+     "AllowedDisruptions has been computed. Allows 1"),
 ])
 def test_child_message_is_kstatus(obj, message):
     assert ev.child_message(obj) == message
