@@ -104,7 +104,8 @@ def operator_made(objects, app: dict) -> dict:
               "Ingress": client.NetworkingV1Api(api).create_namespaced_ingress,
               "HorizontalPodAutoscaler": client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler,
               "CronJob": client.BatchV1Api(api).create_namespaced_cron_job,
-              "Job": client.BatchV1Api(api).create_namespaced_job}
+              "Job": client.BatchV1Api(api).create_namespaced_job,
+              "PodDisruptionBudget": client.PolicyV1Api(api).create_namespaced_pod_disruption_budget}
     meta = app["metadata"]
     assert set(create) == set(registry.BY_KIND), "a kind of the registry this helper cannot create"
     return {child["kind"]: create[child["kind"]](namespace=meta["namespace"], body=child).metadata.uid
@@ -459,13 +460,14 @@ def application(name: str, spec: dict) -> str:
 
 def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, namespace, cluster, objects):
     """The rules hold for every kind of the registry (agent/kinds/registry.py), not only the
-    Deployment and the Service: an Application with every field, its seven children (ConfigMap
-    of spec.files, a task's Job, Deployment, Service, Ingress, HorizontalPodAutoscaler, a schedule's CronJob) made
+    Deployment and the Service: an Application with every field, its eight children (ConfigMap
+    of spec.files, a task's Job, Deployment, Service, Ingress, HorizontalPodAutoscaler, PodDisruptionBudget, a
+    schedule's CronJob) made
     as an operator makes them (``operator_made``), all adopted in one pass, each keeping its uid, no new
     ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``). The operator's Job has
     completed, so the task is done and holds nothing (``taskgate``)."""
     spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}},
-            "tasks": {"migrate": {"command": ["migrate"]}}}
+            "tasks": {"migrate": {"command": ["migrate"]}}, "disruptionBudget": {"maxUnavailable": 1}}
     cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", spec))
     live_app = objects.app(namespace, "shop")
     names = {c["kind"]: c["metadata"]["name"] for c in registry.children("shop", namespace, live_app["metadata"]["uid"],
@@ -488,7 +490,7 @@ def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, name
         assert live["metadata"]["uid"] == uid, f"{kind} was not adopted in place"
         assert [e["operation"] for e in live["metadata"]["managedFields"] if e["manager"] == "gitops-agent"
                 and not e.get("subresource")] == ["Apply"], kind
-    assert "7 adopted" in proc.stdout.splitlines()[-1]
+    assert "8 adopted" in proc.stdout.splitlines()[-1]
     [event] = agent_events(objects, namespace, "Adopted")
     for kind in uids:
         assert f"{kind}/{namespace}/{names[kind]} ({why})" in event["message"], event["message"]
