@@ -194,3 +194,40 @@ def test_a_run_whose_job_was_deleted_before_it_finished_failed():
     waiting.pop("commit")
     done = [live("migrate", "Succeeded")]
     assert states(decide(done, [waiting], rollout_done=True))["warm"] == CREATE
+
+
+def test_the_oldest_unfinished_earlier_run_is_the_one_waited_for_and_order_is_by_creation():
+    newer = live("migrate", "Running", name="shop-migrate-aaaaaaaa", created="2026-12-06T10:00:00Z")
+    older = live("migrate", None, name="shop-migrate-zzzzzzzz", created="2026-12-05T10:00:00Z")
+    assert decide([newer, older]).runs[0].after == "shop-migrate-zzzzzzzz"
+    assert decide([older, newer]).runs[0].after == "shop-migrate-zzzzzzzz"
+    untimed = {**older, "metadata": {k: v for k, v in older["metadata"].items() if k != "creationTimestamp"}}
+    assert decide([newer, untimed]).runs[0].after == "shop-migrate-zzzzzzzz"  # no time: the oldest
+    # the current run itself running never waits for the earlier ones
+    assert states(decide([live("migrate", "Running"), older]))["migrate"] == job.RUNNING
+
+
+def test_history_is_kept_by_creation_time_not_by_name():
+    by_time = [live("migrate", "Succeeded", name=f"shop-migrate-{n}", created=f"2026-12-0{i}T00:00:00Z")
+               for i, n in enumerate(("zzzzzzzz", "yyyyyyyy", "bbbbbbbb", "aaaaaaaa"), start=1)]
+    assert decide(by_time).keep == {"shop-migrate-aaaaaaaa", "shop-migrate-bbbbbbbb"}
+    untimed = [{**j, "metadata": {k: v for k, v in j["metadata"].items() if k != "creationTimestamp"}}
+               for j in by_time[:2]]
+    assert decide(untimed + by_time[2:]).keep == {"shop-migrate-aaaaaaaa", "shop-migrate-bbbbbbbb"}
+
+
+def test_entries_name_their_task_and_no_commit_when_none_is_known():
+    gate = decide([live("migrate", "Running")], commit=None)
+    [migrate, warm] = taskgate.entries(gate, {NAME["migrate"]: live("migrate", "Running")})
+    assert "commit" not in migrate and (migrate["name"], warm["name"]) == ("migrate", "warm")
+    earlier = live("migrate", "Running", name="shop-migrate-00000001")
+    assert [e["name"] for e in taskgate.entries(decide([earlier]), {})] == ["migrate", "warm"]
+
+
+def test_an_after_rollout_run_waiting_for_its_earlier_run_says_no_rollout():
+    done = live("migrate", "Succeeded")
+    earlier = live("warm", "Running", name="shop-warm-00000001")
+    gate = decide([done, earlier], rollout_done=True)
+    assert states(gate)["warm"] == taskgate.PREVIOUS
+    message = taskgate.verdict(gate, taskgate.entries(gate, {NAME["migrate"]: done})).message
+    assert message == f"task warm (Job {NAME['warm']}) waits for Job shop-warm-00000001, an earlier run of it, to finish"
