@@ -173,6 +173,8 @@ EVERY_VARIABLE = [
     ("LEASE_NAMESPACE", "a.b", "run", "--lease-namespace"), ("LEASE_DURATION", "2", "run", "--lease-duration"),
     ("IDENTITY", " ", "run", "--identity"), ("WATCH", "of", "run", "--watch/--no-watch"),
     ("SHUTDOWN_GRACE", "-1", "run", "--shutdown-grace"),
+    ("DEFAULT_SECURITY_PROFILE", "strict", "sync", "--default-security-profile"),
+    ("DEFAULT_SECURITY_PROFILE", "", "run", "--default-security-profile"),
     ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
     ("WEBHOOK_SECRET", " ", "run", "--webhook-secret-file"), ("MIN_RETRY_DELAY", "0", "run", "--min-retry-delay"),
     ("MAX_RETRY_DELAY", "86401", "run", "--max-retry-delay"), ("RECONCILE_WAIT", "maybe", "reconcile", "--wait"),
