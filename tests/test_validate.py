@@ -18,9 +18,9 @@ from tests.support import GitRepo, app_yaml, unprivileged
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
-SPEC_FIELDS = ("args, autoscaling, command, env, envFrom, files, image, imagePullSecrets, ingress, livenessProbe, "
-               "podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-               "serviceAccountName, suspend, tasks")
+SPEC_FIELDS = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, "
+               "livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
+               "security, serviceAccountName, suspend, tasks")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 
