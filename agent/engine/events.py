@@ -12,6 +12,11 @@ before); ``flush`` then sends one Event per Application that has something to sa
   Updated, Pruned) and whose message lists the objects per action, for example
   ``created Deployment/ns/web, Service/ns/web; configured Application/ns/web``.
 
+Besides, what the API server warned of an apply (its ``Warning`` headers: PodSecurity's ``warn``
+mode, a deprecated API) is an ``AdmissionWarning`` Warning Event of its own (``warned``), each
+text once for an Application: once per pass in ``sync --once``, once per process in ``run``
+(``told``: ``steady.Steady.told``), not at every pass that applies the object again.
+
 An Application with nothing changed and no new Warning gets no Event. The message is the pure
 ``message`` function below (table-tested).
 """
@@ -29,6 +34,8 @@ ORDER = (ADOPTED, CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the pa
 REASONS = {ADOPTED: "Adopted", RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
 WEIGHT = (ADOPTED, RECREATED, CREATED, CONFIGURED, PRUNED)  # the first one present names the Normal reason
 MAX_MESSAGE = 1024  # characters: the Event API's own limit for a message
+ADMISSION_WARNING = "AdmissionWarning"
+MAX_TOLD = 10_000  # (Application, text) pairs remembered as told; then forgotten all at once
 
 
 def message(changes: list[tuple[str, str, str]]) -> str:
@@ -61,8 +68,10 @@ class Batch(Wrapper):
     Applications are keyed ``namespace/name``; the Event goes to the last object given for the
     key (the live Application, or the pruned one)."""
 
-    def __init__(self, kube: Cluster) -> None:
+    def __init__(self, kube: Cluster, told: set[tuple[str, str]] | None = None) -> None:
         self._kube = kube
+        self._told = told if told is not None else set()
+        self._admission: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._objects: dict[str, Obj] = {}
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
@@ -81,6 +90,20 @@ class Batch(Wrapper):
                 self._objects[key] = app
             self._changes.setdefault(key, []).append((action, subject, why))
 
+    def warned(self, app: Obj | None, key: str, subject: str, texts: tuple[str, ...]) -> None:
+        """Note what the API server warned (``texts``) of a write of ``subject`` for the
+        Application ``key`` (``app``: its object; None: only noted): each text not yet told
+        (``told``) goes into the Application's ``AdmissionWarning`` Event as ``SUBJECT: TEXT``."""
+        with self._lock:
+            if app is not None:
+                self._objects[key] = app
+            if len(self._told) > MAX_TOLD:
+                self._told.clear()
+            for text in texts:
+                if (key, text) not in self._told:
+                    self._told.add((key, text))
+                    self._admission.setdefault(key, []).append(f"{subject}: {text}")
+
     def event(self, obj: Obj, type_: str, reason_: str, text: str) -> None:
         """Hold an Event for ``obj``: a Warning replaces any earlier Warning for it; a Normal
         one's text is appended to the Application's message (its reason is used only when no
@@ -95,13 +118,15 @@ class Batch(Wrapper):
 
     def pending(self) -> list[tuple[Obj, str, str, str]]:
         """(object, type, reason, message) of every Event ``flush`` would send, sorted by
-        Application key."""
+        Application key (an Application's ``AdmissionWarning`` first)."""
         out = []
         with self._lock:
-            for key in sorted(set(self._changes) | set(self._warnings) | set(self._notes)):
+            for key in sorted(set(self._changes) | set(self._warnings) | set(self._notes) | set(self._admission)):
                 obj = self._objects.get(key)
                 if obj is None:
                     continue
+                if key in self._admission:
+                    out.append((obj, "Warning", ADMISSION_WARNING, "; ".join(self._admission[key])))
                 changes = self._changes.get(key, [])
                 notes = self._notes.get(key, [])
                 summary = "; ".join([p for p in [message(changes)] if p] + [t for _, t in notes])
@@ -120,6 +145,7 @@ class Batch(Wrapper):
             self._changes.clear()
             self._warnings.clear()
             self._notes.clear()
+            self._admission.clear()
             self._objects.clear()
         if send is not None:
             send(items)

@@ -46,7 +46,7 @@ from enum import StrEnum
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
-from agent.kinds import health as health_, podspec, registry
+from agent.kinds import deployment, health as health_, podspec, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
 
@@ -230,10 +230,14 @@ def _deployment_message(spec: dict, status: dict) -> str:
     return f"Deployment is available. Replicas: {have}"
 
 
-def child(kind: str, name: str, obj: dict | None) -> dict:
+def child(kind: str, name: str, obj: dict | None, pods: list[dict] | None = None) -> dict:
     """``{"kind", "name", "exists", "health", "message"}`` of one child: its health by the
-    agent's rule for the kind (``registry.BY_KIND``) and ``child_message``."""
+    agent's rule for the kind (``registry.BY_KIND``) and ``child_message``. ``pods``: the
+    Application's, read with a Deployment that waits for them (``deployment.with_pods``: its
+    health names a pod no node fits, ``FailedScheduling``, as the pass's does)."""
     rule = registry.BY_KIND.get(kind)
+    if kind == deployment.KIND.kind and obj is not None and pods and deployment.waits_for_pods(obj):
+        obj = deployment.with_pods(obj, pods)
     health = rule.health(obj) if rule else health_.Health(health_.HEALTHY)
     return {"kind": kind, "name": name, "exists": obj is not None, "health": health.as_status(),
             "message": child_message(obj)}
@@ -449,7 +453,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                     "changed": commit(changed_commit(app), git.get("changed"))},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
-        "children": [child(k.kind, child_name, children.get(slot)) for k, child_name, slot in shown],
+        "children": [child(k.kind, child_name, children.get(slot), pods) for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
         "tasks": task_runs,
         "pods": pod_views,

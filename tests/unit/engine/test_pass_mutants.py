@@ -667,6 +667,9 @@ class Applying:
     def change(self, app, key, action, subject, why=""):
         self.changes.append((app, key, action, subject, why))
 
+    def take_warnings(self):
+        return []
+
 
 def test_converge_runs_before_only_for_a_write_and_records_a_refusal():
     app = application()
