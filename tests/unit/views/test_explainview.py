@@ -183,6 +183,19 @@ def test_child_reads_health_by_kind():
     assert ev.child("Unknown", "web", {"kind": "Unknown"})["health"] == {"status": "Healthy", "message": ""}
 
 
+def test_a_deployments_health_names_a_pod_no_node_fits_as_the_pass_does():
+    from tests.unit.kinds.test_health import fixture
+
+    live, unscheduled = fixture("deployment-unschedulable"), fixture("pod-unschedulable")
+    health = ev.child("Deployment", "unschedulable", live, [unscheduled])["health"]
+    assert health["status"] == "Progressing"
+    assert health["message"].startswith("waiting for rollout to finish: 0 of 1 replicas available; FailedScheduling: "
+                                        "0/1 nodes are available: 1 Insufficient cpu.")
+    assert ev.child("Deployment", "unschedulable", live)["health"]["message"] == \
+        "waiting for rollout to finish: 0 of 1 replicas available"
+    assert ev.child("Service", "web", {"kind": "Service"}, [unscheduled])["health"]["status"] == "Healthy"
+
+
 def pod(phase="Pending", ready="False", conditions=(), statuses=(), init=()):
     return {"metadata": {"name": "web-1"},
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}, *conditions],
