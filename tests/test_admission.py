@@ -15,16 +15,28 @@ import pytest
 import yaml
 
 from tests.support import wait_for
+from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("crd")
 
 
-def in_git(repo, namespace: str, name: str = "web", **spec) -> None:
+def in_git(repo, namespace: str, name: str = "web", commit: bool = True, **spec) -> None:
     doc = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
            "metadata": {"name": name, "namespace": namespace},
            "spec": {"image": "nginx:1.27", "replicas": 1, "port": 8080, **spec}}
     repo.write(f"{namespace}-{name}.yaml", yaml.safe_dump(doc, sort_keys=False))
-    repo.commit()
+    if commit:
+        repo.commit()
+
+
+def restricted(cluster, namespace: str) -> None:
+    """``namespace`` refuses pods that break the restricted standard, and warns of templates that would."""
+    cluster.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted",
+                    "pod-security.kubernetes.io/warn=restricted")
+
+
+def told(objects, namespace: str) -> list[dict]:
+    return [e for e in objects.events(namespace) if e["reason"] == "AdmissionWarning"]
 
 
 def sync(agent, repo, namespace: str) -> dict:
@@ -58,8 +70,7 @@ def get_message(agent, namespace: str) -> str:
 
 def test_pod_security_warns_at_the_apply_and_its_refusal_is_named_in_one_pass(agent, repo, namespace, cluster,
                                                                               objects):
-    cluster.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted",
-                    "pod-security.kubernetes.io/warn=restricted")
+    restricted(cluster, namespace)
     in_git(repo, namespace)  # no security: its pods break the restricted standard
     doc = sync(agent, repo, namespace)
     [deployment] = [o for o in application(doc, namespace)["objects"] if o["kind"] == "Deployment"]
@@ -67,8 +78,7 @@ def test_pod_security_warns_at_the_apply_and_its_refusal_is_named_in_one_pass(ag
     [warning] = deployment["warnings"]
     assert warning.startswith('would violate PodSecurity "restricted:latest": '), warning
     assert "allowPrivilegeEscalation != false" in warning
-    told = [e for e in objects.events(namespace) if e["reason"] == "AdmissionWarning"]
-    assert [(e["type"], e["involvedObject"]["kind"], e["message"]) for e in told] == [
+    assert [(e["type"], e["involvedObject"]["kind"], e["message"]) for e in told(objects, namespace)] == [
         ("Warning", "Application", f"Deployment/{namespace}/web: {warning}")]
 
     wait_for(lambda: condition(objects, namespace, "ReplicaFailure"), timeout=60,
@@ -84,10 +94,33 @@ def test_pod_security_warns_at_the_apply_and_its_refusal_is_named_in_one_pass(ag
     said = explain(agent, namespace)
     [child] = [c for c in said["children"] if c["kind"] == "Deployment"]
     assert "violates PodSecurity" in child["health"]["message"]
-    assert any(e["reason"] == "AdmissionWarning" and "would violate PodSecurity" in e["message"]
-               for e in said["events"]), said["events"]
+    assert [e["message"] for e in said["admission"]] == [f"Deployment/{namespace}/web: {warning}"]
+    text = agent.run([sys.executable, "-m", "agent", "explain", "web", "-n", namespace, "--kubeconfig",
+                      str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir)]).stdout
+    assert "Admission warnings (newest first):" in text and "would violate PodSecurity" in text
     # nothing applied again: nothing warned again
-    assert len([e for e in objects.events(namespace) if e["reason"] == "AdmissionWarning"]) == 1
+    assert len(told(objects, namespace)) == 1
+
+
+def test_run_names_the_refusal_unasked_and_tells_a_warning_once(start_agent, remote, repo, namespace, cluster,
+                                                                 objects):
+    """``run``: the deployment controller's ReplicaFailure starts a pass (its watch), which names it;
+    drift undone applies the Deployment again, warned of again, and told no second time."""
+    restricted(cluster, namespace)
+    in_git(repo, namespace, commit=False)
+    remote.push()
+    start_agent(remote.url, "--namespace", namespace, "--interval", "3600")
+
+    def health() -> dict:
+        return ((objects.app(namespace, "web") or {}).get("status") or {}).get("health") or {}
+    wait_for(lambda: "; FailedCreate: " in health().get("message", ""), timeout=60,
+             what="a pass to name the refusal")
+    assert health()["status"] == "Progressing" and "violates PodSecurity" in health()["message"]
+    assert len(told(objects, namespace)) == 1
+    cluster.kubectl("-n", namespace, "set", "image", "deployment/web", "web=nginx:1.26")
+    image = lambda: objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"][0]["image"]  # noqa: E731
+    wait_for(lambda: image() == "nginx:1.27", timeout=60, what="the drift to be undone")
+    assert len(told(objects, namespace)) == 1
 
 
 def test_a_quota_and_a_pod_no_node_fits_are_named_in_one_pass(agent, repo, namespaces, cluster, objects):

@@ -22,9 +22,14 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
                 "live": 5, "managers": ["kubectl-scale"]}],
      "events": [{"time": "...", "type": "Warning", "reason": "...", "object": "Pod/web-x",
                  "message": "...", "count": 1}],
+     "admission": [{"time": "...", "message": "Deployment/shop/web: would violate PodSecurity ..."}],
      "history": [{"digest": "sha256:...", "revision": SHA, "firstSyncedAt": "...",
                   "lastSyncedAt": "...", "passes": 3}],
      "conditions": [status.conditions as written]}
+
+``admission``: the messages of the agent's ``AdmissionWarning`` Events on the Application (what
+the API server warned of its writes: ``agent.engine.events``), newest first, at most
+``EVENTS_SHOWN``, whatever the other Events (``events`` shows only the newest few of all).
 
 ``drift``: when Git was read, the fields of the live Application's spec that differ from its
 spec in Git, then those of its children that differ from what the agent renders from Git's spec
@@ -46,6 +51,7 @@ from enum import StrEnum
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
+from agent.engine.events import ADMISSION_WARNING
 from agent.kinds import deployment, health as health_, podspec, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
@@ -391,6 +397,13 @@ def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS
     return found[:limit]
 
 
+def admission(items: list[dict], name: str, limit: int = EVENTS_SHOWN) -> list[dict]:
+    """``[{"time", "message"}]`` of the ``AdmissionWarning`` Events (``events.ADMISSION_WARNING``)
+    on the Application ``name`` among ``items``, newest first, at most ``limit``."""
+    found = [e for e in events(items, {("Application", name)}, limit=len(items)) if e["reason"] == ADMISSION_WARNING]
+    return [{"time": e["time"], "message": e["message"]} for e in found[:limit]]
+
+
 def history(app: dict) -> list[dict]:
     """``status.history`` (newest first), each entry cut to ``HISTORY_KEYS``; ``[]`` when absent."""
     items = (app.get("status") or {}).get("history")
@@ -459,6 +472,7 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         "pods": pod_views,
         "drift": drifted,
         "events": events(event_items, involved),
+        "admission": admission(event_items, name),
         "history": history(app),
         "conditions": [c for c in status.get("conditions") or [] if isinstance(c, dict)],
     }
