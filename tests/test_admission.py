@@ -151,3 +151,17 @@ def test_a_quota_and_a_pod_no_node_fits_are_named_in_one_pass(agent, repo, names
     assert "FailedScheduling" in get_message(agent, big)
     [child] = [c for c in explain(agent, big)["children"] if c["kind"] == "Deployment"]
     assert "FailedScheduling" in child["health"]["message"]
+
+
+def test_run_names_a_pod_no_node_fits_unasked(start_agent, remote, repo, namespace, objects):
+    """``run``: the deployment controller counting the pod it made starts a pass (its watch), which
+    reads the Deployment's pods and names the scheduler's reason."""
+    in_git(repo, namespace, commit=False, resources={"requests": {"cpu": "100000"}})
+    remote.push()
+    start_agent(remote.url, "--namespace", namespace, "--interval", "3600")
+
+    def health() -> dict:
+        return ((objects.app(namespace, "web") or {}).get("status") or {}).get("health") or {}
+    wait_for(lambda: "; FailedScheduling: " in health().get("message", ""), timeout=60,
+             what="a pass to name the unschedulable pod")
+    assert health()["status"] == "Progressing" and "Insufficient cpu" in health()["message"]
