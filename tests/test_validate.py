@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
 SPEC_FIELDS = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, "
-               "livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-               "security, serviceAccountName, suspend, tasks")
+               "livenessProbe, placement, podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, "
+               "schedules, security, serviceAccountName, suspend, tasks, terminationGracePeriodSeconds, volumes")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 
