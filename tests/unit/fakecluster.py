@@ -79,9 +79,10 @@ ATOMIC = frozenset({("Deployment", ("f:spec", "f:selector")), ("Service", ("f:sp
 """(kind, path) of the mappings Kubernetes' schemas mark atomic (``x-kubernetes-map-type``): a
 LabelSelector, a Service's selector; an ownerReferences entry is atomic too (``_atomic``)."""
 ATOMIC_FIELDS = frozenset({"f:secretKeyRef", "f:configMapKeyRef", "f:fieldRef", "f:resourceFieldRef",
-                           "f:nodeSelector"})
+                           "f:nodeSelector", "f:labelSelector"})
 """Fields holding atomic structs wherever they are (an env variable's ``valueFrom``, a pod's
-``nodeSelector``: ``+mapType=atomic`` in ``k8s.io/api/core/v1``)."""
+``nodeSelector``: ``+mapType=atomic`` in ``k8s.io/api/core/v1``; a topology spread constraint's
+``labelSelector``, a LabelSelector: ``+structType=atomic``)."""
 STRIPPED = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
             "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
 """Metadata fields no manager owns."""
