@@ -467,7 +467,8 @@ def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, name
     ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``). The operator's Job has
     completed, so the task is done and holds nothing (``taskgate``)."""
     spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}},
-            "tasks": {"migrate": {"command": ["migrate"]}}, "disruptionBudget": {"maxUnavailable": 1}}
+            "tasks": {"migrate": {"command": ["migrate"]}}, "disruptionBudget": {"maxUnavailable": 1},
+            "ports": {"metrics": 9090}, "startupProbe": {"tcpSocket": {"port": "metrics"}, "failureThreshold": 30}}
     cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", spec))
     live_app = objects.app(namespace, "shop")
     names = {c["kind"]: c["metadata"]["name"] for c in registry.children("shop", namespace, live_app["metadata"]["uid"],

@@ -68,9 +68,14 @@ def _string_map(description: str) -> dict:
 _QUANTITY = {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN,
              "description": "A Kubernetes quantity, e.g. 250m or \"0.5\" (CPU; a fraction is quoted), 128Mi or 1Gi (memory)."}
 _RESOURCE_LIST = {"type": "object", "properties": {"cpu": _QUANTITY, "memory": _QUANTITY}}
+MAIN_PORT_NAME = "http"
+"""The name of the Application's main port (``spec.port``): the Service's port of that name, and
+what a probe may call it by. No entry of ``spec.ports`` has it."""
+MAX_PORTS = 64
+"""The most entries of ``spec.ports``."""
 _PORT_REF = {"x-kubernetes-int-or-string": True,
-             "description": "The port probed: the Application's port (spec.port) as a number, or the name "
-                            "http; omitted means spec.port."}
+             "description": "The port probed: spec.port as a number or by its name http, or an entry of "
+                            "spec.ports by its name or number; omitted means spec.port. Rendered as the number."}
 _PROBE = {
     "type": "object",
     "description": "A probe of the container: exactly one of httpGet, tcpSocket or exec, and the usual timing "
@@ -327,9 +332,22 @@ SPEC_SCHEMA: dict = {
             "type": "integer",
             "minimum": 1,
             "maximum": 65535,
-            "description": "TCP port the container listens on; also the Service port. Omitted: a worker, with "
-            "no container port and no Service (removing it prunes the Service); its probes are exec only "
-            "and it has no ingress.",
+            "description": "TCP port the container listens on; also the Service port, named http. Omitted: a "
+            "worker, with no main container port and no Service unless spec.ports gives other ports (removing "
+            "both prunes the Service); its probes are exec only or name a port of spec.ports, and it has no "
+            "ingress.",
+        },
+        "ports": {
+            "type": "object",
+            "maxProperties": MAX_PORTS,
+            "description": "More TCP ports the container listens on, by name (an IANA service name: at most 15 "
+            "lowercase letters, digits and '-', with a letter; not http, spec.port's name), e.g. {metrics: 9090}. "
+            "Each is a named container port and a Service port of that name and number (a worker with ports has "
+            "a Service of these alone). A probe may name one. Neither a name nor a number is given twice, nor "
+            "spec.port's number.",
+            "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 65535,
+                                     "description": "The port's number, 1-65535 (container port, Service port "
+                                                    "and its targetPort)."},
         },
         "suspend": {
             "type": "boolean",
@@ -361,6 +379,9 @@ SPEC_SCHEMA: dict = {
         "resources": _RESOURCES,
         "readinessProbe": {**_PROBE, "description": "When the pod receives traffic. " + _PROBE["description"]},
         "livenessProbe": {**_PROBE, "description": "When the container is restarted. " + _PROBE["description"]},
+        "startupProbe": {**_PROBE, "description": "When the container has started: the other probes wait until "
+                         "it passes, and failing failureThreshold times restarts the container (for a slow start; "
+                         "successThreshold must be 1). " + _PROBE["description"]},
         "files": {
             "type": "object",
             "maxProperties": 64,

@@ -76,8 +76,8 @@ def job_spec(spec: Obj, schedule: Obj) -> Obj:
     """The Application's ``spec`` as its schedule ``schedule`` runs it: the schedule's
     ``image``, ``command``, ``args`` and ``resources`` where given (else the Application's; its
     command and args only together with its image), ``env`` the schedule's over the
-    Application's, and no probes."""
-    out = {k: v for k, v in spec.items() if k not in ("readinessProbe", "livenessProbe")}
+    Application's, and no probes and no ``ports`` (its pods serve none)."""
+    out = {k: v for k, v in spec.items() if k not in (*podspec.PROBES, "ports")}
     if "image" in schedule:
         out["image"] = schedule["image"]
     for field in ("command", "args"):

@@ -22,7 +22,8 @@ POD_OWNED = tuple(f"spec.template.spec.{field}" for field in podspec.OWNED_POD_F
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
     ``spec`` holds ``image`` (str), ``port`` (int, 1-65535; absent for a worker: the container
-    has no ``ports``), and any of the optional fields of the schema. An Application with none
+    has no unnamed port), and any of the optional fields of the schema (``ports``: named
+    container ports after it, ``podspec.ports``). An Application with none
     of them renders exactly the original template: one container (name, image, the port),
     ``replicas``, the selector and the pod labels, in that order, so an agent that learnt new
     fields restarts no pod.

@@ -19,10 +19,14 @@ import hashlib
 from agent.api import quantity
 from agent.api.labels import FILES_DIGEST
 from agent.api.objects import Obj
-from agent.api.schema import SECURITY_PROFILES, SPREAD_KEYS
+from agent.api.schema import MAIN_PORT_NAME, SECURITY_PROFILES, SPREAD_KEYS
 from agent.kinds import configmap
 from agent.kinds.render import selector_labels
 
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+"""The probes of ``spec``, in the order the container renders them (Kubernetes' ``Container`` has
+liveness, readiness, startup: the first two kept in the order they were rendered before
+startupProbe, which comes last either way)."""
 PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "successThreshold", "failureThreshold")
 RESTRICTED, NONE = SECURITY_PROFILES
 POD_IDS = ("runAsUser", "runAsGroup", "fsGroup")
@@ -40,15 +44,17 @@ TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
 
 
 def container(name: str, spec: Obj, port: int | None) -> Obj:
-    """The container ``name`` of ``spec``: ``image``, the ``containerPort`` ``port`` (none when
-    None), then, in this order, ``command``, ``args``, ``env`` (sorted by name), ``envFrom``,
-    ``resources`` (each quantity as the API server stores it, ``quantity.stored``), the probes
-    (the port as a number), a read-only mount per file of ``spec.files``, a mount per volume of
-    ``spec.volumes`` (``_volumes``) and the ``securityContext`` of ``spec.security``
-    (``container_security``)."""
+    """The container ``name`` of ``spec``: ``image``, the ports (``ports``: the unnamed
+    ``containerPort`` ``port``, none when None, then each of ``spec.ports``), then, in this
+    order, ``command``, ``args``, ``env`` (sorted by name), ``envFrom``, ``resources`` (each
+    quantity as the API server stores it, ``quantity.stored``), the probes of ``PROBES`` (each
+    port as a number, ``probe_port``), a read-only mount per file of ``spec.files``, a mount per
+    volume of ``spec.volumes`` (``_volumes``) and the ``securityContext`` of ``spec.security``
+    (``container_security``). A kind whose container serves no port (a schedule's, a task's)
+    passes None and a spec without ``ports`` or probes."""
     out: Obj = {"name": name, "image": spec["image"]}
-    if port is not None:
-        out["ports"] = [{"containerPort": port, "protocol": "TCP"}]
+    if container_ports := ports(spec, port):
+        out["ports"] = container_ports
     for field in ("command", "args"):
         if field in spec:
             out[field] = list(spec[field])
@@ -60,9 +66,9 @@ def container(name: str, spec: Obj, port: int | None) -> Obj:
                  for part in ("limits", "requests") if (found := (spec.get("resources") or {}).get(part))}
     if resources:
         out["resources"] = resources
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe in PROBES:
         if spec.get(probe):
-            out[probe] = _probe(spec[probe], port)
+            out[probe] = _probe(spec[probe], spec, port)
     mounts = _files(name, spec.get("files") or {})[1] + _volumes(spec.get("volumes") or {})[1]
     if mounts:
         out["volumeMounts"] = mounts
@@ -208,14 +214,36 @@ def _env(name: str, value: str | Obj) -> Obj:
     return {"name": name, "valueFrom": {source: {"name": ref["name"], "key": ref["key"]}}}
 
 
-def _probe(probe: Obj, port: int | None) -> Obj:
-    """A container probe: its handler with the Application's port as a number (a probe's port
-    is that port or its name, ``http``), then the timing fields given."""
+def ports(spec: Obj, port: int | None) -> list[Obj]:
+    """The container's ports: ``{containerPort: port, protocol: TCP}`` (unnamed, as before
+    ``spec.ports``; none when ``port`` is None), then ``{name, containerPort, protocol: TCP}`` of
+    each entry of ``spec.ports``, sorted by name. Empty when there are none."""
+    out: list[Obj] = [] if port is None else [{"containerPort": port, "protocol": "TCP"}]
+    named = spec.get("ports") or {}
+    return out + [{"name": key, "containerPort": named[key], "protocol": "TCP"} for key in sorted(named)]
+
+
+def probe_port(given: int | str | None, spec: Obj, port: int | None) -> int | None:
+    """The number of the port a probe gives as ``given``: ``port`` (the main one) when omitted or
+    ``http`` (``MAIN_PORT_NAME``), the number of the entry of ``spec.ports`` a name names, a
+    number as it is. None for a name ``spec.ports`` lacks (``specrules`` refuses it first)."""
+    if given is None or given == MAIN_PORT_NAME:
+        return port
+    if isinstance(given, str):
+        found = (spec.get("ports") or {}).get(given)
+        return found if isinstance(found, int) else None
+    return given
+
+
+def _probe(probe: Obj, spec: Obj, port: int | None) -> Obj:
+    """A container probe: its handler with its port as a number (``probe_port``), then the
+    timing fields given."""
     out: Obj = {}
     if "httpGet" in probe:
-        out["httpGet"] = {"path": probe["httpGet"].get("path", "/"), "port": port}
+        given = probe["httpGet"].get("port")
+        out["httpGet"] = {"path": probe["httpGet"].get("path", "/"), "port": probe_port(given, spec, port)}
     elif "tcpSocket" in probe:
-        out["tcpSocket"] = {"port": port}
+        out["tcpSocket"] = {"port": probe_port(probe["tcpSocket"].get("port"), spec, port)}
     else:
         out["exec"] = {"command": list(probe["exec"]["command"])}
     out.update({field: probe[field] for field in PROBE_TIMING if field in probe})

@@ -160,6 +160,12 @@ def test_handover_without_a_clock_stamps_the_current_time():
     ("Deployment", ("f:spec", "f:template", "f:spec", "f:volumes"), False),
     ("Deployment", ("f:metadata", "f:labels", "f:team"), False),
     ("Service", ("f:spec", "f:ports", 'k:{"port":81,"protocol":"TCP"}', "."), True),
+    # spec.ports and startupProbe (issue 44 item 5) lie inside what the agent owns: drift on them is undone
+    ("Service", ("f:spec", "f:ports", 'k:{"port":9090,"protocol":"TCP"}', "f:targetPort"), True),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:containers", CONTAINER, "f:ports",
+                    'k:{"containerPort":9090,"protocol":"TCP"}', "f:name"), True),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:containers", CONTAINER, "f:startupProbe",
+                    "f:failureThreshold"), True),
     ("Service", ("f:spec", "f:selector", "f:extra"), True),
     ("Service", ("f:spec", "f:type"), False),
     ("Application", ("f:spec", "f:image"), True),
