@@ -129,7 +129,8 @@ def placement(name: str, spec: Obj, labels: dict[str, str]) -> Obj:
     """The pod fields of ``spec.placement`` and ``spec.terminationGracePeriodSeconds`` for a pod
     of the Application ``name`` with ``labels``, each only when given, in this order:
     ``nodeSelector`` (sorted by key), ``tolerations`` (in the order given, each with the fields
-    given, ``TOLERATION_FIELDS``), ``topologySpreadConstraints`` (``spread``),
+    given, ``TOLERATION_FIELDS``, but an empty ``value``: the API server drops an empty string
+    there, and "" is what an omitted value means), ``topologySpreadConstraints`` (``spread``),
     ``priorityClassName``, ``terminationGracePeriodSeconds``. Empty without them: the pod then
     renders as before the fields."""
     given = spec.get("placement") or {}
@@ -137,8 +138,8 @@ def placement(name: str, spec: Obj, labels: dict[str, str]) -> Obj:
     if given.get("nodeSelector"):
         out["nodeSelector"] = dict(sorted(given["nodeSelector"].items()))
     if given.get("tolerations"):
-        out["tolerations"] = [{field: toleration[field] for field in TOLERATION_FIELDS if field in toleration}
-                              for toleration in given["tolerations"]]
+        out["tolerations"] = [{field: toleration[field] for field in TOLERATION_FIELDS
+                               if toleration.get(field, "") != ""} for toleration in given["tolerations"]]
     if constraints := spread(name, given.get("spreadAcross") or [], labels):
         out["topologySpreadConstraints"] = constraints
     if "priorityClassName" in given:

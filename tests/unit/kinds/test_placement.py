@@ -59,6 +59,15 @@ def test_the_deployments_pod_renders_every_field_exactly_in_a_stable_order():
         {"name": podspec.scratch_name("/var/cache/shop"), "mountPath": "/var/cache/shop"}]
 
 
+def test_an_empty_toleration_value_is_left_out_as_the_api_server_stores_it():
+    spec = {**BASE, "placement": {"tolerations": [{"key": "a", "operator": "Exists", "value": ""},
+                                                  {"key": "b", "value": "", "tolerationSeconds": 0,
+                                                   "effect": "NoExecute"}]}}
+    pod = deployment.render("shop", "prod", "u", spec)["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"key": "a", "operator": "Exists"},
+                                  {"key": "b", "effect": "NoExecute", "tolerationSeconds": 0}]
+
+
 def test_a_volumes_name_never_is_a_files_name():
     assert podspec.scratch_name("/etc/a") != podspec.volume_name("/etc/a")
     assert podspec.scratch_name("/etc/a").startswith("scratch-") and len(podspec.scratch_name("/etc/a")) == 18
