@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
 SPEC_FIELDS = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, "
-               "livenessProbe, podAnnotations, podLabels, port, ports, readinessProbe, replicas, resources, rollout, "
-               "schedules, security, serviceAccountName, startupProbe, suspend, tasks")
+               "livenessProbe, placement, podAnnotations, podLabels, port, ports, readinessProbe, replicas, resources, "
+               "rollout, schedules, security, serviceAccountName, startupProbe, suspend, tasks, "
+               "terminationGracePeriodSeconds, volumes")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 
@@ -871,3 +872,42 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
         "error: apps/shop.yaml:20: spec.tasks.report.retries: must be an integer between 0 and 10 (got 11)\n"
         "error: apps/shop.yaml:21: spec.tasks.report.timeoutSeconds: must be an integer between 1 and 86400 (got 0)\n")
     assert proc.stdout == "invalid: 7 problems in 1 file\n"
+
+
+def test_every_placement_and_volume_refusal_is_a_file_line_field_rule_and_exit_2(validate, tmp_path):
+    """Offline, no cluster (issue 44 item 9): a toleration's value with operator Exists,
+    tolerationSeconds without effect NoExecute, an unknown and a duplicate spread word, a volume
+    path that is not absolute, one over a file, one under another volume
+    (docs/applications.md#placement, #volumes)."""
+    (tmp_path / "shop.yaml").write_text(app_yaml("shop") + """\
+  placement:
+    tolerations:
+    - {key: gpu, operator: Exists, value: 'yes'}
+    - {key: spot, effect: NoSchedule, tolerationSeconds: 30}
+    spreadAcross: [zone, zone]
+  files:
+    /etc/shop/app.conf: {content: x}
+  volumes:
+    tmp: {emptyDir: {}}
+    /etc/shop: {emptyDir: {}}
+    /cache: {emptyDir: {sizeLimit: 1Gi}}
+    /cache/a: {emptyDir: {medium: Memory}}
+""")
+    (tmp_path / "rack.yaml").write_text(app_yaml("rack") + "  placement: {spreadAcross: [rack]}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = [line.split(": ", 3)[1:3] for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        ["rack.yaml:9", "spec.placement.spreadAcross[0]"],
+        ["shop.yaml:11", "spec.placement.tolerations[0].value"],
+        ["shop.yaml:12", "spec.placement.tolerations[1].tolerationSeconds"],
+        ["shop.yaml:13", "spec.placement.spreadAcross[1]"],
+        ["shop.yaml:17", "spec.volumes.tmp"],
+        ["shop.yaml:18", "spec.volumes./etc/shop"],
+        ["shop.yaml:20", "spec.volumes./cache/a"],
+    ], proc.stderr
+    for words in ('must be one of zone, node (got "rack")', "'zone' is given twice",
+                  "must not be given with operator Exists", "applies only to effect NoExecute",
+                  "lies under the volume /cache", "overlaps the file /etc/shop/app.conf (spec.files)",
+                  'the path must be an absolute path'):
+        assert words in proc.stderr, words

@@ -15,6 +15,10 @@ from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
 
+POD_OWNED = tuple(f"spec.template.spec.{field}" for field in podspec.OWNED_POD_FIELDS)
+"""The pod fields owned in full while rendered (``podspec.OWNED_POD_FIELDS``)."""
+
+
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
     ``spec`` holds ``image`` (str), ``port`` (int, 1-65535; absent for a worker: the container
@@ -138,8 +142,8 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="apps", version="v1", kind="Deployment", plural="deployments", render=render,
                  health=health, status_field="deployment", trim=trim, observed=observed, news=news,
                  authoritative=("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                "spec.template.spec.containers", "spec.template.spec.securityContext"),
-                 released=("spec.replicas",), whole_when_rendered=("spec.template.spec.securityContext",),
+                                "spec.template.spec.containers", *POD_OWNED),
+                 released=("spec.replicas",), whole_when_rendered=POD_OWNED,
                  status_schema={
                      "deployment": {"type": "string", "description": "Name of the child Deployment."},
                      "replicas": {"type": "integer", "description": "Replicas of the child Deployment, as observed."},

@@ -15,7 +15,7 @@ from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN,
                               MAIN_PORT_NAME, QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
                               SUBDOMAIN_PATTERN, did_you_mean)
 from agent.kinds import configmap, job, podspec, render
-from agent.manifests import schedulerules
+from agent.manifests import podrules, schedulerules
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
@@ -88,7 +88,8 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
     (its name, cron expression and time zone; the CronJob name's length when the Application's
     ``name`` is given); tasks (``_tasks``; a task's Job name at most 63 characters when ``name``
-    is given); ``security.runAsUser`` not 0 with the profile ``restricted``. ``name``:
+    is given); ``security.runAsUser`` not 0 with the profile ``restricted``; ``placement`` and
+    ``volumes`` (``podrules.problems``). ``name``:
     the Application's name (a DNS label), for the rules that need it; None leaves them out."""
     return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
@@ -104,7 +105,7 @@ def _problems(spec, validator, name: str | None = None) -> list[tuple[tuple, str
     for e in validator.iter_errors(spec):
         out += _word(e, spec)
     if isinstance(spec, dict):
-        out += _extra(spec) + _tasks(spec, name)
+        out += _extra(spec) + _tasks(spec, name) + podrules.problems(spec)
         out += _schedules(spec.get("schedules"))
         out += schedulerules.problems(spec.get("schedules"), name)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
