@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from agent.kinds import registry
+from tests.cluster import NODE_NAME
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_app_fields import SHOP, get, quiet
 from tests.test_deploy import service_account_kubeconfig
@@ -467,7 +468,11 @@ def test_every_child_kind_an_operator_made_is_adopted_in_place(agent, repo, name
     ReplicaSet; the next pass writes nothing (``test_app_fields.quiet``). The operator's Job has
     completed, so the task is done and holds nothing (``taskgate``)."""
     spec = {**SHOP, "schedules": {"nightly": {"schedule": "0 3 * * *", "command": ["report"]}},
-            "tasks": {"migrate": {"command": ["migrate"]}}, "disruptionBudget": {"maxUnavailable": 1}}
+            "tasks": {"migrate": {"command": ["migrate"]}}, "disruptionBudget": {"maxUnavailable": 1},
+            "ports": {"metrics": 9090}, "startupProbe": {"tcpSocket": {"port": "metrics"}, "failureThreshold": 30},
+            "placement": {"nodeSelector": {"kubernetes.io/hostname": NODE_NAME}, "spreadAcross": ["zone", "node"],
+                          "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]},
+            "terminationGracePeriodSeconds": 10, "volumes": {"/tmp": {"emptyDir": {"sizeLimit": "64Mi"}}}}
     cluster.kubectl("-n", namespace, "apply", "-f", "-", input=application("shop", spec))
     live_app = objects.app(namespace, "shop")
     names = {c["kind"]: c["metadata"]["name"] for c in registry.children("shop", namespace, live_app["metadata"]["uid"],

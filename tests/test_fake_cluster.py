@@ -353,3 +353,34 @@ def test_within_sharing_applied_objects_share_their_equal_parts_frozen(both):
             changed = "refused"
         return one["data"] is two["data"], changed, type(outside["data"]) is dict
     assert both(scenario) == (True, "refused", True)
+
+
+def test_placement_fields_are_owned_as_kubernetes_owns_them(both):
+    """A pod's nodeSelector and tolerations are atomic (a hand edit takes the whole field from
+    the agent), a topology spread constraint is keyed by topologyKey and whenUnsatisfiable and a
+    volume by name (spec.placement, spec.volumes)."""
+    spec = {"placement": {"nodeSelector": {"pool": "web"}, "tolerations": [{"key": "pool", "operator": "Exists"}],
+                          "spreadAcross": ["zone"]}, "volumes": {"/tmp": {"emptyDir": {"sizeLimit": "64Mi"}}}}
+
+    def scenario(kube, namespace):
+        dep = children(namespace, kube.apply(application(namespace))["metadata"]["uid"], **spec)["Deployment"]
+        kube.apply(dep)
+        pod = fields_of(kube.get(dep), "gitops-agent")["f:spec"]["f:template"]["f:spec"]
+        applied = {k: pod[k] for k in ("f:nodeSelector", "f:tolerations", "f:topologySpreadConstraints", "f:volumes")}
+        for _ in range(10):  # the deployment controller writes the status meanwhile: 409, read again
+            live = kube.get(dep)
+            live["spec"]["template"]["spec"]["nodeSelector"]["disk"] = "ssd"
+            live["spec"]["template"]["spec"]["tolerations"].append({"key": "spot", "operator": "Exists"})
+            if outcome(lambda: put(kube, live)) == "ok":
+                break
+            time.sleep(0.2)
+        live = kube.get(dep)
+        edited = fields_of(live, "kubectl-edit", "Update")["f:spec"]["f:template"]["f:spec"]
+        left = fields_of(live, "gitops-agent")["f:spec"]["f:template"]["f:spec"]
+        return applied, edited, sorted(left)
+    applied, edited, left = both(scenario)
+    assert applied["f:nodeSelector"] == {} and applied["f:tolerations"] == {}  # atomic: owned whole
+    assert list(applied["f:topologySpreadConstraints"]) == [
+        'k:{"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}']
+    assert edited == {"f:nodeSelector": {}, "f:tolerations": {}}
+    assert "f:nodeSelector" not in left and "f:tolerations" not in left  # taken whole by the edit

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "agent" / "report.schema.json").read_text())
 
 SPEC_FIELDS = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, ingress, "
-               "livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, rollout, schedules, "
-               "security, serviceAccountName, suspend, tasks")
+               "livenessProbe, placement, podAnnotations, podLabels, port, ports, readinessProbe, replicas, resources, "
+               "rollout, schedules, security, serviceAccountName, startupProbe, suspend, tasks, "
+               "terminationGracePeriodSeconds, volumes")
 """The fields of an Application's spec, as an unknown field's problem lists them."""
 
 
@@ -802,6 +803,35 @@ def test_a_worker_is_valid_and_its_ingress_and_port_probes_are_refused_offline_a
         "Application without a port (a worker) has none\n")
 
 
+def test_ports_and_their_probes_are_refused_offline_at_their_lines(validate, tmp_path):
+    """Issue 44 items 5 and 9: a port name or number given twice (spec.port's number, its name
+    http, another entry's number), a name that is not an IANA service name and a probe of a port
+    the Application does not have, each one line ``file:line: field: rule``, exit 2."""
+    (tmp_path / "apps").mkdir()
+    head = "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata: {name: shop}\nspec:\n  image: shop:1\n"
+    good = head + ("  port: 8080\n  ports: {metrics: 9090}\n"
+                   "  startupProbe:\n    httpGet: {path: /healthz, port: metrics}\n")
+    (tmp_path / "apps" / "shop.yaml").write_text(good)
+    assert validate("--path", "apps", cwd=tmp_path).returncode == 0
+    (tmp_path / "apps" / "shop.yaml").write_text(head + (
+        "  port: 8080\n  ports:\n    http: 81\n    admin: 8080\n    metrics: 9090\n    stats: 9090\n"
+        "    Debug_Port: 9999\n  startupProbe:\n    tcpSocket: {port: grpc}\n"))
+    proc = validate("--path", "apps", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "error: apps/shop.yaml:8: spec.ports.http: the name http is spec.port's (the Service's main port) and cannot "
+        "be given here; name this port otherwise\n"
+        "error: apps/shop.yaml:9: spec.ports.admin: is spec.port's number (8080): each port number is given once; "
+        "spec.ports holds only the other ports\n"
+        "error: apps/shop.yaml:11: spec.ports.stats: has the number of spec.ports.metrics (9090): each port number "
+        "is given once\n"
+        "error: apps/shop.yaml:12: spec.ports.Debug_Port: the port name must be an IANA service name: at most 15 "
+        "lowercase letters, digits and '-', with at least one letter, not starting or ending with '-' and no '--' "
+        "(got \"Debug_Port\")\n"
+        "error: apps/shop.yaml:14: spec.startupProbe.tcpSocket.port: must be the Application's port (8080) or its "
+        "name http or a port of spec.ports by name or number (Debug_Port 9999, admin 8080, http 81, metrics 9090, "
+        "stats 9090) (got \"grpc\")\n")
+
 def test_valid_tasks_are_valid(validate, tmp_path):
     """Issue 43: the pass runs tasks (agent/engine/taskgate.py), so a valid one is valid
     (docs/applications.md#tasks)."""
@@ -842,3 +872,42 @@ def test_tasks_are_refused_offline_at_their_line(validate, tmp_path):
         "error: apps/shop.yaml:20: spec.tasks.report.retries: must be an integer between 0 and 10 (got 11)\n"
         "error: apps/shop.yaml:21: spec.tasks.report.timeoutSeconds: must be an integer between 1 and 86400 (got 0)\n")
     assert proc.stdout == "invalid: 7 problems in 1 file\n"
+
+
+def test_every_placement_and_volume_refusal_is_a_file_line_field_rule_and_exit_2(validate, tmp_path):
+    """Offline, no cluster (issue 44 item 9): a toleration's value with operator Exists,
+    tolerationSeconds without effect NoExecute, an unknown and a duplicate spread word, a volume
+    path that is not absolute, one over a file, one under another volume
+    (docs/applications.md#placement, #volumes)."""
+    (tmp_path / "shop.yaml").write_text(app_yaml("shop") + """\
+  placement:
+    tolerations:
+    - {key: gpu, operator: Exists, value: 'yes'}
+    - {key: spot, effect: NoSchedule, tolerationSeconds: 30}
+    spreadAcross: [zone, zone]
+  files:
+    /etc/shop/app.conf: {content: x}
+  volumes:
+    tmp: {emptyDir: {}}
+    /etc/shop: {emptyDir: {}}
+    /cache: {emptyDir: {sizeLimit: 1Gi}}
+    /cache/a: {emptyDir: {medium: Memory}}
+""")
+    (tmp_path / "rack.yaml").write_text(app_yaml("rack") + "  placement: {spreadAcross: [rack]}\n")
+    proc = validate("--path", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    errors = [line.split(": ", 3)[1:3] for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        ["rack.yaml:9", "spec.placement.spreadAcross[0]"],
+        ["shop.yaml:11", "spec.placement.tolerations[0].value"],
+        ["shop.yaml:12", "spec.placement.tolerations[1].tolerationSeconds"],
+        ["shop.yaml:13", "spec.placement.spreadAcross[1]"],
+        ["shop.yaml:17", "spec.volumes.tmp"],
+        ["shop.yaml:18", "spec.volumes./etc/shop"],
+        ["shop.yaml:20", "spec.volumes./cache/a"],
+    ], proc.stderr
+    for words in ('must be one of zone, node (got "rack")', "'zone' is given twice",
+                  "must not be given with operator Exists", "applies only to effect NoExecute",
+                  "lies under the volume /cache", "overlaps the file /etc/shop/app.conf (spec.files)",
+                  'the path must be an absolute path'):
+        assert words in proc.stderr, words

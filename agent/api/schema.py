@@ -68,9 +68,14 @@ def _string_map(description: str) -> dict:
 _QUANTITY = {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN,
              "description": "A Kubernetes quantity, e.g. 250m or \"0.5\" (CPU; a fraction is quoted), 128Mi or 1Gi (memory)."}
 _RESOURCE_LIST = {"type": "object", "properties": {"cpu": _QUANTITY, "memory": _QUANTITY}}
+MAIN_PORT_NAME = "http"
+"""The name of the Application's main port (``spec.port``): the Service's port of that name, and
+what a probe may call it by. No entry of ``spec.ports`` has it."""
+MAX_PORTS = 64
+"""The most entries of ``spec.ports``."""
 _PORT_REF = {"x-kubernetes-int-or-string": True,
-             "description": "The port probed: the Application's port (spec.port) as a number, or the name "
-                            "http; omitted means spec.port."}
+             "description": "The port probed: spec.port as a number or by its name http, or an entry of "
+                            "spec.ports by its name or number; omitted means spec.port. Rendered as the number."}
 _PROBE = {
     "type": "object",
     "description": "A probe of the container: exactly one of httpGet, tcpSocket or exec, and the usual timing "
@@ -207,11 +212,82 @@ _SECURITY = {
     },
 }
 
+SPREAD_KEYS = {"zone": "topology.kubernetes.io/zone", "node": "kubernetes.io/hostname"}
+"""``spec.placement.spreadAcross``: each word and the well-known node label its topology spread
+constraint counts pods by (https://kubernetes.io/docs/reference/labels-annotations-taints/)."""
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+"""A toleration's ``operator`` (Kubernetes' default Equal) and ``effect`` (omitted: every effect),
+as the API server's ``validateTolerations`` allows them."""
+VOLUME_MEDIA = ("Memory",)
+"""``spec.volumes.PATH.emptyDir.medium``: the only medium besides the node's disk (the default)."""
+
+_TOLERATION = {
+    "type": "object",
+    "description": "A taint the pods tolerate: a node with it may run them (a toleration only allows; "
+    "nodeSelector chooses).",
+    "properties": {
+        "key": _string("The taint's key (a label key, e.g. dedicated); omitted: every key, with operator "
+                       "Exists."),
+        "operator": {"type": "string", "enum": list(TOLERATION_OPERATORS), "description": "Equal (default): "
+                     "the taint's value is value; Exists: any value (then give no value)."},
+        "value": {"type": "string", "maxLength": 63, "description": "The taint's value, with operator Equal."},
+        "effect": {"type": "string", "enum": list(TAINT_EFFECTS), "description": "The taint's effect; "
+                   "omitted: every effect."},
+        "tolerationSeconds": {"type": "integer", "minimum": 0, "maximum": MAX_INT32, "description": "With "
+                              "effect NoExecute only: seconds the pod stays on a node after the taint is added, "
+                              "then it is evicted; omitted: forever."},
+    },
+}
+
+_PLACEMENT = {
+    "type": "object",
+    "description": "Which nodes the pods run on, and how they spread. The Deployment's pods take all of it; "
+    "each task's and schedule's pods take all but spreadAcross.",
+    "properties": {
+        "nodeSelector": _string_map("Labels a node must have to run the pods, e.g. "
+                                    "kubernetes.io/arch: arm64 (a label key and a label value each)."),
+        "tolerations": {"type": "array", "maxItems": 64, "description": "Taints the pods tolerate, in "
+                        "Kubernetes' shape (key, operator, value, effect, tolerationSeconds).",
+                        "items": _TOLERATION},
+        "spreadAcross": {"type": "array", "maxItems": len(SPREAD_KEYS), "description": "Spread the "
+                         "Application's pods evenly over zones (the node label topology.kubernetes.io/zone) "
+                         "and/or nodes (kubernetes.io/hostname): a topology spread constraint each, on the "
+                         "Application's own pods, with maxSkew 1, never blocking scheduling "
+                         "(ScheduleAnyway). Each at most once.",
+                         "items": {"type": "string", "enum": list(SPREAD_KEYS)}},
+        "priorityClassName": _string("The PriorityClass of the pods (it must exist): who is scheduled first "
+                                     "and evicted last.", SUBDOMAIN_PATTERN, 253),
+    },
+}
+
+_VOLUMES = {
+    "type": "object",
+    "maxProperties": 64,
+    "description": "Scratch directories in the container, by absolute mount path, each {emptyDir: {sizeLimit: "
+    "QUANTITY, medium: Memory}} (both optional): empty when a pod starts and gone with it, writable even with "
+    "security.readOnlyRootFilesystem. A path may not be, hold or lie in a path of files or of another volume.",
+    "additionalProperties": {
+        "type": "object",
+        "required": ["emptyDir"],
+        "description": "The volume: emptyDir.",
+        "properties": {"emptyDir": {
+            "type": "object",
+            "description": "An empty directory on the node ({} for no limit).",
+            "properties": {
+                "sizeLimit": {**_QUANTITY, "description": "The most it may hold, e.g. 1Gi: a pod above it is "
+                              "evicted. With medium Memory it counts toward the container's memory."},
+                "medium": {"type": "string", "enum": list(VOLUME_MEDIA), "description": "Memory: a tmpfs in the "
+                           "node's memory; omitted: the node's disk."}}}},
+    },
+}
+
 _TASK = {
     "type": "object",
     "description": "A command run to completion as a batch/v1 Job, once per content: before the rollout "
     "(a database migration) or after it. It runs in the Application's pod settings (envFrom, files, "
-    "serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security), never selected by the Service.",
+    "serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security, placement but spreadAcross, "
+    "terminationGracePeriodSeconds, volumes), never selected by the Service.",
     "properties": {
         "when": {"type": "string", "enum": list(TASK_WHEN), "description": "BeforeRollout (default): the "
                  "other children wait until it succeeded; AfterRollout: it starts once the Deployment is "
@@ -256,9 +332,22 @@ SPEC_SCHEMA: dict = {
             "type": "integer",
             "minimum": 1,
             "maximum": 65535,
-            "description": "TCP port the container listens on; also the Service port. Omitted: a worker, with "
-            "no container port and no Service (removing it prunes the Service); its probes are exec only "
-            "and it has no ingress.",
+            "description": "TCP port the container listens on; also the Service port, named http. Omitted: a "
+            "worker, with no main container port and no Service unless spec.ports gives other ports (removing "
+            "both prunes the Service); its probes are exec only or name a port of spec.ports, and it has no "
+            "ingress.",
+        },
+        "ports": {
+            "type": "object",
+            "maxProperties": MAX_PORTS,
+            "description": "More TCP ports the container listens on, by name (an IANA service name: at most 15 "
+            "lowercase letters, digits and '-', with a letter; not http, spec.port's name), e.g. {metrics: 9090}. "
+            "Each is a named container port and a Service port of that name and number (a worker with ports has "
+            "a Service of these alone). A probe may name one. Neither a name nor a number is given twice, nor "
+            "spec.port's number.",
+            "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 65535,
+                                     "description": "The port's number, 1-65535 (container port, Service port "
+                                                    "and its targetPort)."},
         },
         "suspend": {
             "type": "boolean",
@@ -290,6 +379,9 @@ SPEC_SCHEMA: dict = {
         "resources": _RESOURCES,
         "readinessProbe": {**_PROBE, "description": "When the pod receives traffic. " + _PROBE["description"]},
         "livenessProbe": {**_PROBE, "description": "When the container is restarted. " + _PROBE["description"]},
+        "startupProbe": {**_PROBE, "description": "When the container has started: the other probes wait until "
+                         "it passes, and failing failureThreshold times restarts the container (for a slow start; "
+                         "successThreshold must be 1). " + _PROBE["description"]},
         "files": {
             "type": "object",
             "maxProperties": 64,
@@ -314,6 +406,11 @@ SPEC_SCHEMA: dict = {
         "podAnnotations": _string_map("Annotations on every pod."),
         "podLabels": _string_map("Labels on every pod, besides the agent's own (which they may not set)."),
         "security": _SECURITY,
+        "placement": _PLACEMENT,
+        "terminationGracePeriodSeconds": _integer("Seconds a pod has to stop after SIGTERM before it is killed "
+                                                  "(Kubernetes' default 30); every pod the agent renders takes "
+                                                  "it.", 0, MAX_INT32),
+        "volumes": _VOLUMES,
         "rollout": {
             "type": "object",
             "description": "How a new version replaces pods (a rolling update).",
@@ -382,7 +479,8 @@ SPEC_SCHEMA: dict = {
             "description": "Commands of the Application run on a schedule, by name (a DNS label; the CronJob "
             "<application>-<name> is at most 52 characters): each a CronJob (batch/v1) whose pods have the "
             "Application's env, envFrom, files, serviceAccountName, imagePullSecrets, podLabels, "
-            "podAnnotations and security but are never selected by its Service. A failed run is told in "
+            "podAnnotations, security, placement (but spreadAcross), terminationGracePeriodSeconds and volumes but "
+            "are never selected by its Service. A failed run is told in "
             "status.schedules but does not make the Application Degraded. Removing one removes its CronJob.",
             "additionalProperties": _SCHEDULE,
         },

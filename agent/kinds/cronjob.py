@@ -3,7 +3,8 @@
 
 The first kind with several objects per Application (``ChildKind.many``). Each runs a command
 of the Application on a schedule with the Application's pod settings (env, envFrom, files,
-serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security: ``podspec``) and the schedule's
+serviceAccountName, imagePullSecrets, podLabels, podAnnotations, security, placement but
+spreadAcross, terminationGracePeriodSeconds, volumes: ``podspec``) and the schedule's
 own image, command, args, env and resources, but never the labels the Application's Service
 selects on (``render.selector_labels``): its pods carry the name and managed-by labels and the
 schedule's (``labels.SCHEDULE_LABEL``). Its Jobs carry the Application's and the schedule's
@@ -46,6 +47,10 @@ JOB_FIELDS = ("image", "command", "args", "env", "resources")
 """The container fields a schedule sets over the Application's (``env`` merged over it)."""
 
 
+POD_OWNED = tuple(f"spec.jobTemplate.spec.template.spec.{field}" for field in podspec.OWNED_POD_FIELDS)
+"""The pod fields owned in full while rendered (``podspec.OWNED_POD_FIELDS``)."""
+
+
 def schedules(spec: Obj) -> dict[str, Obj]:
     """``spec.schedules`` (name -> schedule), sorted by name; empty without it."""
     found = spec.get("schedules") or {}
@@ -71,8 +76,8 @@ def job_spec(spec: Obj, schedule: Obj) -> Obj:
     """The Application's ``spec`` as its schedule ``schedule`` runs it: the schedule's
     ``image``, ``command``, ``args`` and ``resources`` where given (else the Application's; its
     command and args only together with its image), ``env`` the schedule's over the
-    Application's, and no probes."""
-    out = {k: v for k, v in spec.items() if k not in ("readinessProbe", "livenessProbe")}
+    Application's, and no probes and no ``ports`` (its pods serve none)."""
+    out = {k: v for k, v in spec.items() if k not in (*podspec.PROBES, "ports")}
     if "image" in schedule:
         out["image"] = schedule["image"]
     for field in ("command", "args"):
@@ -233,7 +238,6 @@ KIND = ChildKind(group="batch", version="v1", kind="CronJob", plural="cronjobs",
                  status_field="schedules", news=news, wanted=wanted, many=True, names=names, observed_all=observed,
                  related=RELATED,
                  authoritative=("spec.jobTemplate.spec.template.metadata.labels",
-                                "spec.jobTemplate.spec.template.spec.containers",
-                                "spec.jobTemplate.spec.template.spec.securityContext"),
-                 whole_when_rendered=("spec.jobTemplate.spec.template.spec.securityContext",),
+                                "spec.jobTemplate.spec.template.spec.containers", *POD_OWNED),
+                 whole_when_rendered=POD_OWNED,
                  status_schema=STATUS_SCHEMA)

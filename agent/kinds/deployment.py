@@ -15,10 +15,15 @@ from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, ownership_labels, selector_labels
 
 
+POD_OWNED = tuple(f"spec.template.spec.{field}" for field in podspec.OWNED_POD_FIELDS)
+"""The pod fields owned in full while rendered (``podspec.OWNED_POD_FIELDS``)."""
+
+
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
     """The desired ``apps/v1`` Deployment of the Application ``namespace/name`` with ``uid``;
     ``spec`` holds ``image`` (str), ``port`` (int, 1-65535; absent for a worker: the container
-    has no ``ports``), and any of the optional fields of the schema. An Application with none
+    has no unnamed port), and any of the optional fields of the schema (``ports``: named
+    container ports after it, ``podspec.ports``). An Application with none
     of them renders exactly the original template: one container (name, image, the port),
     ``replicas``, the selector and the pod labels, in that order, so an agent that learnt new
     fields restarts no pod.
@@ -209,8 +214,8 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="apps", version="v1", kind="Deployment", plural="deployments", render=render,
                  health=health, status_field="deployment", trim=trim, observed=observed, news=news,
                  authoritative=("spec.replicas", "spec.selector", "spec.template.metadata.labels",
-                                "spec.template.spec.containers", "spec.template.spec.securityContext"),
-                 released=("spec.replicas",), whole_when_rendered=("spec.template.spec.securityContext",),
+                                "spec.template.spec.containers", *POD_OWNED),
+                 released=("spec.replicas",), whole_when_rendered=POD_OWNED,
                  status_schema={
                      "deployment": {"type": "string", "description": "Name of the child Deployment."},
                      "replicas": {"type": "integer", "description": "Replicas of the child Deployment, as observed."},

@@ -4,8 +4,8 @@ and digest, its health, and its ``status.tasks[]`` entry. Pure.
 A task runs one command to completion in the Application's pod settings (``podspec``): the
 task's image (default ``spec.image``), its own ``command`` and ``args``, its ``env`` over
 ``spec.env``, its ``resources`` (default ``spec.resources``), and the Application's ``envFrom``,
-files, ``serviceAccountName``, ``imagePullSecrets``, ``podLabels``, ``podAnnotations`` and
-``security``. Its
+files, ``serviceAccountName``, ``imagePullSecrets``, ``podLabels``, ``podAnnotations``,
+``security``, ``placement``, ``terminationGracePeriodSeconds`` and ``volumes``. Its
 Job is named after a digest of exactly what the pod runs (``task_digest``), so a change of
 anything else (replicas, the Service, the Ingress, the rollout) names the same Job and runs
 nothing again, and a change of what it runs names a new one. A Job's pod template is immutable:
@@ -45,8 +45,11 @@ value of at most 63 characters (``ValidateJob``: "must be no more than 63 charac
 KEEP = 3
 """Jobs kept per task: the current digest's and the newest others (by creation time); older ones
 and a removed task's are pruned."""
-POD_FIELDS = ("envFrom", "files", "serviceAccountName", "imagePullSecrets", "podAnnotations", "security")
-"""The Application's pod settings a task's pod takes as they are."""
+POD_FIELDS = ("envFrom", "files", "serviceAccountName", "imagePullSecrets", "podAnnotations", "security",
+              "placement", "terminationGracePeriodSeconds", "volumes")
+"""The Application's pod settings a task's pod takes as they are (of ``placement``, all but
+``spreadAcross``: ``podspec.spread`` renders none for a pod the Application's selector does not
+select)."""
 
 
 def tasks(spec: Obj, when: str | None = None) -> tuple[str, ...]:
@@ -106,7 +109,8 @@ def task_digest(app_name: str, spec: Obj, task_name: str) -> str:
     """``DIGEST_CHARS`` hex digits of the SHA-256 of ``job_spec`` as canonical JSON (sorted keys):
     exactly what the task's pod runs (image, command, args, env, envFrom, resources, the files
     and their contents' digest, serviceAccountName, imagePullSecrets, podLabels,
-    podAnnotations, security) and its retries and timeout. Nothing else of ``spec`` (replicas, port,
+    podAnnotations, security, placement, terminationGracePeriodSeconds, volumes) and its retries
+    and timeout. Nothing else of ``spec`` (replicas, port,
     probes, ingress, rollout, autoscaling, other tasks, ``when``) changes it."""
     text = json.dumps(job_spec(app_name, spec, task_name), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]

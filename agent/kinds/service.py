@@ -1,36 +1,43 @@
-"""The Service child: the Application's port, selecting its pods. Pure.
+"""The Service child: the Application's ports, selecting its pods. Pure.
 
 Rendered as the original operator's template: a ClusterIP Service ``port -> targetPort``
-selecting the pods; health by gitops-engine's Service rule. An Application without ``port`` (a
-worker) has none: an existing one is pruned when Git drops the port.
+(named ``http``) selecting the pods, then one Service port per entry of ``spec.ports``; health
+by gitops-engine's Service rule. An Application without ``port`` and ``ports`` (a worker) has
+none: an existing one is pruned when Git drops them. A worker with ``ports`` (a metrics port)
+has a Service of those alone: what a ServiceMonitor or a client of ``<name>.<namespace>.svc``
+reaches them by.
 """
 
 from __future__ import annotations
 
 from agent.api.objects import Obj
+from agent.api.schema import MAIN_PORT_NAME
 from agent.kinds.health import Health, Status, pending_deletion
 from agent.kinds.kind import ChildKind
 from agent.kinds.render import child_metadata, selector_labels
 
 
 def wanted(spec: Obj) -> bool:
-    return spec.get("port") is not None
+    return spec.get("port") is not None or bool(spec.get("ports"))
 
 
 def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj | None:
-    """The desired ``v1`` Service of the Application ``namespace/name`` with ``uid``: port
-    ``spec["port"]`` to the same target port, selecting the Deployment's pods. None without
-    ``spec.port``."""
-    port = spec.get("port")
-    if port is None:
+    """The desired ``v1`` Service of the Application ``namespace/name`` with ``uid``, selecting
+    the Deployment's pods: port ``spec["port"]`` named ``http`` to the same target port, then
+    each entry ``NAME: N`` of ``spec.ports`` (sorted by name) as port ``N`` named ``NAME`` to
+    the same target port; all TCP. None without ``spec.port`` and ``spec.ports``."""
+    if not wanted(spec):
         return None
+    port, named = spec.get("port"), spec.get("ports") or {}
+    ports = [] if port is None else [{"name": MAIN_PORT_NAME, "protocol": "TCP", "port": port, "targetPort": port}]
+    ports += [{"name": key, "protocol": "TCP", "port": named[key], "targetPort": named[key]} for key in sorted(named)]
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": child_metadata(name, namespace, uid),
         "spec": {
             "selector": selector_labels(name),
-            "ports": [{"name": "http", "protocol": "TCP", "port": port, "targetPort": port}],
+            "ports": ports,
         },
     }
 
@@ -62,4 +69,5 @@ def news(obj: Obj) -> object:
 KIND = ChildKind(group="", version="v1", kind="Service", plural="services", render=render, health=health,
                  status_field="service", news=news, wanted=wanted, authoritative=("spec.selector", "spec.ports"),
                  status_schema={"service": {"type": "string",
-                                            "description": "Name of the child Service; absent without spec.port."}})
+                                            "description": "Name of the child Service; absent without spec.port and "
+                                                           "spec.ports."}})

@@ -12,9 +12,10 @@ import re
 
 from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
-                              QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR, SUBDOMAIN_PATTERN, did_you_mean)
-from agent.kinds import configmap, job, render
-from agent.manifests import schedulerules
+                              MAIN_PORT_NAME, QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
+                              SUBDOMAIN_PATTERN, did_you_mean)
+from agent.kinds import configmap, job, podspec, render
+from agent.manifests import podrules, schedulerules
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show, type_name as _type_name
 
@@ -43,10 +44,20 @@ TASK_SCHEDULE_CLASH = ("a schedule has this name too: a schedule's Jobs are name
                        "a task's <application>-<name>-<8 hex digits>, so they could collide; rename one")
 """Why a task and a schedule may not share a name: their Jobs' names could be the same (a task's
 digest may be 8 decimal digits, as a CronJob's Job's scheduled minute is)."""
-PROBE_PORT_NAME = "http"
-"""The name a probe may give its port by: the Application's one port (the Service names it http)."""
+PROBE_PORT_NAME = MAIN_PORT_NAME
+"""The name a probe may give the Application's main port (``spec.port``) by: the Service names it http."""
 WORKER_PROBE_RULE = ("needs spec.port: an Application without a port (a worker) has no port to probe; "
                      "use exec")
+WORKER_PROBE_PORT_RULE = ("is required without spec.port: an Application without a main port has no port to probe "
+                          "by default; name a port of spec.ports")
+PORT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+PORT_NAME_MAX = 15
+PORT_NAME_RULE = ("an IANA service name: at most 15 lowercase letters, digits and '-', with at least one letter, "
+                  "not starting or ending with '-' and no '--'")
+"""A port's name as the API server checks a container port's and a Service port's
+(``IsValidPortName``, RFC 6335 section 5.1: IANA_SVC_NAME)."""
+MAIN_NAME_RULE = (f"the name {MAIN_PORT_NAME} is spec.port's (the Service's main port) and cannot be given here; "
+                  "name this port otherwise")
 WORKER_INGRESS_RULE = ("needs spec.port: an Ingress sends traffic to the Service, and an Application without a "
                        "port (a worker) has none")
 """What a worker (an Application without ``port``, issue 43) may not have: an httpGet or tcpSocket
@@ -68,15 +79,17 @@ def problems(spec, name: str | None = None) -> list[tuple[tuple, str]]:
     the schema cannot say: an ``image`` holding whitespace; env names (a C identifier, the
     narrower of Kubernetes' rules, so a shell can read every variable); quantities as the API
     server parses them (``agent.api.quantity``), not negative, a request at most its limit;
-    probe ports (the Application's port, or its name ``http``) and a liveness probe's
-    ``successThreshold`` of 1; the disruption budget (``_disruption_budget``); without ``port``
-    (a worker), no httpGet or tcpSocket probe and no ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
+    ``ports`` (``_ports``: names, no name or number twice); probe ports, one of the
+    Application's, and a liveness or startup probe's ``successThreshold`` of 1 (``_probes``);
+    the disruption budget (``_disruption_budget``); without ``port`` (a worker), no httpGet or
+    tcpSocket probe but of a port of ``ports``, and no ``ingress``; file paths (no ``.`` or ``..`` segment) and their total size
     (a ConfigMap's 1 MiB); pod labels that are not the agent's own; label and annotation keys
     and values; Ingress paths; ``minReplicas`` at most ``maxReplicas``; rollout numbers; each
     schedule's image, env and resources as the Application's, and ``schedulerules.problems``
     (its name, cron expression and time zone; the CronJob name's length when the Application's
     ``name`` is given); tasks (``_tasks``; a task's Job name at most 63 characters when ``name``
-    is given); ``security.runAsUser`` not 0 with the profile ``restricted``. ``name``:
+    is given); ``security.runAsUser`` not 0 with the profile ``restricted``; ``placement`` and
+    ``volumes`` (``podrules.problems``). ``name``:
     the Application's name (a DNS label), for the rules that need it; None leaves them out."""
     return _problems(spec, STRICT_SPEC_VALIDATOR, name)
 
@@ -92,7 +105,7 @@ def _problems(spec, validator, name: str | None = None) -> list[tuple[tuple, str
     for e in validator.iter_errors(spec):
         out += _word(e, spec)
     if isinstance(spec, dict):
-        out += _extra(spec) + _tasks(spec, name)
+        out += _extra(spec) + _tasks(spec, name) + podrules.problems(spec)
         out += _schedules(spec.get("schedules"))
         out += schedulerules.problems(spec.get("schedules"), name)
     return sorted(set(out), key=lambda p: (list(map(str, p[0])), p[1]))
@@ -190,26 +203,7 @@ def rule(schema: dict) -> str:
 def _extra(spec: dict) -> list[tuple[tuple, str]]:
     """The rules the schema cannot say (see ``problems``); each looks only at values of the
     right type (a wrong type is the schema's problem, said once)."""
-    out = _container(spec)
-    port = spec.get("port")
-    for probe in ("readinessProbe", "livenessProbe"):
-        found = spec.get(probe)
-        if not isinstance(found, dict):
-            continue
-        for how in ("httpGet", "tcpSocket"):
-            if how in found and "port" not in spec:
-                out.append(((probe, how), WORKER_PROBE_RULE))
-                continue
-            given = (found.get(how) or {}).get("port") if isinstance(found.get(how), dict) else None
-            if given is None or isinstance(given, bool):
-                continue
-            if given != port and given != PROBE_PORT_NAME:
-                out.append(((probe, how, "port"), f"must be the Application's port ({_show(port)}) or its name "
-                                                  f"{PROBE_PORT_NAME} (got {_show(given)})"))
-        if probe == "livenessProbe" and found.get("successThreshold", 1) not in (1,) \
-                and isinstance(found.get("successThreshold"), int):
-            out.append(((probe, "successThreshold"), f"must be 1 for a liveness probe (got "
-                                                     f"{_show(found['successThreshold'])})"))
+    out = _container(spec) + _ports(spec) + _probes(spec)
     out += _files(spec.get("files"))
     out += _maps(spec)
     ingress = spec.get("ingress")
@@ -240,6 +234,81 @@ def _extra(spec: dict) -> list[tuple[tuple, str]]:
                 out.append((("imagePullSecrets", i), f"{name!r} is given twice"))
             seen.add(name if isinstance(name, str) else None)
     return out
+
+
+def _ports(spec: dict) -> list[tuple[tuple, str]]:
+    """``spec.ports``, one problem per entry, as the API server checks a container's and a
+    Service's ports (an IANA service name, ``PORT_NAME_RULE``; no name and no number twice) with
+    ``spec.port`` among them: not the name ``http`` (``MAIN_PORT_NAME``, spec.port's), not
+    spec.port's number, no number of an entry before it (by name). The numbers' range is the
+    schema's."""
+    out: list[tuple[tuple, str]] = []
+    ports, main = spec.get("ports"), spec.get("port")
+    if not isinstance(ports, dict):
+        return out
+    seen: dict[int, str] = {}
+    for name in sorted(ports, key=str):
+        number, where = ports[name], ("ports", name)
+        if not isinstance(name, str) or len(name) > PORT_NAME_MAX or not PORT_NAME.fullmatch(name) \
+                or "--" in name or not any(c.isalpha() for c in name):
+            out.append((where, f"the port name must be {PORT_NAME_RULE} (got {_show(name)})"))
+        elif name == MAIN_PORT_NAME:
+            out.append((where, MAIN_NAME_RULE))
+        if isinstance(number, bool) or not isinstance(number, int):
+            continue  # the schema's type error
+        if number == main and not isinstance(main, bool):
+            out.append((where, f"is spec.port's number ({number}): each port number is given once; spec.ports "
+                               "holds only the other ports"))
+        elif number in seen:
+            out.append((where, f"has the number of spec.ports.{seen[number]} ({number}): each port number is "
+                               "given once"))
+        else:
+            seen[number] = name
+    return out
+
+
+def _probes(spec: dict) -> list[tuple[tuple, str]]:
+    """Each probe's port, one of the Application's (``podspec.probe_port``): ``spec.port`` or its
+    name ``http``, or an entry of ``spec.ports`` by name or number; without ``spec.port`` (a
+    worker) an httpGet or tcpSocket probe names a port of ``spec.ports``, and with none of
+    those is refused (``WORKER_PROBE_RULE``). A liveness or startup probe's
+    ``successThreshold`` is 1 (the API server's rule)."""
+    out: list[tuple[tuple, str]] = []
+    port = spec.get("port")
+    ports = spec.get("ports") if isinstance(spec.get("ports"), dict) else {}
+    numbers = {n for n in ports.values() if isinstance(n, int) and not isinstance(n, bool)}
+    for probe in podspec.PROBES:
+        found = spec.get(probe)
+        if not isinstance(found, dict):
+            continue
+        for how in ("httpGet", "tcpSocket"):
+            if how in found and "port" not in spec and not ports:
+                out.append(((probe, how), WORKER_PROBE_RULE))
+                continue
+            given = (found.get(how) or {}).get("port") if isinstance(found.get(how), dict) else None
+            if how in found and given is None and "port" not in spec:
+                out.append(((probe, how, "port"), f"{WORKER_PROBE_PORT_RULE} ({_known(ports)})"))
+            if given is None or isinstance(given, bool):
+                continue
+            if "port" in spec and given in (port, PROBE_PORT_NAME):
+                continue
+            if given in ports or given in numbers:
+                continue
+            main = f"the Application's port ({_show(port)}) or its name {PROBE_PORT_NAME}" if "port" in spec else ""
+            known = f"a port of spec.ports by name or number ({_known(ports)})" if ports else ""
+            out.append(((probe, how, "port"), f"must be {' or '.join(filter(None, (main, known)))} "
+                                              f"(got {_show(given)})"))
+        threshold = found.get("successThreshold")
+        if probe in ("livenessProbe", "startupProbe") and isinstance(threshold, int) \
+                and not isinstance(threshold, bool) and threshold != 1:
+            kind = "liveness" if probe == "livenessProbe" else "startup"
+            out.append(((probe, "successThreshold"), f"must be 1 for a {kind} probe (got {_show(threshold)})"))
+    return out
+
+
+def _known(ports: dict) -> str:
+    """The entries of ``spec.ports`` as a problem lists them: ``metrics 9090, admin 9091``."""
+    return ", ".join(f"{name} {_show(number)}" for name, number in sorted(ports.items(), key=lambda i: str(i[0])))
 
 
 def _container(spec: dict) -> list[tuple[tuple, str]]:

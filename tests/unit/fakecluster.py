@@ -70,15 +70,19 @@ LABEL_NAMED = frozenset({("", "Service"), ("", "Namespace")})
 """Kinds whose names must be DNS-1123 labels (63 characters, no dots); others are subdomains."""
 LIST_KEYS = {"containers": ("name",), "initContainers": ("name",), "env": ("name",), "volumes": ("name",),
              "volumeMounts": ("mountPath",), "ownerReferences": ("uid",), "conditions": ("type",),
-             "imagePullSecrets": ("name",)}
+             "imagePullSecrets": ("name",), "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable")}
 """Keyed lists (``x-kubernetes-list-map-keys``) by field name; ``ports`` is keyed by
-``_ports_key``; ``finalizers`` is a set; every other list is atomic (replaced whole)."""
+``_ports_key``; ``finalizers`` is a set; every other list is atomic (replaced whole: a pod's
+``tolerations``)."""
 ATOMIC = frozenset({("Deployment", ("f:spec", "f:selector")), ("Service", ("f:spec", "f:selector")),
                     ("PodDisruptionBudget", ("f:spec", "f:selector"))})
 """(kind, path) of the mappings Kubernetes' schemas mark atomic (``x-kubernetes-map-type``): a
 LabelSelector, a Service's selector; an ownerReferences entry is atomic too (``_atomic``)."""
-ATOMIC_FIELDS = frozenset({"f:secretKeyRef", "f:configMapKeyRef", "f:fieldRef", "f:resourceFieldRef"})
-"""Fields holding atomic structs wherever they are (an env variable's ``valueFrom``)."""
+ATOMIC_FIELDS = frozenset({"f:secretKeyRef", "f:configMapKeyRef", "f:fieldRef", "f:resourceFieldRef",
+                           "f:nodeSelector", "f:labelSelector"})
+"""Fields holding atomic structs wherever they are (an env variable's ``valueFrom``, a pod's
+``nodeSelector``: ``+mapType=atomic`` in ``k8s.io/api/core/v1``; a topology spread constraint's
+``labelSelector``, a LabelSelector: ``+structType=atomic``)."""
 STRIPPED = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields",
             "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
 """Metadata fields no manager owns."""

@@ -160,6 +160,12 @@ def test_handover_without_a_clock_stamps_the_current_time():
     ("Deployment", ("f:spec", "f:template", "f:spec", "f:volumes"), False),
     ("Deployment", ("f:metadata", "f:labels", "f:team"), False),
     ("Service", ("f:spec", "f:ports", 'k:{"port":81,"protocol":"TCP"}', "."), True),
+    # spec.ports and startupProbe (issue 44 item 5) lie inside what the agent owns: drift on them is undone
+    ("Service", ("f:spec", "f:ports", 'k:{"port":9090,"protocol":"TCP"}', "f:targetPort"), True),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:containers", CONTAINER, "f:ports",
+                    'k:{"containerPort":9090,"protocol":"TCP"}', "f:name"), True),
+    ("Deployment", ("f:spec", "f:template", "f:spec", "f:containers", CONTAINER, "f:startupProbe",
+                    "f:failureThreshold"), True),
     ("Service", ("f:spec", "f:selector", "f:extra"), True),
     ("Service", ("f:spec", "f:type"), False),
     ("Application", ("f:spec", "f:image"), True),
@@ -186,29 +192,34 @@ def test_applied_by_agent(managed, expected):
     assert fields.applied_by_agent({"metadata": {}}) is False
 
 
+POD_OWNED = ("f:securityContext", "f:nodeSelector", "f:tolerations", "f:topologySpreadConstraints",
+             "f:priorityClassName", "f:terminationGracePeriodSeconds")
+"""The pod fields owned in full while rendered (spec.security, spec.placement,
+spec.terminationGracePeriodSeconds); never volumes (the files' since before spec.volumes)."""
+DEPLOYMENT_POD = tuple(("f:spec", "f:template", "f:spec", field) for field in POD_OWNED)
+CRONJOB_POD = tuple(("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", field) for field in POD_OWNED)
+
+
 def test_the_authoritative_subtrees_are_these():
     assert fields.AUTHORITATIVE == {
         "Deployment": (("f:spec", "f:replicas"), ("f:spec", "f:selector"),
                        ("f:spec", "f:template", "f:metadata", "f:labels"),
-                       ("f:spec", "f:template", "f:spec", "f:containers"),
-                       ("f:spec", "f:template", "f:spec", "f:securityContext")),
+                       ("f:spec", "f:template", "f:spec", "f:containers"), *DEPLOYMENT_POD),
         "Service": (("f:spec", "f:selector"), ("f:spec", "f:ports")),
         "ConfigMap": (("f:data",),),
         "Ingress": (("f:spec", "f:rules"), ("f:spec", "f:tls")),
         "HorizontalPodAutoscaler": (("f:spec", "f:metrics"), ("f:spec", "f:scaleTargetRef")),
         "PodDisruptionBudget": (("f:spec", "f:selector"),),
         "CronJob": (("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:metadata", "f:labels"),
-                    ("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:containers"),
-                    ("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:securityContext")),
+                    ("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:containers"), *CRONJOB_POD),
         "Job": (),  # created once, never re-applied with another spec: its name is its content's digest
         "Application": (("f:spec",),)}
     assert fields.RELEASED == {"Deployment": (("f:spec", "f:replicas"),), "Service": (), "ConfigMap": (),
                                "Ingress": (), "HorizontalPodAutoscaler": (), "PodDisruptionBudget": (), "CronJob": (),
                                "Job": ()}
     assert fields.WHEN_RENDERED == {
-        "Deployment": (("f:spec", "f:template", "f:spec", "f:securityContext"),), "Service": (), "ConfigMap": (),
-        "Ingress": (), "HorizontalPodAutoscaler": (), "PodDisruptionBudget": (),
-        "CronJob": (("f:spec", "f:jobTemplate", "f:spec", "f:template", "f:spec", "f:securityContext"),), "Job": ()}
+        "Deployment": DEPLOYMENT_POD, "Service": (), "ConfigMap": (), "Ingress": (), "HorizontalPodAutoscaler": (),
+        "PodDisruptionBudget": (), "CronJob": CRONJOB_POD, "Job": ()}
     assert fields.RENDERED["ConfigMap"] == (("f:data",), ("f:metadata", "f:annotations"))
     assert fields.RENDERED["Deployment"] == (("f:spec",), ("f:metadata", "f:annotations"))
 
@@ -424,6 +435,6 @@ def test_replicas_are_authoritative_only_while_git_sets_them():
     assert fields.foreign(live, desired()) == {"f:spec": {"f:replicas": {}}}  # Git takes the field again
     assert fields.foreign(live, drop(desired(), "spec", "replicas")) == {}  # the autoscaler's: not drift
     assert fields.handover(live, "apps/v1", NOW, desired=drop(desired(), "spec", "replicas")) is None
-    assert fields.domains("Deployment", drop(desired(), "spec", "replicas")) == fields.AUTHORITATIVE["Deployment"][1:-1]
+    assert fields.domains("Deployment", drop(desired(), "spec", "replicas")) == fields.AUTHORITATIVE["Deployment"][1:4]
     assert fields.domains("Deployment") == fields.AUTHORITATIVE["Deployment"]
     assert fields.domains("Nothing") == ()

@@ -12,8 +12,9 @@ from agent.manifests.specrules import WORKER_INGRESS_RULE, WORKER_PROBE_RULE
 from tests.support import ORIGINAL_APPLICATION as EXAMPLE
 
 ALLOWED_SPEC = ("args, autoscaling, command, disruptionBudget, env, envFrom, files, image, imagePullSecrets, "
-                "ingress, livenessProbe, podAnnotations, podLabels, port, readinessProbe, replicas, resources, "
-                "rollout, schedules, security, serviceAccountName, suspend, tasks")
+                "ingress, livenessProbe, placement, podAnnotations, podLabels, port, ports, readinessProbe, replicas, "
+                "resources, rollout, schedules, security, serviceAccountName, startupProbe, suspend, tasks, "
+                "terminationGracePeriodSeconds, volumes")
 
 
 def app(name="nginx", namespace=None, spec="  image: nginx:latest\n  replicas: 1\n  port: 80\n"):
@@ -320,8 +321,8 @@ def test_missing_or_empty_spec():
 
 @pytest.mark.parametrize("key, hint", [
     ("replica", " (did you mean spec.replicas?)"), ("Replicas", " (did you mean spec.replicas?)"),
-    ("img", " (did you mean spec.image?)"), ("ports", " (did you mean spec.port?)"),
-    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("environment", " (did you mean spec.envFrom?)"), ("volumes", ""),
+    ("img", " (did you mean spec.image?)"), ("prt", " (did you mean spec.port?)"),
+    ("suspended", " (did you mean spec.suspend?)"), ("containerPort", ""), ("environment", " (did you mean spec.envFrom?)"), ("volume", " (did you mean spec.volumes?)"),
     ("ingres", " (did you mean spec.ingress?)"),
 ])
 def test_unknown_spec_field(key, hint):

@@ -4,7 +4,8 @@ spec checked live (unknown fields allowed)."""
 import pytest
 
 from agent.kinds import configmap
-from agent.manifests import specrules
+from agent.manifests import podrules, specrules
+from agent.manifests.metadata import KEY_RULE, VALUE_RULE
 
 BASE = {"image": "nginx:1", "port": 8080}
 
@@ -420,3 +421,95 @@ def test_disruption_budget_refusals_name_the_file_line_and_field(tmp_path):
     result = loader.load({"web.yaml": text.encode()}, "default")
     assert [str(e) for e in result.errors] == [
         f"web.yaml:9: spec.disruptionBudget.minAvailable: must be below replicas (2): {DRAIN} (got 2)"]
+
+
+OVERLAP = podrules.OVERLAP_RULE
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"placement": {"nodeSelector": {"kubernetes.io/arch": "arm64", "pool": ""},
+                    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"},
+                                    {"key": "gpu", "operator": "Exists"}, {"operator": "Exists"},
+                                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                     "effect": "NoExecute", "tolerationSeconds": 30}],
+                    "spreadAcross": ["node", "zone"], "priorityClassName": "high"},
+      "terminationGracePeriodSeconds": 60}, []),
+    # validate's rules of item 9: one clear problem each, on the field to change
+    ({"placement": {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}},
+     [(("placement", "tolerations", 0, "value"), f'{podrules.EXISTS_VALUE_RULE} (got "yes")')]),
+    ({"placement": {"tolerations": [{"key": "gpu", "effect": "NoSchedule", "tolerationSeconds": 30}]}},
+     [(("placement", "tolerations", 0, "tolerationSeconds"), f'{podrules.SECONDS_RULE} (got effect "NoSchedule")')]),
+    ({"placement": {"tolerations": [{"key": "gpu", "tolerationSeconds": 30}]}},
+     [(("placement", "tolerations", 0, "tolerationSeconds"), f"{podrules.SECONDS_RULE} (got effect omitted)")]),
+    ({"placement": {"spreadAcross": ["zone", "rack"]}},
+     [(("placement", "spreadAcross", 1), 'must be one of zone, node (got "rack")')]),
+    ({"placement": {"spreadAcross": ["node", "node"]}}, [(("placement", "spreadAcross", 1), "'node' is given twice")]),
+    # the API server's own rules, said offline
+    ({"placement": {"tolerations": [{"value": "x"}]}},
+     [(("placement", "tolerations", 0, "operator"), f'{podrules.NO_KEY_RULE} (got "Equal")')]),
+    ({"placement": {"tolerations": [{"key": "a b", "operator": "Exists"}]}},
+     [(("placement", "tolerations", 0, "key"), f"'a b' {KEY_RULE}")]),
+    ({"placement": {"tolerations": [{"key": "a", "value": "-x"}]}},
+     [(("placement", "tolerations", 0, "value"), f"'-x' {VALUE_RULE}")]),
+    ({"placement": {"tolerations": [{"key": "a", "operator": "In"}]}},
+     [(("placement", "tolerations", 0, "operator"), 'must be one of Equal, Exists (got "In")')]),
+    ({"placement": {"tolerations": [{"key": "a", "effect": "NoRun"}]}},
+     [(("placement", "tolerations", 0, "effect"), 'must be one of NoSchedule, PreferNoSchedule, NoExecute '
+                                                  '(got "NoRun")')]),
+    ({"placement": {"nodeSelector": {"a b": "x", "ok": "y z"}}},
+     [(("placement", "nodeSelector", "a b"), f"key 'a b' {KEY_RULE}"),
+      (("placement", "nodeSelector", "ok"), f"value 'y z' {VALUE_RULE}")]),
+    ({"placement": {"priorityClassName": "High"}},
+     [(("placement", "priorityClassName"), f'must be {SUBDOMAIN} (got "High")')]),
+    ({"placement": {"affinity": {}}},
+     [(("placement", "affinity"), "unknown field (allowed: nodeSelector, priorityClassName, spreadAcross, "
+                                  "tolerations)")]),
+    ({"terminationGracePeriodSeconds": -1},
+     [(("terminationGracePeriodSeconds",), "must be an integer between 0 and 2147483647 (got -1)")]),
+])
+def test_placement_problems(fields, expected):
+    assert problems(**fields) == expected
+    assert specrules.live_problems({**BASE, **fields}) == [p for p in expected if "unknown field" not in p[1]]
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"volumes": {"/tmp": {"emptyDir": {}}, "/var/cache/app": {"emptyDir": {"sizeLimit": "1Gi", "medium": "Memory"}}},
+      "files": {"/etc/app/config.yaml": {"content": "x"}, "/var/cache-old": {"content": "y"}}}, []),
+    ({"volumes": {"tmp": {"emptyDir": {}}}},
+     [(("volumes", "tmp"), f'the path must be {podrules.PATH_RULE} (got "tmp")')]),
+    ({"volumes": {"/a/../b": {"emptyDir": {}}}},
+     [(("volumes", "/a/../b"), f'the path must be {podrules.PATH_RULE} (got "/a/../b")')]),
+    ({"volumes": {"/etc/app": {"emptyDir": {}}}, "files": {"/etc/app/config.yaml": {"content": "x"}}},
+     [(("volumes", "/etc/app"), f"overlaps the file /etc/app/config.yaml (spec.files): {OVERLAP}")]),
+    ({"volumes": {"/etc/app/config.yaml": {"emptyDir": {}}}, "files": {"/etc/app/config.yaml": {"content": "x"}}},
+     [(("volumes", "/etc/app/config.yaml"), f"overlaps the file /etc/app/config.yaml (spec.files): {OVERLAP}")]),
+    ({"volumes": {"/etc/app/config.yaml/x": {"emptyDir": {}}}, "files": {"/etc/app/config.yaml": {"content": "x"}}},
+     [(("volumes", "/etc/app/config.yaml/x"), f"overlaps the file /etc/app/config.yaml (spec.files): {OVERLAP}")]),
+    ({"volumes": {"/data": {"emptyDir": {}}, "/data/cache": {"emptyDir": {}}}},
+     [(("volumes", "/data/cache"), f"lies under the volume /data: {OVERLAP}")]),
+    ({"volumes": {"/data": {}}}, [(("volumes", "/data", "emptyDir"), "is required")]),
+    ({"volumes": {"/data": {"emptyDir": {"medium": "Disk"}}}},
+     [(("volumes", "/data", "emptyDir", "medium"), 'must be one of Memory (got "Disk")')]),
+    ({"volumes": {"/data": {"emptyDir": {"sizeLimit": "0"}}}},
+     [(("volumes", "/data", "emptyDir", "sizeLimit"), 'must be above 0, e.g. 1Gi; omit it for no limit (got "0")')]),
+    ({"volumes": {"/data": {"emptyDir": {"sizeLimit": "1GB"}}}},
+     [(("volumes", "/data", "emptyDir", "sizeLimit"), 'must be a quantity such as 500m, 1.5, 128Mi or 1Gi: a '
+       'number, then one of the suffixes n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3 '
+       '(got "1GB")')]),
+    ({"volumes": {"/data": {"hostPath": {"path": "/"}, "emptyDir": {}}}},
+     [(("volumes", "/data", "hostPath"), "unknown field (allowed: emptyDir)")]),
+])
+def test_volume_problems(fields, expected):
+    assert problems(**fields) == expected
+    assert specrules.live_problems({**BASE, **fields}) == [p for p in expected if "unknown field" not in p[1]]
+
+
+def test_placement_and_volume_refusals_name_the_file_line_and_field():
+    from agent.manifests import loader
+    text = ("apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: web\nspec:\n  image: nginx:1\n"
+            "  placement:\n    tolerations:\n    - key: gpu\n      operator: Exists\n      value: 'yes'\n"
+            "  files:\n    /etc/app/a.conf: {content: x}\n  volumes:\n    /etc/app: {emptyDir: {}}\n")
+    result = loader.load({"web.yaml": text.encode()}, "default")
+    assert [str(e) for e in result.errors] == [
+        f'web.yaml:11: spec.placement.tolerations[0].value: {podrules.EXISTS_VALUE_RULE} (got "yes")',
+        f"web.yaml:15: spec.volumes./etc/app: overlaps the file /etc/app/a.conf (spec.files): {OVERLAP}"]
