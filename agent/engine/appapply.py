@@ -81,7 +81,8 @@ def report_unchanged(p: Pass, hits: dict[str, steady_.Entry]) -> None:
 def converge(kube: Cluster, report: Report | writes.Scratch, key: str, step: plan.Step,
              before: Callable[[], None] | None = None) -> apply.Applied | None:
     """Carry out a create/update/unchanged ``step`` (``before()`` first, if given; see
-    ``apply.converge``), with what the API server warned of its writes (``Applied.warnings``). On an API error record the failure for ``key`` in ``report``
+    ``apply.converge``), with what the API server warned of its writes (``Applied.warnings``).
+    On an API error record the failure for ``key`` in ``report``
     (``failures``, and ``reasons`` when retrying cannot fix it: ``conditions.failure_reason``)
     and return None; re-raise when the API server is unreachable (status 0: the pass stops,
     nothing is pruned). ``report``: the ``Report`` or a pool task's ``writes.Scratch``."""
@@ -116,7 +117,7 @@ def record(p: Pass, key: str, subject: str, done: apply.Applied, app: Obj | None
     object, for the Event), with what admission warned of it (an ``AdmissionWarning`` Event:
     ``events.Batch.warned``); True when it wrote (created, configured, recreated, adopted)."""
     p.report.add(key, subject, done.action, done.message, done.warnings)
-    if done.warnings:
+    if done.warnings or done.action != UNCHANGED:  # a write: none said, what was told may be told again
         p.kube.warned(app, key, subject, done.warnings)
     if done.action == UNCHANGED:  # the status asks only whether anything changed
         return False

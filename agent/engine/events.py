@@ -14,8 +14,9 @@ before); ``flush`` then sends one Event per Application that has something to sa
 
 Besides, what the API server warned of an apply (its ``Warning`` headers: PodSecurity's ``warn``
 mode, a deprecated API) is an ``AdmissionWarning`` Warning Event of its own (``warned``), each
-text once for an Application: once per pass in ``sync --once``, once per process in ``run``
-(``told``: ``steady.Steady.told``), not at every pass that applies the object again.
+text of an object once: once per pass in ``sync --once``; in ``run`` (``told``:
+``steady.Steady.told``) once until a write of that object comes back without it, not at every
+pass that applies the object again.
 
 An Application with nothing changed and no new Warning gets no Event. The message is the pure
 ``message`` function below (table-tested).
@@ -35,7 +36,7 @@ REASONS = {ADOPTED: "Adopted", RECREATED: "Recreated", CREATED: "Created", CONFI
 WEIGHT = (ADOPTED, RECREATED, CREATED, CONFIGURED, PRUNED)  # the first one present names the Normal reason
 MAX_MESSAGE = 1024  # characters: the Event API's own limit for a message
 ADMISSION_WARNING = "AdmissionWarning"
-MAX_TOLD = 10_000  # (Application, text) pairs remembered as told; then forgotten all at once
+MAX_TOLD = 10_000  # Applications whose told warnings are remembered; then all are forgotten at once
 
 
 def message(changes: list[tuple[str, str, str]]) -> str:
@@ -68,9 +69,9 @@ class Batch(Wrapper):
     Applications are keyed ``namespace/name``; the Event goes to the last object given for the
     key (the live Application, or the pruned one)."""
 
-    def __init__(self, kube: Cluster, told: set[tuple[str, str]] | None = None) -> None:
+    def __init__(self, kube: Cluster, told: dict[str, set[str]] | None = None) -> None:
         self._kube = kube
-        self._told = told if told is not None else set()
+        self._told = told if told is not None else {}
         self._admission: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._objects: dict[str, Obj] = {}
@@ -91,18 +92,29 @@ class Batch(Wrapper):
             self._changes.setdefault(key, []).append((action, subject, why))
 
     def warned(self, app: Obj | None, key: str, subject: str, texts: tuple[str, ...]) -> None:
-        """Note what the API server warned (``texts``) of a write of ``subject`` for the
-        Application ``key`` (``app``: its object; None: only noted): each text not yet told
-        (``told``) goes into the Application's ``AdmissionWarning`` Event as ``SUBJECT: TEXT``."""
+        """Note what the API server warned (``texts``; none: a write it said nothing of) of a
+        write of ``subject`` for the Application ``key`` (``app``: its object; None: only noted):
+        each ``SUBJECT: TEXT`` not yet told (``told``: key -> lines) goes into the Application's
+        ``AdmissionWarning`` Event; the told lines of ``subject`` that this write did not repeat
+        are forgotten (told again if they come back)."""
+        lines = [f"{subject}: {text}" for text in texts]
         with self._lock:
-            if app is not None:
+            if app is not None and lines:
                 self._objects[key] = app
-            if len(self._told) > MAX_TOLD:
+            before = self._told.get(key)
+            if before is None and not lines:
+                return
+            if before is None and len(self._told) >= MAX_TOLD:
                 self._told.clear()
-            for text in texts:
-                if (key, text) not in self._told:
-                    self._told.add((key, text))
-                    self._admission.setdefault(key, []).append(f"{subject}: {text}")
+            told = {line for line in before or () if not line.startswith(f"{subject}: ")}
+            for line in lines:
+                if line not in (before or ()):
+                    self._admission.setdefault(key, []).append(line)
+            told.update(lines)
+            if told:
+                self._told[key] = told
+            else:
+                self._told.pop(key, None)
 
     def event(self, obj: Obj, type_: str, reason_: str, text: str) -> None:
         """Hold an Event for ``obj``: a Warning replaces any earlier Warning for it; a Normal

@@ -91,11 +91,12 @@ def test_a_normal_event_given_directly_is_appended_and_messages_are_capped():
 
 
 def test_an_admission_warning_is_its_own_event_beside_the_others_and_told_once(monkeypatch):
-    kube, told = Sent(), set()
+    kube, told = Sent(), {}
     batch = events.Batch(kube, told)
     batch.change(app(), "ns/web", "created", "Deployment/ns/web")
     batch.event(app(), "Warning", "SyncFailed", "Service/ns/web: 422 Invalid")
     batch.warned(app(), "ns/web", "Deployment/ns/web", ("would violate PodSecurity", "deprecated"))
+    batch.warned(app(), "ns/web", "Service/ns/web", ())  # a write of another object said nothing
     batch.warned(None, "ns/gone", "Deployment/ns/gone", ("x",))  # no object known: nothing to attach to
     batch.flush()
     assert kube.sent == [
@@ -107,9 +108,19 @@ def test_an_admission_warning_is_its_own_event_beside_the_others_and_told_once(m
     batch.flush()
     assert kube.sent[2:] == [("db", "Warning", "AdmissionWarning", "Deployment/ns/db: deprecated"),
                              ("web", "Warning", "AdmissionWarning", "Deployment/ns/web: new")]
-    monkeypatch.setattr(events, "MAX_TOLD", 2)
+    assert told["ns/web"] == {"Deployment/ns/web: deprecated", "Deployment/ns/web: new"}  # PodSecurity's went away
     batch = events.Batch(kube, told)
-    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated",))  # more than MAX_TOLD remembered: forgotten
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ())  # fixed: a write without warnings
+    batch.warned(app("db"), "ns/db", "Deployment/ns/db", ("deprecated",))  # the same again: not told
+    batch.flush()
+    assert len(kube.sent) == 4 and "ns/web" not in told
+    batch = events.Batch(kube, told)
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated",))  # back: told again
     batch.flush()
     assert kube.sent[4:] == [("web", "Warning", "AdmissionWarning", "Deployment/ns/web: deprecated")]
-    assert len(told) == 1
+    monkeypatch.setattr(events, "MAX_TOLD", 2)
+    batch = events.Batch(kube, told)
+    batch.warned(app("x"), "ns/x", "Deployment/ns/x", ("deprecated",))  # a third Application: all forgotten first
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated",))
+    batch.flush()
+    assert [m for _, _, _, m in kube.sent[5:]] == ["Deployment/ns/web: deprecated", "Deployment/ns/x: deprecated"]
