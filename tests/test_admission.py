@@ -72,6 +72,10 @@ def test_pod_security_warns_at_the_apply_and_its_refusal_is_named_in_one_pass(ag
                                                                               objects):
     restricted(cluster, namespace)
     in_git(repo, namespace)  # no security: its pods break the restricted standard
+    proc = agent.run([sys.executable, "-m", "agent", "diff", "--repo", str(repo.path), "--namespace", namespace,
+                      "--kubeconfig", str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir), "-o", "json"])
+    [planned] = [o for o in application(json.loads(proc.stdout), namespace)["objects"] if o["kind"] == "Deployment"]
+    assert planned["warnings"][0].startswith('would violate PodSecurity "restricted:latest": ')  # a dry run is warned of
     doc = sync(agent, repo, namespace)
     [deployment] = [o for o in application(doc, namespace)["objects"] if o["kind"] == "Deployment"]
     assert deployment["action"] == "create"
