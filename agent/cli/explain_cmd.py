@@ -92,7 +92,8 @@ def _commit(found: dict | None) -> str:
 
 def render(found: dict, now: datetime.datetime) -> list[str]:
     """The text of an explanation (``explainview.explanation``), one screen: the verdict line,
-    the source and commits, then Children, Tasks, Schedules, Pods (not ready ones), Drift, Events, History and
+    the source and commits, then Children, Tasks, Schedules, Pods (not ready ones), Drift, Admission warnings
+    (what the API server warned of the agent's writes), Events, History and
     the last change's diff; sections with nothing to say are left out."""
     app, source, git = found["application"], found["source"], found["git"]
     where = source["path"] or "-"
@@ -119,6 +120,8 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
     lines += _section(drift_title(found["drift"]), [
         f"{d['object']} {d['field']}: {d['against']} {_value(d['want'])}, live {_value(d['live'])}"
         + (f" (changed by {', '.join(d['managers'])})" if d["managers"] else "") for d in found["drift"]])
+    lines += _section("Admission warnings (newest first)", [
+        f"{appview.age_since(e['time'], now):>6}  {_text(e['message'])}" for e in found.get("admission") or []])
     lines += _section("Events (newest first)", [
         f"{appview.age_since(e['time'], now):>6}  {_text(e['type'])}  {_text(e['reason'])}  {e['object']}  "
         f"{_text(e['message'])}" + (f" (x{e['count']})" if e["count"] > 1 else "") for e in found["events"]])

@@ -45,7 +45,8 @@ def pass_document(report: Report, *, command: str, dry_run: bool, exit_code: int
         apps.setdefault(change.application, []).append({
             "subject": change.subject, "kind": kind, "namespace": namespace, "name": name,
             "action": action, "message": change.message or None,
-            "diff": diffs.get(change.subject) if action in CHANGING else None})
+            "diff": diffs.get(change.subject) if action in CHANGING else None,
+            **({"warnings": list(change.warnings)} if change.warnings else {})})
     counts = dict.fromkeys(COUNTED, 0)
     for objects in apps.values():
         for obj in objects:
@@ -210,6 +211,7 @@ def text(doc: dict) -> str:
         lines.append(printable(f"{app['name']}:"))
         for obj in app["objects"]:
             lines.append(printable(f"  {obj['subject']} {obj['action']}" + (f" ({obj['message']})" if obj["message"] else "")))
+            lines += [printable(f"    warning: {text}") for text in obj.get("warnings", ())]
     lines += [printable(f"note: {n}") for n in doc["notes"]]
     lines.append(_verdict(doc))
     return "\n".join(lines)
@@ -260,7 +262,8 @@ made 104 KB)."""
 def markdown(doc: dict, limit: int = MARKDOWN_LIMIT) -> str:
     """A compact plan for a pull-request comment: a heading with the verdict, the commit, a
     summary table of Applications and their objects' actions (and, for ``sync``, each one's
-    health), the ``--wait`` result, errors as a list, notes, and each diff folded in
+    health), the ``--wait`` result, errors as a list, notes, the API server's warnings of a write
+    (``> **Warning** `SUBJECT`: TEXT``), and each diff folded in
     ``<details>``. Names, files and fields are ``code`` spans, messages and notes ``plain``
     text, and table cells ``cell``s, so any file name or message reads as it is.
     At most ``limit`` characters: what does not fit is cut at a whole row, line or diff (never
@@ -297,6 +300,8 @@ def markdown(doc: dict, limit: int = MARKDOWN_LIMIT) -> str:
                    for e in doc["errors"]]
         blocks.append(("", ""))
     blocks += [("note", f"> {plain(note)}\n") for note in doc["notes"]]  # one quote each: no running together
+    blocks += [("note", f"> **Warning** {code(obj['subject'])}: {plain(text)}\n") for app in doc["applications"]
+               for obj in app["objects"] for text in obj.get("warnings", ())]  # what admission said of a write
     for app in doc["applications"]:
         for obj in app["objects"]:
             if obj.get("diff"):

@@ -81,14 +81,20 @@ def report_unchanged(p: Pass, hits: dict[str, steady_.Entry]) -> None:
 def converge(kube: Cluster, report: Report | writes.Scratch, key: str, step: plan.Step,
              before: Callable[[], None] | None = None) -> apply.Applied | None:
     """Carry out a create/update/unchanged ``step`` (``before()`` first, if given; see
-    ``apply.converge``). On an API error record the failure for ``key`` in ``report``
+    ``apply.converge``), with what the API server warned of its writes (``Applied.warnings``).
+    On an API error record the failure for ``key`` in ``report``
     (``failures``, and ``reasons`` when retrying cannot fix it: ``conditions.failure_reason``)
     and return None; re-raise when the API server is unreachable (status 0: the pass stops,
     nothing is pruned). ``report``: the ``Report`` or a pool task's ``writes.Scratch``."""
     try:
-        if before and step.action != plan.UNCHANGED:
+        if step.action == plan.UNCHANGED:
+            return apply.converge(kube, step)  # nothing is written: nothing to be warned of
+        if before:
             before()
-        return apply.converge(kube, step)
+        kube.take_warnings()  # what an earlier write of this thread was told is not this step's
+        done = apply.converge(kube, step)
+        warned = tuple(kube.take_warnings())
+        return replace(done, warnings=warned) if warned else done
     except ApiError as err:
         if err.status == 0:
             raise
@@ -108,8 +114,11 @@ def health_only(done: apply.Applied | None) -> apply.Applied | None:
 
 def record(p: Pass, key: str, subject: str, done: apply.Applied, app: Obj | None) -> bool:
     """Report what ``done`` did to ``subject`` for the Application ``key`` (``app``: its live
-    object, for the Event); True when it wrote (created, configured, recreated, adopted)."""
-    p.report.add(key, subject, done.action, done.message)
+    object, for the Event), with what admission warned of it (an ``AdmissionWarning`` Event:
+    ``events.Batch.warned``); True when it wrote (created, configured, recreated, adopted)."""
+    p.report.add(key, subject, done.action, done.message, done.warnings)
+    if done.warnings or done.action != UNCHANGED:  # a write: none said, what was told may be told again
+        p.kube.warned(app, key, subject, done.warnings)
     if done.action == UNCHANGED:  # the status asks only whether anything changed
         return False
     p.kube.change(app, key, done.action, subject, done.message)

@@ -42,11 +42,13 @@ class ImmutableConflict(ApiError):
 class Applied:
     """The outcome for one object: ``live`` as the API server returned it; ``action`` one of
     created, configured, unchanged, recreated, adopted; ``message`` says why it was recreated
-    or adopted."""
+    or adopted; ``warnings``: what the API server's ``Warning`` headers said of its writes
+    (``Cluster.take_warnings``: PodSecurity's ``warn`` mode, a deprecated API)."""
 
     live: Obj
     action: Action
     message: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 def immutable_field(err: ApiError) -> str | None:

@@ -12,6 +12,12 @@ before); ``flush`` then sends one Event per Application that has something to sa
   Updated, Pruned) and whose message lists the objects per action, for example
   ``created Deployment/ns/web, Service/ns/web; configured Application/ns/web``.
 
+Besides, what the API server warned of an apply (its ``Warning`` headers: PodSecurity's ``warn``
+mode, a deprecated API) is an ``AdmissionWarning`` Warning Event of its own (``warned``), each
+text of an object once: once per pass in ``sync --once``; in ``run`` (``told``:
+``steady.Steady.told``) once until a write of that object comes back without it, not at every
+pass that applies the object again.
+
 An Application with nothing changed and no new Warning gets no Event. The message is the pure
 ``message`` function below (table-tested).
 """
@@ -29,6 +35,8 @@ ORDER = (ADOPTED, CREATED, CONFIGURED, RECREATED, PRUNED)  # the order of the pa
 REASONS = {ADOPTED: "Adopted", RECREATED: "Recreated", CREATED: "Created", CONFIGURED: "Updated", PRUNED: "Pruned"}
 WEIGHT = (ADOPTED, RECREATED, CREATED, CONFIGURED, PRUNED)  # the first one present names the Normal reason
 MAX_MESSAGE = 1024  # characters: the Event API's own limit for a message
+ADMISSION_WARNING = "AdmissionWarning"
+MAX_TOLD = 10_000  # Applications whose told warnings are remembered; then all are forgotten at once
 
 
 def message(changes: list[tuple[str, str, str]]) -> str:
@@ -61,8 +69,10 @@ class Batch(Wrapper):
     Applications are keyed ``namespace/name``; the Event goes to the last object given for the
     key (the live Application, or the pruned one)."""
 
-    def __init__(self, kube: Cluster) -> None:
+    def __init__(self, kube: Cluster, told: dict[str, set[str]] | None = None) -> None:
         self._kube = kube
+        self._told = told if told is not None else {}
+        self._admission: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._objects: dict[str, Obj] = {}
         self._changes: dict[str, list[tuple[str, str, str]]] = {}
@@ -81,6 +91,31 @@ class Batch(Wrapper):
                 self._objects[key] = app
             self._changes.setdefault(key, []).append((action, subject, why))
 
+    def warned(self, app: Obj | None, key: str, subject: str, texts: tuple[str, ...]) -> None:
+        """Note what the API server warned (``texts``; none: a write it said nothing of) of a
+        write of ``subject`` for the Application ``key`` (``app``: its object; None: only noted):
+        each ``SUBJECT: TEXT`` not yet told (``told``: key -> lines) goes into the Application's
+        ``AdmissionWarning`` Event; the told lines of ``subject`` that this write did not repeat
+        are forgotten (told again if they come back)."""
+        lines = [f"{subject}: {text}" for text in texts]
+        with self._lock:
+            if app is not None and lines:
+                self._objects[key] = app
+            before = self._told.get(key)
+            if before is None and not lines:
+                return
+            if before is None and len(self._told) >= MAX_TOLD:
+                self._told.clear()
+            told = {line for line in before or () if not line.startswith(f"{subject}: ")}
+            for line in lines:
+                if line not in (before or ()):
+                    self._admission.setdefault(key, []).append(line)
+            told.update(lines)
+            if told:
+                self._told[key] = told
+            else:
+                self._told.pop(key, None)
+
     def event(self, obj: Obj, type_: str, reason_: str, text: str) -> None:
         """Hold an Event for ``obj``: a Warning replaces any earlier Warning for it; a Normal
         one's text is appended to the Application's message (its reason is used only when no
@@ -95,13 +130,15 @@ class Batch(Wrapper):
 
     def pending(self) -> list[tuple[Obj, str, str, str]]:
         """(object, type, reason, message) of every Event ``flush`` would send, sorted by
-        Application key."""
+        Application key (an Application's ``AdmissionWarning`` first)."""
         out = []
         with self._lock:
-            for key in sorted(set(self._changes) | set(self._warnings) | set(self._notes)):
+            for key in sorted(set(self._changes) | set(self._warnings) | set(self._notes) | set(self._admission)):
                 obj = self._objects.get(key)
                 if obj is None:
                     continue
+                if key in self._admission:
+                    out.append((obj, "Warning", ADMISSION_WARNING, "; ".join(self._admission[key])))
                 changes = self._changes.get(key, [])
                 notes = self._notes.get(key, [])
                 summary = "; ".join([p for p in [message(changes)] if p] + [t for _, t in notes])
@@ -120,6 +157,7 @@ class Batch(Wrapper):
             self._changes.clear()
             self._warnings.clear()
             self._notes.clear()
+            self._admission.clear()
             self._objects.clear()
         if send is not None:
             send(items)

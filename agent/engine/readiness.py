@@ -7,7 +7,9 @@ Application the pass synced from Git is healthy (``Ready`` True), when one is ``
 ``Stalled`` (waiting cannot help: only a person or a new commit can), or when the time is up.
 
 While it waits it polls, every ``POLL_SECONDS``, with one LIST of Applications and one LIST per
-child kind they use (the agent's ``managed-by`` label) in each namespace they are in, and writes
+child kind they use (the agent's ``managed-by`` label) in each namespace they are in (and one of
+the agent's pods in a namespace where a Deployment's pods are made but not available:
+``_with_pods``), and writes
 each Application's status through ``statuswrite.write``, the pass's own status write, with the
 pass's outcome: a child that became ready rewrites the Application's ``health`` and ``Ready``
 condition, and a status that did not move sends nothing. A suspended Application, or one with a
@@ -27,7 +29,7 @@ from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
-from agent.kinds import health as health_, registry
+from agent.kinds import deployment, health as health_, registry, render
 from agent.kube.cluster import ApiError, Cluster
 
 POLL_SECONDS = 1.0
@@ -151,6 +153,7 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
             for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
                 if plan.owned(child):
                     children.setdefault(plan.owner_key(child), {})[kind.kind] = child
+    _with_pods(kube, {key: children[key] for key in pending if key in children})
     for key, outcome in sorted(pending.items()):
         app = apps.get(key)
         if app is None or app["metadata"].get("deletionTimestamp"):
@@ -163,6 +166,27 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
         statuswrite.write(kube, report, key, app, outcome, kids)
         states[key] = state(new)
         _moved(report, key, new["health"], on_change)
+
+
+def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]]) -> None:
+    """Read each Deployment of ``children`` (key -> kind -> child) that waits for pods it has not
+    got (``deployment.waits_for_pods``) with its pods (``deployment.with_pods``), as the pass does
+    (``statuses``), so the wait keeps the ``FailedScheduling`` the pass wrote: one LIST of the
+    agent's pods per namespace that has such a Deployment, none otherwise. A refused read (403)
+    leaves the Deployments as they are. Changes ``children``."""
+    slot = deployment.KIND.kind
+    waiting = sorted(key for key, kinds in children.items() if deployment.waits_for_pods(kinds.get(slot)))
+    for namespace in sorted({key.partition("/")[0] for key in waiting}):
+        try:
+            pods = kube.list_in("", "Pod", namespace, f"{MANAGED_BY}={AGENT_NAME}")
+        except ApiError as err:
+            if err.status == 0:
+                raise
+            continue
+        for key in (k for k in waiting if k.partition("/")[0] == namespace):
+            want = render.selector_labels(key.partition("/")[2]).items()
+            mine = [p for p in pods if want <= ((p.get("metadata") or {}).get("labels") or {}).items()]
+            children[key][slot] = deployment.with_pods(children[key][slot], mine)
 
 
 def _moved(report: Report, key: str, health: Obj, on_change: OnChange | None) -> None:

@@ -44,12 +44,14 @@ class Change:
     """One object's outcome. ``application``: ``namespace/name`` of the owning Application;
     ``subject``: ``Kind/namespace/name``; ``action``: created, configured, unchanged,
     recreated, adopted, pruned, kept, suspended or failed; ``message``: why, for failures,
-    recreations, adoptions, kept and suspended objects."""
+    recreations, adoptions, kept and suspended objects; ``warnings``: what the API server's
+    ``Warning`` headers said of its writes (admission, a deprecated API; ``warnheader``)."""
 
     application: str
     subject: str
     action: Action
     message: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -120,8 +122,9 @@ class Report:
         """True when the pass created, configured, recreated, adopted or pruned anything."""
         return any(c.action in (CREATED, CONFIGURED, RECREATED, ADOPTED, PRUNED) for c in self.changes)
 
-    def add(self, application: str, subject: str, action: Action, message: str = "") -> None:
-        self.changes.append(Change(application, subject, action, message))
+    def add(self, application: str, subject: str, action: Action, message: str = "",
+            warnings: tuple[str, ...] = ()) -> None:
+        self.changes.append(Change(application, subject, action, message, warnings))
         if action == FAILED:
             self.failed.add(application)
             self.errors.append(f"{subject}: {message}")
@@ -162,7 +165,8 @@ class Report:
 
     def summary(self) -> str:
         """Multi-line text: the commit, per Application its objects and actions and its health
-        (``  health: Progressing (message)``, when the pass wrote its status), notes, the
+        (``  health: Progressing (message)``, when the pass wrote its status), under an object each
+        warning the API server gave on its write (``    warning: would violate PodSecurity ...``), notes, the
         refused documents and files with their reasons, and a closing line with the counts of
         objects per action (``counts``), the Applications that failed and the files that failed,
         e.g. ``sync failed: ..., 1 failed; 1 Application failed: ns/web; 1 file failed: x.yaml:1, x.yaml:5``
@@ -179,6 +183,7 @@ class Report:
             for change in by_app[app]:
                 suffix = f" ({change.message})" if change.message else ""
                 lines.append(f"  {change.subject} {change.action}{suffix}")
+                lines += [f"    warning: {text}" for text in change.warnings]
             if app in self.health:
                 health = self.health[app]
                 lines.append(f"  health: {health['status']}" + (f" ({health['message']})" if health.get("message") else ""))

@@ -22,7 +22,8 @@ from agent.engine.report import KEPT, Report
 
 Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
 """(key, live Application, outcome, slot -> live child, failed): one Application's status to write."""
-from agent.kinds import job, registry
+from agent.kinds import deployment, job, registry, render
+from agent.kube.cluster import ApiError
 
 
 def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
@@ -52,6 +53,7 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
     if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
         statuses = [(key, app, replace(outcome, source_seen=False), kinds, failed)
                     for key, app, outcome, kinds, failed in statuses]
+    statuses = _with_pods(p, statuses)
     record_health(p, statuses, children)
     kube, retry = p.kube, p.retry
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
@@ -64,6 +66,38 @@ def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
     """``outcome`` with the line of the Application's document in its file, when it is in Git."""
     line = p.git.lines.get(key)
     return replace(outcome, source_line=line) if line and outcome.source_path == p.git.paths.get(key) else outcome
+
+
+MAX_POD_READS = 20
+"""Deployments whose pods one pass reads (``_with_pods``); the others' health says only what the
+Deployment says, until a later pass."""
+
+
+def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
+    """``statuses`` with each Deployment that waits for pods it has not got (``deployment.waits_for_pods``:
+    made but not available, nothing on it saying why) read with its pods (``deployment.with_pods``:
+    one LIST of its namespace's pods by its selector, at most ``MAX_POD_READS`` a pass), so that
+    its health names a pod no node fits (``FailedScheduling``). A steady pass computes no status
+    (``steady.Steady.settled``) and a healthy Deployment waits for nothing: neither sends a
+    request. A read that fails leaves the Deployment as it is."""
+    out, reads = [], 0
+    slot = deployment.KIND.kind
+    for key, app, outcome, kinds, failed in statuses:
+        live = kinds.get(slot)
+        if live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
+            reads += 1
+            labels_ = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") \
+                or render.selector_labels(app["metadata"]["name"])
+            selector = ",".join(f"{k}={v}" for k, v in sorted(labels_.items()))
+            try:
+                pods = p.kube.list_in("", "Pod", live["metadata"]["namespace"], selector)
+            except ApiError as err:
+                if err.status == 0:
+                    raise
+                pods = []
+            kinds = {**kinds, slot: deployment.with_pods(live, pods)}
+        out.append((key, app, outcome, kinds, failed))
+    return out
 
 
 def record_health(p: Pass, statuses: list[Status], children: ChildWave) -> None:

@@ -74,6 +74,9 @@ class Steady:
     entries: dict[str, Entry] = field(default_factory=dict)
     source: Source | None = None
     facts: dict[int, tuple[Obj, object]] = field(default_factory=dict)
+    told: dict[str, set[str]] = field(default_factory=dict)
+    """Application key -> the ``SUBJECT: TEXT`` admission warnings its ``AdmissionWarning`` Event
+    told (``events.Batch.warned``): each is told once, not at every pass that applies again."""
     _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
 
     def fact(self, obj: Obj, derive: Callable[[Obj], T]) -> T:

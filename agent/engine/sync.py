@@ -59,7 +59,7 @@ def run(kube: Cluster, opts: Options, *, known_commit: str | None = None, offlin
     if read is None:
         return report
     git = _wanted(opts, report, read)
-    batch = events.Batch(kube)  # one Event per Application per pass (events.py)
+    batch = events.Batch(kube, steady.told if steady is not None else None)  # one Event per Application per pass
     if on_commit is not None and report.commit:
         on_commit(report.commit, git.manifests)
     try:

@@ -70,6 +70,15 @@ def health(obj: Obj | None) -> Health:
     7. ``status.replicas > updatedReplicas``: Progressing (old pods still terminating).
     8. ``availableReplicas < spec.replicas``: Progressing (updated pods not yet available).
     9. else Healthy.
+
+    Rules 5 to 8 name why pods are missing when the cluster says so (ours; gitops-engine and
+    kubectl's rollout status do not): ``; FailedCreate: MESSAGE`` when condition
+    ``ReplicaFailure`` is True (the ReplicaSet controller could not create a pod: PodSecurity,
+    a ResourceQuota, a missing ServiceAccount; the deployment controller copies the condition
+    from the ReplicaSet), else ``; FailedScheduling: MESSAGE`` when a condition ``PodScheduled``
+    is False (never the API's own on a Deployment: ``with_pods`` adds the first unschedulable
+    pod's). Such a Deployment stays Progressing (a quota freed, a ServiceAccount created, a node
+    added lets it go on; the progress deadline makes it Degraded, rule 5, with the reason too).
     """
     if obj is None:
         return Health(Status.MISSING, "Deployment does not exist")
@@ -81,35 +90,98 @@ def health(obj: Obj | None) -> Health:
         return Health(Status.SUSPENDED, f"Deployment {name} is paused")
     if obj.get("metadata", {}).get("generation", 0) > status.get("observedGeneration", 0):
         return Health(Status.PROGRESSING, "waiting for the deployment controller to observe the latest spec")
+    why = blocked(status)
     for condition in status.get("conditions") or []:
         if condition.get("type") == "Progressing" and condition.get("status") == "False" \
                 and condition.get("reason") == "ProgressDeadlineExceeded":
             return Health(Status.DEGRADED, f"Deployment {name} exceeded its progress deadline: "
-                                           f"{condition.get('message', '')}".rstrip(": "))
+                                           f"{condition.get('message', '')}".rstrip(": ") + why)
     want = spec.get("replicas", 1)
     updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
     available = status.get("availableReplicas", 0)
     if updated < want:
-        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {updated} of {want} new replicas updated{why}")
     if total > updated:
         return Health(Status.PROGRESSING, f"waiting for rollout to finish: {total - updated} old replicas "
-                                          "pending termination")
+                                          f"pending termination{why}")
     if available < want:
-        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available")
+        return Health(Status.PROGRESSING, f"waiting for rollout to finish: {available} of {want} replicas available"
+                                          f"{why}")
     return Health(Status.HEALTHY, f"{available}/{want} replicas available")
 
 
+REPLICA_FAILURE = "ReplicaFailure"
+"""The condition the ReplicaSet controller sets when it cannot create or delete a pod (reason
+``FailedCreate`` or ``FailedDelete``), and the deployment controller copies to the Deployment."""
+POD_SCHEDULED = "PodScheduled"
+"""A pod's condition the scheduler sets False (reason ``Unschedulable``) when no node fits it."""
+FAILED_SCHEDULING = "FailedScheduling"
+"""What ``health`` calls a pod no node fits: the reason of the scheduler's Event about it."""
+
+
+def blocked(status: Obj) -> str:
+    """``; REASON: MESSAGE`` naming why a Deployment's pods are not made (condition
+    ``ReplicaFailure`` True: its reason, ``FailedCreate``) or not placed (a ``PodScheduled``
+    False that ``with_pods`` added: ``FailedScheduling``), or ``""``. The message as one line."""
+    found = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    failure = found.get(REPLICA_FAILURE) or {}
+    if failure.get("status") == "True":
+        return f"; {failure.get('reason') or 'FailedCreate'}: {' '.join(str(failure.get('message', '')).split())}"
+    unscheduled = found.get(POD_SCHEDULED) or {}
+    if unscheduled.get("status") == "False":
+        return f"; {FAILED_SCHEDULING}: {' '.join(str(unscheduled.get('message', '')).split())}"
+    return ""
+
+
+MAX_MESSAGE = 512
+"""Characters of a pod's ``PodScheduled`` message that ``with_pods`` keeps."""
+
+
+def waits_for_pods(obj: Obj | None) -> bool:
+    """True when the Deployment ``obj`` has pods that are not available and nothing on it says
+    why (its ``health`` rule 8, no ``ReplicaFailure``): only then can its pods tell more (a pod no
+    node fits). What a pass reads the pods of (``agent.engine.statuses``)."""
+    if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if spec.get("paused") or blocked(status) or \
+            (obj.get("metadata") or {}).get("generation", 0) > status.get("observedGeneration", 0):
+        return False
+    want = spec.get("replicas", 1)
+    updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
+    return bool(updated >= want and total <= updated and status.get("availableReplicas", 0) < want)
+
+
+def with_pods(obj: Obj, pods: list[Obj]) -> Obj:
+    """``obj`` (a Deployment) as ``health`` reads it with its ``pods`` known: when one of them
+    (by name, for a stable choice) has condition ``PodScheduled`` False, a copy whose
+    ``status.conditions`` ends with that condition (type, status, reason and its message cut to
+    ``MAX_MESSAGE``); else ``obj`` itself. ``obj`` is not changed."""
+    for pod in sorted(pods, key=lambda p: (p.get("metadata") or {}).get("name", "")):
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if isinstance(condition, dict) and condition.get("type") == POD_SCHEDULED \
+                    and condition.get("status") == "False":
+                status = dict(obj.get("status") or {})
+                status["conditions"] = list(status.get("conditions") or []) + [
+                    {"type": POD_SCHEDULED, "status": "False", "reason": condition.get("reason", ""),
+                     "message": str(condition.get("message", ""))[:MAX_MESSAGE]}]
+                return {**obj, "status": status}
+    return obj
+
+
 def _read_whole(condition: Obj) -> bool:
-    """True for the one condition whose message ``health`` reports (Degraded)."""
+    """True for the conditions whose message ``health`` reports: Progressing False with
+    ProgressDeadlineExceeded (Degraded), ReplicaFailure True (why pods are not created)."""
     return (condition.get("type") == "Progressing" and condition.get("status") == "False"
-            and condition.get("reason") == "ProgressDeadlineExceeded")
+            and condition.get("reason") == "ProgressDeadlineExceeded") or \
+        (condition.get("type") == REPLICA_FAILURE and condition.get("status") == "True")
 
 
 def trim(obj: Obj) -> Obj:
     """``obj`` (a listed or applied object, a dict as the API serves it) (a Deployment) with its
     ``status.conditions`` cut down to what ``health`` reads: each condition's ``type``,
-    ``status`` and ``reason``, and the whole condition it reports (Progressing False,
-    ProgressDeadlineExceeded, with its message). Every other field is left as it is. Modifies
+    ``status`` and ``reason``, and the whole conditions it reports (Progressing False,
+    ProgressDeadlineExceeded, and ReplicaFailure True, with their messages). Every other field is left as it is. Modifies
     and returns ``obj``.
 
     Why: a pass holds every listed Deployment, and their conditions' messages (naming each

@@ -45,7 +45,7 @@ from kubernetes.client.exceptions import ApiException
 from agent.api.labels import AGENT_NAME
 from agent.api.schema import GROUP, PLURAL, VERSION
 from agent.kinds import fields, registry
-from agent.kube import clusterconfig, listread, share
+from agent.kube import clusterconfig, listread, share, warnheader
 from agent.kube.cluster import ApiError, NoConfiguration  # noqa: F401 (re-exported: callers import them from here)
 from agent.kube.kubecreds import without_password
 from agent.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, FLOW_CONTROL_HEADER, TokenBucket
@@ -79,6 +79,7 @@ def tenant_of(method: str, url_path: str, account: str | None) -> tuple[str, str
         return None
     return found.group(2), f"system:serviceaccount:{found.group(2)}:{account}"
 WRITE_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
+WARNING_HEADER = "Warning"
 REQUEST_TIMEOUT = (5, 30)  # seconds: (connect, read)
 
 
@@ -221,6 +222,7 @@ class Kube:
         self._dry_namespaces: set[str] = set()  # namespaces a dry run "created"
         self._dry_deleted: set[str] = set()  # paths of objects a dry run "deleted"
         self._memo: share.Memo | None = None  # a pass's shared parts (``sharing``)
+        self._warned = threading.local()  # this thread's writes' Warning headers (``take_warnings``)
         configuration = client.Configuration()
         try:
             self.namespace = clusterconfig.load(configuration, kubeconfig, context)
@@ -278,6 +280,23 @@ class Kube:
         log.info("the API server has API Priority and Fairness: no client-side rate limit "
                  "(--kube-api-qps or --kube-api-burst sets one)")
 
+    def _note_warnings(self, header: str | None) -> None:
+        """Keep the warnings of one write's answer (``warnheader.parse``) for ``take_warnings``."""
+        found = warnheader.parse(header)
+        if found:
+            kept = getattr(self._warned, "texts", None)
+            if kept is None:
+                kept = self._warned.texts = []
+            kept += [text for text in found if text not in kept][:warnheader.MAX_WARNINGS - len(kept)]
+
+    def take_warnings(self) -> list[str]:
+        """The texts of the ``Warning`` headers (``warnheader.parse``: code 299, each once, at
+        most ``warnheader.MAX_WARNINGS``) of the writes this thread sent since its last call, and
+        forget them: what admission (PodSecurity's ``warn`` mode, a deprecated API) said of them."""
+        kept = getattr(self._warned, "texts", None) or []
+        self._warned.texts = []
+        return kept
+
     def _request_once(self, method, url_path, body, query, content_type, each=None):
         what = f"{method} {url_path}"
         self.throttle()
@@ -291,6 +310,8 @@ class Kube:
             resp = self.api.call_api(*req, _request_timeout=REQUEST_TIMEOUT)
             if self.limit_auto and resp.getheader(FLOW_CONTROL_HEADER):
                 self._lift_limit()
+            if method in WRITE_METHODS and 200 <= resp.status <= 299:
+                self._note_warnings(resp.getheader(WARNING_HEADER))
             if each is not None and resp.status == 200:
                 try:
                     return listread.read(resp.response.read, each)

@@ -41,7 +41,8 @@ class NoConfiguration(ApiError):
 class Cluster(Protocol):
     """The verbs of one pass (see ``Kube`` for each one's contract): reads (``get``, ``list``,
     ``list_in``, ``list_unscoped``, ``served``), writes (``apply``, ``create``, ``delete``, ``patch_managed_fields``,
-    ``patch_annotations``, ``patch_status``, ``event``), ``wait_gone``, ``sharing`` (a pass's
+    ``patch_annotations``, ``patch_status``, ``event``), ``take_warnings`` (what the API server's
+    ``Warning`` headers said of this thread's writes), ``wait_gone``, ``sharing`` (a pass's
     scope for shared parts of live objects), ``concurrency`` (parallel writes allowed) and
     ``dry_run`` (writes are not kept)."""
 
@@ -79,6 +80,8 @@ class Cluster(Protocol):
     def patch_status(self, obj: dict, status: dict) -> dict: ...
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None: ...
+
+    def take_warnings(self) -> builtins.list[str]: ...
 
 
 class Wrapper:
@@ -137,3 +140,6 @@ class Wrapper:
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         self._kube.event(obj, type_, reason, message)
+
+    def take_warnings(self) -> builtins.list[str]:
+        return self._kube.take_warnings()

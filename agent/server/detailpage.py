@@ -129,6 +129,8 @@ def sections(e: dict) -> str:
                else '<h2>Drift from Git</h2>')
             + table(("Object", "Field", "Rendered" if rendered else "Git", "Live", "Changed by"),
                     ("object", "field", "want", "live", "managers"), drift, "No field differs from Git.", "drift")
+            + ('<h2>Admission warnings</h2>' + table(("Time", "Message"), ("time", "message"), e["admission"], "")
+               if e.get("admission") else "")  # what the API server warned of the agent's writes
             + '<h2>Events</h2>' + table(("Time", "Type", "Reason", "Object", "Message", "Count"),
                                         ("time", "type", "reason", "object", "message", "count"), e["events"],
                                         "No Events.", "events")

@@ -22,9 +22,14 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
                 "live": 5, "managers": ["kubectl-scale"]}],
      "events": [{"time": "...", "type": "Warning", "reason": "...", "object": "Pod/web-x",
                  "message": "...", "count": 1}],
+     "admission": [{"time": "...", "message": "Deployment/shop/web: would violate PodSecurity ..."}],
      "history": [{"digest": "sha256:...", "revision": SHA, "firstSyncedAt": "...",
                   "lastSyncedAt": "...", "passes": 3}],
      "conditions": [status.conditions as written]}
+
+``admission``: the messages of the agent's ``AdmissionWarning`` Events on the Application (what
+the API server warned of its writes: ``agent.engine.events``), newest first, at most
+``EVENTS_SHOWN``, whatever the other Events (``events`` shows only the newest few of all).
 
 ``drift``: when Git was read, the fields of the live Application's spec that differ from its
 spec in Git, then those of its children that differ from what the agent renders from Git's spec
@@ -46,7 +51,8 @@ from enum import StrEnum
 from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
-from agent.kinds import health as health_, podspec, registry
+from agent.engine.events import ADMISSION_WARNING
+from agent.kinds import deployment, health as health_, podspec, registry
 from agent.views.appview import condition, parse_time, short, suspended
 
 
@@ -230,10 +236,14 @@ def _deployment_message(spec: dict, status: dict) -> str:
     return f"Deployment is available. Replicas: {have}"
 
 
-def child(kind: str, name: str, obj: dict | None) -> dict:
+def child(kind: str, name: str, obj: dict | None, pods: list[dict] | None = None) -> dict:
     """``{"kind", "name", "exists", "health", "message"}`` of one child: its health by the
-    agent's rule for the kind (``registry.BY_KIND``) and ``child_message``."""
+    agent's rule for the kind (``registry.BY_KIND``) and ``child_message``. ``pods``: the
+    Application's, read with a Deployment that waits for them (``deployment.with_pods``: its
+    health names a pod no node fits, ``FailedScheduling``, as the pass's does)."""
     rule = registry.BY_KIND.get(kind)
+    if kind == deployment.KIND.kind and obj is not None and pods and deployment.waits_for_pods(obj):
+        obj = deployment.with_pods(obj, pods)
     health = rule.health(obj) if rule else health_.Health(health_.HEALTHY)
     return {"kind": kind, "name": name, "exists": obj is not None, "health": health.as_status(),
             "message": child_message(obj)}
@@ -387,6 +397,13 @@ def events(items: list[dict], objects: set[tuple[str, str]], limit: int = EVENTS
     return found[:limit]
 
 
+def admission(items: list[dict], name: str, limit: int = EVENTS_SHOWN) -> list[dict]:
+    """``[{"time", "message"}]`` of the ``AdmissionWarning`` Events (``events.ADMISSION_WARNING``)
+    on the Application ``name`` among ``items``, newest first, at most ``limit``."""
+    found = [e for e in events(items, {("Application", name)}, limit=len(items)) if e["reason"] == ADMISSION_WARNING]
+    return [{"time": e["time"], "message": e["message"]} for e in found[:limit]]
+
+
 def history(app: dict) -> list[dict]:
     """``status.history`` (newest first), each entry cut to ``HISTORY_KEYS``; ``[]`` when absent."""
     items = (app.get("status") or {}).get("history")
@@ -449,12 +466,13 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                     "changed": commit(changed_commit(app), git.get("changed"))},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
-        "children": [child(k.kind, child_name, children.get(slot)) for k, child_name, slot in shown],
+        "children": [child(k.kind, child_name, children.get(slot), pods) for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
         "tasks": task_runs,
         "pods": pod_views,
         "drift": drifted,
         "events": events(event_items, involved),
+        "admission": admission(event_items, name),
         "history": history(app),
         "conditions": [c for c in status.get("conditions") or [] if isinstance(c, dict)],
     }

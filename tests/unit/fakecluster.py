@@ -368,6 +368,8 @@ class FakeCluster:
         self.events: list[dict] = []
         self.writes: list[tuple[str, str]] = []  # (verb, subject) of every write request, in order
         self.faults: dict[tuple[str, str], tuple[ApiError, int | None]] = {}  # (verb, subject) -> (error, times left)
+        self.warnings: dict[str, list[str]] = {}  # kind -> what admission warns of each write of it (``warn``)
+        self._warned = threading.local()
         self._versions = itertools.count(1000)
         self._lock = threading.RLock()
         self._memo: share.Memo | None = None
@@ -400,6 +402,17 @@ class FakeCluster:
         """The next ``times`` ``verb``s (apply, create, delete, patch_status, ...; None: every one)
         of ``subj`` (``Kind/namespace/name``) raise ``error``, as the API server's admission would."""
         self.faults[(verb, subj)] = (error, times)
+
+    def warn(self, kind: str, *texts: str) -> None:
+        """Every later write of ``kind`` is answered with ``texts`` as its ``Warning`` headers (as
+        PodSecurity's ``warn`` mode answers a Deployment whose pods it would refuse)."""
+        self.warnings[kind] = list(texts)
+
+    def take_warnings(self) -> list[str]:
+        """As ``Kube.take_warnings``: this thread's writes' warnings since the last call."""
+        kept = getattr(self._warned, "texts", None) or []
+        self._warned.texts = []
+        return kept
 
     def put(self, obj: dict, manager: str = "kubectl-edit", subresource: str = "") -> dict:
         """An update (HTTP PUT) of the whole object, as ``kubectl edit`` or a controller sends it:
@@ -670,6 +683,11 @@ class FakeCluster:
         self._served_or_404(key[0], key[1], verb)
         if verb != "put":
             self.writes.append((verb, subject(key)))
+        if verb in ("apply", "create") and self.warnings.get(key[1]):
+            kept = getattr(self._warned, "texts", None)
+            if kept is None:
+                kept = self._warned.texts = []
+            kept += [t for t in self.warnings[key[1]] if t not in kept]
         error, times = self.faults.get((verb, subject(key)), (None, None))
         if error is not None:
             if times is not None:

@@ -88,3 +88,39 @@ def test_a_normal_event_given_directly_is_appended_and_messages_are_capped():
     assert [(o["metadata"]["name"], t, r, m) for o, t, r, m in sent][1] == \
         ("web", "Normal", "Suspended", "reconciliation is suspended")
     assert len(sent[0][3]) == events.MAX_MESSAGE
+
+
+def test_an_admission_warning_is_its_own_event_beside_the_others_and_told_once(monkeypatch):
+    kube, told = Sent(), {}
+    batch = events.Batch(kube, told)
+    batch.change(app(), "ns/web", "created", "Deployment/ns/web")
+    batch.event(app(), "Warning", "SyncFailed", "Service/ns/web: 422 Invalid")
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("would violate PodSecurity", "deprecated"))
+    batch.warned(app(), "ns/web", "Service/ns/web", ())  # a write of another object said nothing
+    batch.warned(None, "ns/gone", "Deployment/ns/gone", ("x",))  # no object known: nothing to attach to
+    batch.flush()
+    assert kube.sent == [
+        ("web", "Warning", "AdmissionWarning", "Deployment/ns/web: would violate PodSecurity; Deployment/ns/web: deprecated"),
+        ("web", "Warning", "SyncFailed", "Service/ns/web: 422 Invalid; created Deployment/ns/web")]
+    batch = events.Batch(kube, told)  # the next pass of the same run
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated", "new"))
+    batch.warned(app("db"), "ns/db", "Deployment/ns/db", ("deprecated",))  # another Application is told
+    batch.flush()
+    assert kube.sent[2:] == [("db", "Warning", "AdmissionWarning", "Deployment/ns/db: deprecated"),
+                             ("web", "Warning", "AdmissionWarning", "Deployment/ns/web: new")]
+    assert told["ns/web"] == {"Deployment/ns/web: deprecated", "Deployment/ns/web: new"}  # PodSecurity's went away
+    batch = events.Batch(kube, told)
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ())  # fixed: a write without warnings
+    batch.warned(app("db"), "ns/db", "Deployment/ns/db", ("deprecated",))  # the same again: not told
+    batch.flush()
+    assert len(kube.sent) == 4 and "ns/web" not in told
+    batch = events.Batch(kube, told)
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated",))  # back: told again
+    batch.flush()
+    assert kube.sent[4:] == [("web", "Warning", "AdmissionWarning", "Deployment/ns/web: deprecated")]
+    monkeypatch.setattr(events, "MAX_TOLD", 2)
+    batch = events.Batch(kube, told)
+    batch.warned(app("x"), "ns/x", "Deployment/ns/x", ("deprecated",))  # a third Application: all forgotten first
+    batch.warned(app(), "ns/web", "Deployment/ns/web", ("deprecated",))
+    batch.flush()
+    assert [m for _, _, _, m in kube.sent[5:]] == ["Deployment/ns/web: deprecated", "Deployment/ns/x: deprecated"]

@@ -667,6 +667,12 @@ class Applying:
     def change(self, app, key, action, subject, why=""):
         self.changes.append((app, key, action, subject, why))
 
+    def take_warnings(self):
+        return []
+
+    def warned(self, app, key, subject, texts):
+        self.warnings = getattr(self, "warnings", []) + [(key, subject, texts)]
+
 
 def test_converge_runs_before_only_for_a_write_and_records_a_refusal():
     app = application()
@@ -702,6 +708,9 @@ def test_record_reports_each_action_and_notes_only_writes_for_the_event():
     assert [(c.application, c.subject, c.action, c.message) for c in report.changes] == [
         ("ns/web", "Deployment/ns/web", "unchanged", ""), ("ns/web", "Service/ns/web", "configured", "why")]
     assert kube.changes == [(app, "ns/web", "configured", "Service/ns/web", "why")]
+    assert kube.warnings == [("ns/web", "Service/ns/web", ())]  # a write said nothing: its warnings may come again
+    appapply.record(p, "ns/web", "Deployment/ns/web", apply.Applied({}, UNCHANGED, warnings=("w",)), app)
+    assert kube.warnings[1:] == [("ns/web", "Deployment/ns/web", ("w",))]  # a no-op write that was warned of
 
 
 def test_the_hits_are_reported_unchanged_in_their_order():

@@ -194,3 +194,36 @@ def test_write_source_unavailable_notes_a_refusal_and_ignores_a_gone_application
     assert statuswrite.write_source_unavailable(Refuses(404), Report(), "ns/web", app, "FetchFailed", "x") is False
     with pytest.raises(ApiError):
         statuswrite.write_source_unavailable(Refuses(0), Report(), "ns/web", app, "FetchFailed", "x")
+
+
+class Unschedulable(Cluster):
+    """``Cluster`` whose Deployment's pod no node fits, until it is ready; counts the pod lists."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pod_lists = []
+
+    def list_in(self, group, kind, namespace, selector=None):
+        if kind != "Pod":
+            return super().list_in(group, kind, namespace, selector)
+        self.pod_lists.append((namespace, selector))
+        labels = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
+        return [{"metadata": {"name": "web-1", "labels": labels},
+                 "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": "0/1 nodes are available: 1 Insufficient cpu."}]}},
+                {"metadata": {"name": "other-1", "labels": {**labels, "heumsi.github.io/application": "other"}},
+                 "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                            "message": "not web's"}]}}]
+
+
+def test_the_wait_keeps_naming_a_pod_no_node_fits_and_reads_pods_only_while_one_waits():
+    cluster = Unschedulable(["web"], ready_after=2)
+    report = report_for(["web"])
+    seen = []
+    result = readiness.wait(cluster, report, 30, threading.Event(), poll=0.01,
+                            on_change=lambda key, health: seen.append(health))
+    assert result.result == "healthy"
+    assert seen[0] == {"status": "Progressing", "message": "Deployment: waiting for rollout to finish: 0 of 1 replicas "
+                                                           "available; FailedScheduling: 0/1 nodes are available: 1 "
+                                                           "Insufficient cpu."}
+    assert cluster.pod_lists == [("ns", "app.kubernetes.io/managed-by=gitops-agent")] * 2  # not at the ready look

@@ -32,6 +32,15 @@ def fixture(name: str) -> dict:
     ("deployment-rolling-update", Status.PROGRESSING, "waiting for rollout to finish: 1 of 2 new replicas updated"),
     ("deployment-old-replicas-terminating", Status.PROGRESSING,
      "waiting for rollout to finish: 1 old replicas pending termination"),
+    ("deployment-replica-failure", Status.PROGRESSING,
+     'waiting for rollout to finish: 0 of 2 new replicas updated; FailedCreate: pods "refused-588bb986cb-vhlxp" is '
+     'forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "nginx" must '
+     'set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "nginx" must set '
+     'securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "nginx" must set '
+     'securityContext.runAsNonRoot=true), seccompProfile (pod or container "nginx" must set '
+     'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'),
+    # alone, the Deployment cannot say why its pod is not available: its pods can (deployment.with_pods)
+    ("deployment-unschedulable", Status.PROGRESSING, "waiting for rollout to finish: 0 of 1 replicas available"),
 ])
 def test_deployment_fixtures(name, status, message):
     assert deployment_kind.health(fixture(name)) == Health(status, message)
@@ -48,11 +57,12 @@ def test_service_fixtures(name, status):
 
 def test_every_fixture_is_a_real_api_object_and_in_a_table():
     names = {p.stem for p in FIXTURES.glob("*.yaml")}
-    assert len(names) == 24  # 6 of them Jobs: tests/unit/kinds/test_job.py
+    assert len(names) == 27  # 6 of them Jobs: tests/unit/kinds/test_job.py
     for name in names:
         obj = fixture(name)
         assert obj["apiVersion"] in ("apps/v1", "v1", "networking.k8s.io/v1", "autoscaling/v2", "batch/v1")
         assert obj["metadata"]["uid"] and ("status" in obj or obj["kind"] == "ConfigMap")
+    assert fixture("pod-unschedulable")["kind"] == "Pod"  # read with deployment-unschedulable (test_admission_health.py)
 
 
 @pytest.mark.parametrize("name, status, message", [

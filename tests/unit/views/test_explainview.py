@@ -183,6 +183,19 @@ def test_child_reads_health_by_kind():
     assert ev.child("Unknown", "web", {"kind": "Unknown"})["health"] == {"status": "Healthy", "message": ""}
 
 
+def test_a_deployments_health_names_a_pod_no_node_fits_as_the_pass_does():
+    from tests.unit.kinds.test_health import fixture
+
+    live, unscheduled = fixture("deployment-unschedulable"), fixture("pod-unschedulable")
+    health = ev.child("Deployment", "unschedulable", live, [unscheduled])["health"]
+    assert health["status"] == "Progressing"
+    assert health["message"].startswith("waiting for rollout to finish: 0 of 1 replicas available; FailedScheduling: "
+                                        "0/1 nodes are available: 1 Insufficient cpu.")
+    assert ev.child("Deployment", "unschedulable", live)["health"]["message"] == \
+        "waiting for rollout to finish: 0 of 1 replicas available"
+    assert ev.child("Service", "web", {"kind": "Service"}, [unscheduled])["health"]["status"] == "Healthy"
+
+
 def pod(phase="Pending", ready="False", conditions=(), statuses=(), init=()):
     return {"metadata": {"name": "web-1"},
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}, *conditions],
@@ -299,8 +312,20 @@ def test_an_explanation_gathers_everything():
     assert found["source"] == {"path": "apps/web.yaml", "line": None, "repository": None, "ref": None}
     assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]
     assert found["git"] == {"available": False, "reason": "no repository", "url": None}
-    assert sorted(found) == ["application", "children", "commits", "conditions", "diff", "drift", "events", "git",
-                             "history", "pods", "schedules", "source", "tasks", "verdict"]
+    assert sorted(found) == ["admission", "application", "children", "commits", "conditions", "diff", "drift", "events",
+                             "git", "history", "pods", "schedules", "source", "tasks", "verdict"]
+
+
+def test_admission_warnings_are_kept_whatever_the_other_events():
+    def event(n, reason, kind="Application", name="web"):
+        return {"involvedObject": {"kind": kind, "name": name}, "reason": reason, "type": "Warning",
+                "message": f"m{n}", "lastTimestamp": f"2026-12-01T10:00:{n:02d}Z"}
+    items = [event(1, "AdmissionWarning"), event(2, "AdmissionWarning", name="other"),
+             *[event(n, "FailedCreate", "Deployment") for n in range(10, 20)], event(3, "AdmissionWarning")]
+    found = ev.explanation(app(), {"Deployment": None, "Service": None}, [], items, NOW)
+    assert all(e["reason"] == "FailedCreate" for e in found["events"])  # the newest five
+    assert found["admission"] == [{"time": "2026-12-01T10:00:03Z", "message": "m3"},
+                                  {"time": "2026-12-01T10:00:01Z", "message": "m1"}]
 
 
 def test_an_explanation_shows_each_cronjob_and_the_schedules_status():

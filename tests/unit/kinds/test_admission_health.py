@@ -1,0 +1,104 @@
+"""A Deployment's health names why its pods are not made (``ReplicaFailure``: FailedCreate) or
+not placed (a pod's ``PodScheduled`` False: FailedScheduling), from objects the local control
+plane served (tests/unit/kinds/fixtures/health) and edge tables."""
+
+import copy
+
+import pytest
+
+from agent.kinds import deployment, health as health_
+from agent.kinds.health import Health, Status
+from tests.unit.kinds.test_health import fixture
+
+SCHEDULING = ("waiting for rollout to finish: 0 of 1 replicas available; FailedScheduling: 0/1 nodes are available: "
+              "1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is "
+              "not helpful for scheduling.")
+
+
+def test_an_unschedulable_pod_is_named_with_its_deployment():
+    live, pod = fixture("deployment-unschedulable"), fixture("pod-unschedulable")
+    before = copy.deepcopy(live)
+    assert deployment.waits_for_pods(live)
+    seen = deployment.with_pods(live, [pod])
+    assert deployment.health(seen) == Health(Status.PROGRESSING, SCHEDULING)
+    assert live == before  # not changed
+    assert deployment.health(health_.view(seen)) == deployment.health(seen)  # what a pass keeps of it
+
+
+def test_a_replica_failure_is_named_without_pods_and_kept_whole_by_trim():
+    live = fixture("deployment-replica-failure")
+    assert not deployment.waits_for_pods(live)  # the Deployment says why itself: no pod read
+    whole = deployment.health(live)
+    trimmed = deployment.trim(copy.deepcopy(live))
+    assert deployment.health(trimmed) == whole
+    assert [c["type"] for c in trimmed["status"]["conditions"] if "message" in c] == ["ReplicaFailure"]
+
+
+def deployment_with(conditions=(), **status):
+    return {"kind": "Deployment", "metadata": {"name": "web", "generation": 1},
+            "spec": {"replicas": 2},
+            "status": {"observedGeneration": 1, **status,
+                       "conditions": [dict(zip(("type", "status", "reason", "message"), c)) for c in conditions]}}
+
+
+@pytest.mark.parametrize("obj, message", [
+    # a quota refusal during a rollout: still Progressing, the reason named
+    (deployment_with([("ReplicaFailure", "True", "FailedCreate", 'pods "web-1" is forbidden: exceeded quota: q')],
+                     replicas=1, updatedReplicas=1),
+     'waiting for rollout to finish: 1 of 2 new replicas updated; FailedCreate: pods "web-1" is forbidden: '
+     "exceeded quota: q"),
+    # a FailedDelete keeps its own reason; a message over several lines is one line
+    (deployment_with([("ReplicaFailure", "True", "FailedDelete", "a\n  b")], replicas=3, updatedReplicas=2,
+                     availableReplicas=2),
+     "waiting for rollout to finish: 1 old replicas pending termination; FailedDelete: a b"),
+    # ReplicaFailure False (or gone) says nothing
+    (deployment_with([("ReplicaFailure", "False", "FailedCreate", "old")], replicas=2, updatedReplicas=2,
+                     availableReplicas=1),
+     "waiting for rollout to finish: 1 of 2 replicas available"),
+    # FailedCreate wins over an unschedulable pod: nothing placed before it is made
+    (deployment_with([("ReplicaFailure", "True", "FailedCreate", "q"), ("PodScheduled", "False", "Unschedulable", "n")],
+                     replicas=2, updatedReplicas=2, availableReplicas=1),
+     "waiting for rollout to finish: 1 of 2 replicas available; FailedCreate: q"),
+])
+def test_progressing_names_the_reason(obj, message):
+    assert deployment.health(obj) == Health(Status.PROGRESSING, message)
+
+
+def test_past_the_deadline_it_is_degraded_with_the_reason():
+    obj = deployment_with([("Progressing", "False", "ProgressDeadlineExceeded", 'ReplicaSet "web-1" has timed out '
+                            "progressing."), ("ReplicaFailure", "True", "FailedCreate", "refused")])
+    assert deployment.health(obj) == Health(Status.DEGRADED, 'Deployment web exceeded its progress deadline: '
+                                                             'ReplicaSet "web-1" has timed out progressing.; '
+                                                             "FailedCreate: refused")
+
+
+def pod(name, *conditions):
+    return {"metadata": {"name": name},
+            "status": {"conditions": [dict(zip(("type", "status", "reason", "message"), c)) for c in conditions]}}
+
+
+def test_with_pods_takes_the_first_unschedulable_pod_by_name_and_cuts_its_message():
+    live = deployment_with(replicas=2, updatedReplicas=2, availableReplicas=0)
+    pods = [pod("web-b", ("PodScheduled", "False", "Unschedulable", "b" * 2000)),
+            pod("web-a", ("PodScheduled", "False", "Unschedulable", "a")), pod("web-c", ("PodScheduled", "True"))]
+    assert deployment.health(deployment.with_pods(live, pods)).message.endswith("; FailedScheduling: a")
+    cut = deployment.with_pods(live, pods[:1])["status"]["conditions"][-1]["message"]
+    assert cut == "b" * deployment.MAX_MESSAGE
+    assert deployment.with_pods(live, [pods[2], {"metadata": {}}, {"status": {"conditions": ["junk"]}}]) is live
+
+
+@pytest.mark.parametrize("obj, waits", [
+    (None, False),
+    (deployment_with(replicas=2, updatedReplicas=2, availableReplicas=1), True),
+    (deployment_with(replicas=2, updatedReplicas=2, availableReplicas=2), False),  # healthy: no read
+    (deployment_with(replicas=1, updatedReplicas=1), False),  # pods still to be made
+    (deployment_with(replicas=3, updatedReplicas=2, availableReplicas=1), False),  # old ones terminating
+    (deployment_with([("ReplicaFailure", "True", "FailedCreate", "q")], replicas=2, updatedReplicas=2), False),
+    ({**deployment_with(replicas=2, updatedReplicas=2), "metadata": {"name": "web", "generation": 2}}, False),
+    ({**deployment_with(replicas=2, updatedReplicas=2), "spec": {"replicas": 2, "paused": True}}, False),
+    ({**deployment_with(replicas=2, updatedReplicas=2), "metadata": {"name": "web", "generation": 1,
+                                                                      "deletionTimestamp": "2026-01-01T00:00:00Z"}},
+     False),
+])
+def test_waits_for_pods(obj, waits):
+    assert deployment.waits_for_pods(obj) is waits
