@@ -261,9 +261,11 @@ _PLACEMENT = {
     },
 }
 
+MAX_VOLUMES = 64
+"""Entries of ``spec.volumes`` at most (the schema's ``maxProperties``)."""
 _VOLUMES = {
     "type": "object",
-    "maxProperties": 64,
+    "maxProperties": MAX_VOLUMES,
     "description": "Scratch directories in the container, by absolute mount path, each {emptyDir: {sizeLimit: "
     "QUANTITY, medium: Memory}} (both optional): empty when a pod starts and gone with it, writable even with "
     "security.readOnlyRootFilesystem. A path may not be, hold or lie in a path of files or of another volume.",

@@ -173,8 +173,8 @@ def add_snippets_switch(parser: argparse.ArgumentParser) -> None:
 
 
 def add_security_profile_flag(parser: argparse.ArgumentParser) -> None:
-    """``--default-security-profile`` (``sync``, ``diff``, ``run`` and ``explain``, which renders
-    the children to show drift): ``restricted`` or ``none``, default ``none``."""
+    """``--default-security-profile`` (``sync``, ``diff``, ``run``, ``explain``, which renders
+    the children to show drift, and ``validate``, which refuses what the pass would under it): ``restricted`` or ``none``, default ``none``."""
     from agent.api.schema import SECURITY_PROFILES
 
     parser.add_argument(

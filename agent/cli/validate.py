@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.api import crd
-from agent.kinds import ingress
-from agent.manifests import loader as manifests
+from agent.kinds import ingress, podspec
+from agent.manifests import loader as manifests, specrules
 from agent.manifests.loader import Manifest, ManifestError
 from agent.source import mirror as source, snapshot as snapshots
 
@@ -188,11 +188,13 @@ def _kind(mode: int) -> str:
 
 
 def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] = (),
-          allow_snippets: bool = False) -> Result:
+          allow_snippets: bool = False, default_profile: str = podspec.NONE) -> Result:
     """Validate ``files`` (path -> bytes) as ``sync`` would, plus the apply-time rules of the
     module docstring. ``refused``: problems found while reading (kept in the result);
     ``allow_snippets``: ``--allow-ingress-snippets`` (else an Ingress annotation that injects
-    controller configuration is a problem at its own line, ``ingress.snippets``).
+    controller configuration is a problem at its own line, ``ingress.snippets``);
+    ``default_profile``: ``--default-security-profile``, under which a spec without a profile is
+    checked as the pass renders it (``_profile_problems``).
     Raises ValueError for an invalid default ``namespace``."""
     loaded = manifests.load(files, namespace, max_file_bytes=MAX_FILE_BYTES)
     errors = list(refused) + loaded.errors
@@ -202,6 +204,7 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
         if not allow_snippets:
             found += [(("spec", "ingress", "annotations", key), ingress.snippet_refusal(key))
                       for key in ingress.snippets(manifest.body.get("spec") or {})]
+        found += _profile_problems(manifest.body, default_profile)
         if not found:
             valid.append(manifest)
             continue
@@ -213,15 +216,30 @@ def check(files: dict[str, bytes], namespace: str, refused: list[ManifestError] 
                   errors=[unique[k] for k in sorted(unique)])
 
 
+def _profile_problems(body: dict, default_profile: str) -> list[tuple[tuple, str]]:
+    """What the pass refuses of the Application ``body`` only because ``default_profile`` gives
+    its spec a profile (``podspec.with_default_profile``; ``runAsUser: 0`` under ``restricted``),
+    each as (path from the document, message; the rule's message names the flag). Empty when the spec names a
+    profile, or the default is ``none``."""
+    spec = body.get("spec")
+    profiled = podspec.with_default_profile(spec, default_profile)
+    if profiled is spec:
+        return []
+    name = (body.get("metadata") or {}).get("name", "")
+    return [(("spec",) + where, why)
+            for where, why in specrules.live_problems(profiled, name)
+            if (where, why) not in specrules.live_problems(spec, name)]
+
+
 def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace: str = "default",
         cache_dir: str | None = None, fetch_timeout: float = 60.0,
         credentials: source.Credentials | None = None, submodules: bool = True,
-        allow_snippets: bool = False) -> Result:
+        allow_snippets: bool = False, default_profile: str = podspec.NONE) -> Result:
     """Validate a directory (``repo`` None: ``path`` on disk) or the files under ``path`` in
     the commit ``ref`` of ``repo`` (fetched into ``cache_dir`` as ``sync`` does).
     ``submodules``: follow submodules under ``path`` (False: one there is a problem, as for
     ``sync --no-submodules``). Never raises for bad input: a source that cannot be read sets
-    ``Result.fatal``. ``allow_snippets``: ``--allow-ingress-snippets`` (``check``)."""
+    ``Result.fatal``. ``allow_snippets``, ``default_profile``: as ``check``'s."""
     started = time.monotonic()
     commit = fetch_seconds = None
     try:
@@ -235,7 +253,7 @@ def run(*, path: str, repo: str | None = None, ref: str | None = None, namespace
                                    submodules=submodules)
             files = snapshot.files
             refused = [ManifestError(p, None, None, m) for p, m in snapshot.problems]
-        result = check(files, namespace, refused, allow_snippets)
+        result = check(files, namespace, refused, allow_snippets, default_profile)
     except (OSError, source.SourceError, ValueError) as err:
         result = Result(fatal=source.redact(str(err), repo))
     result.commit, result.fetch_seconds = commit, fetch_seconds

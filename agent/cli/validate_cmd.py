@@ -47,6 +47,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_credential_flags(parser)
     flags.add_submodules_switch(parser)
     flags.add_snippets_switch(parser)
+    flags.add_security_profile_flag(parser)
     flags.add_log_flags(parser, _env)
     sourceflags.add_output_flags(parser)
 
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     creds = sourceflags.credentials(args) if args.repo else None
     result = validate.run(path=args.path, repo=args.repo, ref=args.ref, namespace=args.namespace,
                           cache_dir=args.cache_dir, fetch_timeout=args.fetch_timeout, credentials=creds,
-                          submodules=args.submodules, allow_snippets=args.allow_ingress_snippets)
+                          submodules=args.submodules, allow_snippets=args.allow_ingress_snippets,
+                          default_profile=args.default_security_profile)
     code = exitcodes.OK if result.ok else exitcodes.FAILED
     logging.getLogger("agent.validate").info("validated %s", source.redact(args.repo or args.path, args.repo), extra={
         "fields": {"commit": result.commit, "files": result.files, "applications": len(result.manifests),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from agent.api import quantity
-from agent.api.schema import FILE_PATH_PATTERN, SPREAD_KEYS
+from agent.api.schema import FILE_PATH_PATTERN, MAX_VOLUMES, SPREAD_KEYS
 from agent.manifests.metadata import KEY_RULE, VALUE_RULE, label_value_ok, qualified_name_ok
 from agent.manifests.nodes import show as _show
 
@@ -90,9 +90,10 @@ def _volumes(volumes, files) -> list[tuple[tuple, str]]:
     """Each volume's path absolute (``PATH_RULE``) and apart from every path of ``files`` and of
     the other volumes (``OVERLAP_RULE``: said on the volume, and between two volumes on the one
     that lies under the other); its ``sizeLimit`` a quantity above 0 (the API server refuses a
-    negative one; 0 would evict the pod on its first write)."""
+    negative one; 0 would evict the pod on its first write). Nothing past ``MAX_VOLUMES``
+    entries: the schema refuses their count, and the overlap check compares every pair."""
     out: list[tuple[tuple, str]] = []
-    if not isinstance(volumes, dict):
+    if not isinstance(volumes, dict) or len(volumes) > MAX_VOLUMES:
         return out
     good = [p for p in volumes if isinstance(p, str) and re.fullmatch(FILE_PATH_PATTERN, p)
             and not any(part in (".", "..") for part in p.split("/"))]

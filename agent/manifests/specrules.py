@@ -12,7 +12,7 @@ import re
 
 from agent.api import quantity
 from agent.api.schema import (ENV_NAME_PATTERN, FILE_PATH_PATTERN, HOST_PATTERN, HTTP_PATH_PATTERN, KEY_PATTERN,
-                              MAIN_PORT_NAME, QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
+                              MAIN_PORT_NAME, MAX_INT32, QUANTITY_PATTERN, SPEC_VALIDATOR, STRICT_SPEC_VALIDATOR,
                               SUBDOMAIN_PATTERN, did_you_mean)
 from agent.kinds import configmap, job, podspec, render
 from agent.manifests import podrules, schedulerules
@@ -441,6 +441,11 @@ def _maps(spec: dict) -> list[tuple[tuple, str]]:
     return out
 
 
+INT32_RULE = f"must be at most {MAX_INT32}"
+"""A number the API server stores as int32 (``intstr.IntOrString``: a rolling update's and a
+PodDisruptionBudget's numbers) and refuses above it."""
+
+
 def _rollout(rollout) -> list[tuple[tuple, str]]:
     """maxSurge and maxUnavailable: a number >= 0 or a percentage (maxUnavailable at most
     100%), not both 0, as the API server checks a rolling update."""
@@ -455,6 +460,8 @@ def _rollout(rollout) -> list[tuple[tuple, str]]:
         if isinstance(value, int):
             if value < 0:
                 out.append((("rollout", name), f"must be a number >= 0 or a percentage such as 25% (got {value})"))
+            elif value > MAX_INT32:
+                out.append((("rollout", name), f"{INT32_RULE} (got {value})"))
             zero.append(value == 0)
         elif isinstance(value, str):
             if not PERCENT.fullmatch(value):
@@ -489,7 +496,9 @@ def _disruption_budget(spec: dict) -> list[tuple[tuple, str]]:
             continue
         percent, number = isinstance(value, str), int(value[:-1]) if isinstance(value, str) else value
         replicas = _fixed(spec)
-        if percent and number > 100:
+        if not percent and number > MAX_INT32:
+            out.append((where, f"{INT32_RULE} (got {value})"))
+        elif percent and number > 100:
             out.append((where, f"must be at most 100% (got {_show(value)})"))
         elif name == "maxUnavailable" and number == 0:
             out.append((where, f"must not be 0: {DRAIN_HANGS}; give at least 1 (got {_show(value)})"))

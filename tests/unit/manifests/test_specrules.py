@@ -137,6 +137,8 @@ SUBDOMAIN = specrules.SUBDOMAIN_RULE
     ({"rollout": {"maxSurge": "25%", "maxUnavailable": 0, "progressDeadlineSeconds": 120}}, []),
     ({"rollout": {"maxSurge": 0, "maxUnavailable": "0%"}},
      [(("rollout", "maxUnavailable"), "must not be 0 when maxSurge is 0: no pod could be replaced")]),
+    ({"rollout": {"maxSurge": 2147483648}}, [(("rollout", "maxSurge"), "must be at most 2147483647 (got 2147483648)")]),
+    ({"rollout": {"maxUnavailable": 2147483647}}, []),
     ({"rollout": {"maxSurge": "lots"}},
      [(("rollout", "maxSurge"), 'must be a number >= 0 or a percentage such as 25% (got "lots")')]),
     ({"rollout": {"maxSurge": -1}},
@@ -402,6 +404,11 @@ DRAIN = specrules.DRAIN_HANGS
      [(("disruptionBudget", "minAvailable"), 'must be a number >= 0 or a percentage such as 25% (got "half")')]),
     ({"disruptionBudget": {"minAvailable": "1"}},
      [(("disruptionBudget", "minAvailable"), 'must be a number >= 0 or a percentage such as 25% (got "1")')]),
+    ({"disruptionBudget": {"maxUnavailable": 2147483648}},
+     [(("disruptionBudget", "maxUnavailable"), "must be at most 2147483647 (got 2147483648)")]),
+    ({"disruptionBudget": {"minAvailable": 99999999999999999999999}},
+     [(("disruptionBudget", "minAvailable"), "must be at most 2147483647 (got 99999999999999999999999)")]),
+    ({"disruptionBudget": {"maxUnavailable": 2147483647}}, []),
     ({"disruptionBudget": {"maxUnavailable": "150%"}},
      [(("disruptionBudget", "maxUnavailable"), 'must be at most 100% (got "150%")')]),
     ({"disruptionBudget": {"maxUnavailable": 0.5}},
@@ -488,6 +495,9 @@ def test_placement_problems(fields, expected):
     ({"volumes": {"/data": {"emptyDir": {}}, "/data/cache": {"emptyDir": {}}}},
      [(("volumes", "/data/cache"), f"lies under the volume /data: {OVERLAP}")]),
     ({"volumes": {"/data": {}}}, [(("volumes", "/data", "emptyDir"), "is required")]),
+    # past the count the schema allows, only the count is said (the overlap check compares every pair)
+    ({"volumes": {f"/v{n}": {"emptyDir": {}} for n in range(65)}},
+     [(("volumes",), "must have at most 64 entries (got 65)")]),
     ({"volumes": {"/data": {"emptyDir": {"medium": "Disk"}}}},
      [(("volumes", "/data", "emptyDir", "medium"), 'must be one of Memory (got "Disk")')]),
     ({"volumes": {"/data": {"emptyDir": {"sizeLimit": "0"}}}},
@@ -513,3 +523,10 @@ def test_placement_and_volume_refusals_name_the_file_line_and_field():
     assert [str(e) for e in result.errors] == [
         f'web.yaml:11: spec.placement.tolerations[0].value: {podrules.EXISTS_VALUE_RULE} (got "yes")',
         f"web.yaml:15: spec.volumes./etc/app: overlaps the file /etc/app/a.conf (spec.files): {OVERLAP}"]
+
+
+def test_many_volumes_are_refused_by_their_count_without_comparing_every_pair():
+    """5,000 volume paths: one problem, the count, found without the pairwise overlap check."""
+    volumes = {f"/v{n}": {"emptyDir": {}} for n in range(5000)}
+    assert podrules.problems({"volumes": volumes}) == []
+    assert problems(volumes=volumes) == [(("volumes",), "must have at most 64 entries (got 5000)")]
