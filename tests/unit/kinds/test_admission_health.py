@@ -91,8 +91,8 @@ def test_with_pods_takes_the_first_unschedulable_pod_by_name_and_cuts_its_messag
     (None, False),
     (deployment_with(replicas=2, updatedReplicas=2, availableReplicas=1), True),
     (deployment_with(replicas=2, updatedReplicas=2, availableReplicas=2), False),  # healthy: no read
-    (deployment_with(replicas=1, updatedReplicas=1), False),  # pods still to be made
-    (deployment_with(replicas=3, updatedReplicas=2, availableReplicas=1), False),  # old ones terminating
+    (deployment_with(replicas=1, updatedReplicas=1), True),  # pods still to be made
+    (deployment_with(replicas=3, updatedReplicas=2, availableReplicas=1), True),  # old ones terminating
     (deployment_with([("ReplicaFailure", "True", "FailedCreate", "q")], replicas=2, updatedReplicas=2), False),
     ({**deployment_with(replicas=2, updatedReplicas=2), "metadata": {"name": "web", "generation": 2}}, False),
     ({**deployment_with(replicas=2, updatedReplicas=2), "spec": {"replicas": 2, "paused": True}}, False),
