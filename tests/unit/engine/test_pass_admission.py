@@ -231,3 +231,23 @@ def test_a_refused_pod_is_degraded_from_the_conditions_transition_without_a_pod_
     assert world.kube.pod_reads == 0
     assert report.health[f"{NS}/web"] == {"status": "Degraded", "message": 'Deployment: FailedCreate: pods "web-1" is '
                                           'forbidden: violates PodSecurity "restricted:latest"'}
+
+
+def test_run_judges_a_pending_grace_again_without_any_object_moving(world, monkeypatch):
+    def versions(kind, namespace, name, read):
+        stored = world.kube.stored(kind, namespace, name) if kind else None
+        return stored["metadata"]["resourceVersion"] if stored else read
+    steady = steady_.Steady(versions=versions)
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync(steady=steady)
+    waiting(world)
+    failing_pod(world, "web-1")
+    report = world.sync(steady=steady)
+    assert report.health[f"{NS}/web"]["status"] == "Progressing" and f"{NS}/web" in report.rechecks
+    later(monkeypatch, 121)  # run's retry pass at the grace's end: nothing watched moved
+    report = world.sync(steady=steady)
+    assert report.health[f"{NS}/web"]["status"] == "Degraded" and not report.rechecks
+    assert world.app("web")["status"]["health"]["message"].startswith("Deployment: ImagePullBackOff: ")
+    reads = world.kube.pod_reads
+    report = world.sync(steady=steady)  # decided: kept steady, no pod read
+    assert world.kube.pod_reads == reads and report.health[f"{NS}/web"]["status"] == "Degraded"
