@@ -106,7 +106,7 @@ def health(obj: Obj | None) -> Health:
         if condition.get("type") == "Progressing" and condition.get("status") == "False" \
                 and condition.get("reason") == "ProgressDeadlineExceeded":
             return Health(Status.DEGRADED, f"Deployment {name} exceeded its progress deadline: "
-                                           f"{condition.get('message', '')}".rstrip(": ") + why)
+                                           f"{condition.get('message', '')}".rstrip(": ") + blocked(status, False))
     want = spec.get("replicas", 1)
     updated, total = status.get("updatedReplicas", 0), status.get("replicas", 0)
     available = status.get("availableReplicas", 0)
@@ -130,16 +130,17 @@ FAILED_SCHEDULING = "FailedScheduling"
 """What ``health`` calls a pod no node fits: the reason of the scheduler's Event about it."""
 
 
-def blocked(status: Obj) -> str:
+def blocked(status: Obj, grace: bool = True) -> str:
     """``; REASON: MESSAGE`` naming why a Deployment's pods are not made (condition
     ``ReplicaFailure`` True: its reason, ``FailedCreate``; a ``RolloutFailing`` False that
     ``with_pods`` added, first: the failure and when its grace ends) or not placed (a ``PodScheduled``
-    False that ``with_pods`` added: ``FailedScheduling``), or ``""``. The message as one line."""
+    False that ``with_pods`` added: ``FailedScheduling``), or ``""``. The message as one line;
+    ``grace`` False: without when a failure's grace ends (the Deployment is Degraded already)."""
     found = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     failing = found.get(FAILING) or {}
     if failing.get("status") == "False":
-        return f"; {failing.get('reason', '')}: {failing.get('message', '')} (Degraded at {failing.get('failAt', '')} " \
-               "if it lasts)"
+        return f"; {failing.get('reason', '')}: {failing.get('message', '')}" + \
+            (f" (Degraded at {failing.get('failAt', '')} if it lasts)" if grace else "")
     failure = found.get(REPLICA_FAILURE) or {}
     if failure.get("status") == "True":
         return f"; {failure.get('reason') or 'FailedCreate'}: {' '.join(str(failure.get('message', '')).split())}"

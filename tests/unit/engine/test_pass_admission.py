@@ -190,7 +190,7 @@ def test_a_pod_that_cannot_start_is_degraded_after_fail_after_seconds(world):
     assert health["status"] == "Progressing"
     assert f"; ImagePullBackOff: container web: {IMAGE_PULL} (Degraded at " in health["message"]
     due = report.rechecks[f"{NS}/web"]  # the end of the grace: run's next pass then
-    assert report.retry_at == due and 29 <= (due - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 31
+    assert report.retry_at == due and 28 <= (due - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 31
 
 
 def test_past_the_grace_the_reason_is_the_health_message_everywhere(world, monkeypatch):

@@ -173,3 +173,11 @@ def test_fail_after_of_the_spec():
     assert deployment.fail_after(None) == deployment.fail_after({}) == 120
     assert deployment.fail_after({"rollout": {"failAfterSeconds": 30}}) == 30
     assert deployment.fail_after({"rollout": {"failAfterSeconds": True}}) == 120
+
+
+def test_past_the_deadline_a_failure_in_its_grace_is_named_without_its_grace():
+    live = deployment_with([("Progressing", "False", "ProgressDeadlineExceeded", "timed out")], replicas=1,
+                           updatedReplicas=1)
+    seen = deployment.with_pods(live, [container_pod("web-a", "ImagePullBackOff")], NOW, 600)
+    assert deployment.health(seen) == Health(Status.DEGRADED, "Deployment web exceeded its progress deadline: timed "
+                                                              "out; ImagePullBackOff: container web: why")
