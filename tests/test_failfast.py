@@ -51,8 +51,11 @@ def test_run_calls_the_rollout_failed_within_the_grace_without_a_new_commit(
     seen = {}
 
     def degraded():
-        app = get(agent, namespace, cluster.kubeconfig)
-        seen["app"] = app
+        proc = agent.run([sys.executable, "-m", "agent", "get", "web", "-n", namespace, "--kubeconfig",
+                          str(cluster.kubeconfig), "-o", "json"])
+        if proc.returncode != 0:  # the first pass has not made the Application yet
+            return False
+        app = seen["app"] = json.loads(proc.stdout)
         return (app.get("status", {}).get("health") or {}).get("status") == "Degraded"
 
     wait_for(degraded, timeout=GRACE + 30, interval=0.5, what="the Application to be Degraded")
