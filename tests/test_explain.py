@@ -78,8 +78,9 @@ def test_pods_that_cannot_pull_crash_or_be_scheduled_say_why(agent, repo, namesp
                "container=crash pod=crash-" in line and line.endswith("; restarted 5 times") for line in said["crash"])
     assert any(line.startswith("  big-") and "Pending  Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."
                in line for line in said["big"])
-    assert "  Deployment/pull  Progressing  Available: 0/1  (waiting for rollout to finish: 0 of 1 replicas " \
-           "available)" in said["pull"]
+    assert any(line.startswith("  Deployment/pull  Progressing  Available: 0/1  (waiting for rollout to finish: 0 of 1 "
+                               'replicas available; ImagePullBackOff: container pull: Back-off pulling image '
+                               '"registry.invalid/x:1" (Degraded at ') for line in said["pull"])  # within its grace
     assert any("Warning  FailedScheduling  Pod/big-" in line for line in said["big"])
 
 

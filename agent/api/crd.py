@@ -235,9 +235,15 @@ PRINTER_COLUMNS: list = [
         "name": "Age",
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp"
+    },
+    {
+        "name": "Message",
+        "type": "string",
+        "priority": 1,
+        "jsonPath": ".status.health.message"
     }
 ]
-"""``kubectl get applications`` columns."""
+"""``kubectl get applications`` columns (priority 1: only with ``-o wide``)."""
 
 
 def status_schema(children: Mapping[str, dict]) -> dict:

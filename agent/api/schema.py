@@ -425,6 +425,12 @@ SPEC_SCHEMA: dict = {
                 "progressDeadlineSeconds": _integer("Seconds a rollout may make no progress before the "
                                                     "Deployment, and the Application, report Degraded "
                                                     "(Kubernetes' default 600).", 1),
+                "failAfterSeconds": _integer("Seconds a new pod may fail for a reason waiting will not fix "
+                                             "(ImagePullBackOff, ErrImagePull, InvalidImageName, "
+                                             "CreateContainerConfigError, CreateContainerError, CrashLoopBackOff "
+                                             "from 3 restarts, or the pod refused: FailedCreate) before the "
+                                             "Application reports Degraded with that reason (default 120); at "
+                                             "most progressDeadlineSeconds.", 10),
             },
         },
         "ingress": {

@@ -249,7 +249,8 @@ def application_page() -> str:
                  for path, sub, needed in _fields(SPEC_SCHEMA, "spec")]
     status_rows = [(code(path), _type(sub), _rule(sub), text_cell(sub.get("description", "")))
                    for path, sub, _ in _fields(status, "status")]
-    columns = [(code(c["name"]), code(c["jsonPath"]), c["type"]) for c in version["additionalPrinterColumns"]]
+    columns = [(code(c["name"]), code(c["jsonPath"]), c["type"] + (" (`-o wide`)" if c.get("priority") else ""))
+               for c in version["additionalPrinterColumns"]]
     body = ["## spec", "", wrap(SPEC_SCHEMA.get("description", "")), "",
             *table(("field", "type", "required", "rule", "description"), spec_rows),
             "", "## status", "", wrap(status.get("description", "")), "",

@@ -18,6 +18,7 @@ child held by its annotation, is not waited for: the agent leaves it as it is.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from dataclasses import dataclass, field
@@ -153,7 +154,7 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
             for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
                 if plan.owned(child):
                     children.setdefault(plan.owner_key(child), {})[kind.kind] = child
-    _with_pods(kube, {key: children[key] for key in pending if key in children})
+    _with_pods(kube, {key: children[key] for key in pending if key in children}, apps)
     for key, outcome in sorted(pending.items()):
         app = apps.get(key)
         if app is None or app["metadata"].get("deletionTimestamp"):
@@ -168,13 +169,24 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
         _moved(report, key, new["health"], on_change)
 
 
-def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]]) -> None:
-    """Read each Deployment of ``children`` (key -> kind -> child) that waits for pods it has not
-    got (``deployment.waits_for_pods``) with its pods (``deployment.with_pods``), as the pass does
-    (``statuses``), so the wait keeps the ``FailedScheduling`` the pass wrote: one LIST of the
-    agent's pods per namespace that has such a Deployment, none otherwise. A refused read (403)
-    leaves the Deployments as they are. Changes ``children``."""
+def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]], apps: dict[str, Obj]) -> None:
+    """Judge each Deployment of ``children`` (key -> kind -> child) in a rollout at the clock, as
+    the pass does (``statuses``): one that waits for pods it has not got
+    (``deployment.waits_for_pods``) with its pods (``deployment.with_pods``), one whose pods could
+    not be made (``deployment.failed_create``) with none; each with its Application's
+    ``spec.rollout.failAfterSeconds`` (``apps``: key -> live Application). So the wait keeps the
+    reason the pass wrote, and ends (Degraded) as soon as a failure's grace is over. One LIST of
+    the agent's pods per namespace that has a Deployment waiting for pods, none otherwise. A
+    refused read (403) leaves the Deployments as they are. Changes ``children``."""
     slot = deployment.KIND.kind
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def seconds(key: str) -> int:
+        return deployment.fail_after((apps.get(key) or {}).get("spec"))
+
+    for key, kinds in children.items():
+        if deployment.failed_create(kinds.get(slot)):
+            kinds[slot] = deployment.with_pods(kinds[slot], [], now, seconds(key))
     waiting = sorted(key for key, kinds in children.items() if deployment.waits_for_pods(kinds.get(slot)))
     for namespace in sorted({key.partition("/")[0] for key in waiting}):
         try:
@@ -186,7 +198,7 @@ def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]]) -> None:
         for key in (k for k in waiting if k.partition("/")[0] == namespace):
             want = render.selector_labels(key.partition("/")[2]).items()
             mine = [p for p in pods if want <= ((p.get("metadata") or {}).get("labels") or {}).items()]
-            children[key][slot] = deployment.with_pods(children[key][slot], mine)
+            children[key][slot] = deployment.with_pods(children[key][slot], mine, now, seconds(key))
 
 
 def _moved(report: Report, key: str, health: Obj, on_change: OnChange | None) -> None:

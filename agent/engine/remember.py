@@ -27,6 +27,8 @@ def remember(p: Pass, steady: steady_.Steady, planned: AppPlan, applied: AppsApp
     wanted = dict(zip(p.git.keys, p.git.manifests))
     for key, app in applied.in_scope.items():
         hit = planned.hits.get(key)
+        if key in report.rechecks:  # its rollout is judged again at the next pass (``deployment.recheck_at``)
+            continue
         if steady_.Steady.settled(hit, report.commit, report.source_seen) and key not in report.failed:
             entries[key] = hit  # nothing of it moved, nothing was written
             continue

@@ -79,6 +79,11 @@ class Report:
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""
+    rechecks: dict[str, datetime.datetime] = field(default_factory=dict)
+    """``namespace/name`` -> when ``run`` should look again at an Application whose Deployment is
+    in a rollout not yet decided (``deployment.recheck_at``): nothing watched changes when its
+    pods start failing or a failure's grace ends. Such an Application is not kept steady
+    (``remember``); each is also in ``retry_at``."""
     backing_off: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``backoff.Waiting`` for each Application a ``run`` pass skipped."""
     notices: list[Any] = field(default_factory=list)

@@ -8,6 +8,7 @@ same commit since ``run``'s previous pass is not even computed (``steady.Steady.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 from typing import cast
 
@@ -71,20 +72,37 @@ def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
 MAX_POD_READS = 20
 """Deployments whose pods one pass reads (``_with_pods``); the others' health says only what the
 Deployment says, until a later pass."""
+RECHECK_SECONDS = 15.0
+"""Seconds after which ``run`` looks again at a Deployment in a rollout whose pods name no reason
+yet (``deployment.recheck_at``): pods are not watched, so a pod that starts failing changes no
+object the watches see."""
+
+
+def clock() -> datetime.datetime:
+    """The pass's clock (aware, UTC) at which it judges its Deployments' rollouts."""
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
-    """``statuses`` with each Deployment that waits for pods it has not got (``deployment.waits_for_pods``:
-    made but not available, nothing on it saying why) read with its pods (``deployment.with_pods``:
-    one LIST of its namespace's pods by its selector, at most ``MAX_POD_READS`` a pass), so that
-    its health names a pod no node fits (``FailedScheduling``). A steady pass computes no status
-    (``steady.Steady.settled``) and a healthy Deployment waits for nothing: neither sends a
-    request. A read that fails leaves the Deployment as it is."""
+    """``statuses`` with each Deployment in a rollout judged at the pass's clock
+    (``deployment.with_pods``): one that says nothing of why (``deployment.waits_for_pods``) read
+    with its pods (one LIST of its namespace's pods by its selector, at most ``MAX_POD_READS`` a
+    pass), so that its health names a pod no node fits (``FailedScheduling``) or a container that
+    cannot start (``ImagePullBackOff``, ...); one whose pods could not be made
+    (``deployment.failed_create``) with none. Either is Degraded once its failure has lasted
+    ``spec.rollout.failAfterSeconds``. A steady pass computes no status (``steady.Steady.settled``)
+    and an available Deployment is in no rollout: neither sends a request. A read that fails
+    leaves the Deployment as it is. Each Deployment not yet decided is rechecked
+    (``report.rechecks``, ``report.retry_at``: ``deployment.recheck_at``)."""
     out, reads = [], 0
     slot = deployment.KIND.kind
+    now = clock()
     for key, app, outcome, kinds, failed in statuses:
         live = kinds.get(slot)
-        if live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
+        seconds = deployment.fail_after(app.get("spec"))
+        if live is not None and deployment.failed_create(live):
+            kinds = {**kinds, slot: deployment.with_pods(live, [], now, seconds)}
+        elif live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
             reads += 1
             labels_ = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") \
                 or render.selector_labels(app["metadata"]["name"])
@@ -95,7 +113,11 @@ def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
                 if err.status == 0:
                     raise
                 pods = []
-            kinds = {**kinds, slot: deployment.with_pods(live, pods)}
+            kinds = {**kinds, slot: deployment.with_pods(live, pods, now, seconds)}
+        if (judged := kinds.get(slot)) is not None and \
+                (at := deployment.recheck_at(judged, now, min(RECHECK_SECONDS, seconds))) is not None:
+            p.report.rechecks[key] = at
+            p.report.retry_at = at if p.report.retry_at is None else min(p.report.retry_at, at)
         out.append((key, app, outcome, kinds, failed))
     return out
 

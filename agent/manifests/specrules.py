@@ -448,7 +448,8 @@ PodDisruptionBudget's numbers) and refuses above it."""
 
 def _rollout(rollout) -> list[tuple[tuple, str]]:
     """maxSurge and maxUnavailable: a number >= 0 or a percentage (maxUnavailable at most
-    100%), not both 0, as the API server checks a rolling update."""
+    100%), not both 0, as the API server checks a rolling update; failAfterSeconds at most
+    progressDeadlineSeconds (default 600): a grace past the deadline would never end first."""
     out: list[tuple[tuple, str]] = []
     if not isinstance(rollout, dict):
         return out
@@ -473,7 +474,19 @@ def _rollout(rollout) -> list[tuple[tuple, str]]:
             zero.append(int(value[:-1]) == 0)
     if zero == [True, True]:
         out.append((("rollout", "maxUnavailable"), "must not be 0 when maxSurge is 0: no pod could be replaced"))
+    fail, deadline = rollout.get("failAfterSeconds"), rollout.get("progressDeadlineSeconds", PROGRESS_DEADLINE)
+    if _whole(fail) and _whole(deadline) and fail > deadline:
+        out.append((("rollout", "failAfterSeconds"), f"must be at most progressDeadlineSeconds ({deadline}): past "
+                                                     f"the deadline the rollout is Degraded anyway (got {fail})"))
     return out
+
+
+PROGRESS_DEADLINE = 600
+"""A Deployment's ``progressDeadlineSeconds`` when the spec sets none (Kubernetes' default)."""
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _disruption_budget(spec: dict) -> list[tuple[tuple, str]]:

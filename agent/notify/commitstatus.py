@@ -6,7 +6,8 @@ What is posted, per pass and context (issue 32; ``verdict`` is pure):
 - ``success`` when every Application from Git the pass wrote is synced and ``Ready``
   (suspended and kept ones count as done);
 - ``failure`` when any failed (or is Degraded), the description naming how many and the first
-  few, at most 140 characters (GitHub's limit);
+  few, and the health message of the first Degraded one (why its rollout failed), at most 140
+  characters (GitHub's limit);
 - nothing new while some are still rolling out: a later pass that sees them ``Ready`` posts
   ``success`` once.
 
@@ -52,12 +53,25 @@ def _fit(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[:MAX_DESCRIPTION - 3] + "..."
 
 
-def failure_text(failed: list[str], total: int) -> str:
+def failure_text(failed: list[str], total: int, why: tuple[str, str] | None = None) -> str:
     """``2 of 5 Applications failed: ns/a, ns/b`` (the first ``NAMED``, then ``and N more``),
-    cut to ``MAX_DESCRIPTION`` characters."""
+    then, with ``why`` (``(key, health message)`` of a Degraded one), its reason:
+    ``1 of 1 Application failed: ns/a: Deployment: ImagePullBackOff: ...`` (one failed) or
+    ``...; ns/a: MESSAGE``; cut to ``MAX_DESCRIPTION`` characters."""
     names = ", ".join(failed[:NAMED]) + (f" and {len(failed) - NAMED} more" if len(failed) > NAMED else "")
     noun = "Application" if total == 1 else "Applications"
-    return _fit(f"{len(failed)} of {total} {noun} failed: {names}")
+    reason = "" if why is None else f": {why[1]}" if failed == [why[0]] else f"; {why[0]}: {why[1]}"
+    return _fit(f"{len(failed)} of {total} {noun} failed: {names}{reason}")
+
+
+def _degraded_why(report, failed: list[str]) -> tuple[str, str] | None:
+    """(key, health message) of the first of ``failed`` whose health (``report.health``) is
+    Degraded with a message: the reason a rollout failed (``ImagePullBackOff: ...``)."""
+    for key in failed:
+        health = (getattr(report, "health", None) or {}).get(key) or {}
+        if health.get("status") == "Degraded" and health.get("message"):
+            return key, " ".join(str(health["message"]).split())
+    return None
 
 
 def verdict(report) -> tuple[str, str] | None:
@@ -73,7 +87,7 @@ def verdict(report) -> tuple[str, str] | None:
     failed = sorted(set(report.failing()) | {k for k, (_, reason) in ready.items()
                                              if reason in ("Degraded", "Stalled", Reason.TASK_FAILED)})
     if failed:
-        return FAILURE, failure_text(failed, len(apps))
+        return FAILURE, failure_text(failed, len(apps), _degraded_why(report, failed))
     if report.failed_files():
         files = report.failed_files()
         return FAILURE, _fit(f"{len(files)} file{'s' if len(files) != 1 else ''} failed: {', '.join(files[:NAMED])}")

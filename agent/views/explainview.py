@@ -236,14 +236,18 @@ def _deployment_message(spec: dict, status: dict) -> str:
     return f"Deployment is available. Replicas: {have}"
 
 
-def child(kind: str, name: str, obj: dict | None, pods: list[dict] | None = None) -> dict:
+def child(kind: str, name: str, obj: dict | None, pods: list[dict] | None = None,
+          now: datetime.datetime | None = None, seconds: int = deployment.FAIL_AFTER_SECONDS) -> dict:
     """``{"kind", "name", "exists", "health", "message"}`` of one child: its health by the
     agent's rule for the kind (``registry.BY_KIND``) and ``child_message``. ``pods``: the
-    Application's, read with a Deployment that waits for them (``deployment.with_pods``: its
-    health names a pod no node fits, ``FailedScheduling``, as the pass's does)."""
+    Application's, read with a Deployment in a rollout (``deployment.with_pods`` at ``now``, with
+    the Application's ``failAfterSeconds`` ``seconds``: its health names a pod no node fits,
+    ``FailedScheduling``, or a container that cannot start, ``ImagePullBackOff``, Degraded past
+    the grace, as the pass's does)."""
     rule = registry.BY_KIND.get(kind)
-    if kind == deployment.KIND.kind and obj is not None and pods and deployment.waits_for_pods(obj):
-        obj = deployment.with_pods(obj, pods)
+    if kind == deployment.KIND.kind and obj is not None and \
+            (deployment.failed_create(obj) or (pods and deployment.waits_for_pods(obj))):
+        obj = deployment.with_pods(obj, pods or [], now, seconds)
     health = rule.health(obj) if rule else health_.Health(health_.HEALTHY)
     return {"kind": kind, "name": name, "exists": obj is not None, "health": health.as_status(),
             "message": child_message(obj)}
@@ -466,7 +470,8 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                     "changed": commit(changed_commit(app), git.get("changed"))},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
-        "children": [child(k.kind, child_name, children.get(slot), pods) for k, child_name, slot in shown],
+        "children": [child(k.kind, child_name, children.get(slot), pods, now, deployment.fail_after(app.get("spec")))
+                     for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
         "tasks": task_runs,
         "pods": pod_views,

@@ -7,6 +7,8 @@ tests/test_admission.py."""
 
 from __future__ import annotations
 
+import datetime
+
 import jsonschema
 import pytest
 
@@ -145,7 +147,107 @@ def test_a_steady_pass_reads_no_pod_and_reads_are_bounded(world, monkeypatch):
         live = world.child("Deployment", n)
         live["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}
         world.kube.put(live, manager="kube-controller-manager", subresource="status")
+    report = world.sync(steady=steady)
+    assert world.kube.pod_reads == 2
+    # in a rollout not yet decided: looked at again (run's retry pass), never kept steady
+    assert sorted(report.rechecks) == [f"{NS}/{n}" for n in ("a", "b", "c")]
+    assert report.retry_at == min(report.rechecks.values())
     world.sync(steady=steady)
-    assert world.kube.pod_reads == 2
+    assert world.kube.pod_reads == 4
+    for n in ("a", "b", "c"):
+        rolled_out(world, n)
+    report = world.sync(steady=steady)  # available: no read, nothing to look at again
+    assert world.kube.pod_reads == 4 and not report.rechecks
     world.sync(steady=steady)  # nothing moved: its statuses are not even computed
-    assert world.kube.pod_reads == 2
+    assert world.kube.pod_reads == 4
+
+
+IMAGE_PULL = 'Back-off pulling image "registry.example/web:nope"'
+
+
+def later(monkeypatch, seconds: float) -> None:
+    """The pass's clock ``seconds`` from now (the fake cluster stamps each pod's creation now)."""
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    monkeypatch.setattr(statuses, "clock", lambda: moment)
+
+
+def failing_pod(world: World, name: str, reason: str = "ImagePullBackOff", restarts: int = 0) -> None:
+    labels = world.child("Deployment", "web")["spec"]["selector"]["matchLabels"]
+    world.kube.add({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": NS, "labels": labels},
+                    "status": {"phase": "Pending", "containerStatuses": [
+                        {"name": "web", "ready": False, "restartCount": restarts,
+                         "state": {"waiting": {"reason": reason, "message": IMAGE_PULL}}}]}})
+
+
+def test_a_pod_that_cannot_start_is_degraded_after_fail_after_seconds(world):
+    world.commit({"web.yaml": app_yaml("web") + "  rollout:\n    failAfterSeconds: 30\n"})
+    world.sync()
+    waiting(world)
+    failing_pod(world, "web-1")
+    report = world.sync()
+    health = report.health[f"{NS}/web"]
+    assert health["status"] == "Progressing"
+    assert f"; ImagePullBackOff: container web: {IMAGE_PULL} (Degraded at " in health["message"]
+    due = report.rechecks[f"{NS}/web"]  # the end of the grace: run's next pass then
+    assert report.retry_at == due and 28 <= (due - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 31
+
+
+def test_past_the_grace_the_reason_is_the_health_message_everywhere(world, monkeypatch):
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    waiting(world)
+    failing_pod(world, "web-1")
+    later(monkeypatch, 121)
+    report = world.sync()
+    degraded = {"status": "Degraded", "message": f"Deployment: ImagePullBackOff: container web: {IMAGE_PULL}"}
+    assert report.health[f"{NS}/web"] == degraded
+    assert world.app("web")["status"]["health"] == degraded
+    assert f"{NS}/web" not in report.rechecks  # decided: nothing to look at again
+    assert report.readiness[f"{NS}/web"][0] == "False"
+
+
+@pytest.mark.parametrize("restarts, status", [(2, "Progressing"), (3, "Degraded")])
+def test_a_crash_loop_counts_from_three_restarts(world, monkeypatch, restarts, status):
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    waiting(world)
+    failing_pod(world, "web-1", "CrashLoopBackOff", restarts=restarts)
+    later(monkeypatch, 121)
+    health = world.sync().health[f"{NS}/web"]
+    assert health["status"] == status
+    assert ("CrashLoopBackOff" in health["message"]) is (status == "Degraded")
+
+
+def test_a_refused_pod_is_degraded_from_the_conditions_transition_without_a_pod_read(world):
+    world.commit({"web.yaml": app_yaml("web") + "  rollout:\n    failAfterSeconds: 60\n"})
+    world.sync()
+    live = world.child("Deployment", "web")
+    live["status"] = {"observedGeneration": 1, "replicas": 0, "updatedReplicas": 0, "conditions": [
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "lastTransitionTime": "2020-01-01T00:00:00Z",
+         "message": 'pods "web-1" is forbidden: violates PodSecurity "restricted:latest"'}]}
+    world.kube.put(live, manager="kube-controller-manager", subresource="status")
+    report = world.sync()
+    assert world.kube.pod_reads == 0
+    assert report.health[f"{NS}/web"] == {"status": "Degraded", "message": 'Deployment: FailedCreate: pods "web-1" is '
+                                          'forbidden: violates PodSecurity "restricted:latest"'}
+
+
+def test_run_judges_a_pending_grace_again_without_any_object_moving(world, monkeypatch):
+    def versions(kind, namespace, name, read):
+        stored = world.kube.stored(kind, namespace, name) if kind else None
+        return stored["metadata"]["resourceVersion"] if stored else read
+    steady = steady_.Steady(versions=versions)
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync(steady=steady)
+    waiting(world)
+    failing_pod(world, "web-1")
+    report = world.sync(steady=steady)
+    assert report.health[f"{NS}/web"]["status"] == "Progressing" and f"{NS}/web" in report.rechecks
+    later(monkeypatch, 121)  # run's retry pass at the grace's end: nothing watched moved
+    report = world.sync(steady=steady)
+    assert report.health[f"{NS}/web"]["status"] == "Degraded" and not report.rechecks
+    assert world.app("web")["status"]["health"]["message"].startswith("Deployment: ImagePullBackOff: ")
+    reads = world.kube.pod_reads
+    report = world.sync(steady=steady)  # decided: kept steady, no pod read
+    assert world.kube.pod_reads == reads and report.health[f"{NS}/web"]["status"] == "Degraded"

@@ -2,6 +2,7 @@
 wait's verdict, and the loop itself against an in-memory cluster whose Deployment becomes ready,
 never does, or is past its deadline; plus ``statuswrite.write_source_unavailable``."""
 
+import datetime
 import threading
 
 import pytest
@@ -227,3 +228,39 @@ def test_the_wait_keeps_naming_a_pod_no_node_fits_and_reads_pods_only_while_one_
                                                            "available; FailedScheduling: 0/1 nodes are available: 1 "
                                                            "Insufficient cpu."}
     assert cluster.pod_lists == [("ns", "app.kubernetes.io/managed-by=gitops-agent")] * 2  # not at the ready look
+
+
+class Failing(Cluster):
+    """``Cluster`` whose Deployment's one pod cannot pull its image, created ``age`` seconds ago."""
+
+    def __init__(self, *args, age: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.created = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=age)) \
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def list_in(self, group, kind, namespace, selector=None):
+        if kind != "Pod":
+            return super().list_in(group, kind, namespace, selector)
+        labels = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
+        return [{"metadata": {"name": "web-1", "labels": labels, "creationTimestamp": self.created},
+                 "status": {"containerStatuses": [{"name": "web", "restartCount": 0, "state": {"waiting": {
+                     "reason": "ErrImagePull", "message": 'pull access denied for "nope"'}}}]}}]
+
+
+def test_the_wait_ends_failed_as_soon_as_the_grace_of_a_pod_that_cannot_start_is_over():
+    cluster = Failing(["web"], age=118.5)
+    seen = []
+    result = readiness.wait(cluster, report_for(["web"]), 30, threading.Event(), poll=0.1,
+                            on_change=lambda key, health: seen.append(health))
+    assert result.result == "failed" and 0.3 <= result.seconds <= 5
+    assert seen[0]["status"] == "Progressing" and "; ErrImagePull: container web: " in seen[0]["message"]
+    assert seen[-1] == {"status": "Degraded",
+                        "message": "Deployment: ErrImagePull: container web: pull access denied for \"nope\""}
+    assert cluster.apps["web"]["status"]["health"] == seen[-1]
+
+
+def test_the_wait_reads_the_grace_of_the_applications_spec():
+    cluster = Failing(["web"], age=30)
+    cluster.apps["web"]["spec"]["rollout"] = {"failAfterSeconds": 20}
+    result = readiness.wait(cluster, report_for(["web"]), 30, threading.Event(), poll=0.01)
+    assert result.result == "failed" and cluster.looks == 1

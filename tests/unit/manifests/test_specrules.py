@@ -144,6 +144,16 @@ SUBDOMAIN = specrules.SUBDOMAIN_RULE
     ({"rollout": {"maxSurge": -1}},
      [(("rollout", "maxSurge"), "must be a number >= 0 or a percentage such as 25% (got -1)")]),
     ({"rollout": {"maxUnavailable": "150%"}}, [(("rollout", "maxUnavailable"), 'must be at most 100% (got "150%")')]),
+    ({"rollout": {"failAfterSeconds": 60, "progressDeadlineSeconds": 60}}, []),
+    ({"rollout": {"failAfterSeconds": 600}}, []),
+    ({"rollout": {"failAfterSeconds": 90, "progressDeadlineSeconds": 60}},
+     [(("rollout", "failAfterSeconds"), "must be at most progressDeadlineSeconds (60): past the deadline the "
+                                        "rollout is Degraded anyway (got 90)")]),
+    ({"rollout": {"failAfterSeconds": 601}},
+     [(("rollout", "failAfterSeconds"), "must be at most progressDeadlineSeconds (600): past the deadline the "
+                                        "rollout is Degraded anyway (got 601)")]),
+    ({"rollout": {"failAfterSeconds": 5}},
+     [(("rollout", "failAfterSeconds"), "must be an integer between 10 and 2147483647 (got 5)")]),
     ({"rollout": {"progressDeadlineSeconds": 0}},
      [(("rollout", "progressDeadlineSeconds"), "must be an integer between 1 and 2147483647 (got 0)")]),
     ({"ingress": {"host": "shop.example.com", "path": "/api", "pathType": "Exact", "className": "nginx",

@@ -53,6 +53,17 @@ def test_degraded_is_a_failure():
         "failure", "1 of 2 Applications failed: ns/a")
 
 
+def test_a_degraded_one_names_its_reason():
+    r = report({"ns/a": ("False", "Degraded"), "ns/b": ("False", "Degraded"), "ns/c": ("True", "Healthy")})
+    r.health = {"ns/b": {"status": "Degraded", "message": "Deployment: ImagePullBackOff: container b: back-off"}}
+    assert cs.verdict(r) == ("failure", "2 of 3 Applications failed: ns/a, ns/b; ns/b: Deployment: ImagePullBackOff: "
+                                        "container b: back-off")
+    r = report({"ns/b": ("False", "Degraded")})
+    r.health = {"ns/b": {"status": "Degraded", "message": "Deployment: CrashLoopBackOff: " + "x" * 200}}
+    state, text = cs.verdict(r)
+    assert text.startswith("1 of 1 Application failed: ns/b: Deployment: CrashLoopBackOff: x") and len(text) == 140
+
+
 def test_one_of_one():
     assert cs.verdict(report({"ns/a": ("False", "Stalled")})) == ("failure", "1 of 1 Application failed: ns/a")
 

@@ -196,6 +196,22 @@ def test_a_deployments_health_names_a_pod_no_node_fits_as_the_pass_does():
     assert ev.child("Service", "web", {"kind": "Service"}, [unscheduled])["health"]["status"] == "Healthy"
 
 
+def test_a_deployments_health_names_a_container_that_cannot_start_degraded_past_the_grace():
+    from tests.unit.kinds.test_health import fixture
+
+    live = fixture("deployment-unschedulable")
+    pulling = {"metadata": {"name": "unschedulable-1", "creationTimestamp": "2026-12-06T16:00:00Z"},
+               "status": {"containerStatuses": [{"name": "web", "restartCount": 0, "state": {"waiting": {
+                   "reason": "ImagePullBackOff", "message": 'Back-off pulling image "x"'}}}]}}
+    at = datetime.datetime(2026, 12, 6, 16, 1, 0, tzinfo=datetime.timezone.utc)
+    within = ev.child("Deployment", "unschedulable", live, [pulling], at, 120)["health"]
+    assert within == {"status": "Progressing", "message": "waiting for rollout to finish: 0 of 1 replicas available; "
+                      'ImagePullBackOff: container web: Back-off pulling image "x" (Degraded at 2026-12-06T16:02:00Z if '
+                      "it lasts)"}
+    assert ev.child("Deployment", "unschedulable", live, [pulling], at, 60)["health"] == {
+        "status": "Degraded", "message": 'ImagePullBackOff: container web: Back-off pulling image "x"'}
+
+
 def pod(phase="Pending", ready="False", conditions=(), statuses=(), init=()):
     return {"metadata": {"name": "web-1"},
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}, *conditions],
