@@ -1,0 +1,62 @@
+"""Which of two commits is the newer, and where a ref points now: what forward-only commits need
+(issue 46, ``agent/engine/forward.py``). Git does the work; every command is bounded (``gitproc``).
+
+Why here: only ``agent/source`` runs Git. A local checkout's ``origin`` is read from its own
+config (``git config --get remote.origin.url``): a CI job's checkout is one commit of the
+repository the in-cluster agent syncs, and where that repository's ref points now is known only
+from ``origin``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.source import gitproc, mirror
+
+
+@dataclass(frozen=True)
+class Tip:
+    """Where the ref points now: ``commit`` (full SHA), in the mirror ``where`` (a bare
+    repository holding it, for ``is_ancestor``); ``upstream``: the URL it was read from."""
+
+    commit: str
+    where: Path
+    upstream: str
+
+
+def is_ancestor(where: str | os.PathLike, older: str, newer: str, timeout: float = gitproc.LOCAL_TIMEOUT) -> bool | None:
+    """True when ``older`` is ``newer`` or one of its ancestors in the repository ``where``
+    (``git merge-base --is-ancestor``), False when not, None when either commit is not there (a
+    history rewritten by a force-push, a shallow checkout) or Git failed."""
+    try:
+        gitproc.run(["merge-base", "--is-ancestor", older, newer], cwd=where, timeout=timeout)
+        return True
+    except gitproc.Failed as err:
+        return False if err.status == 1 else None
+    except OSError:
+        return None
+
+
+def origin(path: str) -> str | None:
+    """The ``origin`` remote URL of the local checkout ``path``; None for a URL, a directory
+    that is not a checkout, or a checkout without ``origin``."""
+    if "://" in path or not Path(path).is_dir():
+        return None
+    try:
+        found = gitproc.run(["config", "--get", "remote.origin.url"], cwd=path).strip()
+    except (gitproc.Failed, OSError):
+        return None
+    return found or None
+
+
+def tip(url: str, ref: str | None, cache_dir: str | os.PathLike, known: str, timeout: float, *,
+        credentials: mirror.Credentials | None = None) -> Tip:
+    """Where ``ref`` of the source ``url`` points now. For a local checkout with an ``origin``:
+    where ``origin``'s ref points (fetched into origin's own mirror). Otherwise ``git ls-remote``
+    first, fetched only when it moved from ``known``. Raises ``mirror.SourceError``."""
+    upstream = origin(url) or url
+    found = mirror.fetch(upstream, ref, cache_dir, timeout, credentials=credentials,
+                         known_commit=known if upstream == url else None)
+    return Tip(found.commit or known, mirror.cache_path(cache_dir, upstream, credentials), mirror.redact(upstream))
