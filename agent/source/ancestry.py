@@ -10,10 +10,15 @@ from ``origin``.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.source import gitproc, mirror
+
+
+SHA = re.compile(r"^[0-9a-f]{7,40}$")
+"""A ref that is an abbreviated or full commit SHA."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,11 @@ def tip(url: str, ref: str | None, cache_dir: str | os.PathLike, known: str, tim
         credentials: mirror.Credentials | None = None) -> Tip:
     """Where ``ref`` of the source ``url`` points now. For a local checkout with an ``origin``:
     where ``origin``'s ref points (fetched into origin's own mirror). Otherwise ``git ls-remote``
-    first, fetched only when it moved from ``known``. Raises ``mirror.SourceError``."""
+    first, fetched only when it moved from ``known``. A ``ref`` that is a commit SHA (CI's
+    ``--ref "$COMMIT_SHA"``) says nothing about where the branch is: the remote's ``HEAD`` is
+    asked. Raises ``mirror.SourceError``."""
     upstream = origin(url) or url
-    found = mirror.fetch(upstream, ref, cache_dir, timeout, credentials=credentials,
-                         known_commit=known if upstream == url else None)
+    branch = None if ref is not None and SHA.match(ref) else ref  # a commit pins nothing: its remote's HEAD
+    found = mirror.fetch(upstream, branch, cache_dir, timeout, credentials=credentials,
+                         known_commit=known if upstream == url and branch == ref else None)
     return Tip(found.commit or known, mirror.cache_path(cache_dir, upstream, credentials), mirror.redact(upstream))

@@ -101,3 +101,10 @@ def test_run_behind_a_rollback_does_not_undo_it(world):
     report = world.sync(known_commit=newer, offline=True, steady=steady.Steady())  # run, not yet told
     assert kept_line(report).startswith(f"kept at {older[:12]}") and report.retry_at is not None
     assert image(world.child("Deployment", "web")) == "nginx:1.26"
+
+
+def test_a_pinned_older_commit_is_judged_by_the_branch(world):
+    older, newer = two_commits(world)
+    report = world.sync(ref=older)  # CI's --ref "$COMMIT_SHA" of a pipeline run again
+    assert kept_line(report).startswith(f"kept at {newer[:12]}: the ref is at {newer[:12]}")
+    assert image(world.child("Deployment", "web")) == "nginx:1.27"
