@@ -40,7 +40,7 @@ WINDOW_PER_WORKER = 64  # tasks handed to the pool at once, per worker (see ``or
 
 class Scratch:
     """What one task recorded, in the shape of the pass's ``Report`` (``add``, ``failed``,
-    ``notes``, ``notices``, ``readiness``) plus its own ``failures`` and ``reasons`` (Application key -> message or
+    ``notes``, ``notices``, ``readiness``, ``attributed``) plus its own ``failures`` and ``reasons`` (Application key -> message or
     condition reason), to be replayed in order by ``ordered``."""
 
     def __init__(self) -> None:
@@ -51,6 +51,7 @@ class Scratch:
         self.reasons: dict[str, str] = {}
         self.notices: list[Any] = []  # news.Notice, as ``Report.notices``
         self.readiness: dict[str, tuple[str, str]] = {}  # as ``Report.readiness``
+        self.attributed: dict[str, str] = {}  # as ``Report.attributed``
 
     def add(self, *args: Any, **kwargs: Any) -> None:
         self.added.append((args, kwargs))
@@ -69,6 +70,7 @@ class Scratch:
         report.notes += self.notes
         report.notices += self.notices
         report.readiness.update(self.readiness)
+        report.attributed.update(self.attributed)
         if failures is not None:
             failures.update(self.failures)
         if reasons is not None:
