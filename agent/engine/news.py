@@ -154,6 +154,18 @@ def about(status: Obj) -> str | None:
     return status.get("lastAttemptedCommit") or status.get("lastSyncedCommit")
 
 
+def replaced(old: Obj | None, new: Obj) -> str | None:
+    """The commit whose rollout ``new`` ended undecided: ``deployed(old)`` when ``new`` deploys
+    another commit's content and ``old`` was neither ``Ready`` nor ``failing`` (its rollout was
+    still going on), else None. Its commit status may still say ``pending``: the notifier gives
+    it a final one (``commitstatus.verdicts``, "superseded")."""
+    old = old or {}
+    before = deployed(old)
+    if before is None or deployed(new) in (None, before) or _is(old, ConditionType.READY) or failing(old):
+        return None
+    return before
+
+
 def _before(old: Obj, new: Obj, commit: str | None) -> str | None:
     """The commit deployed before ``commit``: the one ``old`` deployed (``deployed``, else its
     ``lastSyncedCommit``) when it is another; else (``commit`` was already deployed) the revision

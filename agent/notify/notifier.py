@@ -92,8 +92,8 @@ class Notifier:
         statuses (``commitstatus.verdicts``: the pass's commit, and each commit a rollout's
         outcome is about) unless each is known to be posted already. The commits looked at
         besides the pass's: those this notifier queued a ``pending`` for and no final status
-        yet (at most ``OPEN``), and the commits the pass's notices name (``commit``,
-        ``previous_commit``: a rollout's outcome moved, or a content replaced one). So a
+        yet (at most ``OPEN``), those the pass's notices are about (a rollout's outcome moved),
+        and those whose rollout a new content ended undecided (``report.replaced``). So a
         commit's ``pending`` is followed by its final state, after a restart too, and no pass
         reads the statuses of every commit its Applications came from."""
         s = self.settings
@@ -105,7 +105,7 @@ class Notifier:
                 self._outbox.put(outbox.Message("webhook", what, lambda t, b=body: self._webhook.send(b, t), about))
         if self._poster is None:
             return
-        named = [sha for n in report.notices for sha in (n.commit, n.previous_commit) if sha]
+        named = [n.commit for n in report.notices if n.commit] + sorted(report.replaced)
         with self._lock:
             candidates = [*self._open, *named]
         for post in commitstatus.verdicts(report, candidates):

@@ -297,3 +297,16 @@ def test_deployed_and_about():
     assert news.about(status(commit=R, lastChangedCommit=B)) == B
     assert news.about(status(commit=R, lastChangedCommit=B, **FAILED)) == R
     assert news.about(status(commit=R)) == R
+
+
+def test_replaced_names_a_commit_whose_rollout_a_new_content_ended_undecided():
+    rolling = synced_at({}, {"image": "web:1"}, A)
+    rolling.update(PROGRESSING)
+    rolling["conditions"] = status(**PROGRESSING)["conditions"]
+    assert news.replaced(rolling, synced_at(rolling, {"image": "web:2"}, B)) == A
+    assert news.replaced(rolling, synced_at(rolling, {"image": "web:1"}, B)) is None  # the same content
+    ready = synced_at({}, {"image": "web:1"}, A)
+    assert news.replaced(ready, synced_at(ready, {"image": "web:2"}, B)) is None  # A's rollout was decided
+    failed = {**ready, **status(commit=A, ready=("False", "Degraded", "x"), health="Degraded")}
+    assert news.replaced(failed, synced_at(failed, {"image": "web:2"}, B)) is None
+    assert news.replaced(None, ready) is None and news.replaced({}, ready) is None

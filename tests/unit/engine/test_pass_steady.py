@@ -277,6 +277,7 @@ def test_each_outcome_is_attributed_to_the_commit_that_changed_its_application(w
     second = world.commit({"db.yaml": app_yaml("db", image="postgres:16"), "README.md": "x"})
     report = world.sync(steady=steady)
     assert report.attributed == {f"{NS}/db": second, f"{NS}/web": first}
+    assert report.replaced == {first}  # db's rollout of the first commit was not decided: its status may be pending
     third = world.commit({"README.md": "y"})
     assert world.sync().attributed == {f"{NS}/db": second, f"{NS}/web": first} and third
     world.kube.fail("apply", f"Deployment/{NS}/web", ApiError(422, "Invalid", "refused"), times=None)

@@ -401,10 +401,10 @@ def test_a_rollout_that_fails_after_a_later_commit_fails_its_own_commit_and_none
         n.started("5" * 40)
         n.finished(attributed_report("5" * 40, {"ns/web": ("False", "Progressing")}, {"ns/web": "5" * 40}))
         n.drain()
-        n = Notifier(settings)  # a restart: the pending is found through the notice that replaced its content
-        replaced = Notice("ns", "web", "Deployed", "info", "deployed", "6" * 40, "5" * 40, "a.yaml")
-        n.finished(attributed_report("6" * 40, {"ns/web": ("True", "Healthy")}, {"ns/web": "6" * 40},
-                                     notices=[replaced]))
+        n = Notifier(settings)  # a restart: the pending is found through the content that replaced it
+        r = attributed_report("6" * 40, {"ns/web": ("True", "Healthy")}, {"ns/web": "6" * 40})
+        r.replaced = {"5" * 40}  # its content replaced before its rollout was decided (news.replaced)
+        n.finished(r)
         n.drain()
         assert host.posted("5" * 40) == [PENDING, ("success", "superseded by 666666666666 before its rollout "
                                                                     "was decided")]
