@@ -81,3 +81,36 @@ def test_a_failed_rollout_fails_its_own_commit_and_deployed_names_the_commits_gi
     assert {sha: last(github, sha)[0] for sha in (good, bad, later, reverted)} == {
         good: "success", bad: "failure", later: "success", reverted: "success"}
     assert agent.proc.poll() is None
+
+
+def test_sync_once_after_sync_once_closes_each_pending(agent, repo, namespace, github, files):  # noqa: F811
+    """One ``sync --once`` per commit, as a CI job runs it: each a new process that remembers
+    nothing. The pass at an unrelated commit fails the bad commit (its ``Degraded`` is about it);
+    a bad commit replaced before its rollout was decided is superseded."""
+    def sync() -> int:
+        return agent.sync(repo.path, "--namespace", namespace, *files).returncode
+
+    repo.write("web.yaml", app_yaml("web"))
+    good = repo.commit()
+    assert agent.sync(repo.path, "--namespace", namespace, "--wait=60s", *files).returncode == 0
+    assert last(github, good) == READY
+    repo.write("web.yaml", failing("image-pull"))
+    bad = repo.commit()
+    assert sync() == 0 and github.posted(bad) == [PENDING]
+    repo.write("README.md", "unrelated\n")
+    later = repo.commit()
+    wait_for(lambda: sync() == 0 and last(github, bad)[0] == "failure", timeout=GRACE + 60, interval=1,
+             what="the bad commit's failure from a pass at the later commit")
+    assert "ImagePullBackOff" in last(github, bad)[1]
+    assert github.posted(later)[1:] == [("success", "no Application changed at this commit (1 synced; a rollout's "
+                                                    "status is on the commit that changed it)")]
+
+    repo.write("web.yaml", failing("image-pull").replace("web:nope", "web:nope-2"))
+    again = repo.commit()
+    assert sync() == 0 and github.posted(again) == [PENDING]
+    repo.write("web.yaml", app_yaml("web", image="nginx:1.26"))  # fixed before the rollout was called failed
+    fixed = repo.commit()
+    assert sync() == 0
+    assert github.posted(again) == [PENDING, ("success", f"superseded by {fixed[:12]} before its rollout was decided")]
+    wait_for(lambda: sync() == 0 and last(github, fixed) == READY, timeout=60, interval=1, what="the fix's success")
+    assert all(last(github, sha) != PENDING for sha in github.statuses)
