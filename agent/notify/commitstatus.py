@@ -95,7 +95,7 @@ def verdict(report, keys: Iterable[str] | None = None, *, of_pass: bool = True) 
     otherwise; ``pending`` while one is not yet ready; else ``success``."""
     if not report.commit:
         return None
-    ready = {k: v for k, v in report.readiness.items() if keys is None or k in set(keys)}
+    ready = report.readiness if keys is None else {k: report.readiness[k] for k in keys if k in report.readiness}
     own = report.failing() if of_pass else []
     apps = sorted(set(ready) | set(own))
     failed = sorted(set(own) | {k for k, (_, reason) in ready.items()
