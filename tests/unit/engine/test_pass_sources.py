@@ -177,3 +177,34 @@ def test_a_mark_without_a_file_names_the_source_alone(two):
     assert changes(report)[-1] == (f"Application/{NS}/web", KEPT, f"not in Git; {why}")
     assert conditions(a.app("web"))["Ready"] == ("False", "PruneSkipped",
                                                  f"no longer in Git at commit {head}; kept because {why}")
+
+
+def test_a_former_source_id_is_this_sources_and_its_applications_are_relabelled_alone(tmp_path):
+    """Upgrade of a checkout with an origin (issue 46): its Applications carry the id the path made
+    (``former``); the new id's pass takes them as its own, rewrites only their label and repository
+    annotation (no child is written: no pod restarts), and then has nothing to do."""
+    world = World(tmp_path, source_id="src-path", repository="/ci/checkout")
+    world.commit({"web.yaml": app_yaml("web"), "api.yaml": app_yaml("api")})
+    world.sync()
+    deployment = world.child("Deployment", "web")
+    report = world.sync(source_id="src-origin", repository="github.com/Org/repo", former_source_ids=("src-path",))
+    assert report.ok and not report.errors
+    assert sorted(c.subject for c in report.changes if c.action == CONFIGURED) == \
+        [f"Application/{NS}/api", f"Application/{NS}/web"]
+    assert [w for w in world.kube.writes if w[0] == "apply"] == [
+        ("apply", f"Application/{NS}/api"), ("apply", f"Application/{NS}/web")]
+    app = world.app("web")
+    assert app["metadata"]["labels"][SOURCE] == "src-origin"
+    assert app["metadata"]["annotations"]["heumsi.github.io/repository"] == "github.com/Org/repo"
+    assert world.child("Deployment", "web") == deployment
+    report = world.sync(source_id="src-origin", repository="github.com/Org/repo", former_source_ids=("src-path",))
+    assert {c.action for c in report.changes} == {UNCHANGED} and not world.kube.writes
+
+
+def test_without_the_former_id_the_upgraded_source_is_refused(tmp_path):
+    """What ``former_source_ids`` prevents: the new id alone meets the old label as another source's."""
+    world = World(tmp_path, source_id="src-path")
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    report = world.sync(source_id="src-origin")
+    assert [c.action for c in report.changes] == [FAILED] and "OwnershipConflict" in report.errors[0]
