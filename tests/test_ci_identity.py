@@ -132,3 +132,33 @@ def test_sync_wait_for_team_a_ends_0_while_team_b_is_broken(agent, repo, namespa
     assert proc.returncode == 2
     assert proc.stdout.splitlines()[-1] == (f"wait failed: -l 'team=c' matches none of the 2 Applications this pass "
                                             "synced from Git: nothing to wait for")
+
+
+def test_reconcile_wait_for_team_a_ends_0_while_team_b_is_broken(
+        start_agent, agent, repo, remote, namespace, objects):  # noqa: F811
+    repo.write("a/web.yaml", team("web", "a"))
+    repo.write("b/api.yaml", team("api", "b", image="registry.invalid/api:nope", broken=True))
+    remote.push()
+    start_agent(remote.url, "--interval", "300", "--namespace", namespace)
+    wait_for(lambda: objects.app(namespace, "web") and objects.app(namespace, "api"), timeout=60,
+             what="run's first pass")
+
+    def reconcile(*args: str, timeout: float = 120):
+        return agent.run([sys.executable, "-m", "agent", "reconcile", *args, "-n", namespace,
+                          "--kubeconfig", str(agent.kubeconfig)], timeout=timeout)
+
+    proc = reconcile("-l", "team=a", "--wait", "--timeout", "90")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"Application/{namespace}/web: sync requested (") and len(lines) == 3
+    assert lines[2].startswith(f"Application/{namespace}/web: healthy: Ready=True")
+    assert "heumsi.github.io/reconcile-requested-at" not in objects.app(namespace, "api")["metadata"].get(
+        "annotations", {})  # team b was not asked
+    proc = reconcile("-l", "team=c")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.strip().splitlines() == [
+        f"error: no Application in namespace {namespace} matches -l 'team=c': nothing to reconcile"]
+    proc = reconcile("web", "api", "--wait", "--timeout", "60", timeout=90)  # both named: the worst, api's
+    assert proc.returncode == 1, proc.stderr
+    assert f"Application/{namespace}/web: healthy: " in proc.stdout
+    assert f"Application/{namespace}/api: Degraded or Stalled, waiting cannot help" in proc.stderr
