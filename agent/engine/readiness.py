@@ -30,7 +30,7 @@ from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
-from agent.kinds import deployment, health as health_, registry, render
+from agent.kinds import deployment, health as health_, registry
 from agent.kube.cluster import ApiError, Cluster
 
 POLL_SECONDS = 1.0
@@ -200,7 +200,7 @@ def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]], apps: dict[st
                 raise
             continue
         for key in (k for k in waiting if k.partition("/")[0] == namespace):
-            want = render.selector_labels(key.partition("/")[2]).items()
+            want = deployment.selected(children[key][slot], key.partition("/")[2]).items()
             mine = [p for p in pods if want <= ((p.get("metadata") or {}).get("labels") or {}).items()]
             children[key][slot] = deployment.with_pods(children[key][slot], mine, now, seconds(key))
 

@@ -23,7 +23,7 @@ from agent.engine.report import KEPT, Report
 
 Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
 """(key, live Application, outcome, slot -> live child, failed): one Application's status to write."""
-from agent.kinds import deployment, job, registry, render
+from agent.kinds import deployment, job, registry
 from agent.kube.cluster import ApiError
 
 
@@ -104,8 +104,7 @@ def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
             kinds = {**kinds, slot: deployment.with_pods(live, [], now, seconds)}
         elif live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
             reads += 1
-            labels_ = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") \
-                or render.selector_labels(app["metadata"]["name"])
+            labels_ = deployment.selected(live, app["metadata"]["name"])
             selector = ",".join(f"{k}={v}" for k, v in sorted(labels_.items()))
             try:
                 pods = p.kube.list_in("", "Pod", live["metadata"]["namespace"], selector)
