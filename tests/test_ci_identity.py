@@ -91,8 +91,10 @@ def test_a_path_synced_before_the_upgrade_is_taken_over_by_its_origin(agent, rep
                                                                       tmp_path):  # noqa: F811
     """An install that synced a checkout recorded its path (as this agent does for a checkout with no
     origin, and did before issue 46 for every checkout). With origin set, the checkout is the
-    origin: the first pass relabels each Application once (no child written), then nothing changes."""
+    origin: the first pass relabels each Application once (no child written) and prunes what left Git,
+    then nothing changes."""
     repo.write("web.yaml", team("web", "a"))
+    repo.write("old.yaml", team("old", "a"))
     remote.push()
     ci = tmp_path / "ci"
     subprocess.run(["git", "clone", "-q", remote.url, str(ci)], check=True, capture_output=True)
@@ -103,16 +105,24 @@ def test_a_path_synced_before_the_upgrade_is_taken_over_by_its_origin(agent, rep
     assert before["metadata"]["annotations"][REPOSITORY] == str(ci.resolve())
     children = {k: v for k, v in objects.versions(namespace, ["web"]).items() if not k.startswith("Application")}
     subprocess.run(["git", "-C", str(ci), "remote", "rename", "upstream", "origin"], check=True)
+    subprocess.run(["git", "-C", str(ci), "-c", "user.email=ci@example.com", "-c", "user.name=CI", "rm", "-q",
+                    "old.yaml"], check=True)
+    subprocess.run(["git", "-C", str(ci), "-c", "user.email=ci@example.com", "-c", "user.name=CI", "commit", "-qm",
+                    "old: removed"], check=True)
     proc = command(agent, "sync", ci, namespace, "--once", "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    assert changed(json.loads(proc.stdout)) == {f"{namespace}/web": [f"Application/{namespace}/web update"]}
+    assert {k: sorted(v) for k, v in changed(json.loads(proc.stdout)).items()} == {
+        f"{namespace}/web": [f"Application/{namespace}/web update"],
+        f"{namespace}/old": [f"Application/{namespace}/old prune", f"Deployment/{namespace}/old prune",
+                             f"Service/{namespace}/old prune"]}  # the old id's, gone from Git: pruned
+    assert objects.app(namespace, "old") is None
     after = objects.app(namespace, "web")
     assert after["metadata"]["annotations"][REPOSITORY] == str(remote.path.resolve())
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert after["metadata"]["labels"][SOURCE] != before["metadata"]["labels"][SOURCE]
     assert {k: v for k, v in objects.versions(namespace, ["web"]).items() if not k.startswith("Application")} == \
         children  # no child written: no pod restarts
-    proc = command(agent, "diff", remote.url, namespace)  # the URL is that one source now
+    proc = command(agent, "sync", ci, namespace, "--once", "--exit-code")  # nothing left to change
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

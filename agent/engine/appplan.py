@@ -44,7 +44,12 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
-    steps, refused = _refused(p, plan.plan(desired, undecided, prune=prune, source=opts.source_id))
+    steps = plan.plan(desired, undecided, prune=prune, source=opts.source_id)
+    if prune and opts.former_source_ids:  # a former id's Applications Git no longer has are this source's
+        held = {plan.identity(app): app for app in undecided}
+        for former in opts.former_source_ids:
+            steps += plan.prunes(held, {s.identity for s in steps}, former)
+    steps, refused = _refused(p, steps)
     steps, prune = _guarded(p, steps, prune, len(owned_live))
     return AppPlan(prune, live_by_key, hits, tuple(desired), notes_of, skipped, steps, frozenset(refused))
 

@@ -36,7 +36,8 @@ class Options:
     annotation (``origin.repository_of``: a checkout's is its ``origin``'s; None:
     ``repository.identity(repo)``); ``former_source_ids``: ids this source had before (a checkout
     with an ``origin`` was its path until issue 46): an Application one of them holds is this
-    source's, and its next apply relabels it (``sources.refuse``)."""
+    source's: its next apply relabels it (``sources.refuse``), and it is pruned when Git no longer has it
+    (``livestate.app_facts_of``, ``appplan.plan_applications``)."""
 
     repo: str
     cache_dir: str

@@ -208,3 +208,29 @@ def test_without_the_former_id_the_upgraded_source_is_refused(tmp_path):
     world.sync()
     report = world.sync(source_id="src-origin")
     assert [c.action for c in report.changes] == [FAILED] and "OwnershipConflict" in report.errors[0]
+
+
+def test_a_former_source_ids_application_git_no_longer_has_is_pruned_in_the_upgrade_pass(tmp_path):
+    """The former id's Applications are this source's for pruning too: one removed from Git in the
+    upgrade pass is pruned with its children, and one whose port Git dropped loses its Service."""
+    world = World(tmp_path, source_id="src-path")
+    world.commit({"web.yaml": app_yaml("web"), "old.yaml": app_yaml("old")})
+    world.sync()
+    world.commit({"web.yaml": app_yaml("web", port=None), "old.yaml": None})
+    report = world.sync(source_id="src-origin", former_source_ids=("src-path",))
+    assert report.ok, report.errors
+    pruned = sorted(c.subject for c in report.changes if c.action == PRUNED)
+    assert pruned == [f"Application/{NS}/old", f"Deployment/{NS}/old", f"Service/{NS}/old", f"Service/{NS}/web"]
+    assert world.app("old") is None and world.child("Service", "web") is None
+    assert world.app("web")["metadata"]["labels"][SOURCE] == "src-origin"
+
+
+def test_another_sources_application_is_not_a_former_ids(tmp_path):
+    """Only the listed former ids: another source's Application Git no longer has stays."""
+    world = World(tmp_path, source_id="other")
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    world.commit({"web.yaml": None, "api.yaml": app_yaml("api")})
+    report = world.sync(source_id="src-origin", former_source_ids=("src-path",))
+    assert report.ok and world.app("web") is not None
+    assert not [c for c in report.changes if c.action == PRUNED]
