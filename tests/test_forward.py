@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-from agent.source import mirror
 from tests.support import api_writes, app_yaml, new_writes, wait_for
 from tests.test_run import remote, start_agent  # noqa: F401 (fixtures)
 
@@ -50,7 +49,6 @@ def test_ci_and_run_on_one_repository_only_move_forward(agent, repo, remote, sta
                                                         cluster, tmp_path):
     repo.write("web.yaml", app_yaml("web", image="nginx:1.26", namespace=namespace))
     first = remote.push()
-    source = mirror.source_id(remote.url)
     running = start_agent(remote.url, "--interval", "3600", "--namespace", namespace)
     wait_for(lambda: image(objects, namespace) == "nginx:1.26", timeout=60, what="run's first pass")
     checkout = tmp_path / "ci"
@@ -65,7 +63,7 @@ def test_ci_and_run_on_one_repository_only_move_forward(agent, repo, remote, sta
 
     watch = Images(objects, namespace, 20)  # run is behind: its passes on the watch events must not go back
     watch.start()
-    proc = agent.sync(checkout, "--namespace", namespace, "--source-id", source)
+    proc = agent.sync(checkout, "--namespace", namespace)  # the checkout is its origin: run's source
     assert proc.returncode == 0, proc.stderr
     watch.join()
     after = watch.seen[watch.seen.index("nginx:1.27"):]
@@ -77,7 +75,7 @@ def test_ci_and_run_on_one_repository_only_move_forward(agent, repo, remote, sta
 
     git(checkout, "checkout", "-q", "--detach", first)  # CI runs an old pipeline again
     before = api_writes(cluster, resources=("applications", "deployments", "services"))
-    proc = agent.sync(checkout, "--namespace", namespace, "--source-id", source)
+    proc = agent.sync(checkout, "--namespace", namespace)  # the checkout is its origin: run's source
     assert proc.returncode == 0, proc.stderr
     assert f"kept at {merged[:12]}: the ref is at {merged[:12]}, not at this pass's commit {first[:12]}" in proc.stdout
     writes = new_writes(before, api_writes(cluster, resources=("applications", "deployments", "services")))

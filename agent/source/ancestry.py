@@ -1,10 +1,9 @@
 """Which of two commits is the newer, and where a ref points now: what forward-only commits need
 (issue 46, ``agent/engine/forward.py``). Git does the work; every command is bounded (``gitproc``).
 
-Why here: only ``agent/source`` runs Git. A local checkout's ``origin`` is read from its own
-config (``git config --get remote.origin.url``): a CI job's checkout is one commit of the
-repository the in-cluster agent syncs, and where that repository's ref points now is known only
-from ``origin``.
+Why here: only ``agent/source`` runs Git. A local checkout's ``origin`` (``origin.origin_url``)
+is where its ref is asked: a CI job's checkout is one commit of the repository the in-cluster
+agent syncs, and where that repository's ref points now is known only from ``origin``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.source import gitproc, mirror
+from agent.source import gitproc, mirror, origin
 
 
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
@@ -44,18 +43,6 @@ def is_ancestor(where: str | os.PathLike, older: str, newer: str, timeout: float
         return None
 
 
-def origin(path: str) -> str | None:
-    """The ``origin`` remote URL of the local checkout ``path``; None for a URL, a directory
-    that is not a checkout, or a checkout without ``origin``."""
-    if "://" in path or not Path(path).is_dir():
-        return None
-    try:
-        found = gitproc.run(["config", "--get", "remote.origin.url"], cwd=path).strip()
-    except (gitproc.Failed, OSError):
-        return None
-    return found or None
-
-
 def tip(url: str, ref: str | None, cache_dir: str | os.PathLike, known: str, timeout: float, *,
         credentials: mirror.Credentials | None = None) -> Tip:
     """Where ``ref`` of the source ``url`` points now. For a local checkout with an ``origin``:
@@ -63,7 +50,7 @@ def tip(url: str, ref: str | None, cache_dir: str | os.PathLike, known: str, tim
     first, fetched only when it moved from ``known``. A ``ref`` that is a commit SHA (CI's
     ``--ref "$COMMIT_SHA"``) says nothing about where the branch is: the remote's ``HEAD`` is
     asked. Raises ``mirror.SourceError``."""
-    upstream = origin(url) or url
+    upstream = (origin.origin_url(url) if origin.is_local_path(url) else None) or url
     branch = None if ref is not None and SHA.match(ref) else ref  # a commit pins nothing: its remote's HEAD
     found = mirror.fetch(upstream, branch, cache_dir, timeout, credentials=credentials,
                          known_commit=known if upstream == url and branch == ref else None)
