@@ -53,7 +53,9 @@ def test_annotated_child_survives_its_application_being_pruned(agent, repo, name
     proc = sync(agent, repo, namespace)
     assert f"Deployment/{namespace}/web kept (not in Git; heumsi.github.io/prune: disabled)" in proc.stdout
     assert f"Service/{namespace}/web pruned" in proc.stdout and f"Application/{namespace}/web pruned" in proc.stdout
-    assert objects.app(namespace, "web") is None and objects.service(namespace, "web") is None
+    # deleted with propagationPolicy Orphan: gone once the garbage collector has orphaned its children
+    wait_for(lambda: objects.app(namespace, "web") is None and objects.service(namespace, "web") is None,
+             timeout=60, what="the pruned Application and Service to be gone")
     # the Application was deleted with propagationPolicy Orphan: the garbage collector drops the
     # kept Deployment's ownerReference instead of deleting it
     wait_for(lambda: not objects.deployment(namespace, "web")["metadata"].get("ownerReferences"),

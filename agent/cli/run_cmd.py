@@ -261,10 +261,12 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
         return exitcodes.FAILED
     election = None
     if args.leader_elect:
+        renew_deadline = max(2, args.lease_duration * 2 // 3)
         election = kube.elect(args.lease_name, args.lease_namespace, args.identity, runner.start_leading,
                    lambda: (runner.stop_leading(), done.set()), lease_duration=args.lease_duration,
-                   renew_deadline=max(2, args.lease_duration * 2 // 3), retry_period=max(1, args.lease_duration // 7),
+                   renew_deadline=renew_deadline, retry_period=max(1, args.lease_duration // 7),
                    on_request=lambda: runner.request_pass(trigger="forwarded-webhook"))
+        kube.fence = lambda: election.holds(renew_deadline)  # a paused leader writes nothing (issue 46)
         if hook is not None:
             hook.forward = election.forward  # a standby hands verified pushes to the leader
         logging.getLogger("agent.run").info("leader election on the Lease %s/%s as %s", args.lease_namespace,

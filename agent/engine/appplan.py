@@ -14,9 +14,9 @@ import logging
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import backoff, guards, livestate, plan, sources, steady as steady_, suspend
-from agent.engine.passvalues import AppPlan, LiveState, Pass, key_of
-from agent.engine.report import FAILED, SKIPPED, Report
+from agent.engine import backoff, forward, guards, livestate, plan, sources, steady as steady_, suspend
+from agent.engine.passvalues import AppPlan, Kept, LiveState, Pass, key_of
+from agent.engine.report import FAILED, SKIPPED, UNCHANGED, Report
 from agent.kinds import render
 
 log = logging.getLogger("agent.sync")
@@ -41,7 +41,11 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
             f"{all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return None
-    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
+    skipped: dict[str, backoff.Waiting | Kept] = {
+        **waiting(report, live_by_key, git.paths, opts.source_id, p.retry)}  # in backoff: skipped
+    for key, newer in forward.kept(p, live_by_key).items():  # the cluster has a newer commit: left as it is
+        skipped[key] = newer
+        report.add(key, f"{KIND}/{key}", UNCHANGED, newer.message())
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
     steps = plan.plan(desired, undecided, prune=prune, source=opts.source_id)

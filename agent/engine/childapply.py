@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import apply, conditions, plan, suspend, sync_now, takeover, taskgate, tenancy, writes
+from agent.engine import apply, conditions, plan, selfheal, suspend, sync_now, takeover, taskgate, tenancy, writes
 from agent.engine.appapply import converge, health_only, record
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, HELD, PRUNED, SUSPENDED, UNCHANGED
@@ -90,7 +90,8 @@ def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied,
         claimed = apply.claim(p.kube, p.report, steps, p.report.failures, p.report.reasons, wave.taken, listed,
                               wave.opted, wave.denied)
         claimed = takeover.keep_selectors(claimed, lambda key: _render(p, applied.in_scope[key]))
-        _apply_batch(p, _unheld(p, claimed, applied.holds, wave), idx, wave, applied.in_scope)
+        work = selfheal.backed_off(p, _unheld(p, claimed, applied.holds, wave))
+        _apply_batch(p, work, idx, wave, applied.in_scope)
     return wave.result()
 
 

@@ -25,7 +25,7 @@ class Action(StrEnum):
     RECREATED = "recreated"  # deleted and created again: an immutable field differed from Git
     ADOPTED = "adopted"  # the Application's child someone else wrote, taken over (plan.ownership)
     SUSPENDED = "suspended"  # left exactly as it is: spec.suspend or heumsi.github.io/reconcile: disabled
-    HELD = "held"  # not applied yet: a task of the Application must succeed first (engine.taskgate)
+    HELD = "held"  # not applied yet: a task must succeed first (taskgate), or a correction backs off (selfheal)
     SKIPPED = "skipped"  # an Application in backoff a ``run`` pass did not attempt (``backoff.waiting``)
 
 

@@ -77,6 +77,9 @@ class Steady:
     told: dict[str, set[str]] = field(default_factory=dict)
     """Application key -> the ``SUBJECT: TEXT`` admission warnings its ``AdmissionWarning`` Event
     told (``events.Batch.warned``): each is told once, not at every pass that applies again."""
+    fights: dict[tuple[str, str, str, str], tuple[int, float, str]] = field(default_factory=dict)
+    """Child identity -> (corrections, monotonic time the next may come, digest of the desired
+    object) of each object another writer keeps changing (``selfheal``)."""
     _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
 
     def fact(self, obj: Obj, derive: Callable[[Obj], T]) -> T:

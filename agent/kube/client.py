@@ -36,6 +36,7 @@ import re
 import threading
 import time
 import uuid
+from typing import Callable
 
 import tenacity
 import urllib3
@@ -114,8 +115,14 @@ def _unreachable(host: str, err: BaseException, proxy: str | None = None) -> str
     return " ".join(str(err).split())
 
 
+class Fenced(ApiError):
+    """A write refused before it was sent: this replica cannot show it still leads
+    (``election.ReleasableLeaseLock.holds``). Status 0, so the pass stops as on a lost
+    connection; never retried."""
+
+
 def _transient(exc: BaseException) -> bool:
-    return isinstance(exc, ApiError) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
+    return isinstance(exc, ApiError) and not isinstance(exc, Fenced) and (exc.status == 0 or exc.status in TRANSIENT_STATUS)
 
 
 def _log_retry(retry_state: tenacity.RetryCallState) -> None:
@@ -237,6 +244,7 @@ class Kube:
                                                     concurrency + len(registry.CHILD_KINDS) + 2)
         self.api = client.ApiClient(configuration)
         self.interrupt = threading.Event()  # set on shutdown: retries and waits end at once
+        self.fence: Callable[[], bool] | None = None  # run with leader election: False refuses every write
         self._retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(
                 lambda exc: _transient(exc) and (retry_unreachable or getattr(exc, "status", 0) != 0)),
@@ -300,6 +308,9 @@ class Kube:
     def _request_once(self, method, url_path, body, query, content_type, each=None):
         what = f"{method} {url_path}"
         self.throttle()
+        if method in WRITE_METHODS and self.fence is not None and not self.fence():
+            raise Fenced(0, "NotLeader", "not sent: this replica has not renewed its leader Lease within the renew "
+                         "deadline, so another may lead; no write is sent until it renews", what)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         tenant = tenant_of(method, url_path, self.tenant_service_account)
         if tenant is not None:

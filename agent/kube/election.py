@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 from typing import Callable
 
 from kubernetes.client.exceptions import ApiException
@@ -65,6 +66,7 @@ class ReleasableLeaseLock(LeaseLock):
         self.released = False
         self.on_request = on_request
         self._token: object = _UNREAD
+        self.renewed_at: float | None = None  # monotonic time a successful create or renewal was sent
 
     def get(self, name, namespace):
         found, record = super().get(name, namespace)
@@ -88,11 +90,27 @@ class ReleasableLeaseLock(LeaseLock):
 
     def create(self, name, namespace, election_record):
         with self._guard:
-            return False if self.released else super().create(name, namespace, election_record)
+            sent = time.monotonic()
+            return self._renewed(sent, False if self.released else super().create(name, namespace, election_record))
 
     def update(self, name, namespace, updated_record):
         with self._guard:
-            return False if self.released else self._replace(name, namespace, updated_record)
+            sent = time.monotonic()
+            return self._renewed(sent, False if self.released else self._replace(name, namespace, updated_record))
+
+    def _renewed(self, sent: float, done: bool) -> bool:
+        """Record ``sent`` (monotonic) as the last renewal when ``done``; returns ``done``."""
+        if done:
+            self.renewed_at = sent
+        return done
+
+    def holds(self, renew_deadline: float) -> bool:
+        """True while this replica can show it still holds the Lease: its last successful write
+        of it was sent less than ``renew_deadline`` seconds ago on the monotonic clock, which
+        runs on while the process is stopped (SIGSTOP, a frozen VM). The fence of every write
+        (``Kube.fence``): a leader paused past its lease, whose Lease another replica took over,
+        sends nothing until it renews, which it cannot (issue 46)."""
+        return self.renewed_at is not None and time.monotonic() - self.renewed_at < renew_deadline
 
     def _replace(self, name, namespace, record) -> bool:
         """``LeaseLock.update``: write ``record`` into the Lease read last, with its
