@@ -4,8 +4,11 @@ The agent's one Git reader of history. For ``explain`` and an Application's page
 it last synced and the one that last changed it, with their author, date and subject, and the
 diff of that change for its file (``commit_info``, ``file_diff``, ``file_at``, on a ``git.Repo``
 from ``open_mirror`` or ``mirror.mirror``). For the status page's list: the subjects of many
-commits at once (``subjects``, one ``git log``). Reads only the bare mirror a pass brought up
-to date; never fetches by itself.
+commits at once (``subjects``, one ``git log``). For the rule of which prunes a refused file
+could hide (``engine/hidden.py``): whether a commit descends from another (``descends``), the
+blob ids of some files at a commit (``blobs_at``) and a blob's text (``blob_text``). Reads only
+the bare mirror a pass brought up to date, each command bounded by ``LOG_TIMEOUT``; never fetches
+by itself.
 """
 
 from __future__ import annotations
