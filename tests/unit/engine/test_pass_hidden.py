@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent.engine import hidden
 from agent.engine.report import KEPT, PRUNED
 from agent.views import explainview
 from tests.unit.engine.passes import NS, World, actions, app_yaml, conditions
@@ -165,3 +166,29 @@ def test_without_a_refused_file_nothing_is_read_and_the_prune_goes_ahead(world):
     world.commit({"team-a/y.yaml": None})
     report = world.sync()
     assert (f"Application/{NS}/y", PRUNED) in actions(report) and report.notes == []
+
+
+def test_a_commit_the_mirror_does_not_hold_blocks_every_prune(world):
+    world.commit({"team-b/b.yaml": broken("b")})
+    world.sync()
+    live = world.app("y")
+    live["metadata"]["annotations"].pop("heumsi.github.io/source-commit")
+    world.kube.put(live)
+    live = world.app("y")
+    live["status"]["lastSyncedCommit"] = "0" * 40  # Git cannot tell: fail closed
+    world.kube.put(live, subresource="status")
+    world.commit({"team-a/y.yaml": None})
+    report = world.sync()
+    assert all(world.trio("y")) and report.notes[0].endswith(
+        f"the history from commit 0000000 ({NS}/y was last synced from it) to this commit cannot be read "
+        "(rewritten by a force-push, another ref, or not in the mirror)")
+
+
+def test_more_commits_than_a_pass_reads_block_every_prune(world, monkeypatch):
+    monkeypatch.setattr(hidden, "MAX_COMMITS", 0)
+    world.commit({"team-b/b.yaml": broken("b")})
+    world.sync()
+    world.commit({"team-a/y.yaml": None})
+    report = world.sync()
+    assert all(world.trio("y")) and report.notes[0].endswith(
+        "the Applications to prune were last synced from 2 commits, more than the 0 a pass reads")
