@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agent.engine import guards
 from agent.source import mirror as source
+from agent.source.repository import identity as repository_identity
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,13 @@ class Options:
     consents to adoption (``tenancy.adoption_denied``; None: none); ``allow_ingress_snippets``: Ingress
     annotations that inject controller configuration are allowed (``kinds.ingress.snippets``);
     ``default_security_profile``: the ``spec.security.profile`` of Applications that name none
-    (``--default-security-profile``: ``podspec.with_default_profile`` before every render)."""
+    (``--default-security-profile``: ``podspec.with_default_profile`` before every render);
+    ``repository``: the repository's identity recorded in the ``heumsi.github.io/repository``
+    annotation (``origin.repository_of``: a checkout's is its ``origin``'s; None:
+    ``repository.identity(repo)``); ``former_source_ids``: ids this source had before (a checkout
+    with an ``origin`` was its path until issue 46): an Application one of them holds is this
+    source's: its next apply relabels it (``sources.refuse``), and it is pruned when Git no longer has it
+    (``livestate.app_facts_of``, ``appplan.plan_applications``)."""
 
     repo: str
     cache_dir: str
@@ -51,3 +58,9 @@ class Options:
     allow_ingress_snippets: bool = False  # ingress-nginx *-snippet annotations (tenancy)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
     default_security_profile: str = "none"  # restricted or none (schema.SECURITY_PROFILES)
+    repository: str | None = None  # the identity recorded; None: repository.identity(repo)
+    former_source_ids: tuple[str, ...] = ()  # held by one of them: this source's (relabelled on apply)
+
+    def identity(self) -> str:
+        """The repository's identity this source records (``repository``, else ``repo``'s)."""
+        return self.repository if self.repository is not None else repository_identity(self.repo)

@@ -111,16 +111,20 @@ class Result:
 
 
 def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *,
-         poll: float = POLL_SECONDS, on_change: OnChange | None = None) -> Result:
+         poll: float = POLL_SECONDS, on_change: OnChange | None = None,
+         keys: frozenset[str] | None = None) -> Result:
     """Wait up to ``timeout`` seconds for the Applications in ``report.synced`` to be healthy,
     rewriting their status as their children move (``statuswrite.write``) and keeping
     ``report.health`` current. ``stop`` (set by SIGTERM or SIGINT) ends the wait at once
     (``INTERRUPTED``). ``on_change(key, health)`` is called when an Application's health
     changes (``health``: ``{"status", "message"}``). Never raises for API faults: an API error
-    ends the wait with ``ERROR``; a deleted Application counts as failed."""
+    ends the wait with ``ERROR``; a deleted Application counts as failed. ``keys``
+    (``namespace/name``; None: all): the Applications of the pass chosen to wait for (``sync
+    --wait -l``, ``--app``, ``-n``); the others are neither waited for nor written."""
     started = time.monotonic()
-    pending = {key: outcome for key, outcome in report.synced.items() if outcome is not None}
-    skipped = sorted(key for key, outcome in report.synced.items() if outcome is None)
+    chosen = {key: outcome for key, outcome in report.synced.items() if keys is None or key in keys}
+    pending = {key: outcome for key, outcome in chosen.items() if outcome is not None}
+    skipped = sorted(key for key, outcome in chosen.items() if outcome is None)
     states: dict[str, Wait] = {}
 
     def result(kind: Wait, error: str | None = None) -> Result:

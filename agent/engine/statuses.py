@@ -15,8 +15,8 @@ from typing import cast
 from agent.api import labels
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import (backoff, conditions, guards, plan, sources, status as status_, statuswrite, steady as steady_,
-                          suspend, taskgate, writes)
+from agent.engine import (backoff, conditions, guards, news, plan, sources, status as status_, statuswrite,
+                          steady as steady_, suspend, taskgate, writes)
 from agent.engine.conditions import Reason
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
 from agent.engine.report import KEPT, Report
@@ -44,6 +44,9 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             report.health[key], report.synced[key] = entry.health, entry.synced
             if entry.readiness is not None:
                 report.readiness[key] = entry.readiness
+                live = applied.in_scope.get(key) or applied.failed.get(key) or {}
+                if commit := news.about(live.get("status") or {}):
+                    report.attributed[key] = commit
             continue
         app = applied.in_scope.get(key) or applied.failed[key]
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
