@@ -1,7 +1,10 @@
 """Prune guards against the real control plane: the ``heumsi.github.io/prune: disabled``
-annotation on an Application and on a child, and ``--max-prune-share``."""
+annotation on an Application and on a child, ``--max-prune-share``, and a refused file that
+holds back only the prunes it could hide (``agent/engine/hidden.py``)."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -90,3 +93,35 @@ def test_a_mass_prune_is_refused_until_max_prune_share_allows_it(agent, repo, na
     assert proc.stdout.count(f"Application/{namespace}/app-") == 12
     assert all(objects.trio(namespace, name) == (None, None, None) for name in names[1:])
     assert all(objects.trio(namespace, "app-00"))
+
+
+def test_one_teams_refused_file_blocks_only_what_it_could_hide(agent, repo, namespace, objects):
+    repo.write("team-a/x.yaml", app_yaml("x", replicas=0))
+    repo.write("team-a/y.yaml", app_yaml("y", replicas=0))
+    repo.write("team-b/b.yaml", app_yaml("b", replicas=0))
+    repo.commit()
+    sync(agent, repo, namespace)
+    repo.write("team-b/broken.yaml", "kind: Application\nmetadata:\n  name: typo\nspec: [\n")  # does not parse
+    repo.commit("team b: a typo")
+    assert "team-b/broken.yaml:" in sync(agent, repo, namespace, code=2).stderr
+    repo.remove("team-a/y.yaml")  # team a removes y: the typo came before, it cannot hide y
+    repo.commit("team a: remove y")
+    proc = sync(agent, repo, namespace, code=2)
+    assert f"Application/{namespace}/y pruned" in proc.stdout and "pruning" not in proc.stdout
+    assert objects.trio(namespace, "y") == (None, None, None)
+    # x moved into the refused file in one commit: kept, and its status and explain name the file and line
+    repo.remove("team-a/x.yaml")
+    repo.write("team-b/broken.yaml", app_yaml("x", replicas=0) + "---\nkind: Application\nmetadata:\n"
+               "  name: typo\nspec: [\n")
+    head = repo.commit("team a: move x to team b")
+    proc = sync(agent, repo, namespace, code=2)
+    error = next(line for line in proc.stderr.splitlines() if "team-b/broken.yaml:" in line).removeprefix("error: ")
+    assert error.startswith("team-b/broken.yaml:") and " 0 pruned," in proc.stdout
+    assert all(objects.trio(namespace, "x")) and all(objects.trio(namespace, "b"))
+    synced = {c["type"]: c for c in objects.app(namespace, "x")["status"]["conditions"]}["Synced"]
+    assert synced["reason"] == "PruneBlocked"
+    assert synced["message"].startswith(f"no longer in Git at commit {head}; kept because pruning was blocked: "
+                                        f"{error}; that file changed since commit ")
+    said = agent.run([sys.executable, "-m", "agent", "explain", "x", "-n", namespace, "--repo", str(repo.path),
+                      "--kubeconfig", str(agent.kubeconfig), "--cache-dir", str(agent.cache_dir)])
+    assert said.stdout.splitlines()[0].startswith(f"Blocked: pruning held back by {error}; that file changed since")

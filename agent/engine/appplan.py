@@ -3,8 +3,9 @@ that moved since ``run``'s previous pass, decide it against the live one, and ap
 
 The guards (``guards.py``): another source's Applications are refused (``sources.refuse``);
 annotated ones and ones another source's Git also has (``sources.wanted_elsewhere``) are kept; a
-commit with none, or a mass prune, prunes nothing; a pass with a refused file prunes nothing
-(fail closed). An Application in backoff is skipped (``backoff.waiting``, ``run`` only).
+commit with none, or a mass prune, prunes nothing; a refused file holds back the prunes it could
+hide (``hidden``: every prune when the history cannot be read), an Application refused by scope or
+tenancy every prune (fail closed). An Application in backoff is skipped (``backoff.waiting``, ``run`` only).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import backoff, forward, guards, livestate, plan, sources, steady as steady_, suspend
+from agent.engine import backoff, forward, guards, hidden, livestate, plan, sources, steady as steady_, suspend
 from agent.engine.passvalues import AppPlan, Kept, LiveState, Pass, key_of
 from agent.engine.report import FAILED, SKIPPED, UNCHANGED, Report
 from agent.kinds import render
@@ -27,7 +28,9 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     empty-commit guard stops the pass (its error in the report)."""
     opts, report, git = p.opts, p.report, p.git
     prune = opts.prune and not git.problems
-    if git.problems and opts.prune:
+    # refused files alone: ``hidden`` decides each prune; with no valid Application left, none (as the empty guard)
+    files_only = opts.prune and bool(git.problems) and not (git.outside or git.forbidden) and bool(git.manifests)
+    if git.problems and opts.prune and not files_only:
         report.notes.append(f"pruning skipped: {why_no_prune(len(git.problems), git.outside)}")
     live_by_key = live.by_key()
     hits = livestate.unchanged(p, live, live_by_key)
@@ -48,13 +51,16 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
         report.add(key, f"{KIND}/{key}", UNCHANGED, newer.message())
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
-    steps = plan.plan(desired, undecided, prune=prune, source=opts.source_id)
-    if prune and opts.former_source_ids:  # a former id's Applications Git no longer has are this source's
+    pruning = prune or files_only
+    steps = plan.plan(desired, undecided, prune=pruning, source=opts.source_id)
+    if pruning and opts.former_source_ids:  # a former id's Applications Git no longer has are this source's
         held = {plan.identity(app): app for app in undecided}
         for former in opts.former_source_ids:
             steps += plan.prunes(held, {s.identity for s in steps}, former)
     steps, refused = _refused(p, steps)
-    steps, prune = _guarded(p, steps, prune, len(owned_live))
+    if files_only:
+        steps, files_only = _hidden(p, steps)
+    steps, prune = _guarded(p, steps, prune or files_only, len(owned_live))
     return AppPlan(prune, live_by_key, hits, tuple(desired), notes_of, skipped, steps, frozenset(refused))
 
 
@@ -89,6 +95,29 @@ def _refused(p: Pass, steps: list[plan.Step]) -> tuple[list[plan.Step], set[str]
         p.report.add(key_of(step.target), step.subject, FAILED, why)
         keys.add(key_of(step.target))
     return steps, keys
+
+
+def _hidden(p: Pass, steps: list[plan.Step]) -> tuple[list[plan.Step], bool]:
+    """``steps`` less the prunes a refused file could hide (``hidden``), each one's reason in
+    ``report.held_back``; and whether the pass still prunes (False when the history cannot be
+    read: then no prune is left, as before the rule)."""
+    report = p.report
+    gone = {key_of(s.target): s.target for s in steps if s.action == plan.PRUNE}
+    if not gone:
+        return steps, True
+    verdict = hidden.judge(p, gone)
+    if verdict.everything is not None:
+        report.notes.append(f"pruning skipped: {why_no_prune(len(p.git.problems), 0)}, and {verdict.everything}")
+        first = p.git.problems[0]
+        report.held_back.update({key: f"{first} could hide it, and {verdict.everything}" for key in gone})
+        return [s for s in steps if s.action != plan.PRUNE], False
+    report.held_back.update(verdict.blocked)
+    if verdict.blocked:
+        count = len(verdict.blocked)
+        report.notes.append(f"pruning held back for {count} Application{'s' if count != 1 else ''} a refused file "
+                            f"could hide: {', '.join(sorted(verdict.blocked)[:10])}"
+                            + (f" and {count - 10} more" if count > 10 else ""))
+    return [s for s in steps if s.action != plan.PRUNE or key_of(s.target) not in verdict.blocked], True
 
 
 def _guarded(p: Pass, steps: list[plan.Step], prune: bool, owned: int) -> tuple[list[plan.Step], bool]:

@@ -81,9 +81,9 @@ class Reason(StrEnum):
     has it in Git (sync.py)."""
     PRUNE_BLOCKED = "PruneBlocked"
     """``Synced`` False of an Application no longer in Git that the pass kept although pruning is on:
-    the pass pruned nothing because a file was refused, an Application's namespace is not allowed,
-    or the mass-prune guard refused the prune (sync.py, ``guards``). ``explain`` says "Blocked:
-    pruning held back" for it; the next clean pass prunes it."""
+    a refused file could hide it (``hidden``: the message names the file and line), an Application's
+    namespace is not allowed, or the mass-prune guard refused the prune (sync.py, ``guards``).
+    ``explain`` says "Blocked: pruning held back" for it; the next clean pass prunes it."""
 
 
 # the module-level names sync.py and explainview.py read, until they use the enums

@@ -39,13 +39,15 @@ class Wanted:
     """What Git wants this pass: ``manifests`` (``manifests.Manifest``: valid, in scope, in file
     order) and, for each, its key (``keys``, same order), file (``paths``) and line (``lines``);
     ``blobs``: path -> Git blob id of the commit's files; ``problems``: the files or Applications
-    refused (any one blocks pruning: fail closed); ``outside``: how many of ``problems`` are
-    Applications ``--allowed-namespaces`` refused."""
+    refused (a refused file blocks the prunes it could hide: ``hidden``); ``outside``: how many of
+    ``problems`` are Applications ``--allowed-namespaces`` refused; ``forbidden``: how many the
+    tenancy policy refused (``tenancy.refuse``). Either blocks every prune (fail closed)."""
 
     manifests: list[Manifest]
     blobs: dict[str, str] = field(default_factory=dict)
     problems: list[Any] = field(default_factory=list)  # manifests.ManifestError
     outside: int = 0
+    forbidden: int = 0
     keys: list[str] = field(init=False)
     paths: dict[str, str] = field(init=False)
     lines: dict[str, int] = field(init=False)

@@ -76,6 +76,9 @@ class Report:
     """``namespace/name`` -> why, for Applications that failed with no object's API call failing:
     refused in Git (invalid, outside ``--allowed-namespaces``), or kept because their file is
     invalid. Each counts as its Application object failed."""
+    held_back: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> why the prune of an Application no longer in Git was held back by a
+    refused file that could hide it (``hidden``): the file, line and rule, for its status."""
     retry_at: datetime.datetime | None = None
     """The earliest ``status.nextRetryTime`` among the Applications this pass attempted or
     skipped (see ``backoff``); ``run`` schedules a pass then when it comes before the interval."""

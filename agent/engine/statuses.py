@@ -194,7 +194,9 @@ def _kept_outcome(p: Pass, key: str, app: Obj, path: str | None, holds: dict[str
     """The outcome of an owned Application no longer in Git that this pass kept, and why: reason
     ``PruneBlocked`` when pruning is on and nothing chose to keep it (the pass's pruning was
     blocked), else ``PruneSkipped`` (``conditions``)."""
-    why = "pruning is off (--no-prune)" if not p.opts.prune else "pruning was blocked this pass"
+    held = p.report.held_back.get(key)
+    why = "pruning is off (--no-prune)" if not p.opts.prune else \
+        f"pruning was blocked: {held}" if held else "pruning was blocked this pass"
     reason = conditions.PRUNE_BLOCKED if p.opts.prune else conditions.PRUNE_SKIPPED
     if guards.prune_disabled(app):
         why = f"it has the annotation {labels.PRUNE_ANNOTATION}: {guards.PRUNE_DISABLED}"

@@ -2,8 +2,9 @@
 
 Level-based: every pass recomputes the whole desired state from the newest commit and the whole
 live state from the cluster, so missed commits, crashed passes and hand edits need no special
-handling. Fail closed: a pass that could not see the whole truth (a file that did not parse, a
-refused file) prunes nothing, and a fetch or list failure stops the pass before any change.
+handling. Fail closed: a file that did not parse or validate blocks the prunes it could hide
+(``hidden``), an Application refused by scope or tenancy blocks every prune, and a fetch or list
+failure stops the pass before any change.
 
 The pass is a sequence of stages (``reconcile``), each a function of its own module taking what it
 needs and returning a frozen value (``passvalues``); the ``Report`` is the one accumulator:
@@ -128,7 +129,7 @@ def _wanted(opts: Options, report: Report, read: sourceread.SourceRead) -> Wante
     report.invalid += [(p, m) for p, m in read.problems] + [(what, why) for what, why, _ in rejected] + elsewhere
     # an invalid Application counts as a failed one (by file:line when its name is what is invalid)
     report.refused.update([(what, why) for what, why, r in rejected if r.application or r.is_application] + elsewhere)
-    return Wanted(wanted, read.blobs, problems, len(outside))
+    return Wanted(wanted, read.blobs, problems, len(outside), len(forbidden))
 
 
 def reconcile(p: Pass) -> None:

@@ -4,8 +4,11 @@ The agent's one Git reader of history. For ``explain`` and an Application's page
 it last synced and the one that last changed it, with their author, date and subject, and the
 diff of that change for its file (``commit_info``, ``file_diff``, ``file_at``, on a ``git.Repo``
 from ``open_mirror`` or ``mirror.mirror``). For the status page's list: the subjects of many
-commits at once (``subjects``, one ``git log``). Reads only the bare mirror a pass brought up
-to date; never fetches by itself.
+commits at once (``subjects``, one ``git log``). For the rule of which prunes a refused file
+could hide (``engine/hidden.py``): whether a commit descends from another (``descends``), the
+blob ids of some files at a commit (``blobs_at``) and a blob's text (``blob_text``). Reads only
+the bare mirror a pass brought up to date, each command bounded by ``LOG_TIMEOUT``; never fetches
+by itself.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import git
 
 from agent.source import gitproc
-from agent.source.mirror import Credentials, SourceError, cache_path
+from agent.source.mirror import Credentials, SourceError, cache_path, effective
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """The id of Git's empty tree: what a root commit's file is compared with."""
@@ -104,3 +107,62 @@ def file_at(repo: git.Repo, sha: str, path: str) -> bytes | None:
         return (repo.commit(sha).tree / path).data_stream.read()
     except (KeyError, ValueError, git.BadName):
         return None
+
+
+def mirror_path(cache_dir: str | os.PathLike, url: str, credentials: Credentials | None = None) -> Path:
+    """The bare mirror's directory a pass reads ``url`` from (``mirror.effective``, then
+    ``cache_path``: the directory ``snapshot.read`` opens). It may not exist yet."""
+    clean, credentials = effective(url, credentials)
+    return cache_path(cache_dir, clean, credentials)
+
+
+def descends(mirror: str | os.PathLike, ancestor: str, commit: str) -> bool:
+    """True when ``ancestor`` is ``commit`` or one of its ancestors in the bare mirror at
+    ``mirror`` (``git merge-base --is-ancestor``, ``LOG_TIMEOUT``); False when it is not (another
+    line of history: a force-push, another ref). Raises SourceError when Git cannot tell: a
+    commit the mirror does not hold, a SHA that is not hexadecimal (``SHA``), a timeout."""
+    if not (SHA.match(ancestor) and SHA.match(commit)):
+        raise SourceError(f"{ancestor!r} or {commit!r} is not a commit SHA")
+    try:
+        gitproc.run(["merge-base", "--is-ancestor", ancestor, commit], cwd=mirror, env=LOG_ENV, timeout=LOG_TIMEOUT)
+    except gitproc.Failed as err:
+        if err.status == 1:  # Git's answer "no"; 128 and more: it could not read one of them
+            return False
+        raise SourceError(f"could not tell whether {ancestor} is an ancestor of {commit}: "
+                          f"{'timed out' if err.timed_out else err.stderr.strip()[:200]}") from None
+    return True
+
+
+def blobs_at(mirror: str | os.PathLike, commit: str, paths: list[str]) -> dict[str, str]:
+    """``{path: blob id}`` of each of ``paths`` (repository-relative, posix) that ``commit`` holds
+    as a blob (a file, or a symlink's own blob); a path it does not hold is left out. One ``git
+    ls-tree -r -z`` with literal paths (``GIT_LITERAL_PATHSPECS``), ``LOG_TIMEOUT``. Raises
+    SourceError when the mirror does not hold the commit, it is not hexadecimal, or Git fails."""
+    if not SHA.match(commit):
+        raise SourceError(f"{commit!r} is not a commit SHA")
+    wanted = set(paths)
+    try:
+        out = gitproc.run(["ls-tree", "-r", "-z", "--full-tree", commit, "--", *sorted(wanted)], cwd=mirror,
+                          env={**LOG_ENV, "GIT_LITERAL_PATHSPECS": "1"}, timeout=LOG_TIMEOUT)
+    except gitproc.Failed as err:
+        raise SourceError(f"could not list the files of commit {commit}: "
+                          f"{'timed out' if err.timed_out else err.stderr.strip()[:200]}") from None
+    found: dict[str, str] = {}
+    for record in out.split("\x00"):
+        head, _, path = record.partition("\t")
+        parts = head.split()
+        if len(parts) == 3 and parts[1] == "blob" and path in wanted:
+            found[path] = parts[2]
+    return found
+
+
+def blob_text(mirror: str | os.PathLike, blob: str) -> str:
+    """The bytes of the blob ``blob`` (hexadecimal) as text (undecodable bytes replaced). One ``git
+    cat-file blob``, ``LOG_TIMEOUT``. Raises SourceError when the mirror does not hold it."""
+    if not SHA.match(blob):
+        raise SourceError(f"{blob!r} is not a blob id")
+    try:
+        return gitproc.run(["cat-file", "blob", blob], cwd=mirror, env=LOG_ENV, timeout=LOG_TIMEOUT)
+    except gitproc.Failed as err:
+        raise SourceError(f"could not read blob {blob}: "
+                          f"{'timed out' if err.timed_out else err.stderr.strip()[:200]}") from None

@@ -113,7 +113,9 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
     1. not in Git (``in_git`` False, or ``Synced`` False with reason ``PruneSkipped`` or
        ``PruneBlocked``): ``Blocked: pruning held back`` when the reason is ``PruneBlocked`` (the
        pass's pruning was blocked: ``conditions.PRUNE_BLOCKED``; keyed on the reason, never on the
-       message, which may quote a file or source name), else ``Not in Git``;
+       message, which may quote a file or source name; a refused file that could hide it, named
+       in the message after ``kept because pruning was blocked:``, is added: ``Blocked: pruning
+       held back by FILE:LINE: ...``), else ``Not in Git``;
     2. suspended: ``Suspended``;
     3. ``Synced`` reason ``OwnershipConflict``: ``Ownership conflict``; reason ``TaskFailed`` (a task's
        Job failed, ``engine.taskgate``): ``Degraded: MESSAGE``; reason ``TaskRunning`` (a task has
@@ -135,7 +137,9 @@ def verdict(app: dict, now: datetime.datetime, in_git: bool | None = None, drift
         return _verdict(INVALID, f"Invalid in Git: {synced.get('message') or synced['reason']}")
     if in_git is False or (failed and synced.get("reason") in (conditions.PRUNE_SKIPPED, conditions.PRUNE_BLOCKED)):
         if failed and synced.get("reason") == conditions.PRUNE_BLOCKED:
-            return _verdict(PRUNE_BLOCKED, "Blocked: pruning held back")
+            detail = (synced.get("message") or "").partition("kept because pruning was blocked: ")[2]
+            return _verdict(PRUNE_BLOCKED, f"Blocked: pruning held back by {detail}" if detail else
+                            "Blocked: pruning held back")
         return _verdict(NOT_IN_GIT, "Not in Git")
     if suspended(app) or ready.get("reason") == "Suspended":
         return _verdict(SUSPENDED, "Suspended")

@@ -75,22 +75,24 @@ def test_a_mass_prune_is_refused_and_the_rest_of_the_pass_applies(world):
     assert all(world.trio(n) == (None, None, None) for n in names[1:]) and all(world.trio("app-00"))
 
 
-def test_an_invalid_file_fails_its_application_and_blocks_every_prune(world):
-    world.commit({"good.yaml": app_yaml("good"), "later.yaml": app_yaml("stays")})
+def test_an_invalid_file_new_since_the_last_sync_fails_its_application_and_blocks_the_prune(world):
+    first = world.commit({"good.yaml": app_yaml("good"), "later.yaml": app_yaml("stays")})
     world.sync()
     head = world.commit({"later.yaml": None, "bad.yaml": app_yaml("bad", replicas=-1),
                          "good.yaml": app_yaml("good", replicas=2)})
     report = world.sync()
     refused = "bad.yaml:7: spec.replicas: must be an integer between 0 and 2147483647 (got -1)"
+    held = (f"pruning was blocked: {refused}; that file changed since commit {first[:7]}, the last this "
+            "Application was synced from, so it may hold it")
     assert (report.errors, report.refused, report.failing()) == ([refused], {f"{NS}/bad": refused}, [f"{NS}/bad"])
     assert changes(report) == [
         (f"Application/{NS}/good", CONFIGURED, ""), (f"Deployment/{NS}/good", CONFIGURED, ""),
         (f"Service/{NS}/good", UNCHANGED, ""), (f"Deployment/{NS}/stays", UNCHANGED, ""),
         (f"Service/{NS}/stays", UNCHANGED, ""),
-        (f"Application/{NS}/stays", KEPT, "not in Git; pruning was blocked this pass")]
+        (f"Application/{NS}/stays", KEPT, f"not in Git; {held}")]
     assert world.child("Deployment", "good")["spec"]["replicas"] == 2
     assert all(world.trio("stays")) and world.trio("bad") == (None, None, None)
-    why = f"no longer in Git at commit {head}; kept because pruning was blocked this pass"
+    why = f"no longer in Git at commit {head}; kept because {held}"
     assert conditions(world.app("stays"))["Synced"] == ("False", "PruneBlocked", why)
 
 

@@ -77,7 +77,10 @@ def test_the_pruning_note_counts_the_applications_outside_and_the_files_that_fai
                             "path no agent with this scope reads, or widen the flag)"]
     world.commit({"x.yaml": None, "y.yaml": None})
     report = world.sync()
-    assert report.notes == ["pruning skipped: not every file could be read and validated"]
+    assert report.notes == []  # a refused file alone holds back only what it could hide: here nothing (hidden.py)
+    world.commit({"web.yaml": None, "new.yaml": app_yaml("new")})  # z.yaml is older than web's last sync
+    report = world.sync()
+    assert report.notes == [] and (f"Application/{NS}/web", PRUNED, "") in changes(report)
 
 
 # -- child by child ----------------------------------------------------------------------------

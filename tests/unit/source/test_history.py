@@ -63,3 +63,29 @@ def test_commit_info_diff_and_file_of_a_commit(mirror):
 
 def test_open_mirror_is_none_until_a_pass_made_it(tmp_path):
     assert history.open_mirror(tmp_path, "https://example.com/o/r") is None
+
+
+def test_descends_tells_an_ancestor_from_another_line_of_history(mirror, tmp_path):
+    where, (first, second) = mirror
+    assert history.descends(where, first, second) and history.descends(where, second, second)
+    assert not history.descends(where, second, first)
+    work = tmp_path / "work"  # a rewritten history: an orphan commit, as a force-push leaves it
+    git(work, "checkout", "-q", "--orphan", "other")
+    git(work, "commit", "-q", "-m", "rewritten")
+    git(where, "fetch", "-q", str(work), "other:other")
+    assert not history.descends(where, first, git(work, "rev-parse", "HEAD"))
+    with pytest.raises(SourceError, match="could not tell"):
+        history.descends(where, "0" * 40, second)  # not in the mirror: Git cannot tell
+    with pytest.raises(SourceError, match="not a commit SHA"):
+        history.descends(where, "--all", second)
+
+
+def test_blobs_at_and_blob_text(mirror):
+    where, (first, second) = mirror
+    blobs = history.blobs_at(where, first, ["app.yaml", "gone.yaml", "*.yaml"])  # paths are literal
+    assert list(blobs) == ["app.yaml"] and blobs != history.blobs_at(where, second, ["app.yaml"])
+    assert history.blob_text(where, blobs["app.yaml"]) == "replicas: 1\n"
+    with pytest.raises(SourceError):
+        history.blobs_at(where, "0" * 40, ["app.yaml"])
+    with pytest.raises(SourceError):
+        history.blob_text(where, "0" * 40)
