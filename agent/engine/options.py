@@ -30,7 +30,9 @@ class Options:
     consents to adoption (``tenancy.adoption_denied``; None: none); ``allow_ingress_snippets``: Ingress
     annotations that inject controller configuration are allowed (``kinds.ingress.snippets``);
     ``default_security_profile``: the ``spec.security.profile`` of Applications that name none
-    (``--default-security-profile``: ``podspec.with_default_profile`` before every render)."""
+    (``--default-security-profile``: ``podspec.with_default_profile`` before every render);
+    ``observed_by``: the command running the pass, recorded as ``status.observedBy``
+    (``status.observed``: ``sync --once`` or ``run``)."""
 
     repo: str
     cache_dir: str
@@ -51,3 +53,4 @@ class Options:
     allow_ingress_snippets: bool = False  # ingress-nginx *-snippet annotations (tenancy)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
     default_security_profile: str = "none"  # restricted or none (schema.SECURITY_PROFILES)
+    observed_by: str = "sync --once"  # status.SYNC_ONCE or status.RUN
