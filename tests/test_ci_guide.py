@@ -82,12 +82,12 @@ class Runner:
     def __init__(self, agent_url: str, bin_dir: Path, apps: Path, workspace: Path, temp: Path, kubeconfig: Path):
         self.apps, self.workspace, self.temp, self.agent = apps, workspace, temp, agent_url  # AGENT: the wheel
         self.secrets = {"secrets.KUBECONFIG": kubeconfig.read_text(), "github.token": "unused"}
-        keep = {k: v for k, v in os.environ.items()
-                if not k.startswith(("GITOPS_AGENT_", "PYTHON", "VIRTUAL_ENV", "PIP_", "XDG_"))}
+        keep = {k: v for k, v in os.environ.items()  # pip's own settings (index, certificates) stay the runner's
+                if not k.startswith(("GITOPS_AGENT_", "PYTHON", "VIRTUAL_ENV", "XDG_CACHE_HOME"))}
         self.env = {**keep, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "CI": "true",
                     "RUNNER_TEMP": str(temp), "GITHUB_WORKSPACE": str(workspace),
                     "XDG_CACHE_HOME": str(temp / "cache"),  # the agent's Git mirrors: a runner starts with none
-                    "PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+                    "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
 
     def checkout(self, sha: str) -> None:
         """``actions/checkout``: the repository cloned into the workspace, ``sha`` checked out detached."""
