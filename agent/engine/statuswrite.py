@@ -44,10 +44,12 @@ def new_status(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | 
 
 def observer(app: Obj, by: str) -> str:
     """``observedBy`` for a pass of the command ``by`` that writes ``app``'s status:
-    ``reconcile`` when the Application carries a sync-now request its status has not recorded
-    as handled (``sync_now``: this pass handles it), else ``by``."""
+    ``reconcile`` when it is a pass of ``run`` and the Application carries a sync-now request its
+    status has not recorded as handled (``sync_now``: this pass handles it, the pass
+    ``python -m agent reconcile`` asked for), else ``by`` (a ``sync --once`` that handles a
+    request is still ``sync --once``)."""
     token = sync_now.token(app)
-    return status_.RECONCILE if token and token != sync_now.handled(app) else by
+    return status_.RECONCILE if by == status_.RUN and token and token != sync_now.handled(app) else by
 
 
 def moves(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | None], failed: bool, *,

@@ -67,6 +67,11 @@ def test_a_pass_that_handles_a_sync_now_request_is_by_reconcile(world):
     assert observed(world)[2] == "reconcile"
     assert world.sync(observed_by="run").ok and not world.kube.writes  # handled: nothing new, nothing written
     assert observed(world)[2] == "reconcile"
+    live = world.app("web")
+    live["metadata"]["annotations"][RECONCILE_REQUESTED_AT] = "2026-12-01T10:40:00.000000001Z"
+    world.kube.put(live, manager="gitops-agent-reconcile")
+    assert world.sync().ok  # no run handles it: sync --once does, and says so
+    assert observed(world)[2] == "sync --once"
 
 
 def test_an_upgrade_writes_nothing_and_the_pair_comes_with_the_next_change(world):
