@@ -188,7 +188,7 @@ def assert_quiet(agent, repo, namespace, cluster, objects):
 
 
 GUIDE = ROOT / "docs" / "guides" / "migrating.md"
-PLACEHOLDER = re.compile(r"\b(OPERATOR_NAMESPACE|OPERATOR|REPO|NAMESPACE|NAME)\b")
+PLACEHOLDER = re.compile(r"\b(ARGOCD_NAMESPACE|OPERATOR_NAMESPACE|OPERATOR|REPO|NAMESPACE|NAME)\b")
 
 
 def guide_steps(section: str = "From the original kopf operator") -> dict[int, list[str]]:
@@ -205,19 +205,20 @@ def guide_steps(section: str = "From the original kopf operator") -> dict[int, l
             steps[step] = []
         elif stripped.startswith("```"):
             fence = not fence
-        elif fence and stripped and not stripped.startswith("#"):
+        elif fence and stripped and not stripped.startswith("#") and step:  # not an example before the steps
             steps[step].append(stripped)
     return steps
 
 
-def run_step(step: int, values: dict, agent, cluster, cwd: Path = ROOT) -> list:
-    """Run the commands of the guide's step ``step`` as written there, their placeholders
+def run_step(step: int, values: dict, agent, cluster, cwd: Path = ROOT,
+             section: str = "From the original kopf operator") -> list:
+    """Run the commands of the guide's step ``step`` (of ``section``) as written there, their placeholders
     (``PLACEHOLDER``) replaced from ``values``: ``kubectl`` against the cluster (in ``cwd``,
     where ``deploy/`` is), ``python -m agent`` with this interpreter, the cluster's kubeconfig
     and a cache directory given in their variables (GITOPS_AGENT_KUBECONFIG,
     GITOPS_AGENT_CACHE_DIR). Returns the CompletedProcesses; a failing kubectl raises."""
     done = []
-    for command in guide_steps()[step]:
+    for command in guide_steps(section)[step]:
         argv = shlex.split(PLACEHOLDER.sub(lambda m: values[m.group(1)], command))
         if argv[0] == "kubectl":
             proc = cluster.kubectl(*argv[1:], cwd=cwd)
@@ -261,29 +262,31 @@ def test_the_migration_guide_from_the_seed_operator_step_by_step(agent, repo, na
 
     [proc] = run_step(3, values, agent, cluster)  # sync
     assert proc.returncode == 0, proc.stderr
-    assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; fields taken "
-            "from OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated)") in proc.stdout
+    kept = "kept its selector app=web (immutable), so one rolling update replaces its pods and the Service selects the same pods"
+    assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; {kept}; "
+            "fields taken from OpenAPI-Generator)") in proc.stdout
     assert (f"Service/{namespace}/web adopted (its controller ownerReference names this Application; fields taken "
             "from OpenAPI-Generator)") in proc.stdout
     app, new_deployment, new_service = objects.trio(namespace, "web")
     assert app["metadata"]["uid"] == app_uid and app["status"]["lastSyncedCommit"] == head
     assert new_service["metadata"]["uid"] == service["metadata"]["uid"]  # the Service and its clusterIP stay
     assert new_service["spec"]["clusterIP"] == service["spec"]["clusterIP"]
-    assert new_service["spec"]["selector"] == SELECTOR  # follows the recreated Deployment's pods
-    assert new_deployment["metadata"]["uid"] != deployment["metadata"]["uid"]
-    assert new_deployment["spec"]["selector"] == {"matchLabels": SELECTOR}
+    assert new_service["spec"]["selector"] == {"app": "web"}  # the kept selector: the old pods and the new ones
+    assert new_deployment["metadata"]["uid"] == deployment["metadata"]["uid"]  # kept, not recreated
+    assert new_deployment["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    assert new_deployment["spec"]["template"]["metadata"]["labels"].items() >= {"app": "web", **SELECTOR}.items()
     managers = {e["manager"] for e in new_service["metadata"]["managedFields"] if e["operation"] == "Apply"}
     assert managers == {"gitops-agent"}
     [event] = agent_events(objects, namespace, "Adopted")  # names each child and the managers it took fields from
     assert event["message"].startswith(
-        f"adopted Deployment/{namespace}/web (its controller ownerReference names this Application; fields taken from "
-        "OpenAPI-Generator; spec.selector is immutable and differs from Git, so recreated), "
-        f"Service/{namespace}/web (its controller ownerReference names this Application; fields taken from "
-        "OpenAPI-Generator)"), event["message"]
+        f"adopted Deployment/{namespace}/web (its controller ownerReference names this Application; {kept}; "
+        f"fields taken from OpenAPI-Generator), Service/{namespace}/web (its controller ownerReference names this "
+        "Application; fields taken from OpenAPI-Generator)"), event["message"]
 
     # step 4, once the new pods are ready: the next pass writes nothing, and the Application is Ready
-    wait_for(lambda: objects.deployment(namespace, "web")["status"].get("readyReplicas") == 1, timeout=120,
-             what="the rollout")
+    wait_for(lambda: (objects.deployment(namespace, "web")["status"].get("updatedReplicas") == 1
+                      and objects.deployment(namespace, "web")["status"].get("replicas") == 1), timeout=120,
+             what="the rolling update")
     before = api_writes(cluster)
     proc, ready = run_step(4, values, agent, cluster)
     after = api_writes(cluster)
@@ -428,7 +431,8 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(agent,
     assert (f'Service/{namespace}/web (no controller holds it and the Application has heumsi.github.io/adopt: "true"; '
             "fields taken from kubectl-create)") in event["message"], event["message"]
     after = objects.service(namespace, "web")
-    assert after["metadata"]["uid"] == service["metadata"]["uid"] and after["spec"]["selector"] == SELECTOR
+    assert after["metadata"]["uid"] == service["metadata"]["uid"]
+    assert after["spec"]["selector"] == {"app": "web"}  # kubectl create's selector, kept by the Deployment
     assert after["metadata"]["ownerReferences"][0]["uid"] == objects.app(namespace, "web")["metadata"]["uid"]
     assert_quiet(agent, repo, namespace, cluster, objects)
 

@@ -12,8 +12,12 @@ are skipped. Every other step is the guide's ``run:`` script, run as GitHub runs
 as ``make dist`` builds one, pinned by its sha256: the project itself is not on the package
 index, its dependencies are. Nothing of this checkout is on the job's ``PYTHONPATH``.
 
-``run`` beside the jobs is not part of this test: until CI's checkout and the in-cluster agent's
-URL are one source and commits only move forward (issue 46 items 1 and 2), the two fight.
+The applications repository holds team a's ``web`` and team b's ``api``, whose image the fake node
+cannot pull: the sync job waits for team a alone (``-l team=a``) and ends 0. ``run`` syncs the
+repository's URL beside the first sync job and the plan job: CI's checkout is its ``origin``, one
+source with it (issue 46 item 1), so the plan lists the pull request's change alone. It is stopped
+before the merge's sync job: until commits only move forward (issue 46 item 2), a ``run`` still at
+the previous commit puts the old image back.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import GitRepo, app_yaml
+from tests.cluster import FAIL_LABEL
+from tests.support import GitRepo, app_yaml, wait_for
+from tests.test_run import start_agent  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "guides" / "ci.md"
@@ -92,7 +98,7 @@ class Runner:
     def checkout(self, sha: str) -> None:
         """``actions/checkout``: the repository cloned into the workspace, ``sha`` checked out detached."""
         shutil.rmtree(self.workspace, ignore_errors=True)
-        subprocess.run(["git", "clone", "-q", str(self.apps), str(self.workspace)], check=True)
+        subprocess.run(["git", "clone", "-q", self.apps.as_uri(), str(self.workspace)], check=True)
         subprocess.run(["git", "-C", str(self.workspace), "checkout", "-q", "--detach", sha], check=True)
 
     def run(self, name: str, event: str, sha: str, number: int | None = None) -> list[str]:
@@ -130,18 +136,37 @@ class Runner:
         return done
 
 
-def test_the_guides_jobs_run_as_written_from_a_pinned_wheel(runner, cluster, namespace, objects, tmp_path):
+def team(name: str, owner: str, namespace: str, image: str = "nginx:1.27", broken: bool = False) -> str:
+    """An Application of team ``owner`` (label ``team``); ``broken``: the fake node fails to pull
+    its image (tests/cluster ``FAIL_LABEL``), Degraded after 10 s."""
+    doc = yaml.safe_load(app_yaml(name, image=image, namespace=namespace))
+    doc["metadata"]["labels"] = {"team": owner}
+    if broken:
+        doc["spec"]["podLabels"] = {FAIL_LABEL: "image-pull"}
+        doc["spec"]["rollout"] = {"failAfterSeconds": 10}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def image(objects, namespace: str) -> str:
+    return objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"][0]["image"]
+
+
+def test_the_guides_jobs_run_as_written_from_a_pinned_wheel(runner, start_agent, cluster, namespace, objects,
+                                                            tmp_path):
     agent_url, bin_dir = runner
     apps = tmp_path / "apps.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(apps)], check=True)
     work = GitRepo.create(tmp_path / "work")
-    work.write("apps/web.yaml", app_yaml("web", image="nginx:1.27", namespace=namespace))
-    first = work.commit("web")
+    work.write("apps/a/web.yaml", team("web", "a", namespace))
+    work.write("apps/b/api.yaml", team("api", "b", namespace, image="registry.invalid/api:nope", broken=True))
+    first = work.commit("web and api")
     work.git("push", "-q", str(apps), "main")
+    in_cluster = start_agent(apps.as_uri(), "--path", "apps", "--interval", "300")  # run, on the URL
     jobs = Runner(agent_url, bin_dir, apps, tmp_path / "workspace", tmp_path / "runner-temp", cluster.kubeconfig)
 
     done = jobs.run("sync", "push", first)  # the first merge to main
-    assert done[2:5] == ["install the agent", "validate (no cluster)", "sync, then wait until healthy"]
+    assert done[2:5] == ["install the agent", "validate (no cluster)",
+                         "sync, then wait until team a's Applications are healthy"]
     shown = subprocess.run([str(bin_dir / "python"), "-c", "import agent; print(agent.__file__)"],
                            capture_output=True, text=True, cwd=tmp_path, env=jobs.env, check=True).stdout
     assert shown.startswith(str(bin_dir.parent)), shown  # the wheel's agent, not this checkout's
@@ -149,21 +174,26 @@ def test_the_guides_jobs_run_as_written_from_a_pinned_wheel(runner, cluster, nam
     assert (report["ok"], report["exitCode"], report["wait"]["result"]) == (True, 0, "healthy")
     app = objects.app(namespace, "web")
     assert (app["status"]["health"]["status"], app["status"]["lastSyncedCommit"]) == ("Healthy", first)
+    wait_for(lambda: (objects.app(namespace, "api")["status"].get("health") or {}).get("status") == "Degraded",
+             timeout=60, what="team b's Application to be Degraded")  # and the job above ended 0 all the same
 
     work.git("checkout", "-q", "-b", "change")  # a pull request: a new image
-    work.write("apps/web.yaml", app_yaml("web", image="nginx:1.28", namespace=namespace))
+    work.write("apps/a/web.yaml", team("web", "a", namespace, image="nginx:1.28"))
     change = work.commit("web: nginx 1.28")
     work.git("push", "-q", str(apps), "change:refs/heads/change")
     jobs.run("plan", "pull_request", change, number=1)
     plan = (tmp_path / "workspace" / "plan.md").read_text()
     assert "nginx:1.28" in plan and f"Deployment/{namespace}/web" in plan, plan
-    assert objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert "OwnershipConflict" not in plan and f"Deployment/{namespace}/api" not in plan, plan  # the change alone
+    assert image(objects, namespace) == "nginx:1.27"
 
+    in_cluster.proc.kill()  # see the module docstring: run at the previous commit would put nginx:1.27 back
+    in_cluster.proc.wait()
     work.git("push", "-q", str(apps), "change:main")  # merged
     jobs.run("sync", "push", change)
     report = json.loads((tmp_path / "workspace" / "sync.json").read_text())
     assert (report["ok"], report["exitCode"], report["wait"]["result"]) == (True, 0, "healthy")
-    assert objects.deployment(namespace, "web")["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    assert image(objects, namespace) == "nginx:1.28"
     status = objects.app(namespace, "web")["status"]
     assert (status["health"]["status"], status["lastSyncedCommit"], status["observedBy"]) == (
         "Healthy", change, "sync --once")

@@ -235,22 +235,27 @@ def test_an_immutable_selector_is_fixed_by_recreating_the_agents_own_child(
     assert "0 configured" in proc.stdout and "recreated" not in proc.stdout
 
 
-def test_the_applications_child_someone_else_made_is_adopted_and_recreated_for_its_selector(
+def test_the_applications_child_someone_else_made_is_adopted_and_keeps_its_selector(
         agent, repo, namespace, objects, cluster, tmp_path):
     """Another manager's Deployment with the Application's controller ownerReference (an older
-    install) is the Application's child: adopted, and recreated because its selector differs."""
+    install) is the Application's child: adopted in place, its different selector kept
+    (``kinds.selector``: no serving gap), and the Service selects the same."""
     first_sync(agent, repo, namespace)
     uid = _older_agents_deployment(cluster, objects, namespace, tmp_path, field_manager="someone")
     head = repo.commit("again")
     proc = synced(agent, repo, namespace)
-    assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; fields "
-            "taken from someone; spec.selector is immutable and differs from Git, so recreated)") in proc.stdout
-    assert "1 adopted" in proc.stdout.splitlines()[-1]
-    assert objects.deployment(namespace, "web")["metadata"]["uid"] != uid
+    assert (f"Deployment/{namespace}/web adopted (its controller ownerReference names this Application; kept its "
+            "selector app=web (immutable)") in proc.stdout
+    assert "1 adopted" in proc.stdout.splitlines()[-1] and "recreated" not in proc.stdout
+    deployment = objects.deployment(namespace, "web")
+    assert deployment["metadata"]["uid"] == uid and deployment["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    assert deployment["metadata"]["annotations"]["heumsi.github.io/kept-selector"] == "app=web"
+    assert objects.service(namespace, "web")["spec"]["selector"] == {"app": "web"}
     assert objects.app(namespace, "web")["status"]["lastSyncedCommit"] == head
     [event] = [e for e in agent_events(objects, namespace) if e["reason"] == "Adopted"]
     assert f"adopted Deployment/{namespace}/web (its controller ownerReference" in event["message"]
-    assert_exactly_git(objects, namespace)
+    proc = synced(agent, repo, namespace)
+    assert "0 configured" in proc.stdout and "recreated" not in proc.stdout
 
 
 def test_a_stranger_in_a_childs_slot_is_never_recreated(agent, repo, namespace, objects, cluster, tmp_path):

@@ -48,6 +48,11 @@ WANTED_BY_PREFIX = "heumsi.github.io/wanted-by-"
 own Git also has it (``<prefix><digest of the source id>``: ``source id file``): the holder never
 prunes it while the annotation is there (``sources.wanted_elsewhere``)."""
 
+KEPT_SELECTOR = "heumsi.github.io/kept-selector"
+"""Annotation on a Deployment the agent took over whose immutable selector it kept
+(``kinds.selector``): the selector kept (``app=web``). Later passes keep it while it is there; an
+agent's own Deployment without it whose selector differs is recreated as before."""
+
 PASS_REQUESTED_AT = "heumsi.github.io/pass-requested-at"
 """Annotation on the leader-election Lease: a standby that received a push webhook writes a new
 token (UTC time and its identity) to ask the leader for a pass (``kube.election``)."""
@@ -80,6 +85,7 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     (RECONCILE_ANNOTATION, "annotation", "`disabled`: left exactly as it is (suspend, hot-fix)"),
     (RECONCILE_REQUESTED_AT, "annotation", "a token asking for a pass now (`reconcile`)"),
     (ADOPT_ANNOTATION, "annotation", '`"true"` on an Application: adopt uncontrolled objects in its children\'s slots'),
+    (KEPT_SELECTOR, "annotation", "on a Deployment taken over: the selector it keeps (`app=web`)"),
     (WANTED_BY_PREFIX + "<digest>", "annotation", "another source also has this Application in Git: not pruned"),
     (PASS_REQUESTED_AT, "annotation", "on the leader Lease: a new token forwards a push webhook to the leader"),
     (SCHEDULE_LABEL, "label", "the schedule's name, on its CronJob, Jobs and pods (never selected by the Service)"),

@@ -1,11 +1,11 @@
 """Argparse types for the names and addresses flags take: a namespace (DNS-1123 label), an
-object name (DNS-1123 subdomain), a label value, ``--allowed-namespaces``' globs and
-``--http-addr``'s HOST:PORT.
+object name (DNS-1123 subdomain), a label value, a label selector (``-l``), an Application named
+as ``NAME`` or ``NAMESPACE/NAME``, ``--allowed-namespaces``' globs and ``--http-addr``'s HOST:PORT.
 
 Why a module of its own: these are Kubernetes' and the network's syntax rules, each refused in
 one line naming the value and the rule (``flags.not_allowed``), while ``agent/cli/flags.py`` holds
 what every flag shares (variables, one-line errors, numbers, files, tokens). Imports only
-``flags``; nothing here imports the cluster client (``validate`` parses its flags too).
+``flags`` and the pure ``agent.api.selectors``; nothing here imports the cluster client (``validate`` parses its flags too).
 """
 
 from __future__ import annotations
@@ -14,11 +14,34 @@ import ipaddress
 import re
 import socket
 
+from agent.api import selectors
 from agent.cli.flags import not_allowed
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+
+
+def label_selector(text: str) -> str:
+    """Type for ``-l/--selector``: a label selector as kubectl takes it (``agent.api.selectors``),
+    returned as given; refused in one line naming the wrong part and the rule."""
+    try:
+        selectors.parse(text)
+    except ValueError as err:
+        raise not_allowed(text, f"a label selector as kubectl takes it: {err}") from None
+    return text
+
+
+def application(text: str) -> str:
+    """Type for an Application named as ``NAME`` (any namespace the command's ``-n`` allows) or
+    ``NAMESPACE/NAME``: a DNS-1123 subdomain, after a DNS-1123 label and ``/``."""
+    namespace, slash, name = text.rpartition("/")
+    if slash and not (len(namespace) <= 63 and _DNS_LABEL.fullmatch(namespace)):
+        raise not_allowed(text, "NAME or NAMESPACE/NAME (a namespace is a DNS-1123 label)")
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        raise not_allowed(text, "NAME or NAMESPACE/NAME (a name is a DNS-1123 subdomain: lowercase letters, "
+                                "digits, '-' and '.', at most 253 characters)")
+    return text
 
 
 def dns_label(text: str) -> str:

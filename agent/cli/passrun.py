@@ -93,7 +93,7 @@ def run_pass(kube, opts, args, notify=None) -> int:
     ``notify``: ``notifier.Settings``: the pass's notices (those of the wait included) and the
     commit status are sent after the wait, waiting at most ``--notify-timeout`` at the end; what
     could not be sent is one warning line each."""
-    from agent.cli import progress
+    from agent.cli import progress, waitchoice
     from agent.engine import diff as diff_, readiness, sync
 
     started = time.monotonic()
@@ -115,7 +115,9 @@ def run_pass(kube, opts, args, notify=None) -> int:
         if timeout is not None and not dry and report.ok:
             if args.output == "text":
                 emit(source.redact(report.summary(), opts.repo))  # what the pass did, before waiting
-            report, waited = wait_healthy(kube, report, timeout, again=lambda: sync.run(kube, opts))
+            report, waited = wait_healthy(kube, report, timeout, again=lambda: sync.run(kube, opts),
+                                          choose=lambda done: waitchoice.chosen(kube, list(done.synced), args),
+                                          chosen=waitchoice.describe(args))
         if notifier is not None:
             notifier.finished(report)
             notifier.drain()  # at most --notify-timeout; each dropped message is a warning line
@@ -145,17 +147,27 @@ def run_pass(kube, opts, args, notify=None) -> int:
     return code
 
 
-def wait_healthy(kube, report, timeout: float, again=None):
+def wait_healthy(kube, report, timeout: float, again=None, choose=None, chosen: str = ""):
     """``--wait``: while a task holds an Application, pass again (``again()``: one pass; its
     report merged, ``taskwait.until_open``); then wait for the Applications to be healthy
     (``readiness.wait``), one line on stderr when it starts and one each time an Application's
     health changes; ``timeout`` seconds in all. SIGTERM and SIGINT end the wait at once (result
-    ``interrupted``): their handlers are this function's only while it runs. Returns (the last
-    pass's report, the ``readiness.Result``)."""
+    ``interrupted``): their handlers are this function's only while it runs. ``choose(report)``:
+    ``(keys, problem)`` of ``waitchoice.chosen``: only those keys are waited for; a problem (or
+    a failed read) ends the wait at once with ``error``; ``chosen``: the choice as the first line
+    says it. Returns (the last pass's report, the ``readiness.Result``)."""
     import signal
     import threading
 
     from agent.engine import readiness, taskwait
+    from agent.kube.cluster import ApiError
+
+    try:
+        keys, problem = choose(report) if choose is not None else (None, None)
+    except ApiError as err:
+        keys, problem = None, f"reading the Applications to choose what to wait for failed: {err}"
+    if problem is not None:
+        return report, readiness.Result(readiness.Wait.ERROR, 0.0, timeout, error=problem)
 
     stop = threading.Event()
 
@@ -174,16 +186,16 @@ def wait_healthy(kube, report, timeout: float, again=None):
             if ended is not None or not report.ok:
                 return report, ended or readiness.Result(readiness.Wait.ERROR, time.monotonic() - started, timeout,
                                                          error="a pass while waiting for the tasks failed")
-        count = sum(outcome is not None for outcome in report.synced.values())
+        count = sum(outcome is not None for key, outcome in report.synced.items() if keys is None or key in keys)
         left = max(0.0, timeout - (time.monotonic() - started))
-        print(f"waiting up to {output.duration(left)} for {count} Application{'s' if count != 1 else ''} "
+        print(f"waiting up to {output.duration(left)} for {count} Application{'s' if count != 1 else ''}{chosen} "
               "to be healthy", file=sys.stderr, flush=True)
 
         def changed(key: str, health: dict) -> None:
             print(printable(f"{key}: {health['status']} ({health['message']}) after "
                             f"{output.duration(time.monotonic() - started)}"), file=sys.stderr, flush=True)
 
-        result = readiness.wait(kube, report, left, stop, on_change=changed)
+        result = readiness.wait(kube, report, left, stop, on_change=changed, keys=keys)
         result.seconds, result.timeout = time.monotonic() - started, timeout
         return report, result
     finally:

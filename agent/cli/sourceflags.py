@@ -14,6 +14,7 @@ import urllib.parse
 
 from agent.cli import flags, nametypes, output
 from agent.source import mirror as source
+from agent.source import origin
 from agent.source.cachedir import default_cache_dir
 
 TOKEN_VARIABLE = "GITOPS_AGENT_GIT_TOKEN"
@@ -40,8 +41,9 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
     flag("--namespace", "NAMESPACE", "namespace for Applications that name none (default: default)",
          default=_env("NAMESPACE", "default"), type=nametypes.dns_label)
     flag("--source-id", "SOURCE_ID", "name for this repository and path in the heumsi.github.io/source label "
-         "of its Applications; only they are ever pruned by this source (default: derived from --repo "
-         "and --path; set it to keep ownership when the URL or path changes)", default=_env("SOURCE_ID"),
+         "of its Applications; only they are ever pruned by this source (default: derived from the repository's "
+         "identity and --path; a checkout given by path is its origin remote, so CI's checkout and run's URL are one "
+         "source; set it to keep ownership when the repository or path changes)", default=_env("SOURCE_ID"),
          type=nametypes.label_value)
     flags.add_kubeconfig_flags(parser)
     flag("--cache-dir", "CACHE_DIR", f"where Git mirrors are kept (default: {default_cache_dir()})",
@@ -153,15 +155,19 @@ def credentials(args) -> source.Credentials:
 
 
 def options_from(args: argparse.Namespace):
-    """sync.Options from parsed flags. Raises flags.UsageError naming the flag when the token
+    """sync.Options from parsed flags. The repository's identity and the default source id are
+    those of ``origin.repository_of``: a checkout given by path is its ``origin`` remote. Raises flags.UsageError naming the flag when the token
     file cannot be read or the credentials contradict ``--repo``'s user-info (``credentials``)."""
     from agent.engine import sync
 
     credentials_ = credentials(args)
+    identity, former = origin.repository_of(args.repo)  # a checkout is its origin (issue 46)
+    formerly = () if args.source_id or former is None else (source.source_id_of(former, args.path),)
     return sync.Options(repo=args.repo, ref=args.ref, path=args.path, namespace=args.namespace,
                         prune=args.prune, allow_empty=args.allow_empty, cache_dir=args.cache_dir,
                         fetch_timeout=args.fetch_timeout, credentials=credentials_,
-                        source_id=args.source_id or source.source_id(args.repo, args.path),
+                        source_id=args.source_id or source.source_id_of(identity, args.path),
+                        repository=identity, former_source_ids=formerly,
                         submodules=args.submodules, allowed_namespaces=args.allowed_namespaces,
                         agent_namespace=os.environ.get("POD_NAMESPACE", "").strip() or None,
                         agent_service_account=os.environ.get("POD_SERVICE_ACCOUNT", "").strip() or None,

@@ -18,7 +18,6 @@ from agent.engine import backoff, guards, livestate, plan, sources, steady as st
 from agent.engine.passvalues import AppPlan, LiveState, Pass, key_of
 from agent.engine.report import FAILED, SKIPPED, Report
 from agent.kinds import render
-from agent.source import repository
 
 log = logging.getLogger("agent.sync")
 
@@ -45,7 +44,12 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
-    steps, refused = _refused(p, plan.plan(desired, undecided, prune=prune, source=opts.source_id))
+    steps = plan.plan(desired, undecided, prune=prune, source=opts.source_id)
+    if prune and opts.former_source_ids:  # a former id's Applications Git no longer has are this source's
+        held = {plan.identity(app): app for app in undecided}
+        for former in opts.former_source_ids:
+            steps += plan.prunes(held, {s.identity for s in steps}, former)
+    steps, refused = _refused(p, steps)
     steps, prune = _guarded(p, steps, prune, len(owned_live))
     return AppPlan(prune, live_by_key, hits, tuple(desired), notes_of, skipped, steps, frozenset(refused))
 
@@ -54,7 +58,7 @@ def _render(p: Pass, hits: dict[str, steady_.Entry]) -> tuple[list[Obj], dict[st
     """The rendered Applications from Git less ``hits`` (whose notes are reported again), and
     key -> the notes about each one's document (labels the agent sets over Git's)."""
     report, opts = p.report, p.opts
-    identity = repository.identity(opts.repo)  # one for every URL form of the repository
+    identity = opts.identity()  # one for every URL form of the repository; a checkout's is its origin's
     desired: list[Obj] = []
     notes_of: dict[str, list[str]] = {}
     for key, m in zip(p.git.keys, p.git.manifests):
@@ -75,7 +79,7 @@ def _refused(p: Pass, steps: list[plan.Step]) -> tuple[list[plan.Step], set[str]
     """``steps`` less another source's Applications (``sources.refuse``), each failed here with the
     reason: nothing is written to it but the wanted-by mark; and their keys."""
     where = {key: f"{m.path}:{m.line}" for key, m in zip(p.git.keys, p.git.manifests)}  # file:line in Git
-    steps, refused = sources.refuse(steps, p.opts.source_id, repository.identity(p.opts.repo), where)
+    steps, refused = sources.refuse(steps, p.opts.source_id, p.opts.identity(), where, p.opts.former_source_ids)
     keys = set()
     for step, why in refused:
         p.report.add(key_of(step.target), step.subject, FAILED, why)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import apply, conditions, plan, suspend, sync_now, taskgate, tenancy, writes
+from agent.engine import apply, conditions, plan, suspend, sync_now, takeover, taskgate, tenancy, writes
 from agent.engine.appapply import converge, health_only, record
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildIndex, ChildWave, LiveState, Pass
 from agent.engine.report import FAILED, HELD, PRUNED, SUSPENDED, UNCHANGED
@@ -89,6 +89,7 @@ def apply_wave(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied,
         steps = _plan_children(p, scoped[start:start + CHILD_BATCH], idx, wave, applied.holds)
         claimed = apply.claim(p.kube, p.report, steps, p.report.failures, p.report.reasons, wave.taken, listed,
                               wave.opted, wave.denied)
+        claimed = takeover.keep_selectors(claimed, lambda key: _render(p, applied.in_scope[key]))
         _apply_batch(p, _unheld(p, claimed, applied.holds, wave), idx, wave, applied.in_scope)
     return wave.result()
 
@@ -103,7 +104,7 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
     steps: list[plan.Step] = []
     report = p.report
     for key, app in batch:
-        spec = podspec.with_default_profile(app.get("spec") or {}, p.opts.default_security_profile)
+        spec = _spec(p, app)
         found = specrules.live_problems(spec, app["metadata"]["name"])
         if found:
             where, why = found[0]
@@ -129,6 +130,18 @@ def _plan_children(p: Pass, batch: list[tuple[str, Obj]], idx: ChildIndex, wave:
             mine = _gated(p, key, app, spec, mine, idx, wave)
         steps += [replace(step, desired=None) if step.action == plan.UNCHANGED else step for step in mine]
     return steps
+
+
+def _spec(p: Pass, app: Obj) -> Obj:
+    """The live Application ``app``'s spec as its children are rendered: with the pass's
+    ``--default-security-profile`` (``podspec.with_default_profile``)."""
+    return podspec.with_default_profile(app.get("spec") or {}, p.opts.default_security_profile)
+
+
+def _render(p: Pass, app: Obj) -> list[Obj]:
+    """The desired children of the live Application ``app`` (``registry.children``)."""
+    meta = app["metadata"]
+    return registry.children(meta["name"], meta["namespace"], meta["uid"], _spec(p, app))
 
 
 def _gated(p: Pass, key: str, app: Obj, spec: Obj, steps: list[plan.Step], idx: ChildIndex,

@@ -85,9 +85,15 @@ def _facts(steady: steady_.Steady | None, child: Obj) -> ChildFacts:
 
 def app_facts_of(p: Pass, app: Obj) -> tuple[str, bool, bool]:
     """(key, owned by an agent: ``plan.owned``, owned by this source) of a live Application,
-    derived once per object in ``run``."""
+    derived once per object in ``run``. One a former id of this source holds
+    (``Options.former_source_ids``) is this source's."""
+    former = p.opts.former_source_ids
+
     def derive(obj: Obj) -> tuple[str, bool, bool]:
-        return key_of(obj), *plan.owned_both(obj, p.opts.source_id)
+        ours, this = plan.owned_both(obj, p.opts.source_id)
+        if ours and not this and former:
+            this = (obj["metadata"].get("labels") or {}).get(labels.SOURCE_LABEL) in former
+        return key_of(obj), ours, this
     return derive(app) if p.steady is None else p.steady.fact(app, derive)
 
 

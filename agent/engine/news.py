@@ -14,7 +14,9 @@ The reasons, each on a transition (old -> new):
 - ``Deployed`` (info): what the Application deploys changed: ``status.history[0].digest`` moved,
   else ``status.lastChangedCommit`` moved; when the stored status has neither (a first sync, or
   a status an agent without history wrote: an upgrade tells nothing), the pass's own
-  ``changed`` (it created or updated an object for it); and ``Synced`` True.
+  ``changed`` (it created or updated an object for it); and ``Synced`` True. It names the
+  commit now applied and the one applied before (``deployed``): after a ``git revert`` the revert
+  commit, not the older commit that first brought the same content (issue 45).
 - ``Ready`` (info): condition ``Ready`` became True, from a state that was not a failure.
 - ``Recovered`` (info): it was failing (``failing``) and is not any more.
 - ``Degraded`` (error): health became ``Degraded``.
@@ -129,6 +131,53 @@ def content(status: Obj) -> tuple[str | None, str | None]:
     return changed, changed
 
 
+def deployed(status: Obj) -> str | None:
+    """The commit whose content the Application deploys now: ``lastChangedCommit`` (the commit at
+    which its content last changed, a rollback included: a revert commit, or the older commit a
+    reset and force-push went back to), else ``history[0].revision`` (the commit that first
+    brought that content), else None. Not ``history[0].revision`` first: after ``git revert`` that
+    is the old commit the revert restored, which is not what was deployed now."""
+    changed = status.get("lastChangedCommit")
+    if isinstance(changed, str) and changed:
+        return changed
+    revision = content(status)[1]
+    return revision if isinstance(revision, str) and revision else None
+
+
+def about(status: Obj) -> str | None:
+    """The commit a notice of ``status`` is about: the deployed one (``deployed``) while
+    ``Synced`` is True (a rollout's outcome is that commit's, whatever later commit the pass
+    was at), else the commit the pass attempted (``lastAttemptedCommit``, then
+    ``lastSyncedCommit``): an apply that failed is the attempted commit's."""
+    if _is(status, ConditionType.SYNCED) and (commit := deployed(status)):
+        return commit
+    return status.get("lastAttemptedCommit") or status.get("lastSyncedCommit")
+
+
+def replaced(old: Obj | None, new: Obj) -> str | None:
+    """The commit whose rollout ``new`` ended undecided: ``deployed(old)`` when ``new`` deploys
+    another commit's content and ``old`` was neither ``Ready`` nor ``failing`` (its rollout was
+    still going on), else None. Its commit status may still say ``pending``: the notifier gives
+    it a final one (``commitstatus.verdicts``, "superseded")."""
+    old = old or {}
+    before = deployed(old)
+    if before is None or deployed(new) in (None, before) or _is(old, ConditionType.READY) or failing(old):
+        return None
+    return before
+
+
+def _before(old: Obj, new: Obj, commit: str | None) -> str | None:
+    """The commit deployed before ``commit``: the one ``old`` deployed (``deployed``, else its
+    ``lastSyncedCommit``) when it is another; else (``commit`` was already deployed) the revision
+    of the content before it in ``new``'s history (``history[1]``), else None."""
+    before = deployed(old) or old.get("lastSyncedCommit")
+    if before != commit:
+        return before
+    history = new.get("history")
+    second = history[1] if isinstance(history, list) and len(history) > 1 else None
+    return second.get("revision") if isinstance(second, dict) else None
+
+
 def _deployed(old: Obj, new: Obj, changed: bool) -> bool:
     """Did what the Application deploys change (see the module's ``Deployed``)?"""
     if not _is(new, ConditionType.SYNCED):
@@ -151,8 +200,8 @@ def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
     when the status has no content marker, see ``content``). Messages name the condition's
     reason and message as stored, e.g. ``Degraded: Deployment: progress deadline exceeded``."""
     old = old or {}
-    commit = new.get("lastAttemptedCommit") or new.get("lastSyncedCommit")
-    previous = content(old)[1] or old.get("lastSyncedCommit")
+    commit = about(new)
+    previous = _before(old, new, commit)
     where: dict[str, Any] = {"namespace": namespace, "name": name, "uid": uid, "commit": commit,
                              "previous_commit": previous, "source_path": new.get("sourcePath")}
     out: list[Notice] = []
@@ -161,8 +210,7 @@ def news(old: Obj | None, new: Obj, *, namespace: str, name: str, uid: str = "",
         out.append(Notice(reason=reason, severity=SEVERITY[reason], message=message, **where))
 
     if _deployed(old, new, changed):
-        revision = content(new)[1] or new.get("lastSyncedCommit")
-        tell(NoticeReason.DEPLOYED, f"deployed commit {_short(revision)} (before: {_short(previous)})")
+        tell(NoticeReason.DEPLOYED, f"deployed commit {_short(commit)} (before: {_short(previous)})")
     was_failing, is_failing = failing(old), failing(new)
     ready = _condition(new, ConditionType.READY)
     if _is(new, ConditionType.READY) and not _is(old, ConditionType.READY) and not was_failing:

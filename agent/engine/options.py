@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agent.engine import guards
 from agent.source import mirror as source
+from agent.source.repository import identity as repository_identity
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class Options:
     annotations that inject controller configuration are allowed (``kinds.ingress.snippets``);
     ``default_security_profile``: the ``spec.security.profile`` of Applications that name none
     (``--default-security-profile``: ``podspec.with_default_profile`` before every render);
+    ``repository``: the repository's identity recorded in the ``heumsi.github.io/repository``
+    annotation (``origin.repository_of``: a checkout's is its ``origin``'s; None:
+    ``repository.identity(repo)``); ``former_source_ids``: ids this source had before (a checkout
+    with an ``origin`` was its path until issue 46): an Application one of them holds is this
+    source's: its next apply relabels it (``sources.refuse``), and it is pruned when Git no longer has it
+    (``livestate.app_facts_of``, ``appplan.plan_applications``);
     ``observed_by``: the command running the pass, recorded as ``status.observedBy``
     (``status.observed``: ``sync --once`` or ``run``)."""
 
@@ -53,4 +60,10 @@ class Options:
     allow_ingress_snippets: bool = False  # ingress-nginx *-snippet annotations (tenancy)
     max_prune_share: float = guards.DEFAULT_MAX_PRUNE_SHARE
     default_security_profile: str = "none"  # restricted or none (schema.SECURITY_PROFILES)
+    repository: str | None = None  # the identity recorded; None: repository.identity(repo)
+    former_source_ids: tuple[str, ...] = ()  # held by one of them: this source's (relabelled on apply)
     observed_by: str = "sync --once"  # status.SYNC_ONCE or status.RUN
+
+    def identity(self) -> str:
+        """The repository's identity this source records (``repository``, else ``repo``'s)."""
+        return self.repository if self.repository is not None else repository_identity(self.repo)

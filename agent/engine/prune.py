@@ -71,7 +71,7 @@ def pruned_notice(app: Obj, commit: str | None) -> news.Notice:
     """The ``Pruned`` notice of the live Application ``app`` deleted at ``commit``."""
     meta, old = app["metadata"], app.get("status") or {}
     return news.pruned(meta.get("namespace", ""), meta["name"], commit=commit, uid=meta.get("uid", ""),
-                       previous_commit=news.content(old)[1] or old.get("lastSyncedCommit"),
+                       previous_commit=news.deployed(old) or old.get("lastSyncedCommit"),
                        source_path=old.get("sourcePath") or (meta.get("annotations") or {}).get(labels.SOURCE_PATH))
 
 

@@ -30,7 +30,7 @@ from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND
 from agent.engine import backoff, conditions, plan, statuswrite
 from agent.engine.report import Report
-from agent.kinds import deployment, health as health_, registry, render
+from agent.kinds import deployment, health as health_, registry
 from agent.kube.cluster import ApiError, Cluster
 
 POLL_SECONDS = 1.0
@@ -111,16 +111,20 @@ class Result:
 
 
 def wait(kube: Cluster, report: Report, timeout: float, stop: threading.Event, *,
-         poll: float = POLL_SECONDS, on_change: OnChange | None = None) -> Result:
+         poll: float = POLL_SECONDS, on_change: OnChange | None = None,
+         keys: frozenset[str] | None = None) -> Result:
     """Wait up to ``timeout`` seconds for the Applications in ``report.synced`` to be healthy,
     rewriting their status as their children move (``statuswrite.write``) and keeping
     ``report.health`` current. ``stop`` (set by SIGTERM or SIGINT) ends the wait at once
     (``INTERRUPTED``). ``on_change(key, health)`` is called when an Application's health
     changes (``health``: ``{"status", "message"}``). Never raises for API faults: an API error
-    ends the wait with ``ERROR``; a deleted Application counts as failed."""
+    ends the wait with ``ERROR``; a deleted Application counts as failed. ``keys``
+    (``namespace/name``; None: all): the Applications of the pass chosen to wait for (``sync
+    --wait -l``, ``--app``, ``-n``); the others are neither waited for nor written."""
     started = time.monotonic()
-    pending = {key: outcome for key, outcome in report.synced.items() if outcome is not None}
-    skipped = sorted(key for key, outcome in report.synced.items() if outcome is None)
+    chosen = {key: outcome for key, outcome in report.synced.items() if keys is None or key in keys}
+    pending = {key: outcome for key, outcome in chosen.items() if outcome is not None}
+    skipped = sorted(key for key, outcome in chosen.items() if outcome is None)
     states: dict[str, Wait] = {}
 
     def result(kind: Wait, error: str | None = None) -> Result:
@@ -196,7 +200,7 @@ def _with_pods(kube: Cluster, children: dict[str, dict[str, Obj]], apps: dict[st
                 raise
             continue
         for key in (k for k in waiting if k.partition("/")[0] == namespace):
-            want = render.selector_labels(key.partition("/")[2]).items()
+            want = deployment.selected(children[key][slot], key.partition("/")[2]).items()
             mine = [p for p in pods if want <= ((p.get("metadata") or {}).get("labels") or {}).items()]
             children[key][slot] = deployment.with_pods(children[key][slot], mine, now, seconds(key))
 

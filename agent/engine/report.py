@@ -94,6 +94,15 @@ class Report:
     """``namespace/name`` -> (``Ready`` condition status ``True``/``False``, its reason) as the
     pass wrote or kept it, for each Application from Git (not hand-applied ones); read by the
     commit status (``agent.notify.commitstatus.verdict``)."""
+    attributed: dict[str, str] = field(default_factory=dict)
+    """``namespace/name`` -> the full SHA its outcome is about (``news.about`` of the status the
+    pass wrote or kept), for each Application in ``readiness`` whose status names one: the commit
+    that deployed its content (``lastChangedCommit``) while it is synced, else the commit the pass
+    attempted. The commit status posts a rollout's outcome there (``commitstatus.verdicts``)."""
+    replaced: set[str] = field(default_factory=set)
+    """Full SHAs of the commits whose content an Application's stored status replaced before
+    their rollout was decided (``news.replaced``): the commit status looks at them again
+    (``commitstatus.verdicts``), so a ``pending`` on one gets a final state."""
     health: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> ``{"status", "message"}``: the health the pass wrote to each
     Application's status (``status.health_of``); updated by ``sync --wait`` as it waits."""

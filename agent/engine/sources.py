@@ -63,8 +63,8 @@ def hand_over(namespace: str, name: str, source: str) -> str:
     return f"kubectl -n {namespace} label application {name} {SOURCE_LABEL}={source} --overwrite"
 
 
-def refuse(steps: list[Step], source: str, repository: str,
-           where: dict[str, str]) -> tuple[list[Step], list[tuple[Step, str]]]:
+def refuse(steps: list[Step], source: str, repository: str, where: dict[str, str],
+           former: tuple[str, ...] = ()) -> tuple[list[Step], list[tuple[Step, str]]]:
     """Take out of ``steps`` the Applications another source holds (``other_source``).
     ``source``, ``repository``: this source's id and repository identity; ``where``:
     ``namespace/name`` -> ``file:line`` of the document in Git. Returns ``(steps, refused)``:
@@ -74,11 +74,13 @@ def refuse(steps: list[Step], source: str, repository: str,
     Application: its ``status.sourcePath``, else its ``heumsi.github.io/source-path``) and the
     hand-over command (``hand_over``). The caller counts each as a failed Application, applies
     and writes nothing to it but its own wanted-by annotation (no status, no Event) and never
-    prunes it or its children (another source's; ``owned``)."""
+    prunes it or its children (another source's; ``owned``). ``former``: this source's former
+    ids (``Options.former_source_ids``): an Application one of them holds is not refused; its
+    apply writes this source's label over the former one."""
     out, refused = [], []
     for step in steps:
         holder = other_source(step.live, source) if step.action != Op.PRUNE else None
-        if holder is None:
+        if holder is None or holder in former:
             out.append(step)
         else:
             refused.append((step, _refusal(step, holder, source, repository, where)))

@@ -15,15 +15,15 @@ from typing import cast
 from agent.api import labels
 from agent.api.objects import Obj
 from agent.api.schema import KIND
-from agent.engine import (backoff, conditions, guards, plan, sources, status as status_, statuswrite, steady as steady_,
-                          suspend, taskgate, writes)
+from agent.engine import (backoff, conditions, guards, news, plan, sources, status as status_, statuswrite,
+                          steady as steady_, suspend, taskgate, writes)
 from agent.engine.conditions import Reason
 from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass
 from agent.engine.report import KEPT, Report
 
 Status = tuple[str, Obj, status_.Outcome, dict[str, Obj], bool]
 """(key, live Application, outcome, slot -> live child, failed): one Application's status to write."""
-from agent.kinds import deployment, job, registry, render
+from agent.kinds import deployment, job, registry
 from agent.kube.cluster import ApiError
 
 
@@ -44,6 +44,9 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             report.health[key], report.synced[key] = entry.health, entry.synced
             if entry.readiness is not None:
                 report.readiness[key] = entry.readiness
+                live = applied.in_scope.get(key) or applied.failed.get(key) or {}
+                if commit := news.about(live.get("status") or {}):
+                    report.attributed[key] = commit
             continue
         app = applied.in_scope.get(key) or applied.failed[key]
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
@@ -104,8 +107,7 @@ def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
             kinds = {**kinds, slot: deployment.with_pods(live, [], now, seconds)}
         elif live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
             reads += 1
-            labels_ = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") \
-                or render.selector_labels(app["metadata"]["name"])
+            labels_ = deployment.selected(live, app["metadata"]["name"])
             selector = ",".join(f"{k}={v}" for k, v in sorted(labels_.items()))
             try:
                 pods = p.kube.list_in("", "Pod", live["metadata"]["namespace"], selector)

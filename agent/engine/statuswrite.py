@@ -102,15 +102,19 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool). ``by``: the
     command whose pass this is (``observedBy``, see ``new_status``).
     Records in ``report.readiness`` the ``Ready`` condition of an Application from Git
-    (``outcome.commit`` set), and, once the write is stored, its ``news.news`` in
-    ``report.notices`` (the status is the record of what was told: issue 32). A refusal is a
-    failure of the Application; a gone Application is nothing; an unreachable API server
-    (``ApiError`` status 0) re-raises, so the pass stops before it prunes."""
+    (``outcome.commit`` set) and in ``report.attributed`` the commit its outcome is about, and,
+    once the write is stored, its ``news.news`` in ``report.notices`` (the status is the record
+    of what was told: issue 32) and the commit whose rollout it ended undecided in
+    ``report.replaced`` (``news.replaced``). A refusal is a failure of the Application; a gone
+    Application is nothing; an unreachable API server (``ApiError`` status 0) re-raises, so the
+    pass stops before it prunes."""
     new = new_status(app, outcome, children, failed, retry, by)
     next_retry = new.get(backoff.NEXT_RETRY)
     if outcome.commit:
         ready: Obj = next((c for c in new["conditions"] if c["type"] == status_.READY), {})
         report.readiness[key] = (ready.get("status", "False"), ready.get("reason", ""))
+        if commit := news_.about(new):
+            report.attributed[key] = commit
     if not status_.differs(app.get("status"), new):
         return next_retry
     old = app.get("status") or {}
@@ -128,6 +132,8 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
         report.add(key, f"{KIND}/{key}", FAILED, not_stored(new, (stored or {}).get("status")))
         return next_retry
     meta = app["metadata"]
+    if gone := news_.replaced(app.get("status"), new):
+        report.replaced.add(gone)
     report.notices += news_.news(app.get("status"), new, namespace=meta.get("namespace", ""), name=meta["name"],
                                  uid=meta.get("uid", ""), changed=outcome.changed)
     for message in news_.failed_runs(app.get("status") or {}, new):  # a failed scheduled run: told, not Degraded

@@ -40,8 +40,9 @@ WINDOW_PER_WORKER = 64  # tasks handed to the pool at once, per worker (see ``or
 
 class Scratch:
     """What one task recorded, in the shape of the pass's ``Report`` (``add``, ``failed``,
-    ``notes``, ``notices``, ``readiness``) plus its own ``failures`` and ``reasons`` (Application key -> message or
-    condition reason), to be replayed in order by ``ordered``."""
+    ``notes``, ``notices``, ``readiness``, ``attributed``, ``replaced``) plus its own ``failures``
+    and ``reasons`` (Application key -> message or condition reason), to be replayed in order by
+    ``ordered``."""
 
     def __init__(self) -> None:
         self.added: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
@@ -51,6 +52,8 @@ class Scratch:
         self.reasons: dict[str, str] = {}
         self.notices: list[Any] = []  # news.Notice, as ``Report.notices``
         self.readiness: dict[str, tuple[str, str]] = {}  # as ``Report.readiness``
+        self.attributed: dict[str, str] = {}  # as ``Report.attributed``
+        self.replaced: set[str] = set()  # as ``Report.replaced``
 
     def add(self, *args: Any, **kwargs: Any) -> None:
         self.added.append((args, kwargs))
@@ -58,7 +61,7 @@ class Scratch:
     def __bool__(self) -> bool:
         """False when nothing was recorded (then there is nothing to replay)."""
         return bool(self.added or self.failed or self.notes or self.failures or self.reasons or self.notices
-                    or self.readiness)
+                    or self.readiness or self.replaced)
 
     def replay(self, report: Report, failures: dict[str, str] | None = None,
                reasons: dict[str, str] | None = None) -> None:
@@ -69,6 +72,8 @@ class Scratch:
         report.notes += self.notes
         report.notices += self.notices
         report.readiness.update(self.readiness)
+        report.attributed.update(self.attributed)
+        report.replaced |= self.replaced
         if failures is not None:
             failures.update(self.failures)
         if reasons is not None:

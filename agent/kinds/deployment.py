@@ -56,6 +56,14 @@ def render(name: str, namespace: str, uid: str, spec: Obj) -> Obj:
             "spec": out}
 
 
+def selected(live: Obj | None, name: str) -> dict[str, str]:
+    """The pod labels the live Deployment ``live`` of the Application ``name`` selects: its
+    ``spec.selector.matchLabels`` (a kept selector, ``kinds.selector``), else the agent's
+    (``render.selector_labels``)."""
+    found = (((live or {}).get("spec") or {}).get("selector") or {}).get("matchLabels")
+    return dict(found) if isinstance(found, dict) and found else selector_labels(name)
+
+
 def health(obj: Obj | None) -> Health:
     """Health of an ``apps/v1`` Deployment (gitops-engine ``getAppsv1DeploymentHealth``).
 

@@ -1,15 +1,24 @@
 """Commit status on the Git host: GitHub, GitLab or Gitea. One small class per host.
 
-What is posted, per pass and context (issue 32; ``verdict`` is pure):
+What is posted, per pass and context (issue 32; ``verdict`` and ``verdicts`` are pure):
 
 - ``pending`` when a pass starts applying a commit no status was posted for yet;
-- ``success`` when every Application from Git the pass wrote is synced and ``Ready``
-  (suspended and kept ones count as done);
+- ``success`` when every Application of the commit is synced and ``Ready`` (suspended and kept
+  ones count as done);
 - ``failure`` when any failed (or is Degraded), the description naming how many and the first
   few, and the health message of the first Degraded one (why its rollout failed), at most 140
   characters (GitHub's limit);
 - nothing new while some are still rolling out: a later pass that sees them ``Ready`` posts
   ``success`` once.
+
+Which commit (issue 45): an Application's rollout is the commit that deployed its content
+(``status.lastChangedCommit``; ``Report.attributed``), not the commit of whatever later pass
+saw it end. So a bad image's ``failure`` lands on the commit that brought it, and an unrelated
+later commit gets the verdict of its own Applications (``success`` when it changed none). What
+the pass itself failed at (an apply refused, a broken file) is the pass's commit. A commit
+whose ``pending`` is not followed by a verdict because a later commit replaced all its
+Applications' content first gets ``success`` "superseded by <12 hex> before its rollout was
+decided": it broke nothing that was seen, and a red mark would blame it for nothing.
 
 ``Poster`` never posts the same (commit, context, state, description) twice: it remembers the
 last one posted per commit, and after a restart reads the host's statuses of the commit first.
@@ -35,6 +44,8 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from agent.engine.conditions import Reason
 from agent.notify import http
@@ -74,30 +85,83 @@ def _degraded_why(report, failed: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def verdict(report) -> tuple[str, str] | None:
+def verdict(report, keys: Iterable[str] | None = None, *, of_pass: bool = True) -> tuple[str, str] | None:
     """(state, description) for the pass ``report`` (``Report``: ``commit``, ``readiness``,
-    ``failing()``, ``failed_files()``, ``ok``), None when there is nothing to post (no commit).
-    ``failure`` when an Application failed or is Degraded/Stalled (by readiness; a failed task:
-    ``TaskFailed``), or the pass
-    failed otherwise; ``pending`` while one is not yet ready; else ``success``."""
+    ``failing()``, ``failed_files()``, ``ok``, ``health``), None when there is nothing to post (no
+    commit). ``keys``: the Applications of ``readiness`` judged (None: all); ``of_pass``: the
+    pass's own failures count too (an Application's failed apply, a refused file, a failed pass:
+    the commit the pass was at). ``failure`` when an Application failed or is
+    Degraded/Stalled (by readiness; a failed task: ``TaskFailed``), or the pass failed
+    otherwise; ``pending`` while one is not yet ready; else ``success``."""
     if not report.commit:
         return None
-    ready = report.readiness
-    apps = sorted(set(ready) | set(report.failing()))
-    failed = sorted(set(report.failing()) | {k for k, (_, reason) in ready.items()
-                                             if reason in ("Degraded", "Stalled", Reason.TASK_FAILED)})
+    ready = report.readiness if keys is None else {k: report.readiness[k] for k in keys if k in report.readiness}
+    own = report.failing() if of_pass else []
+    apps = sorted(set(ready) | set(own))
+    failed = sorted(set(own) | {k for k, (_, reason) in ready.items()
+                                if reason in ("Degraded", "Stalled", Reason.TASK_FAILED)})
     if failed:
         return FAILURE, failure_text(failed, len(apps), _degraded_why(report, failed))
-    if report.failed_files():
+    if of_pass and report.failed_files():
         files = report.failed_files()
         return FAILURE, _fit(f"{len(files)} file{'s' if len(files) != 1 else ''} failed: {', '.join(files[:NAMED])}")
-    if not report.ok:
+    if of_pass and not report.ok:
         return FAILURE, "the sync failed; the agent's log and the Applications' status say why"
     waiting = [k for k, (status, reason) in ready.items() if status != "True" and reason not in DONE_REASONS]
     if waiting:
         return PENDING, PENDING_TEXT
+    if not apps and keys is not None and report.readiness:
+        count = len(report.readiness)
+        return SUCCESS, _fit(f"no Application changed at this commit ({count} synced; a rollout's status is on "
+                             "the commit that changed it)")
     noun = "Application" if len(apps) == 1 else "Applications"
     return SUCCESS, _fit(f"{len(apps)} {noun} synced and ready")
+
+
+@dataclass(frozen=True)
+class Post:
+    """One commit status to post: ``sha`` (full), ``state``, ``description``; ``over_pending``:
+    only when the commit's last status is ``pending`` (a superseded commit: ``Poster.post``)."""
+
+    sha: str
+    state: str
+    description: str
+    over_pending: bool = False
+
+
+def superseded_text(by: str) -> str:
+    """The description of a commit superseded before its rollout was decided."""
+    return f"superseded by {by[:12]} before its rollout was decided"
+
+
+def verdicts(report, open_commits: Iterable[str] = ()) -> list[Post]:
+    """The statuses to post after the pass ``report``, each on the commit it is about (issue 45).
+
+    Each Application's outcome belongs to ``report.attributed[key]`` (the commit that deployed its
+    content while it is synced: ``news.about``), else to ``report.commit``. The pass's commit
+    gets the verdict of its own Applications and of the pass's failures (``verdict``), so an
+    unrelated commit is not failed by an older commit's rollout. Each of ``open_commits`` (commits
+    a ``pending`` may still stand on, or whose Applications' statuses moved in this pass) gets
+    the verdict of the Applications attributed to it, unless that is ``pending`` (nothing new);
+    one that no Application is attributed to any more was superseded: ``success``, "superseded
+    by <12 hex>", posted only over a ``pending`` (``Post.over_pending``). In that order, each
+    commit once; [] when the pass has no commit."""
+    head = report.commit
+    if not head:
+        return []
+    of: dict[str, list[str]] = {}
+    for key in report.readiness:
+        of.setdefault(report.attributed.get(key) or head, []).append(key)
+    found = verdict(report, of.get(head, []))
+    out = [Post(head, *found)] if found else []
+    for sha in dict.fromkeys(open_commits):
+        if not sha or sha == head:
+            continue
+        if sha not in of:
+            out.append(Post(sha, SUCCESS, superseded_text(head), over_pending=True))
+        elif (judged := verdict(report, of[sha], of_pass=False)) and judged[0] != PENDING:
+            out.append(Post(sha, *judged))
+    return out
 
 
 class Host:
@@ -217,14 +281,23 @@ class Poster:
             last = self._last[sha]
         return not (last == (state, description) or (state == PENDING and last is not None))
 
-    def post(self, sha: str, state: str, description: str, timeout: float) -> bool:
-        """Post unless ``wanted`` says no (after reading the host once); True when posted."""
+    def last(self, sha: str) -> tuple[str, str] | None:
+        """(state, description) last known posted on ``sha`` (None: none, or not known yet)."""
+        with self._lock:
+            return self._last.get(sha)
+
+    def post(self, sha: str, state: str, description: str, timeout: float, over_pending: bool = False) -> bool:
+        """Post unless ``wanted`` says no (after reading the host once); True when posted.
+        ``over_pending``: only when the commit's last status is ``pending`` (a superseded
+        commit: one with no status, or a final one, is left as it is)."""
         with self._lock:
             known = sha in self._last
         if not known:
             found = self.host.read(sha, self.context, timeout)
             with self._lock:
                 self._last.setdefault(sha, found)
+        if over_pending and (self.last(sha) or ("",))[0] != PENDING:
+            return False
         if not self.wanted(sha, state, description):
             return False
         self.host.post(sha, state, description, self.context, self.target_url, timeout)

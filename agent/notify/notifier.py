@@ -19,6 +19,9 @@ from agent.notify import commitstatus, outbox, webhook
 log = logging.getLogger("agent.notify")
 DEFAULT_TIMEOUT = 5.0
 DROPPED_REASON = "NotificationDropped"
+OPEN = 100
+"""Commits a notifier keeps looking at for a final status after their ``pending`` (the oldest
+are forgotten first): a pass's verdicts look at no more than these besides its own commit."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,9 @@ class Notifier:
             host = commitstatus.HOST_CLASSES[settings.commit_status](settings.api_url, settings.repository,
                                                                      settings.token)
             self._poster = commitstatus.Poster(host, settings.context, settings.status_page_url)
-        self._queued: tuple | None = None  # the last commit status queued: (sha, state, description)
-        self._queued_message: outbox.Message | None = None  # ... and its message
+        self._queued: dict[str, tuple] = {}  # sha -> the last commit status queued for it: (state, description)
+        self._queued_message: dict[str, outbox.Message] = {}  # ... and its message
+        self._open: dict[str, None] = {}  # commits a pending was queued for, no final status yet (oldest first)
         self._lock = threading.Lock()  # _queued: set by passes, cleared by the outbox's thread
 
     def started(self, commit: str | None, applications=()) -> None:
@@ -81,11 +85,17 @@ class Notifier:
         if self._poster is not None and commit and self._poster.wanted(commit, commitstatus.PENDING,
                                                                         commitstatus.PENDING_TEXT):
             about = [_Ref(a.namespace, a.name) for a in applications[:1]]
-            self._status(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT, about)
+            self._status(commitstatus.Post(commit, commitstatus.PENDING, commitstatus.PENDING_TEXT), about)
 
     def finished(self, report) -> None:
         """Queue the pass's wanted notices (``news.wanted``) for the webhook, and its commit
-        status (``commitstatus.verdict``) unless it is known to be posted already."""
+        statuses (``commitstatus.verdicts``: the pass's commit, and each commit a rollout's
+        outcome is about) unless each is known to be posted already. The commits looked at
+        besides the pass's: those this notifier queued a ``pending`` for and no final status
+        yet (at most ``OPEN``), those the pass's notices are about (a rollout's outcome moved),
+        and those whose rollout a new content ended undecided (``report.replaced``). So a
+        commit's ``pending`` is followed by its final state, after a restart too, and no pass
+        reads the statuses of every commit its Applications came from."""
         s = self.settings
         notices = [n for n in report.notices if news.wanted(n, s.on, s.severity)]
         if self._webhook is not None:
@@ -93,24 +103,51 @@ class Notifier:
                 what = f"{len(about)} notification{'s' if len(about) != 1 else ''} ({about[0].reason} of " \
                        f"{about[0].application}{' and others' if len(about) > 1 else ''})"
                 self._outbox.put(outbox.Message("webhook", what, lambda t, b=body: self._webhook.send(b, t), about))
-        found = commitstatus.verdict(report) if self._poster is not None else None
-        if found and self._poster.wanted(report.commit, *found):
-            about = [_Ref(*k.split("/", 1)) for k in (report.failing() or sorted(report.readiness))[:1]]
-            self._status(report.commit, *found, about)
+        if self._poster is None:
+            return
+        named = [n.commit for n in report.notices if n.commit] + sorted(report.replaced)
+        with self._lock:
+            candidates = [*self._open, *named]
+        for post in commitstatus.verdicts(report, candidates):
+            if not self._poster.wanted(post.sha, post.state, post.description):
+                if post.state != commitstatus.PENDING:
+                    self._done(post.sha)
+                continue
+            mine = [k for k in sorted(report.readiness) if (report.attributed.get(k) or report.commit) == post.sha]
+            first = (report.failing() if post.sha == report.commit else []) or mine or sorted(report.readiness)
+            self._status(post, [_Ref(*k.split("/", 1)) for k in first[:1]])
 
-    def _status(self, sha: str, state: str, description: str, about: list) -> None:
-        """Queue one commit status unless the same is on its way already (queued, in flight, or
+    def _done(self, sha: str) -> None:
+        """``sha`` has its final status: no pass looks at it again for it."""
+        with self._lock:
+            self._open.pop(sha, None)
+
+    def _send(self, post: commitstatus.Post, timeout: float) -> bool:
+        """Post ``post`` (the outbox's thread); a final state posted, or found there, closes its commit."""
+        posted = self._poster.post(post.sha, post.state, post.description, timeout, over_pending=post.over_pending)
+        if post.state != commitstatus.PENDING:
+            self._done(post.sha)
+        return posted
+
+    def _status(self, post: commitstatus.Post, about: list) -> None:
+        """Queue one commit status (``post``) unless the same is on its way already (queued, in flight, or
         refused by the host in this process: retrying cannot help). ``Poster.wanted`` has said
         it is not posted; a status dropped for a timeout, a full queue or ``drain`` is forgotten
         here (``_on_drop``), so the next pass with the same verdict queues it again."""
-        key = (sha, state, description)
-        what = f"commit status {state} for {sha[:12]}"
-        message = outbox.Message(self._poster.host.name, what,
-                                 lambda t: self._poster.post(sha, state, description, t), about)
+        sha, key = post.sha, (post.state, post.description)
+        what = f"commit status {post.state} for {sha[:12]}"
+        message = outbox.Message(self._poster.host.name, what, lambda t: self._send(post, t), about)
         with self._lock:
-            if self._queued == key:
+            if self._queued.get(sha) == key:
                 return
-            self._queued, self._queued_message = key, message
+            self._queued[sha], self._queued_message[sha] = key, message
+            for kept in (self._queued, self._queued_message):
+                while len(kept) > OPEN:
+                    kept.pop(next(iter(kept)))
+            if post.state == commitstatus.PENDING:
+                self._open[sha] = None
+                while len(self._open) > OPEN:
+                    self._open.pop(next(iter(self._open)))
         self._outbox.put(message)
 
     def _on_drop(self, message: outbox.Message, why: str) -> None:
@@ -119,8 +156,9 @@ class Notifier:
         of a pass with no Application: issue 32 allows "the agent's own object"). A commit
         status dropped without a refusal is wanted again (``_status``)."""
         with self._lock:
-            if message is self._queued_message and not message.refused:
-                self._queued = self._queued_message = None
+            for sha, queued in list(self._queued_message.items()):
+                if message is queued and not message.refused:
+                    del self._queued[sha], self._queued_message[sha]
         line = f"dropped {message.what} to {message.destination}: {why}"
         self.dropped.append(line)
         log.warning("%s", line, extra={"fields": {"event": "notification-dropped", "destination": message.destination}})

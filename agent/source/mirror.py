@@ -95,8 +95,15 @@ def source_id(url: str, path: str = ".") -> str:
     ``path`` (``apps/`` and ``./apps`` are ``apps``). It labels the Applications a source owns
     (and so prunes), so a new spelling of ``--repo`` must not make a new source: the ones it
     removed from Git in the same commit would be left behind. A label value, so at most 63
-    characters (Kubernetes rule)."""
-    key = f"{repository_identity(url)}#{posixpath.normpath(path or '.')}"
+    characters (Kubernetes rule). The command line uses ``source_id_of`` with the identity of
+    ``origin.repository_of`` (a checkout is its ``origin``)."""
+    return source_id_of(repository_identity(url), path)
+
+
+def source_id_of(identity: str, path: str = ".") -> str:
+    """``source_id`` of a repository's identity (``repository.identity`` or
+    ``origin.repository_of``) rather than of a URL: the same hash over ``identity#path``."""
+    key = f"{identity}#{posixpath.normpath(path or '.')}"
     return "src-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 

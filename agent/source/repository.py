@@ -21,6 +21,9 @@ So ``https://github.com/Org/repo.git``, ``https://user:tok@github.com/Org/repo``
 ``http://github.com/Org/repo/`` are all ``github.com/Org/repo``. The identity never contains a
 credential; it is recorded in an annotation (no 63-character limit, unlike a label value).
 
+A checkout given by path is the repository its ``origin`` names (``origin.repository_of``, issue 46),
+so CI's ``--repo "$GITHUB_WORKSPACE"`` and ``run``'s URL are one source; this module stays pure.
+
 The agent's one parser of repository URLs: ``remote`` gives the parts of a remote URL (the
 host of a commit status API, ``agent/notify/commitstatus.py``), ``identity`` is built on it.
 """

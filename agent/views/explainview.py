@@ -52,11 +52,11 @@ import json
 import re
 from enum import StrEnum
 
-from agent.api.labels import AGENT_NAME, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
+from agent.api.labels import AGENT_NAME, MANAGED_BY, REPOSITORY, SOURCE_COMMIT, SOURCE_PATH
 from agent.api.schema import TASK_PHASES
 from agent.engine import conditions
 from agent.engine.events import ADMISSION_WARNING
-from agent.kinds import deployment, health as health_, podspec, registry
+from agent.kinds import deployment, health as health_, podspec, registry, selector
 from agent.views.appview import condition, parse_time, short, suspended
 
 
@@ -255,6 +255,14 @@ def child(kind: str, name: str, obj: dict | None, pods: list[dict] | None = None
     health = rule.health(obj) if rule else health_.Health(health_.HEALTHY)
     return {"kind": kind, "name": name, "exists": obj is not None, "health": health.as_status(),
             "message": child_message(obj)}
+
+
+def kept_note(view: dict, kept: dict[str, str] | None) -> dict:
+    """``view`` (``child``) with, for a Deployment that keeps the selector ``kept`` of a take-over
+    (``kinds.selector``), ``; keeps selector app=web`` after its message."""
+    if kept is None or view["kind"] != deployment.KIND.kind:
+        return view
+    return {**view, "message": f"{view['message']}; keeps selector {selector.described(kept)}"}
 
 
 def pod(obj: dict) -> dict:
@@ -458,6 +466,11 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
         desired = {registry.slot(o): o for o in registry.children(name, namespace, meta.get("uid", ""), rendered)}
     except (KeyError, TypeError, ValueError, AttributeError):  # a spec the schema refuses: nothing rendered
         desired = {}
+    dep = deployment.KIND.kind
+    kept = selector.kept(children.get(dep), desired.get(dep), adopting=MANAGED_BY not in (
+        ((children.get(dep) or {}).get("metadata") or {}).get("labels") or {}))  # not the agent's yet
+    if kept is not None:  # a Deployment taken over keeps its selector: its followers render with it
+        desired = {slot: selector.keep(obj, kept) for slot, obj in desired.items()}
     in_git = {"metadata": {"name": name}, "spec": git_spec} if git_spec is not None else None
     drifted = drift(app, in_git, GIT, taken=False) + [
         d for slot, want in desired.items() for d in drift(children.get(slot), want, against)]
@@ -476,8 +489,8 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                      else None, "at": status.get("observedAt"), "by": status.get("observedBy")},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
-        "children": [child(k.kind, child_name, children.get(slot), pods, now, deployment.fail_after(app.get("spec")))
-                     for k, child_name, slot in shown],
+        "children": [kept_note(child(k.kind, child_name, children.get(slot), pods, now,
+                                     deployment.fail_after(app.get("spec"))), kept) for k, child_name, slot in shown],
         "schedules": [entry for entry in status.get("schedules") or [] if isinstance(entry, dict)],
         "tasks": task_runs,
         "pods": pod_views,

@@ -301,3 +301,28 @@ def test_a_bad_default_security_profile_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "gitops-agent explain: error: argument --default-security-profile: GITOPS_AGENT_DEFAULT_SECURITY_PROFILE="
         "'baseline' is not allowed: must be one of restricted, none (see gitops-agent explain --help)\n")
+
+
+def test_a_checkout_and_its_origins_url_are_one_source(tmp_path):
+    """Issue 46: ``--repo CHECKOUT`` (origin set) and ``--repo URL`` make one source id and one
+    recorded identity; ``--source-id`` wins and then no former id is taken over."""
+    import subprocess
+
+    from agent.cli import sourceflags
+    from agent.source import mirror
+
+    subprocess.run(["git", "init", "-q", str(tmp_path / "ci")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "ci"), "remote", "add", "origin", "git@github.com:Org/repo.git"],
+                   check=True)
+
+    def options(*argv):
+        parser = flags.Parser(prog="gitops-agent sync")
+        sourceflags.add_source_flags(parser)
+        return sourceflags.options_from(parser.parse_args(["--path", "apps", *argv]))
+
+    ci, served = options("--repo", str(tmp_path / "ci")), options("--repo", "https://github.com/Org/repo")
+    assert (ci.source_id, ci.identity()) == (served.source_id, served.identity()) == \
+        (mirror.source_id("https://github.com/Org/repo", "apps"), "github.com/Org/repo")  # the URL's, as before
+    assert ci.former_source_ids == (mirror.source_id(str(tmp_path / "ci"), "apps"),) and not served.former_source_ids
+    named = options("--repo", str(tmp_path / "ci"), "--source-id", "shop")
+    assert (named.source_id, named.identity(), named.former_source_ids) == ("shop", "github.com/Org/repo", ())

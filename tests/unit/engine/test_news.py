@@ -72,8 +72,9 @@ def test_deployed_by_the_history_digest():
 def test_history_appearing_tells_only_what_the_pass_changed():
     """An upgrade from an agent without history writes the first entry: nothing new is deployed."""
     assert tell(status(), status(history=hist("sha256:a", SHA1))) == []
+    # what was deployed before the first entry is unknown: not the commit now deployed
     assert tell(status(), status(history=hist("sha256:a", SHA1)), changed=True) == [
-        ("Deployed", "info", "deployed commit 1111111 (before: 1111111)")]
+        ("Deployed", "info", "deployed commit 1111111 (before: none)")]
 
 
 def test_deployed_by_last_changed_commit():
@@ -229,3 +230,83 @@ def test_a_running_task_is_no_failure_and_a_failed_one_is_told_once_as_degraded(
                     stalled=("TaskFailed", why), health="Degraded", health_message=why)
     assert tell(running, failed) == [("Degraded", "error", f"Degraded: {why}")]
     assert news.failing(failed)
+
+
+# issue 45 item 3: the Deployed notice names the commit now applied and the one applied before, whatever
+# Git did in between. The statuses are made by history.fields, as the pass makes them.
+A, B, R, B2 = "a" * 40, "b" * 40, "c" * 40, "d" * 40
+
+
+def synced_at(old, spec, commit):
+    """The status a pass at ``commit`` stores for ``spec`` over ``old`` (Synced and Ready)."""
+    from agent.engine import history
+
+    new = status(commit=commit)
+    new.update(history.fields(old, spec, commit, True, True, "T"))
+    return new
+
+
+def deployed_notice(old, new):
+    return next((n.message, n.commit, n.previous_commit) for n in news.news(old, new, namespace="ns", name="web")
+                if n.reason == "Deployed")
+
+
+def test_a_revert_is_told_as_the_revert_commit_not_the_old_one():
+    good, bad = {"image": "web:1"}, {"image": "web:2"}
+    at_a = synced_at({}, good, A)
+    at_b = synced_at(at_a, bad, B)
+    at_r = synced_at(at_b, good, R)  # git revert B: A's content again, at the revert commit R
+    assert at_r["history"][0]["revision"] == A  # the history keeps the commit that first brought it
+    assert deployed_notice(at_b, at_r) == ("deployed commit ccccccc (before: bbbbbbb)", R, B)
+    later = synced_at(at_r, {"image": "web:3"}, B2)
+    assert deployed_notice(at_r, later) == ("deployed commit ddddddd (before: ccccccc)", B2, R)
+
+
+def test_a_reset_and_force_push_names_the_older_commit_now_applied():
+    good, bad = {"image": "web:1"}, {"image": "web:2"}
+    at_b = synced_at(synced_at({}, good, A), bad, B)
+    back = synced_at(at_b, good, A)  # git reset --hard A; git push --force
+    assert deployed_notice(at_b, back) == ("deployed commit aaaaaaa (before: bbbbbbb)", A, B)
+
+
+def test_a_rewritten_commit_is_told_as_the_new_one():
+    at_b = synced_at(synced_at({}, {"image": "web:1"}, A), {"image": "web:2"}, B)
+    amended = synced_at(at_b, {"image": "web:2b"}, B2)  # git commit --amend; git push --force
+    assert deployed_notice(at_b, amended) == ("deployed commit ddddddd (before: bbbbbbb)", B2, B)
+    # the same content under a rewritten commit deploys nothing: nothing is told
+    same = synced_at(at_b, {"image": "web:2"}, B2)
+    assert news.news(at_b, same, namespace="ns", name="web") == []
+
+
+def test_a_rollouts_outcome_is_about_the_commit_that_deployed_it():
+    """A later, unrelated pass that sees the rollout fail tells it of the commit that changed the
+    Application, and the one before; an apply that failed is of the commit attempted."""
+    at_b = synced_at(synced_at({}, {"image": "web:1"}, A), {"image": "web:2"}, B)
+    degraded = {**at_b, **status(commit=R, ready=("False", "Degraded", "pull"), stalled=("Degraded", "pull"),
+                                 health="Degraded", health_message="Deployment: ImagePullBackOff")}
+    [notice] = news.news(at_b, degraded, namespace="ns", name="web")
+    assert (notice.reason, notice.commit, notice.previous_commit) == ("Degraded", B, A)
+    [failed] = news.news(at_b, {**at_b, **status(commit=R, synced_commit=B, **FAILED)}, namespace="ns", name="web")
+    assert (failed.reason, failed.commit, failed.previous_commit) == ("ApplyFailed", R, B)
+
+
+def test_deployed_and_about():
+    assert news.deployed({}) is None
+    assert news.deployed({"history": hist("d", A), "lastChangedCommit": R}) == R
+    assert news.deployed({"history": hist("d", A)}) == A
+    assert news.about(status(commit=R, lastChangedCommit=B)) == B
+    assert news.about(status(commit=R, lastChangedCommit=B, **FAILED)) == R
+    assert news.about(status(commit=R)) == R
+
+
+def test_replaced_names_a_commit_whose_rollout_a_new_content_ended_undecided():
+    rolling = synced_at({}, {"image": "web:1"}, A)
+    rolling.update(PROGRESSING)
+    rolling["conditions"] = status(**PROGRESSING)["conditions"]
+    assert news.replaced(rolling, synced_at(rolling, {"image": "web:2"}, B)) == A
+    assert news.replaced(rolling, synced_at(rolling, {"image": "web:1"}, B)) is None  # the same content
+    ready = synced_at({}, {"image": "web:1"}, A)
+    assert news.replaced(ready, synced_at(ready, {"image": "web:2"}, B)) is None  # A's rollout was decided
+    failed = {**ready, **status(commit=A, ready=("False", "Degraded", "x"), health="Degraded")}
+    assert news.replaced(failed, synced_at(failed, {"image": "web:2"}, B)) is None
+    assert news.replaced(None, ready) is None and news.replaced({}, ready) is None

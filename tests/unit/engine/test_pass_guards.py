@@ -276,17 +276,17 @@ def test_hand_made_children_are_adopted_only_when_the_application_opts_in(world)
              "kubectl-create")
     assert changes(report) == [
         (f"Application/{NS}/web", UNCHANGED, ""),  # configured (annotated) by the pass before
-        (f"Deployment/{NS}/web", ADOPTED, f"{taken}; spec.selector is immutable and differs from Git, so recreated"),
+        (f"Deployment/{NS}/web", ADOPTED, taken.replace("; fields", "; kept its selector app=web (immutable), so one "
+                                                         "rolling update replaces its pods and the Service selects the "
+                                                         "same pods; fields")),
         (f"Service/{NS}/web", ADOPTED, taken)]
-    assert world.kube.writes == [
-        ("patch_managed_fields", f"Deployment/{NS}/web"),
-        ("apply", f"Deployment/{NS}/web"),  # refused: the selector is immutable (422)
-        ("delete", f"Deployment/{NS}/web"), ("apply", f"Deployment/{NS}/web"),
+    assert world.kube.writes == [  # the Deployment keeps its selector (kinds.selector): not deleted
+        ("patch_managed_fields", f"Deployment/{NS}/web"), ("apply", f"Deployment/{NS}/web"),
         ("patch_managed_fields", f"Service/{NS}/web"), ("apply", f"Service/{NS}/web"),
         ("patch_status", f"Application/{NS}/web")]
     after, app = world.child("Service", "web"), world.app("web")
     assert after["metadata"]["uid"] == service["metadata"]["uid"]  # adopted in place
-    assert after["spec"] == {"selector": {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"},
+    assert after["spec"] == {"selector": {"app": "web"},
                              "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]}
     assert after["metadata"]["ownerReferences"][0]["uid"] == app["metadata"]["uid"]
     assert world.kube.events[-1]["reason"] == "Adopted"

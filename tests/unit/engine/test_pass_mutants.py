@@ -643,7 +643,7 @@ def test_another_sources_applications_are_failed_lines_naming_the_file_in_git():
     theirs, mine = application(source="other"), application("api", source="mine")
     steps = [Step(Op.UPDATE, plan.identity(theirs), theirs, theirs), Step(Op.UPDATE, plan.identity(mine), mine, mine)]
     git = Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3), Manifest("ns", "api", {}, "api.yaml", 1)])
-    p = SimpleNamespace(opts=SimpleNamespace(source_id="mine", repo=REPO), git=git, report=Report())
+    p = SimpleNamespace(opts=sync.Options(source_id="mine", repo=REPO, cache_dir="/cache"), git=git, report=Report())
     kept, keys = appplan._refused(p, steps)
     assert kept == [steps[1]] and keys == {"ns/web"}
     [line] = p.report.changes

@@ -177,3 +177,60 @@ def test_a_mark_without_a_file_names_the_source_alone(two):
     assert changes(report)[-1] == (f"Application/{NS}/web", KEPT, f"not in Git; {why}")
     assert conditions(a.app("web"))["Ready"] == ("False", "PruneSkipped",
                                                  f"no longer in Git at commit {head}; kept because {why}")
+
+
+def test_a_former_source_id_is_this_sources_and_its_applications_are_relabelled_alone(tmp_path):
+    """Upgrade of a checkout with an origin (issue 46): its Applications carry the id the path made
+    (``former``); the new id's pass takes them as its own, rewrites only their label and repository
+    annotation (no child is written: no pod restarts), and then has nothing to do."""
+    world = World(tmp_path, source_id="src-path", repository="/ci/checkout")
+    world.commit({"web.yaml": app_yaml("web"), "api.yaml": app_yaml("api")})
+    world.sync()
+    deployment = world.child("Deployment", "web")
+    report = world.sync(source_id="src-origin", repository="github.com/Org/repo", former_source_ids=("src-path",))
+    assert report.ok and not report.errors
+    assert sorted(c.subject for c in report.changes if c.action == CONFIGURED) == \
+        [f"Application/{NS}/api", f"Application/{NS}/web"]
+    assert [w for w in world.kube.writes if w[0] == "apply"] == [
+        ("apply", f"Application/{NS}/api"), ("apply", f"Application/{NS}/web")]
+    app = world.app("web")
+    assert app["metadata"]["labels"][SOURCE] == "src-origin"
+    assert app["metadata"]["annotations"]["heumsi.github.io/repository"] == "github.com/Org/repo"
+    assert world.child("Deployment", "web") == deployment
+    report = world.sync(source_id="src-origin", repository="github.com/Org/repo", former_source_ids=("src-path",))
+    assert {c.action for c in report.changes} == {UNCHANGED} and not world.kube.writes
+
+
+def test_without_the_former_id_the_upgraded_source_is_refused(tmp_path):
+    """What ``former_source_ids`` prevents: the new id alone meets the old label as another source's."""
+    world = World(tmp_path, source_id="src-path")
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    report = world.sync(source_id="src-origin")
+    assert [c.action for c in report.changes] == [FAILED] and "OwnershipConflict" in report.errors[0]
+
+
+def test_a_former_source_ids_application_git_no_longer_has_is_pruned_in_the_upgrade_pass(tmp_path):
+    """The former id's Applications are this source's for pruning too: one removed from Git in the
+    upgrade pass is pruned with its children, and one whose port Git dropped loses its Service."""
+    world = World(tmp_path, source_id="src-path")
+    world.commit({"web.yaml": app_yaml("web"), "old.yaml": app_yaml("old")})
+    world.sync()
+    world.commit({"web.yaml": app_yaml("web", port=None), "old.yaml": None})
+    report = world.sync(source_id="src-origin", former_source_ids=("src-path",))
+    assert report.ok, report.errors
+    pruned = sorted(c.subject for c in report.changes if c.action == PRUNED)
+    assert pruned == [f"Application/{NS}/old", f"Deployment/{NS}/old", f"Service/{NS}/old", f"Service/{NS}/web"]
+    assert world.app("old") is None and world.child("Service", "web") is None
+    assert world.app("web")["metadata"]["labels"][SOURCE] == "src-origin"
+
+
+def test_another_sources_application_is_not_a_former_ids(tmp_path):
+    """Only the listed former ids: another source's Application Git no longer has stays."""
+    world = World(tmp_path, source_id="other")
+    world.commit({"web.yaml": app_yaml("web")})
+    world.sync()
+    world.commit({"web.yaml": None, "api.yaml": app_yaml("api")})
+    report = world.sync(source_id="src-origin", former_source_ids=("src-path",))
+    assert report.ok and world.app("web") is not None
+    assert not [c for c in report.changes if c.action == PRUNED]

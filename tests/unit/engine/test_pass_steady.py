@@ -264,3 +264,22 @@ def test_a_new_application_leaves_the_unchanged_ones_after_it_undecided(world, s
     assert (spies.rendered, spies.children) == (["api"], ["api"])
     assert "2 of 3 Applications unchanged since the previous pass (steady.py)" in caplog.messages
     assert report.ok and world.app("api") is not None
+
+
+def test_each_outcome_is_attributed_to_the_commit_that_changed_its_application(world):
+    """``report.attributed`` (issue 45 item 3): the commit that deployed each Application's
+    content, whatever later commit the pass is at, settled or not; an apply that failed is the
+    pass's commit."""
+    first = world.commit({"web.yaml": app_yaml("web"), "db.yaml": app_yaml("db")})
+    steady = steady_of(world)
+    assert world.sync(steady=steady).attributed == {f"{NS}/db": first, f"{NS}/web": first}
+    assert world.sync(steady=steady).attributed == {f"{NS}/db": first, f"{NS}/web": first}  # settled
+    second = world.commit({"db.yaml": app_yaml("db", image="postgres:16"), "README.md": "x"})
+    report = world.sync(steady=steady)
+    assert report.attributed == {f"{NS}/db": second, f"{NS}/web": first}
+    assert report.replaced == {first}  # db's rollout of the first commit was not decided: its status may be pending
+    third = world.commit({"README.md": "y"})
+    assert world.sync().attributed == {f"{NS}/db": second, f"{NS}/web": first} and third
+    world.kube.fail("apply", f"Deployment/{NS}/web", ApiError(422, "Invalid", "refused"), times=None)
+    fourth = world.commit({"web.yaml": app_yaml("web", image="nginx:1.28")})
+    assert world.sync().attributed[f"{NS}/web"] == fourth

@@ -119,8 +119,10 @@ def test_the_facts_of_a_live_application():
         "namespace": "ns", "name": "web", "labels": {"app.kubernetes.io/managed-by": "gitops-agent",
                                                      "heumsi.github.io/source": "other"},
         "managedFields": [{"manager": "gitops-agent", "operation": "Apply"}]}}
-    p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine"))
+    p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine", former_source_ids=()))
     assert livestate.app_facts_of(p, app) == ("ns/web", True, False)
-    p = SimpleNamespace(steady=Steady(), opts=SimpleNamespace(source_id="other"))
+    p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine", former_source_ids=("other",)))
+    assert livestate.app_facts_of(p, app) == ("ns/web", True, True)  # a former id of this source (issue 46)
+    p = SimpleNamespace(steady=Steady(), opts=SimpleNamespace(source_id="other", former_source_ids=()))
     assert livestate.app_facts_of(p, app) == ("ns/web", True, True)
     assert p.steady.fact(app, lambda obj: "not derived again") == ("ns/web", True, True)

@@ -264,3 +264,24 @@ def test_the_wait_reads_the_grace_of_the_applications_spec():
     cluster.apps["web"]["spec"]["rollout"] = {"failAfterSeconds": 20}
     result = readiness.wait(cluster, report_for(["web"]), 30, threading.Event(), poll=0.01)
     assert result.result == "failed" and cluster.looks == 1
+
+
+def test_the_wait_for_chosen_keys_ends_healthy_while_another_is_degraded():
+    """``sync --wait -l team=a`` (issue 46): only the chosen Applications are waited for and written."""
+
+    class Mixed(Cluster):
+        def list_in(self, group, kind, namespace, selector=None):
+            out = super().list_in(group, kind, namespace, selector)
+            if kind == "Deployment":
+                out = [deployment(d["metadata"]["name"], int(d["metadata"]["name"] == "web")) for d in out]
+                out[[d["metadata"]["name"] for d in out].index("broken")]["status"]["conditions"] = [
+                    {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]
+            return out
+
+    cluster = Mixed(["web", "broken"])
+    report = report_for(["web", "broken"], **{"ns/held": None})
+    result = readiness.wait(cluster, report, 30, threading.Event(), poll=0.01, keys=frozenset({"ns/web", "ns/x"}))
+    assert (result.result, result.states, result.skipped) == ("healthy", {"ns/web": "healthy"}, [])
+    assert [name for name, _ in cluster.writes] == ["web"] and list(report.health) == ["ns/web"]
+    result = readiness.wait(Mixed(["web", "broken"]), report_for(["web", "broken"]), 30, threading.Event(), poll=0.01)
+    assert result.result == "failed" and result.not_healthy() == ["ns/broken"]  # without a choice: both

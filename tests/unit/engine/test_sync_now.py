@@ -196,7 +196,36 @@ def test_reconcile_wait_ended_by_a_signal_exits_1_in_either_phase(capsys, handle
     stop = threading.Event()
     stop.set()
     args = argparse.Namespace(timeout=300.0, namespace="ns")
-    code = reconcile_cmd._wait(Kube(), "/x", "Application/ns/web", token, args, stop)
+    code = reconcile_cmd._wait(Kube(), [("Application/ns/web", "/x")], token, args, stop)
     err = capsys.readouterr().err
     assert code == 1, err
     assert "interrupted by a signal" in err and "no agent run" not in err
+
+
+def test_reconcile_wait_for_several_is_the_worst_of_theirs(capsys):
+    """``reconcile -l team=a --wait`` (issue 46): each chosen Application is waited for until it is
+    decided; the exit code is the worst (healthy 0, Degraded 1, sync failed 2)."""
+    import argparse
+    import threading
+
+    token = "2026-01-01T00:00:00.000000000Z"
+
+    def app(ready, synced="True", health="Healthy"):
+        return {"metadata": {"annotations": {}}, "status": {
+            "lastHandledReconcileAt": token, "health": {"status": health},
+            "conditions": [{"type": "Synced", "status": synced, "message": "no"},
+                           {"type": "Ready", "status": ready, "reason": health, "message": "m"}]}}
+
+    def waited(apps: dict) -> int:
+        class Kube:
+            def request(self, method, url):
+                return apps[url]
+        targets = [(f"Application/ns/{url.strip('/')}", url) for url in apps]
+        return reconcile_cmd._wait(Kube(), targets, token, argparse.Namespace(timeout=5.0, namespace="ns"),
+                                   threading.Event())
+
+    assert waited({"/a": app("True"), "/b": app("True")}) == 0
+    assert waited({"/a": app("True"), "/b": app("False", health="Degraded")}) == 1
+    assert waited({"/a": app("True", synced="False"), "/b": app("False", health="Degraded")}) == 2
+    out = capsys.readouterr()
+    assert "Application/ns/a: healthy: " in out.out and "Application/ns/b: Degraded or Stalled" in out.err

@@ -178,3 +178,73 @@ def test_poster_after_a_restart_reads_the_host_first():
     assert poster.post(SHA, "success", "ok", 1) is False
     assert poster.post(SHA, "failure", "x", 1) is True
     assert host.posts == [(SHA, "failure", "x")]
+
+
+# issue 45 item 3: each outcome on the commit it is about
+BAD, LATER, GOOD = "b" * 40, "c" * 40, "d" * 40
+
+
+def attributed(readiness, attributed, commit=LATER, health=None, failed=()):
+    r = report(readiness, failed=failed, commit=commit)
+    r.attributed = dict(attributed)
+    r.health = dict(health or {})
+    return r
+
+
+def posts(r, open_commits=()):
+    return [(p.sha, p.state, p.description, p.over_pending) for p in cs.verdicts(r, open_commits)]
+
+
+def test_a_rollout_that_fails_at_a_later_commit_fails_the_commit_that_caused_it():
+    r = attributed({"ns/web": ("False", "Degraded"), "ns/api": ("True", "Healthy")}, {"ns/web": BAD, "ns/api": LATER},
+                   health={"ns/web": {"status": "Degraded", "message": "Deployment: ImagePullBackOff: x"}})
+    assert posts(r, [BAD]) == [(LATER, "success", "1 Application synced and ready", False),
+                               (BAD, "failure", "1 of 1 Application failed: ns/web: Deployment: ImagePullBackOff: x",
+                                False)]
+    # the bad commit is not looked at when nothing names it: the later commit is still not failed
+    assert posts(r) == [(LATER, "success", "1 Application synced and ready", False)]
+
+
+def test_a_commit_that_changed_no_application_succeeds_whatever_older_rollouts_do():
+    r = attributed({"ns/web": ("False", "Progressing")}, {"ns/web": BAD})
+    assert posts(r, [BAD]) == [(LATER, "success", "no Application changed at this commit (1 synced; a rollout's "
+                                                  "status is on the commit that changed it)", False)]
+    assert cs.verdict(report({}, commit=LATER)) == ("success", "0 Applications synced and ready")
+
+
+def test_the_pass_own_failures_are_the_pass_commits():
+    """An apply that failed, a broken file or a failed pass is the commit the pass was at."""
+    r = attributed({"ns/web": ("True", "Healthy"), "ns/api": ("False", "SyncFailed")}, {"ns/web": BAD,
+                                                                                       "ns/api": LATER},
+                   failed=["ns/api"])
+    assert posts(r, [BAD]) == [(LATER, "failure", "1 of 1 Application failed: ns/api", False),
+                               (BAD, "success", "1 Application synced and ready", False)]
+    r = attributed({"ns/web": ("True", "Healthy")}, {"ns/web": BAD})
+    r.invalid.append(("x.yaml:1", "bad"))
+    assert posts(r, [BAD]) == [(LATER, "failure", "1 file failed: x.yaml", False),
+                               (BAD, "success", "1 Application synced and ready", False)]
+
+
+def test_a_superseded_commit_gets_success_over_its_pending():
+    r = attributed({"ns/web": ("False", "Progressing")}, {"ns/web": LATER})
+    assert posts(r, [GOOD, LATER, GOOD]) == [
+        (LATER, "pending", cs.PENDING_TEXT, False),
+        (GOOD, "success", "superseded by cccccccccccc before its rollout was decided", True)]
+
+
+def test_an_older_commit_still_rolling_out_posts_nothing_new():
+    r = attributed({"ns/web": ("False", "Progressing")}, {"ns/web": BAD})
+    assert [p[0] for p in posts(r, [BAD])] == [LATER]
+    assert posts(attributed({}, {}, commit=None), [BAD]) == []
+
+
+def test_poster_over_pending_only_replaces_a_pending():
+    host = _Host(found=("pending", "p"))
+    poster = cs.Poster(host, "ctx", None)
+    assert poster.post(SHA, "success", "superseded", 1, over_pending=True) is True
+    assert poster.post(SHA, "failure", "x", 1, over_pending=True) is False  # no pending any more
+    for found in (None, ("failure", "1 failed")):
+        other = _Host(found=found)
+        assert cs.Poster(other, "ctx", None).post(SHA, "success", "superseded", 1, over_pending=True) is False
+        assert other.posts == []
+    assert host.posts == [(SHA, "success", "superseded")]

@@ -359,3 +359,57 @@ def test_a_drop_about_no_application_is_a_warning_event_on_the_agents_pod():
             assert value(n.counters.dropped, "github") == 1
     finally:
         host.stop()
+
+
+def attributed_report(commit, readiness, attributed, notices=(), health=None):
+    r = Report(commit=commit)
+    r.readiness, r.attributed, r.notices, r.health = readiness, attributed, list(notices), health or {}
+    return r
+
+
+def test_a_rollout_that_fails_after_a_later_commit_fails_its_own_commit_and_none_stays_pending():
+    """Issue 45 item 3: the bad commit's pending becomes failure when a pass at an unrelated later
+    commit sees its rollout fail; the later commit gets its own verdict; a commit superseded before
+    its rollout was decided gets a final state too, after a restart as well."""
+    bad, later, fix, fix2 = "1" * 40, "2" * 40, "3" * 40, "4" * 40
+    host = GitHost("github")
+    try:
+        settings = Settings(commit_status="github", token=host.token, api_url=host.api_url,
+                            repository=host.repository, timeout=5)
+        n = Notifier(settings)
+        n.started(bad)
+        n.finished(attributed_report(bad, {"ns/web": ("False", "Progressing")}, {"ns/web": bad}))
+        n.started(later)
+        degraded = {"ns/web": {"status": "Degraded", "message": "Deployment: ImagePullBackOff: x"}}
+        n.finished(attributed_report(later, {"ns/web": ("False", "Degraded")}, {"ns/web": bad}, health=degraded))
+        n.drain()
+        assert host.posted(bad) == [PENDING, ("failure", "1 of 1 Application failed: ns/web: Deployment: "
+                                                         "ImagePullBackOff: x")]
+        assert host.posted(later) == [PENDING, ("success", "no Application changed at this commit (1 synced; a "
+                                                           "rollout's status is on the commit that changed it)")]
+        n = Notifier(settings)  # drain ends a notifier (sync --once): the next part is one run's passes
+        n.started(fix)
+        n.finished(attributed_report(fix, {"ns/web": ("False", "Progressing")}, {"ns/web": fix}))
+        n.started(fix2)  # pushed before fix's rollout was decided
+        n.finished(attributed_report(fix2, {"ns/web": ("True", "Healthy")}, {"ns/web": fix2}))
+        n.drain()
+        assert host.posted(fix) == [PENDING, ("success", "superseded by 444444444444 before its rollout was decided")]
+        assert host.posted(fix2) == [PENDING, ("success", "1 Application synced and ready")]
+        assert host.posted(bad)[-1][0] == "failure"  # a final state is never replaced by "superseded"
+
+        n = Notifier(settings)
+        n.started("5" * 40)
+        n.finished(attributed_report("5" * 40, {"ns/web": ("False", "Progressing")}, {"ns/web": "5" * 40}))
+        n.drain()
+        n = Notifier(settings)  # a restart: the pending is found through the content that replaced it
+        r = attributed_report("6" * 40, {"ns/web": ("True", "Healthy")}, {"ns/web": "6" * 40})
+        r.replaced = {"5" * 40}  # its content replaced before its rollout was decided (news.replaced)
+        n.finished(r)
+        n.drain()
+        assert host.posted("5" * 40) == [PENDING, ("success", "superseded by 666666666666 before its rollout "
+                                                                    "was decided")]
+    finally:
+        host.stop()
+
+
+PENDING = ("pending", "applying this commit; waiting for its Applications to be ready")
