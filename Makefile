@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: test demo cluster unit mutation clean lock bench docs screenshots image image-check
+.PHONY: test demo cluster unit mutation clean lock bench docs screenshots image image-check dist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,17 @@ docs: $(VENV)/.installed
 	$(PY) -m agent.cli.reference --crd > crd.yaml.tmp && mv crd.yaml.tmp crd.yaml
 	$(PY) -m agent.cli.reference --rbac
 
+# dist - the wheel of the commit checked out (a release: build it on its tag), with its sha256, to attach to the
+# release: dist/gitops_agent-VERSION-py3-none-any.whl. Built from `git archive HEAD`, so nothing uncommitted and no
+# stale build/lib file gets in. docs/guides/ci.md installs it, pinned by URL and sha256; tests/test_ci_guide.py
+# builds the same wheel from the work tree and runs the guide's jobs with it.
+dist: $(VENV)/.installed
+	rm -rf dist build/dist-src && mkdir -p build/dist-src
+	git archive HEAD | tar -x -C build/dist-src
+	$(PY) -m pip wheel -q --no-deps -w dist build/dist-src
+	rm -rf build/dist-src
+	cd dist && sha256sum *.whl
+
 # image - the agent's image with no registry and no Docker engine (scripts/image.py, as root): Debian
 # bookworm from Debian's packages (mmdebstrap), requirements.lock with hashes, the project; writes the
 # OCI layout build/image/ and build/gitops-agent-image.tar (docker load, podman load, kind load
@@ -85,4 +96,4 @@ lock: $(VENV)/.installed
 		--no-emit-find-links -o requirements.lock pyproject.toml
 
 clean:
-	rm -rf $(VENV) .cluster .demo mutants build
+	rm -rf $(VENV) .cluster .demo mutants build dist

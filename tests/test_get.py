@@ -13,7 +13,6 @@ import yaml
 from tests.inspect_support import crd_with_history, patch_status  # noqa: F401 (a fixture)
 from tests.support import app_yaml
 
-HEADER = "NAME   HEALTH        READY   REASON        COMMIT     CHANGED    SUSPENDED   AGE"
 CHANGED = "9a1b4c6d8e7f001122334455667788995f0c2e3d"
 
 
@@ -37,7 +36,7 @@ def test_the_table_lists_the_namespaces_applications(agent, repo, namespace, clu
     proc = get(agent, "-n", namespace)
     assert proc.returncode == 0 and proc.stderr == ""
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("NAME   HEALTH ") and lines[0].endswith("   AGE   MESSAGE")
+    assert lines[0].startswith("NAME   HEALTH ") and lines[0].split()[-3:] == ["AGE", "OBSERVED", "MESSAGE"]
     assert [line.split()[0] for line in lines[1:]] == ["api", "web"]
     web = lines[2].split()
     assert web[4:8] == [head[:8], CHANGED[:8], "False", web[7]] and web[7].endswith("s")
@@ -52,7 +51,8 @@ def test_wide_all_namespaces_and_a_selector(agent, repo, namespace, crd_with_his
     assert lines[0].split()[:2] == ["NAMESPACE", "NAME"]
     assert lines[0].split()[-6:] == ["SOURCE", "IMAGE", "REPLICAS", "SCHEDULES", "TASKS", "MESSAGE"]
     web = next(line.split() for line in lines if line.split()[:2] == [namespace, "web"])
-    assert web[9:14] == ["apps.yaml:1", "nginx:latest", web[11], "-", "-"] and web[11].endswith("/2")
+    assert web[10:14] == ["ago", "by", "sync", "--once"]  # OBSERVED: the age of status.observedAt, and by what
+    assert web[14:19] == ["apps.yaml:1", "nginx:latest", web[16], "-", "-"] and web[16].endswith("/2")
     proc = get(agent, "-n", namespace, "-l", "tier=backend", "-o", "name")
     assert proc.stdout == "application.heumsi.github.io/api\n"
 

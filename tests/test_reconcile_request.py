@@ -86,7 +86,9 @@ def test_each_request_is_handled_by_one_pass_and_the_status_write_starts_none(
             ("PATCH", "applications", ""): 1,  # the request
             ("PATCH", "applications", "status"): 1,  # the record of it
         }
-        assert objects.app(namespace, "web")["status"]["lastHandledReconcileAt"] == token_of(proc)
+        status = objects.app(namespace, "web")["status"]
+        assert status["lastHandledReconcileAt"] == token_of(proc)
+        assert status["observedBy"] == "reconcile"  # the pass that wrote it was asked for by reconcile
 
 
 def test_a_missing_application_exits_2_with_one_line(agent, namespace):

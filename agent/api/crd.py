@@ -145,6 +145,15 @@ STATUS_SCHEMA: dict = {
                 }
             }
         },
+        "observedAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the pass that last changed this status observed it (RFC 3339 UTC). A pass that finds nothing new writes nothing, so under sync --once the status is as of this time; run rewrites it as soon as a child moves."
+        },
+        "observedBy": {
+            "type": "string",
+            "description": "The command whose pass wrote this status at observedAt: sync --once, run, or reconcile (a pass of run asked for by python -m agent reconcile)."
+        },
         "conditions": {
             "description": "kstatus conditions: Ready (synced at the current commit and healthy), Reconciling and Stalled (present only while True), and Synced.",
             "type": "array",
@@ -230,6 +239,11 @@ PRINTER_COLUMNS: list = [
         "name": "Status",
         "type": "string",
         "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"
+    },
+    {
+        "name": "Observed",
+        "type": "date",
+        "jsonPath": ".status.observedAt"
     },
     {
         "name": "Age",

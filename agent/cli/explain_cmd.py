@@ -92,8 +92,10 @@ def _commit(found: dict | None) -> str:
 
 def render(found: dict, now: datetime.datetime) -> list[str]:
     """The text of an explanation (``explainview.explanation``), one screen: the verdict line,
-    the source and commits, then Children, Tasks, Schedules, Pods (not ready ones), Drift, Admission warnings
-    (what the API server warned of the agent's writes), Events, History and
+    the source and commits, the health with when and by what it was observed
+    (``Progressing, 12m ago, by sync --once``), then Children, Tasks, Schedules, Pods (not ready
+    ones), Drift, Admission warnings (what the API server warned of the agent's writes), Events,
+    History and
     the last change's diff; sections with nothing to say are left out."""
     app, source, git = found["application"], found["source"], found["git"]
     where = source["path"] or "-"
@@ -105,6 +107,9 @@ def render(found: dict, now: datetime.datetime) -> list[str]:
              + (f"  ref {_text(source['ref'])}" if source["ref"] else ""),
              f"Synced       {_commit(found['commits']['synced'])}",
              f"Changed      {_commit(found['commits']['changed'])}"]
+    seen = found.get("observed") or {}
+    if health := appview.health_text(seen.get("health"), seen.get("at"), seen.get("by"), now):
+        lines.append(f"Health       {health}")
     if not git["available"]:
         lines.append(f"Git          not read: {_text(git['reason'])}")
     for item in found["conditions"]:

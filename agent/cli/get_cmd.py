@@ -127,7 +127,7 @@ def render(items: list[dict], args: argparse.Namespace, now: datetime.datetime, 
 
 
 def follow(kube: Kube, args: argparse.Namespace, namespace: str | None, items: list[dict]) -> int:
-    """``-w``: watch Applications from the list on and print each whose row (age aside) or, for
+    """``-w``: watch Applications from the list on and print each whose row (ages aside) or, for
     ``-o json|yaml|name``, whose object changed, until SIGINT or SIGTERM; returns 0. The watch
     is cluster-wide and filtered here by namespace and name (the label selector is the server's)."""
     done = threading.Event()
@@ -166,15 +166,19 @@ def _key(obj: dict) -> tuple[str, str]:
 
 
 def _seen(obj: dict, args: argparse.Namespace):
-    """What of ``obj`` a change must touch to be printed again: its row without the age for a
-    table, its name for ``-o name``, the object less its resourceVersion otherwise."""
+    """What of ``obj`` a change must touch to be printed again: for a table its row without the
+    ages (``age``, and ``observed`` read as ``status.observedAt`` and ``observedBy``: a new
+    observation prints the row, the clock alone does not), its name for ``-o name``, the object
+    less its resourceVersion otherwise."""
     if args.output in ("json", "yaml"):
         meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
         return json.dumps({**obj, "metadata": meta}, sort_keys=True)
     if args.output == "name":
         return obj["metadata"].get("name")
     row = appview.row(obj, datetime.datetime.now(datetime.timezone.utc))
-    return tuple(v for k, v in row.items() if k != "age")
+    status = obj.get("status") or {}
+    return (*(v for k, v in row.items() if k not in ("age", "observed")),
+            status.get("observedAt"), status.get("observedBy"))
 
 
 def _wanted(obj: dict, args: argparse.Namespace, namespace: str | None) -> bool:
@@ -185,5 +189,6 @@ def _wanted(obj: dict, args: argparse.Namespace, namespace: str | None) -> bool:
 COMMAND = Command(
     help="list Applications with health, readiness, commits and age (as kubectl get)",
     description="List Applications as kubectl get does, with the columns NAME, HEALTH, READY, REASON, COMMIT "
-                "(last synced), CHANGED (last changed), SUSPENDED, AGE and MESSAGE. Reads the cluster only.",
+                "(last synced), CHANGED (last changed), SUSPENDED, AGE, OBSERVED (when and by what command the "
+                "status was observed: '12m ago by sync --once') and MESSAGE. Reads the cluster only.",
     epilog=EPILOG, arguments=arguments, run=run, read_only=True)

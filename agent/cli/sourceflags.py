@@ -174,4 +174,5 @@ def options_from(args: argparse.Namespace):
                         allowed_service_accounts=args.allowed_service_accounts,
                         adopt_namespaces=args.adopt_namespaces, allow_ingress_snippets=args.allow_ingress_snippets,
                         max_prune_share=args.max_prune_share,
-                        default_security_profile=args.default_security_profile)
+                        default_security_profile=args.default_security_profile,
+                        observed_by="run" if getattr(args, "command", None) == "run" else "sync --once")

@@ -37,7 +37,9 @@ class Options:
     ``repository.identity(repo)``); ``former_source_ids``: ids this source had before (a checkout
     with an ``origin`` was its path until issue 46): an Application one of them holds is this
     source's: its next apply relabels it (``sources.refuse``), and it is pruned when Git no longer has it
-    (``livestate.app_facts_of``, ``appplan.plan_applications``)."""
+    (``livestate.app_facts_of``, ``appplan.plan_applications``);
+    ``observed_by``: the command running the pass, recorded as ``status.observedBy``
+    (``status.observed``: ``sync --once`` or ``run``)."""
 
     repo: str
     cache_dir: str
@@ -60,6 +62,7 @@ class Options:
     default_security_profile: str = "none"  # restricted or none (schema.SECURITY_PROFILES)
     repository: str | None = None  # the identity recorded; None: repository.identity(repo)
     former_source_ids: tuple[str, ...] = ()  # held by one of them: this source's (relabelled on apply)
+    observed_by: str = "sync --once"  # status.SYNC_ONCE or status.RUN
 
     def identity(self) -> str:
         """The repository's identity this source records (``repository``, else ``repo``'s)."""

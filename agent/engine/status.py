@@ -135,6 +135,28 @@ def health_of(app: Obj, outcome: Outcome, children: Mapping[str, Obj | None]) ->
         children, spec=spec, name=app["metadata"]["name"])
 
 
+OBSERVED_AT, OBSERVED_BY = "observedAt", "observedBy"
+"""The status fields that say when, and by what, the status was observed (``observed``)."""
+SYNC_ONCE, RUN, RECONCILE = "sync --once", "run", "reconcile"
+"""The values of ``observedBy``: the command whose pass wrote the status (``reconcile``: a pass of
+``run`` that handled a sync-now request of ``python -m agent reconcile``)."""
+
+
+def observed(old: Obj | None, new: Obj, at: str, by: str) -> Obj:
+    """``new`` (a status as ``compute`` makes it, without ``observedAt``/``observedBy``) with
+    the time ``at`` (RFC 3339 UTC) and the command ``by`` (``SYNC_ONCE``, ``RUN``,
+    ``RECONCILE``) of the pass that observed it. When the rest of the stored status ``old`` equals
+    ``new``, the stored pair is kept: a pass that finds nothing new sends no write, so the pair
+    says when the status last moved, and by what. A status stored by an agent before these fields
+    has none, and keeps none until it moves: an upgrade writes nothing (tests/test_app_fields.py).
+    Argo CD's ``status.reconciledAt`` and the conditions' ``lastTransitionTime`` are the models."""
+    old = old or {}
+    rest = {k: v for k, v in old.items() if k not in (OBSERVED_AT, OBSERVED_BY)}
+    if rest == new:
+        return {**new, **{k: old[k] for k in (OBSERVED_AT, OBSERVED_BY) if k in old}}
+    return {**new, OBSERVED_AT: at, OBSERVED_BY: by}
+
+
 def differs(old: Obj | None, new: Obj) -> bool:
     """True when writing ``new`` would change the stored status ``old``."""
     return (old or {}) != new

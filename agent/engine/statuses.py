@@ -59,10 +59,10 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
                     for key, app, outcome, kinds, failed in statuses]
     statuses = _with_pods(p, statuses)
     record_health(p, statuses, children)
-    kube, retry = p.kube, p.retry
+    kube, retry, by = p.kube, p.retry, p.opts.observed_by
     for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
-            kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry), report,
-            inline=lambda st: not statuswrite.moves(*st[1:], retry=retry)):
+            kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), report,
+            inline=lambda st: not statuswrite.moves(*st[1:], retry=retry, by=by)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
 
 

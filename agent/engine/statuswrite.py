@@ -30,20 +30,33 @@ def now() -> str:
 
 
 def new_status(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | None],
-               failed: bool, retry: backoff.Policy) -> Obj:
+               failed: bool, retry: backoff.Policy, by: str = status_.SYNC_ONCE) -> Obj:
     """The status ``write`` would store: ``status.compute`` plus the sync-now and
-    backoff fields (see their modules)."""
-    new = status_.compute(app, outcome, children, now())
+    backoff fields (see their modules), then ``observedAt``/``observedBy`` (``status.observed``;
+    ``by``: the command whose pass this is, ``reconcile`` when this write handles a new
+    sync-now request, ``observer``)."""
+    stamp = now()
+    new = status_.compute(app, outcome, children, stamp)
     new.update(sync_now.status_fields(app))  # the request is handled, whatever the outcome
     new.update(backoff.status_fields(app, outcome.commit, failed, datetime.datetime.now(datetime.timezone.utc), retry))
-    return new
+    return status_.observed(app.get("status"), new, stamp, observer(app, by))
+
+
+def observer(app: Obj, by: str) -> str:
+    """``observedBy`` for a pass of the command ``by`` that writes ``app``'s status:
+    ``reconcile`` when it is a pass of ``run`` and the Application carries a sync-now request its
+    status has not recorded as handled (``sync_now``: this pass handles it, the pass
+    ``python -m agent reconcile`` asked for), else ``by`` (a ``sync --once`` that handles a
+    request is still ``sync --once``)."""
+    token = sync_now.token(app)
+    return status_.RECONCILE if by == status_.RUN and token and token != sync_now.handled(app) else by
 
 
 def moves(app: Obj, outcome: status_.Outcome, children: Mapping[str, Obj | None], failed: bool, *,
-          retry: backoff.Policy) -> bool:
+          retry: backoff.Policy, by: str = status_.SYNC_ONCE) -> bool:
     """True when ``write`` would send a write (the stored status differs); a status
     that does not move is checked, and skipped, without the pool (``writes.ordered``)."""
-    return status_.differs(app.get("status"), new_status(app, outcome, children, failed, retry))
+    return status_.differs(app.get("status"), new_status(app, outcome, children, failed, retry, by))
 
 
 def dropped(sent: Any, stored: Any, path: str = "status") -> list[str]:
@@ -82,11 +95,12 @@ def not_stored(sent: Obj, stored: Obj | None) -> str:
 
 def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Outcome,
           children: Mapping[str, Obj | None], *, failed: bool = False,
-          retry: backoff.Policy = backoff.ONE_SHOT) -> str | None:
+          retry: backoff.Policy = backoff.ONE_SHOT, by: str = status_.SYNC_ONCE) -> str | None:
     """Write the Application's new status when it differs from the stored one (``children``:
     its live children by kind, as ``status.compute`` reads them); returns the
     status's ``nextRetryTime`` (RFC 3339, None when not backing off) for the runner's retry
-    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool).
+    pass. ``report`` may be a ``writes.Scratch`` (status writes run in the pool). ``by``: the
+    command whose pass this is (``observedBy``, see ``new_status``).
     Records in ``report.readiness`` the ``Ready`` condition of an Application from Git
     (``outcome.commit`` set) and in ``report.attributed`` the commit its outcome is about, and,
     once the write is stored, its ``news.news`` in ``report.notices`` (the status is the record
@@ -94,7 +108,7 @@ def write(kube: Cluster, report: Report, key: str, app: Obj, outcome: status_.Ou
     ``report.replaced`` (``news.replaced``). A refusal is a failure of the Application; a gone
     Application is nothing; an unreachable API server (``ApiError`` status 0) re-raises, so the
     pass stops before it prunes."""
-    new = new_status(app, outcome, children, failed, retry)
+    new = new_status(app, outcome, children, failed, retry, by)
     next_retry = new.get(backoff.NEXT_RETRY)
     if outcome.commit:
         ready: Obj = next((c for c in new["conditions"] if c["type"] == status_.READY), {})

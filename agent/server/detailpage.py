@@ -90,14 +90,18 @@ def value(v) -> str:
 
 
 def facts(e: dict, row: dict, repo_url: str | None) -> str:
-    """The ``<dl class="facts">``: health, sync, readiness, source, image, replicas, commits."""
+    """The ``<dl class="facts">``: health (with when and by what it was observed, the time as
+    written), sync, readiness, source, image, replicas, commits."""
     src, git = e["source"], e["git"]
     where = (src["path"] or "-") + (f":{src['line']}" if src["path"] and src["line"] else "")
     synced = (e["commits"]["synced"] or {}).get("sha")
     source = link(gitinfo.file_url(repo_url, synced, src["path"]), where)
     ref = f' ref {t(src["ref"])}' if src["ref"] else ""
     unread = "" if git["available"] else f'<dt>Git</dt><dd class="muted">not read: {t(git["reason"])}</dd>'
-    return (f'<dl class="facts"><dt>Health</dt><dd class="{state_class(row["health"])}">{t(row["health"])}</dd>'
+    seen = e.get("observed") or {}
+    when = (f' <span class="muted">observed {t(seen["at"])}' + (f' by {t(seen["by"])}' if seen.get("by") else "")
+            + "</span>") if seen.get("at") else ""
+    return (f'<dl class="facts"><dt>Health</dt><dd class="{state_class(row["health"])}">{t(row["health"])}{when}</dd>'
             f'<dt>Sync</dt><dd class="{state_class(row["sync"])}">{t(row["sync"])}</dd>'
             f'<dt>Ready</dt><dd>{t(row["ready"])} {t(row["reason"])}</dd><dt>Message</dt><dd>{t(row["message"])}</dd>'
             f'<dt>Source</dt><dd>{source} in {t(git["url"] or src["repository"])}{ref}</dd>'

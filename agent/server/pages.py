@@ -20,8 +20,11 @@ from agent.server import views
 
 COLUMNS = (("namespace", "Namespace"), ("name", "Name"), ("health", "Health"), ("sync", "Sync"),
            ("ready", "Ready"), ("reason", "Reason"), ("commit", "Commit"), ("changed", "Changed"),
-           ("subject", "Last change"), ("suspended", "Suspended"), ("age", "Age"), ("message", "Message"))
-"""(row key, heading) of the list's columns, in order; ``subject`` cannot be sorted on."""
+           ("subject", "Last change"), ("suspended", "Suspended"), ("age", "Age"), ("observed", "Observed"),
+           ("message", "Message"))
+"""(row key, heading) of the list's columns, in order; ``subject`` and ``observed`` (when and by what
+the status was observed: ``12m ago by run``) cannot be sorted on (``UNSORTED``)."""
+UNSORTED = ("subject", "observed")
 
 
 def t(value) -> str:
@@ -122,7 +125,7 @@ def filters(listing: dict, q: views.Query) -> str:
 def head(q: views.Query) -> str:
     cells = []
     for key, label in COLUMNS:
-        if key == "subject":
+        if key in UNSORTED:
             cells.append(f'<th data-key="{key}">{label}</th>')
             continue
         desc = not q.desc if q.sort == key else False

@@ -17,6 +17,7 @@ A row (``row``) is a dict of strings or None (None: absent, shown as ``-``)::
      "suspended": "False",           # "True" while suspended (status.suspended or spec.suspend)
      "created": "2026-01-02T03:04:05Z",  # metadata.creationTimestamp
      "age": "4h",                    # kubectl's duration since created (``age``)
+     "observed": "12m ago by sync --once",  # status.observedAt's age and status.observedBy (``observed``)
      "message": "all children healthy",  # the Ready condition's message, on one line
      "source": "apps/web.yaml",      # status.sourcePath (":LINE" added when status.sourceLine is set)
      "image": "nginx:1.27",          # spec.image
@@ -35,12 +36,13 @@ from agent.common import rfc3339
 SHORT_SHA = 8
 """Characters of a commit SHA in a column (as ``git log --oneline`` abbreviates at least 7)."""
 
-COLUMNS = ("name", "health", "ready", "reason", "commit", "changed", "suspended", "age", "message")
+COLUMNS = ("name", "health", "ready", "reason", "commit", "changed", "suspended", "age", "observed", "message")
 """The row keys of the default table, in order (``-A`` puts ``namespace`` first)."""
 WIDE = ("source", "image", "replicas", "schedules", "tasks")
 """The row keys ``-o wide`` adds, before ``message`` (the longest stays last)."""
 HEADERS = {"namespace": "NAMESPACE", "name": "NAME", "health": "HEALTH", "ready": "READY", "reason": "REASON",
            "commit": "COMMIT", "changed": "CHANGED", "suspended": "SUSPENDED", "age": "AGE",
+           "observed": "OBSERVED",
            "message": "MESSAGE", "source": "SOURCE", "image": "IMAGE", "replicas": "REPLICAS",
            "schedules": "SCHEDULES", "tasks": "TASKS"}
 
@@ -119,6 +121,34 @@ def suspended(app: dict) -> bool:
     return bool((app.get("status") or {}).get("suspended") or (app.get("spec") or {}).get("suspend"))
 
 
+def observed(app: dict, now: datetime.datetime) -> str | None:
+    """When and by what the status was observed: ``12m ago by sync --once`` (``ago``)."""
+    status = app.get("status") or {}
+    return ago(status.get("observedAt"), status.get("observedBy"), now)
+
+
+def ago(at, by, now: datetime.datetime) -> str | None:
+    """``12m ago by sync --once``: the ``age`` of the RFC 3339 time ``at`` (``status.observedAt``)
+    at ``now``, then ``by`` (``status.observedBy``; ``12m ago`` without it); None when ``at`` is
+    not a time (a status written before the agent wrote ``observedAt``). The status is as of that
+    time: a ``sync --once`` that ended with the pods still starting leaves it Progressing."""
+    if not isinstance(at, str) or parse_time(at) is None:
+        return None
+    who = one_line(by)
+    return f"{age_since(at, now)} ago" + (f" by {who}" if who else "")
+
+
+def health_text(health, at, by, now: datetime.datetime) -> str | None:
+    """The health ``health`` (``status.health.status``) with when and by what it was observed,
+    for ``explain`` and the status page: ``Progressing, 12m ago, by sync --once`` (``ago`` of
+    ``at`` and ``by``); the health alone without a time; None without a health."""
+    state = one_line(health)
+    if state is None:
+        return None
+    when = ago(at, by, now)
+    return state if when is None else f"{state}, " + when.replace(" ago by ", " ago, by ", 1)
+
+
 def source(app: dict) -> str | None:
     """``status.sourcePath``, with ``:LINE`` when ``status.sourceLine`` is set; None without a path."""
     status = app.get("status") or {}
@@ -192,6 +222,7 @@ def row(app: dict, now: datetime.datetime) -> dict:
         "suspended": "True" if suspended(app) else "False",
         "created": meta.get("creationTimestamp"),
         "age": age_since(meta.get("creationTimestamp"), now),
+        "observed": observed(app, now),
         "message": one_line(ready.get("message")),
         "source": source(app),
         "image": spec.get("image") if isinstance(spec.get("image"), str) else None,

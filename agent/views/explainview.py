@@ -8,6 +8,7 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
      "verdict": {"state": "Degraded", "text": "Degraded: Deployment/web: ...", "ok": False},
      "source": {"path": "apps/web.yaml", "line": 3, "repository": "github.com/o/r", "ref": "main"},
      "commits": {"synced": COMMIT or None, "changed": COMMIT or None},
+     "observed": {"health": "Progressing", "at": "2026-12-01T10:00:00Z", "by": "sync --once"},
      "git": {"available": True, "reason": None, "url": "https://github.com/o/r"},
      "diff": "diff --git ..." or None,
      "children": [{"kind": "Deployment", "name": "web", "exists": True,
@@ -26,6 +27,9 @@ what Git says, see ``agent/views/inspect.py``) into one plain dict, the data of
      "history": [{"digest": "sha256:...", "revision": SHA, "firstSyncedAt": "...",
                   "lastSyncedAt": "...", "passes": 3}],
      "conditions": [status.conditions as written]}
+
+``observed``: ``status.health.status`` with ``status.observedAt`` and ``status.observedBy``, when
+and by what command the status was observed (None where absent): the status is as of then.
 
 ``admission``: the messages of the agent's ``AdmissionWarning`` Events on the Application (what
 the API server warned of its writes: ``agent.engine.events``), newest first, at most
@@ -485,6 +489,8 @@ def explanation(app: dict, children: dict, pods: list[dict], event_items: list[d
                    "repository": annotations.get(REPOSITORY), "ref": git.get("ref")},
         "commits": {"synced": commit(status.get("lastSyncedCommit"), git.get("synced")),
                     "changed": commit(changed_commit(app), git.get("changed"))},
+        "observed": {"health": (status.get("health") or {}).get("status") if isinstance(status.get("health"), dict)
+                     else None, "at": status.get("observedAt"), "by": status.get("observedBy")},
         "git": {"available": bool(git.get("available")), "reason": git.get("reason"), "url": git.get("url")},
         "diff": git.get("diff"),
         "children": [kept_note(child(k.kind, child_name, children.get(slot), pods, now,

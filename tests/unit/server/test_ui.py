@@ -359,3 +359,23 @@ def test_the_detail_page_shows_the_tasks_a_failed_one_coloured_only_when_there_a
     assert "web-seed-7b7b7b7b" in html and "2026-12-01T11:58:00Z" in html
     assert "&lt;b&gt;" in html and "<b>" not in html
     assert html.index("seed") < html.index("migrate")
+
+
+def test_the_list_shows_the_observed_age_and_the_detail_the_observed_time():
+    seen = app("web", health="Progressing")
+    seen["status"].update(observedAt="2026-01-02T02:52:05Z", observedBy="run")
+    src = source_with(seen, app("old"))
+    listing = src.listing(views.Query(), NOW)
+    assert [(r["name"], r["observed"]) for r in listing["items"]] == [("old", None), ("web", "12m ago by run")]
+    html = pages.list_page(listing, views.Query(), {})
+    assert '<th data-key="observed">Observed</th>' in html  # not a sort link: an age of a text
+    assert '<td class="c-observed"><bdi>12m ago by run</bdi></td>' in html
+    e, found = src.explain("shop", "web", NOW)
+    page = detailpage.detail_page(e, found, views.row(found, NOW), None)
+    assert ('<dd class="s-Progressing"><bdi>Progressing</bdi> <span class="muted">observed '
+            '<bdi>2026-01-02T02:52:05Z</bdi> by <bdi>run</bdi></span></dd>') in page
+    later = detailpage.detail_page(e, found, views.row(found, NOW + datetime.timedelta(minutes=5)), None)
+    assert page == later  # the time as written: the detail's bytes do not move with the clock (its poll answers 304)
+    seen["status"]["observedBy"] = HOSTILE
+    e, found = source_with(seen).explain("shop", "web", NOW)
+    assert "<script>" not in detailpage.facts(e, views.row(found, NOW), None)

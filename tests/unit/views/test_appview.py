@@ -37,6 +37,7 @@ def app(**status):
 FULL = dict(lastSyncedCommit="5f0c2e3d9a1b4c6d8e7f00112233445566778899",
             lastChangedCommit="9a1b4c6d8e7f001122334455667788995f0c2e3d", sourcePath="apps/web.yaml",
             readyReplicas=2, health={"status": "Progressing", "message": "Deployment: 2 of 3"},
+            observedAt="2026-12-01T11:48:00Z", observedBy="sync --once",
             conditions=[{"type": "Ready", "status": "False", "reason": "Progressing",
                          "message": "Deployment: waiting\nfor rollout\t(2/3)"},
                         {"type": "Synced", "status": "True", "reason": "Synced", "message": "ok"}])
@@ -46,7 +47,8 @@ def test_a_row_reads_the_status():
     assert appview.row(app(**FULL), NOW) == {
         "namespace": "shop", "name": "web", "health": "Progressing", "ready": "False", "reason": "Progressing",
         "commit": "5f0c2e3d", "changed": "9a1b4c6d", "suspended": "False", "created": "2026-12-01T08:00:00Z",
-        "age": "4h", "message": "Deployment: waiting for rollout (2/3)", "source": "apps/web.yaml",
+        "age": "4h", "observed": "12m ago by sync --once", "message": "Deployment: waiting for rollout (2/3)",
+        "source": "apps/web.yaml",
         "image": "nginx:1.27", "replicas": "2/3", "schedules": None,
         "tasks": None}
 
@@ -56,7 +58,8 @@ def test_a_row_of_an_application_without_status_shows_nothing_it_does_not_know()
     del bare["status"]
     assert appview.row(bare, NOW) == {
         "namespace": "shop", "name": "web", "health": None, "ready": "Unknown", "reason": None, "commit": None,
-        "changed": None, "suspended": "False", "created": "2026-12-01T08:00:00Z", "age": "4h", "message": None,
+        "changed": None, "suspended": "False", "created": "2026-12-01T08:00:00Z", "age": "4h", "observed": None,
+        "message": None,
         "source": None, "image": "nginx:1.27", "replicas": "0/3", "schedules": None,
         "tasks": None}
 
@@ -110,9 +113,9 @@ def test_one_line_escapes_control_characters():
 
 def test_columns_in_order():
     assert appview.columns(False, False) == ("name", "health", "ready", "reason", "commit", "changed", "suspended",
-                                             "age", "message")
+                                             "age", "observed", "message")
     assert appview.columns(True, True) == ("namespace", "name", "health", "ready", "reason", "commit", "changed",
-                                           "suspended", "age", "source", "image", "replicas", "schedules",
+                                           "suspended", "age", "observed", "source", "image", "replicas", "schedules",
                                            "tasks", "message")
 
 
@@ -126,3 +129,28 @@ def test_the_table_pads_every_column_but_the_last():
     assert appview.table(rows, ("name", "health", "message"), headers=False)[0] == "web           Healthy   -"
     assert appview.table([], ("name",), headers=False) == []
     assert appview.table([], ("name",)) == ["NAME"]
+
+
+@pytest.mark.parametrize("at, by, shown", [
+    ("2026-12-01T11:48:00Z", "sync --once", "12m ago by sync --once"),
+    ("2026-12-01T11:59:30Z", "run", "30s ago by run"),
+    ("2026-12-01T08:55:00+01:00", "reconcile", "4h5m ago by reconcile"),
+    ("2026-12-01T11:48:00Z", None, "12m ago"),
+    ("2026-12-01T11:48:00Z", "a\nb", "12m ago by a b"),
+    ("2026-12-01T12:00:05Z", "run", "<invalid> ago by run"),  # a clock 5 s ahead: kubectl's word for it
+    (None, "run", None), ("yesterday", "run", None), (12, "run", None),
+])
+def test_the_observed_age_says_when_and_by_what(at, by, shown):
+    assert appview.ago(at, by, NOW) == shown
+    assert appview.observed(app(observedAt=at, observedBy=by), NOW) == shown
+
+
+@pytest.mark.parametrize("health, at, by, shown", [
+    ("Progressing", "2026-12-01T11:48:00Z", "sync --once", "Progressing, 12m ago, by sync --once"),
+    ("Healthy", "2026-11-30T12:00:00Z", "run", "Healthy, 24h ago, by run"),
+    ("Healthy", "2026-12-01T11:48:00Z", None, "Healthy, 12m ago"),
+    ("Degraded", None, None, "Degraded"),  # written before the agent wrote observedAt
+    (None, "2026-12-01T11:48:00Z", "run", None),
+])
+def test_the_health_with_when_it_was_observed(health, at, by, shown):
+    assert appview.health_text(health, at, by, NOW) == shown

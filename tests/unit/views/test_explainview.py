@@ -329,7 +329,19 @@ def test_an_explanation_gathers_everything():
     assert [c["kind"] for c in found["children"]] == ["Deployment", "Service"]
     assert found["git"] == {"available": False, "reason": "no repository", "url": None}
     assert sorted(found) == ["admission", "application", "children", "commits", "conditions", "diff", "drift", "events",
-                             "git", "history", "pods", "schedules", "source", "tasks", "verdict"]
+                             "git", "history", "observed", "pods", "schedules", "source", "tasks", "verdict"]
+    assert found["observed"] == {"health": "Healthy", "at": None, "by": None}
+    assert "Health       Healthy" in explain_cmd.render(found, NOW)  # written before observedAt: no age to say
+
+
+def test_explain_says_when_and_by_what_the_health_was_observed():
+    found = ev.explanation(app(health="Progressing", observedAt="2026-12-01T11:48:00Z", observedBy="sync --once"),
+                           {"Deployment": None, "Service": None}, [], [], NOW, None)
+    assert found["observed"] == {"health": "Progressing", "at": "2026-12-01T11:48:00Z", "by": "sync --once"}
+    lines = explain_cmd.render(found, NOW)
+    assert lines[lines.index("Health       Progressing, 12m ago, by sync --once") - 1].startswith("Changed ")
+    later = NOW + datetime.timedelta(hours=2)  # the age is the reader's: the same status, read later
+    assert "Health       Progressing, 132m ago, by sync --once" in explain_cmd.render(found, later)
 
 
 def test_admission_warnings_are_kept_whatever_the_other_events():
