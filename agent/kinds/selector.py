@@ -95,6 +95,13 @@ def described(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
+def _pod_labels(obj: Obj | None) -> dict[str, str]:
+    """The pod template's labels of a Deployment (empty when it has none)."""
+    meta = ((((obj or {}).get("spec") or {}).get("template") or {}).get("metadata") or {})
+    found = meta.get("labels")
+    return found if isinstance(found, dict) else {}
+
+
 def note(labels: dict[str, str], live: Obj | None = None, desired: Obj | None = None) -> str:
     """What the report and the ``Adopted`` Event say of a kept selector; with the ``live``
     Deployment and the ``desired`` one (``keep``'s), also the pod labels its pods lose (another
@@ -102,8 +109,7 @@ def note(labels: dict[str, str], live: Obj | None = None, desired: Obj | None = 
     ``Recreate`` strategy, which replaces the pods all at once."""
     text = (f"kept its selector {described(labels)} (immutable), so one rolling update replaces its pods "
             "and the Service selects the same pods")
-    pods = lambda obj: (((obj or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}  # noqa: E731
-    lost = sorted(set(pods(live).get("labels") or {}) - set(pods(desired).get("labels") or {}))
+    lost = sorted(set(_pod_labels(live)) - set(_pod_labels(desired)))
     if lost:
         text += f"; its pods lose the labels {', '.join(lost)} (not in Git: spec.podLabels keeps them)"
     strategy = ((((live or {}).get("spec") or {}).get("strategy") or {}).get("type"))
