@@ -58,7 +58,8 @@ def keep_selectors(steps: list[plan.Step], render: Render) -> list[plan.Step]:
             continue
         desired = selector.keep(want, labels)
         if step.adopting:
-            why = f"{step.why}; {selector.note(labels)}" if step.identity[1] == deployment.KIND.kind else step.why
+            why = f"{step.why}; {selector.note(labels, step.live, desired)}" \
+                if step.identity[1] == deployment.KIND.kind else step.why
             out.append(replace(step, desired=desired, why=why))
         else:
             out.append(plan.decide(desired, step.live))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 
-from agent.api.labels import KEPT_SELECTOR
+from agent.api.labels import APPLICATION_LABEL, KEPT_SELECTOR
 from agent.api.objects import Obj
 
 FOLLOWERS = ("Deployment", "Service", "PodDisruptionBudget")
@@ -38,6 +38,18 @@ def _labels(selector: object) -> dict[str, str] | None:
     return {str(k): v for k, v in found.items()}
 
 
+def taken_over(live: Obj) -> bool:
+    """True when the live Deployment ``live`` was taken over with its selector kept: it carries
+    ``KEPT_SELECTOR``, or (that annotation removed by hand) its pod labels hold the agent's as
+    well as the other selector, which only a take-over renders. The agent's own Deployment with
+    another selector (an older rendering) has neither: it is recreated."""
+    if KEPT_SELECTOR in ((live.get("metadata") or {}).get("annotations") or {}):
+        return True
+    name = ((live.get("metadata") or {}).get("labels") or {}).get(APPLICATION_LABEL)
+    pod = ((((live.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {})
+    return isinstance(name, str) and pod.get(APPLICATION_LABEL) == name
+
+
 def kept(live: Obj | None, desired: Obj | None, adopting: bool = False) -> dict[str, str] | None:
     """The selector labels to keep when ``desired`` (the rendered Deployment) takes over ``live``
     (the Deployment in its slot; ``adopting``: the pass adopts it now, else it must carry
@@ -47,7 +59,7 @@ def kept(live: Obj | None, desired: Obj | None, adopting: bool = False) -> dict[
     then a different selector is recreated, as before."""
     if live is None or desired is None:
         return None
-    if not adopting and KEPT_SELECTOR not in ((live.get("metadata") or {}).get("annotations") or {}):
+    if not adopting and not taken_over(live):
         return None
     have = _labels((live.get("spec") or {}).get("selector"))
     want = _labels((desired.get("spec") or {}).get("selector"))
@@ -83,7 +95,24 @@ def described(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def note(labels: dict[str, str]) -> str:
-    """What the report and the ``Adopted`` Event say of a kept selector."""
-    return (f"kept its selector {described(labels)} (immutable), so one rolling update replaces its pods "
+def _pod_labels(obj: Obj | None) -> dict[str, str]:
+    """The pod template's labels of a Deployment (empty when it has none)."""
+    meta = ((((obj or {}).get("spec") or {}).get("template") or {}).get("metadata") or {})
+    found = meta.get("labels")
+    return found if isinstance(found, dict) else {}
+
+
+def note(labels: dict[str, str], live: Obj | None = None, desired: Obj | None = None) -> str:
+    """What the report and the ``Adopted`` Event say of a kept selector; with the ``live``
+    Deployment and the ``desired`` one (``keep``'s), also the pod labels its pods lose (another
+    Service, a NetworkPolicy or a monitor may select them: ``spec.podLabels`` keeps them) and a
+    ``Recreate`` strategy, which replaces the pods all at once."""
+    text = (f"kept its selector {described(labels)} (immutable), so one rolling update replaces its pods "
             "and the Service selects the same pods")
+    lost = sorted(set(_pod_labels(live)) - set(_pod_labels(desired)))
+    if lost:
+        text += f"; its pods lose the labels {', '.join(lost)} (not in Git: spec.podLabels keeps them)"
+    strategy = ((((live or {}).get("spec") or {}).get("strategy") or {}).get("type"))
+    if strategy == "Recreate" and ((desired or {}).get("spec") or {}).get("strategy") is None:
+        text += "; its strategy is Recreate, which stops every pod first (spec.rollout sets a rolling update)"
+    return text

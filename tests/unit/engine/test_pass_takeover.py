@@ -81,3 +81,17 @@ def test_a_selector_with_expressions_is_recreated_as_before(world):
     assert "spec.selector is immutable" in message and "recreated" in message
     assert world.child("Deployment", "web")["spec"]["selector"] == {"matchLabels": selector_labels("web")}
     assert world.child("Service", "web")["spec"]["selector"] == selector_labels("web")
+
+
+def test_the_kept_selector_annotation_removed_by_hand_is_restored_not_recreated(world):
+    made, _ = hand_made(world, OPERATOR)
+    world.commit({"web.yaml": opted_in()})
+    world.sync()
+    live = world.child("Deployment", "web")
+    del live["metadata"]["annotations"]["heumsi.github.io/kept-selector"]
+    world.kube.put(live, manager="kubectl-annotate")
+    world.sync()
+    assert not [w for w in world.kube.writes if w[0] == "delete"]
+    live = world.child("Deployment", "web")
+    assert live["metadata"]["uid"] == made["metadata"]["uid"]
+    assert live["metadata"]["annotations"]["heumsi.github.io/kept-selector"] == "app=web"

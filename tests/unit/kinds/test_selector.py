@@ -73,3 +73,25 @@ def test_the_pods_of_a_deployment_are_those_its_live_selector_selects():
     assert deployment.selected(live_with({"matchLabels": OPERATOR}), "web") == OPERATOR
     assert deployment.selected(None, "web") == selector_labels("web")
     assert deployment.selected(live_with({}), "web") == selector_labels("web")
+
+
+def test_a_take_over_is_known_by_its_annotation_or_by_pods_labelled_both_ways():
+    live = live_with({"matchLabels": OPERATOR})
+    live["metadata"]["labels"] = {"heumsi.github.io/application": "web"}
+    assert not selector.taken_over(live)  # the agent's own, rendered with another selector: recreated
+    live["spec"]["template"] = {"metadata": {"labels": {**OPERATOR, "heumsi.github.io/application": "web"}}}
+    assert selector.taken_over(live)  # the annotation was removed by hand: the pods still say so
+    assert selector.kept(live, rendered(deployment)) == OPERATOR
+
+
+def test_the_note_names_the_pod_labels_lost_and_a_recreate_strategy():
+    live = live_with({"matchLabels": OPERATOR})
+    live["spec"]["template"] = {"metadata": {"labels": {**OPERATOR, "tier": "front", "version": "v1"}}}
+    live["spec"]["strategy"] = {"type": "Recreate"}
+    desired = selector.keep(rendered(deployment), OPERATOR)
+    text = selector.note(OPERATOR, live, desired)
+    assert "its pods lose the labels tier, version (not in Git: spec.podLabels keeps them)" in text
+    assert "its strategy is Recreate, which stops every pod first (spec.rollout sets a rolling update)" in text
+    rolling = selector.keep(deployment.render("web", "shop", "u", {**SPEC, "rollout": {"maxSurge": 1}}), OPERATOR)
+    assert "Recreate" not in selector.note(OPERATOR, live, rolling)
+    assert selector.note(OPERATOR) == selector.note(OPERATOR, None, desired)
