@@ -19,6 +19,7 @@ looks where the ref points now (``ancestry.tip``: ``git ls-remote``, for a check
 
 Why the whole pass: an Application a newer commit added would be pruned, and one it pruned
 created again, by a pass of an older commit (a CI pipeline run again, ``run`` behind CI).
+Not in a dry run: ``diff`` of a pull request's commit (off the branch) shows what it would change.
 
 Cost: nothing while every Application records ``C`` (``run``'s steady state); else one
 ``git merge-base`` per distinct ``S`` and, when one may be ahead, one ``git ls-remote``.
@@ -76,7 +77,7 @@ def stale(p: Pass, live_apps: list[Obj]) -> Stale | None:
     """The ``Stale`` verdict of this pass over the live Applications ``live_apps``, None when it
     goes on (module docstring). In ``run`` (``p.steady``) a pass at once is asked for."""
     commit, opts = p.report.commit, p.opts
-    if not commit:
+    if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
         return None
     shas = {sha for app in live_apps if plan.owned(app, opts.source_id) and (sha := recorded(app)) and sha != commit}
     if not shas:

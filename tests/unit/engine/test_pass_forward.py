@@ -125,3 +125,15 @@ def test_the_same_commit_or_a_newer_one_costs_no_look_at_the_ref(world, monkeypa
     world.sync(offline=True, known_commit=world.repo.head(), steady=steady.Steady())
     assert calls == []
 
+
+
+def test_a_dry_run_of_a_commit_off_the_branch_shows_its_changes(world, tmp_path):
+    two_commits(world)
+    ci = checkout(world, tmp_path, "HEAD")
+    GitRepo(ci).git("checkout", "-q", "-b", "pull-request")
+    (tmp_path / "ci" / "web.yaml").write_text(app_yaml("web", image="nginx:1.28"))
+    GitRepo(ci).git("commit", "-qam", "1.28")
+    world.kube.dry_run = True  # diff: what a pull request's commit would change
+    report = world.sync(repo=ci)
+    assert not [n for n in report.notes if n.startswith("nothing applied")]
+    assert any(c.subject.startswith("Deployment/") and c.action == "configured" for c in report.changes)
