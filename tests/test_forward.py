@@ -77,7 +77,8 @@ def test_ci_and_run_on_one_repository_only_move_forward(agent, repo, remote, sta
     before = api_writes(cluster, resources=("applications", "deployments", "services"))
     proc = agent.sync(checkout, "--namespace", namespace)  # the checkout is its origin: run's source
     assert proc.returncode == 0, proc.stderr
-    assert f"kept at {merged[:12]}: the ref is at {merged[:12]}, not at this pass's commit {first[:12]}" in proc.stdout
+    assert (f"nothing applied: the ref is at {merged[:12]}, and this pass's commit {first[:12]} would take the "
+            f"cluster back from {merged[:12]}, which another writer applied") in proc.stdout + proc.stderr
     writes = new_writes(before, api_writes(cluster, resources=("applications", "deployments", "services")))
     assert {k: v for k, v in writes.items() if k[2] != "status"} == {}
     assert image(objects, namespace) == "nginx:1.27"

@@ -16,8 +16,8 @@ import logging
 from agent.api.objects import Obj
 from agent.api.schema import KIND
 from agent.engine import backoff, forward, guards, hidden, livestate, plan, sources, steady as steady_, suspend
-from agent.engine.passvalues import AppPlan, Kept, LiveState, Pass, key_of
-from agent.engine.report import FAILED, SKIPPED, UNCHANGED, Report
+from agent.engine.passvalues import AppPlan, LiveState, Pass, key_of
+from agent.engine.report import FAILED, SKIPPED, Report
 from agent.kinds import render
 
 log = logging.getLogger("agent.sync")
@@ -32,6 +32,10 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     files_only = opts.prune and bool(git.problems) and not (git.outside or git.forbidden) and bool(git.manifests)
     if git.problems and opts.prune and not files_only:
         report.notes.append(f"pruning skipped: {why_no_prune(len(git.problems), git.outside)}")
+    behind = forward.stale(p, live.apps)  # a pass that would take the cluster back changes nothing
+    if behind is not None:
+        report.notes.append(behind.message())
+        return None
     live_by_key = live.by_key()
     hits = livestate.unchanged(p, live, live_by_key)
     if p.steady is not None:
@@ -44,11 +48,7 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
             f"{all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return None
-    skipped: dict[str, backoff.Waiting | Kept] = {
-        **waiting(report, live_by_key, git.paths, opts.source_id, p.retry)}  # in backoff: skipped
-    for key, newer in forward.kept(p, live_by_key).items():  # the cluster has a newer commit: left as it is
-        skipped[key] = newer
-        report.add(key, f"{KIND}/{key}", UNCHANGED, newer.message())
+    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
     pruning = prune or files_only

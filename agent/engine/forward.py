@@ -1,80 +1,110 @@
-"""Stage 4b of a pass: commits only move forward (issue 46). A pass never takes an Application
-back to an older commit than the one another writer of the same source (CI's ``sync --once``,
-a second replica of ``run``) already applied to it, unless the ref itself went back.
+"""Stage 4b of a pass: commits only move forward (issue 46). A pass never takes the cluster back
+from a commit another writer of the same source (CI's ``sync --once``, a second replica of
+``run``) already applied, unless the ref itself went back.
 
-The rule, per Application from Git whose live copy this source holds and records another commit
-``S`` (``labels.SOURCE_COMMIT``) than this pass's ``C``:
+Each Application records the last commit a writer tried to apply to it (``status.
+lastAttemptedCommit``; else ``lastSyncedCommit``, else the ``labels.SOURCE_COMMIT`` annotation).
+When one of this source's Applications records another commit ``S`` than this pass's ``C``, and
+the pass does not know it stands at the ref (it did not just resolve ``C`` from a branch: a CI
+checkout, ``--ref SHA``, ``run``'s pass on a watch event) or ``S`` is not behind ``C``, the pass
+looks where the ref points now (``ancestry.tip``: ``git ls-remote``, for a checkout its
+``origin``'s ref, for a SHA the remote's ``HEAD``), at ``T``:
 
-1. ``S`` is an ancestor of ``C`` (the usual case: Git moved on) and the pass has just asked the
-   remote where the ref points (``Report.source_seen``): applied.
-2. Else (``S`` is newer, on another line, or not known here; or ``run``'s pass on a watch event,
-   which did not ask: the ref may have gone back since) the pass looks where the ref points
-   now (``ancestry.tip``: ``git ls-remote``, and a fetch when it moved; for a local checkout,
-   its ``origin``'s ref):
+- ``T`` is ``C``: the pass goes on (a deliberate rollback is a ref moved back: applied);
+- ``S`` is on the branch (``S`` behind or at ``T``), and ``C`` is behind ``S`` or off the branch:
+  the pass would take the cluster back. It changes nothing at all (no apply, create, prune or
+  status) and says so; ``run`` passes again at once, online, at the ref;
+- not known (the remote did not answer): the same (fail closed: never back on a doubt);
+- else the pass goes on (``S`` is off the branch: a preview of another commit, say).
 
-   - at ``C``: applied (the ref is here; after a reset and force-push, a deliberate rollback);
-   - at ``S`` or past it: left as it is, and the report says so (not a failure). ``run`` passes
-     again at once, online, and so applies the newer commit;
-   - elsewhere: ``run`` leaves it and passes again at once (that pass decides at the new tip);
-     ``sync --once`` applies ``C``, as asked;
-   - not known (the remote did not answer): left as it is (fail closed: never back on a doubt).
+Why the whole pass: an Application a newer commit added would be pruned, and one it pruned
+created again, by a pass of an older commit (a CI pipeline run again, ``run`` behind CI).
+Not in a dry run: ``diff`` of a pull request's commit (off the branch) shows what it would change.
 
-Cost: nothing while every live Application records ``C``; one ``git merge-base`` per distinct
-``S`` (after a new commit: one); one ``git ls-remote`` only when an ``S`` is not behind ``C``, or
-in a pass that did not ask the remote.
+Cost: nothing while every Application records ``C`` (``run``'s steady state); else one
+``git merge-base`` per distinct ``S`` and, when one may be ahead, one ``git ls-remote``.
 """
 
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 
 from agent.api.labels import SOURCE_COMMIT
 from agent.api.objects import Obj
 from agent.engine import plan
-from agent.engine.passvalues import Kept, Pass
-from agent.source import ancestry, mirror
+from agent.engine.passvalues import Pass
+from agent.source import ancestry, mirror, origin
 
 
-def _recorded(p: Pass, live_by_key: dict[str, Obj]) -> dict[str, list[str]]:
-    """Commit -> the keys of the Applications from Git whose live copy this source holds and
-    records that commit, other than this pass's."""
-    out: dict[str, list[str]] = {}
-    for key in p.git.paths:
-        live = live_by_key.get(key)
-        if live is None or not plan.owned(live, p.opts.source_id):
-            continue
-        sha = (live["metadata"].get("annotations") or {}).get(SOURCE_COMMIT)
-        if isinstance(sha, str) and sha and sha != p.report.commit:
-            out.setdefault(sha, []).append(key)
-    return out
+@dataclass(frozen=True)
+class Stale:
+    """A pass that would take the cluster back: its ``commit``, the ``recorded`` commit (full SHAs)
+    an Application of the source has, where the ref is (``tip``; None: not known, ``why``)."""
+
+    commit: str
+    recorded: str
+    tip: str | None
+    why: str = ""
+
+    def message(self) -> str:
+        """The report's note, e.g. ``nothing applied: the ref is at 1a2b..., and this pass's
+        commit 0f9e... would take the cluster back from 1a2b... (another writer applied it)``."""
+        where = f"the ref is at {self.tip[:12]}" if self.tip else f"where the ref points is not known ({self.why})"
+        return (f"nothing applied: {where}, and this pass's commit {self.commit[:12]} would take the cluster back "
+                f"from {self.recorded[:12]}, which another writer applied")
 
 
-def kept(p: Pass, live_by_key: dict[str, Obj]) -> dict[str, Kept]:
-    """Key -> ``Kept`` of each Application this pass leaves as it is (module docstring). In
-    ``run`` (``p.steady``) a pass right away is asked for (``report.retry_at``) when the ref moved."""
+def recorded(app: Obj) -> str | None:
+    """The last commit a writer tried to apply to the live Application ``app`` (module docstring)."""
+    status = app.get("status") or {}
+    for sha in (status.get("lastAttemptedCommit"), status.get("lastSyncedCommit"),
+                ((app.get("metadata") or {}).get("annotations") or {}).get(SOURCE_COMMIT)):
+        if isinstance(sha, str) and sha:
+            return sha
+    return None
+
+
+def _fresh(p: Pass) -> bool:
+    """True when the pass just resolved its commit from the ref: a branch, asked now, of a URL or
+    of a path with no ``origin`` (a checkout's ref is its ``origin``'s)."""
+    ref, repo = p.opts.ref, p.opts.repo
+    return p.report.source_seen and not (ref and ancestry.SHA.match(ref)) \
+        and not (origin.is_local_path(repo) and origin.origin_url(repo))
+
+
+def stale(p: Pass, live_apps: list[Obj]) -> Stale | None:
+    """The ``Stale`` verdict of this pass over the live Applications ``live_apps``, None when it
+    goes on (module docstring). In ``run`` (``p.steady``) a pass at once is asked for."""
     commit, opts = p.report.commit, p.opts
-    if not commit:
-        return {}
-    recorded = _recorded(p, live_by_key)
-    if not recorded:
-        return {}
+    if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
+        return None
+    shas = {sha for app in live_apps if plan.owned(app, opts.source_id) and (sha := recorded(app)) and sha != commit}
+    if not shas:
+        return None
     here = mirror.cache_path(opts.cache_dir, opts.repo, opts.credentials)
-    # a pass that did not ask the remote (run's passes on a watch event) may be behind the ref
-    ahead = [sha for sha in recorded if not p.report.source_seen or not ancestry.is_ancestor(here, sha, commit)]
-    if not ahead:
-        return {}
+    fresh = _fresh(p)
+    maybe = sorted(sha for sha in shas if not fresh or not ancestry.is_ancestor(here, sha, commit))
+    if not maybe:
+        return None
     try:
         now = ancestry.tip(opts.repo, opts.ref, opts.cache_dir, commit, opts.fetch_timeout,
                            credentials=opts.credentials)
     except mirror.SourceError as err:
-        return {key: Kept(sha, commit, None, str(err)) for sha in ahead for key in recorded[sha]}
+        return _asked(p, Stale(commit, maybe[0], None, str(err)))
     if now.commit == commit:
-        return {}  # the ref is at this pass's commit: applied
-    out: dict[str, Kept] = {}
-    for sha in ahead:
-        if p.steady is not None or ancestry.is_ancestor(now.where, sha, now.commit):
-            out.update({key: Kept(sha, commit, now.commit) for key in recorded[sha]})
-    if out and p.steady is not None:
+        return None
+    on_branch = ancestry.is_ancestor(now.where, commit, now.commit)
+    for sha in maybe:
+        if ancestry.is_ancestor(now.where, sha, now.commit) and \
+                (not on_branch or not ancestry.is_ancestor(now.where, sha, commit)):
+            return _asked(p, Stale(commit, sha, now.commit))
+    return None
+
+
+def _asked(p: Pass, found: Stale) -> Stale:
+    """``found``, with a pass at once asked for in ``run``."""
+    if p.steady is not None:
         soon = datetime.datetime.now(datetime.timezone.utc)
         p.report.retry_at = soon if p.report.retry_at is None else min(p.report.retry_at, soon)
-    return out
+    return found

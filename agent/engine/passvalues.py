@@ -99,30 +99,13 @@ class LiveState:
 
 
 @dataclass(frozen=True)
-class Kept:
-    """An Application a pass leaves as it is (``forward.kept``): the cluster has ``newer`` (a full SHA), newer
-    than the pass's ``commit``; ``tip``: where the ref points now (None: not known, ``why``)."""
-
-    newer: str
-    commit: str
-    tip: str | None
-    why: str = ""
-
-    def message(self) -> str:
-        """The report's words, e.g. ``kept at 1a2b3c4d5e6f: the ref is at 1a2b3c4d5e6f, not at
-        this pass's commit 0f9e8d7c6b5a``."""
-        where = f"the ref is at {self.tip[:12]}" if self.tip else f"where the ref points is not known ({self.why})"
-        return f"kept at {self.newer[:12]}: {where}, not at this pass's commit {self.commit[:12]}"
-
-
-@dataclass(frozen=True)
 class AppPlan:
     """The Applications' plan (``appplan.plan_applications``). ``prune``: whether this pass prunes
     (on, no problems, no guard tripped); ``live``: key -> live Application; ``hits``: key ->
     ``steady.Entry`` of each Application unchanged since ``run``'s previous pass (neither
     rendered nor decided); ``desired``: the rendered Applications (let go once applied: ``()``);
     ``notes_of``: key -> notes about its document; ``waiting``: key -> ``backoff.Waiting`` of each
-    one skipped while backing off, or ``forward.Kept`` of one the cluster has at a newer commit; ``steps``: ``plan.Step`` of each Application (only its prunes
+    one skipped while backing off; ``steps``: ``plan.Step`` of each Application (only its prunes
     once applied); ``refused``: keys another source holds that this source's Git has too."""
 
     prune: bool
@@ -130,7 +113,7 @@ class AppPlan:
     hits: dict[str, steady_.Entry]
     desired: tuple[Obj, ...]
     notes_of: dict[str, list[str]]
-    waiting: dict[str, backoff.Waiting | Kept]
+    waiting: dict[str, backoff.Waiting]
     steps: list[Step]
     refused: frozenset[str]
 

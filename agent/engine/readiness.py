@@ -157,7 +157,7 @@ def _look(kube: Cluster, report: Report, pending: dict[str, Any], states: dict[s
         for kind in sorted(kinds, key=registry.CHILD_KINDS.index):
             for child in kube.list_in(kind.group, kind.kind, ns, f"{MANAGED_BY}={AGENT_NAME}"):
                 if plan.owned(child):
-                    children.setdefault(plan.owner_key(child), {})[kind.kind] = child
+                    children.setdefault(plan.owner_key(child), {})[registry.slot(child)] = child
     _with_pods(kube, {key: children[key] for key in pending if key in children}, apps)
     for key, outcome in sorted(pending.items()):
         app = apps.get(key)

@@ -1,7 +1,8 @@
 """Commits only move forward (``agent.engine.forward``, issue 46), against the in-memory cluster
-and real Git repositories: a pass of an older commit than the one the cluster has leaves the
-Application as it is while the ref is at or past that commit (CI's checkout of an older commit,
-``run`` behind), and applies it when the ref itself went back (a reset and force-push)."""
+and real Git repositories: a pass that would take the cluster back from a commit another writer
+applied (CI's checkout of an older or an abandoned commit, ``run`` behind) changes nothing at all,
+not an apply, a create, a prune or a status; a ref moved back is applied; another line of
+history (a preview of a commit not on the branch) is applied."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import subprocess
 import pytest
 
 from agent.engine import steady
-from agent.engine.report import CONFIGURED, UNCHANGED
 from tests.support import GitRepo
 from tests.unit.engine.passes import World, app_yaml, image
 
@@ -22,56 +22,77 @@ def world(tmp_path):
     return World(tmp_path, source_id=SOURCE)
 
 
-def two_commits(world: World) -> tuple[str, str]:
+def two_commits(world: World, extra: dict | None = None) -> tuple[str, str]:
     older = world.commit({"web.yaml": app_yaml("web", image="nginx:1.26")})
-    newer = world.commit({"web.yaml": app_yaml("web", image="nginx:1.27")})
+    newer = world.commit({"web.yaml": app_yaml("web", image="nginx:1.27"), **(extra or {})})
     world.sync()
     assert image(world.child("Deployment", "web")) == "nginx:1.27"
     return older, newer
 
 
-def kept_line(report) -> str:
-    [change] = [c for c in report.changes if c.subject.startswith("Application/")]
-    assert change.action == UNCHANGED, change
-    return change.message
+def checkout(world: World, tmp_path, at: str) -> str:
+    """A CI checkout of the repository (``origin``) at ``at``, detached."""
+    path = tmp_path / "ci"
+    subprocess.run(["git", "clone", "-q", str(world.repo.path), str(path)], check=True)
+    GitRepo(path).git("checkout", "-q", "--detach", at)
+    return str(path)
 
 
-def test_a_checkout_of_an_older_commit_leaves_the_application_as_it_is(world, tmp_path):
-    older, newer = two_commits(world)
-    checkout = tmp_path / "ci"
-    subprocess.run(["git", "clone", "-q", str(world.repo.path), str(checkout)], check=True)
-    GitRepo(checkout).git("checkout", "-q", "--detach", older)
-    report = world.sync(repo=str(checkout))
-    assert report.ok and report.commit == older
-    assert kept_line(report) == (f"kept at {newer[:12]}: the ref is at {newer[:12]}, not at this pass's commit "
-                                 f"{older[:12]}")
-    assert image(world.child("Deployment", "web")) == "nginx:1.27"
-    assert world.app("web")["metadata"]["annotations"]["heumsi.github.io/source-commit"] == newer
+def nothing_applied(report, commit: str, recorded: str, tip: str) -> None:
+    assert report.ok and report.commit == commit and report.changes == []
+    assert (f"nothing applied: the ref is at {tip[:12]}, and this pass's commit {commit[:12]} would take the "
+            f"cluster back from {recorded[:12]}, which another writer applied") in report.notes
+
+
+def test_an_old_pipeline_run_again_changes_nothing(world, tmp_path):
+    older, newer = two_commits(world, {"fresh.yaml": app_yaml("fresh")})
+    report = world.sync(repo=checkout(world, tmp_path, older))
+    nothing_applied(report, older, newer, newer)
+    assert world.kube.writes == []  # fresh, added by the newer commit, is not pruned; no status moves
+    assert image(world.child("Deployment", "web")) == "nginx:1.27" and world.app("fresh") is not None
     assert world.app("web")["status"]["lastSyncedCommit"] == newer
-    assert world.kube.writes == []
 
 
-def test_run_behind_the_cluster_asks_for_a_pass_at_once_and_never_goes_back(world):
+def test_a_pinned_older_commit_is_judged_by_the_branch(world):
     older, newer = two_commits(world)
-    report = world.sync(known_commit=older, offline=True, steady=steady.Steady())
-    assert report.retry_at is not None
-    assert kept_line(report).startswith(f"kept at {newer[:12]}")
+    nothing_applied(world.sync(ref=older), older, newer, newer)  # CI's --ref "$COMMIT_SHA" run again
     assert image(world.child("Deployment", "web")) == "nginx:1.27"
+
+
+def test_run_behind_asks_for_a_pass_at_once_and_never_recreates_what_was_pruned(world):
+    older = world.commit({"web.yaml": app_yaml("web", image="nginx:1.26"), "gone.yaml": app_yaml("gone")})
+    world.sync()
+    newer = world.commit({"web.yaml": app_yaml("web", image="nginx:1.27"), "gone.yaml": None})
+    world.sync()  # another writer (CI) applies the newer commit: gone is pruned
+    assert world.app("gone") is None
+    report = world.sync(known_commit=older, offline=True, steady=steady.Steady())  # run, on a watch event
+    nothing_applied(report, older, newer, newer)
+    assert report.retry_at is not None and world.app("gone") is None and world.kube.writes == []
     report = world.sync(known_commit=older, steady=steady.Steady())  # the pass asked for: online, at the tip
     assert report.commit == newer and image(world.child("Deployment", "web")) == "nginx:1.27"
 
 
-def test_a_ref_moved_back_is_applied(world):
+def test_a_ref_moved_back_is_applied_and_run_behind_does_not_undo_it(world):
     older, newer = two_commits(world)
     world.repo.git("reset", "-q", "--hard", older)  # a reset and force-push: a deliberate rollback
     report = world.sync()
-    assert report.commit == older and report.ok
+    assert report.commit == older and report.ok and image(world.child("Deployment", "web")) == "nginx:1.26"
+    report = world.sync(known_commit=newer, offline=True, steady=steady.Steady())  # run, not yet told
+    nothing_applied(report, newer, older, older)
     assert image(world.child("Deployment", "web")) == "nginx:1.26"
-    assert (f"Application/{world.opts.namespace}/web", CONFIGURED) in [(c.subject, c.action) for c in report.changes]
+
+
+def test_an_abandoned_commit_does_not_undo_a_rollback(world, tmp_path):
+    older, newer = two_commits(world)
+    ci = checkout(world, tmp_path, newer)  # a CI job of the commit about to be abandoned
+    world.repo.git("reset", "-q", "--hard", older)
+    world.sync()
+    nothing_applied(world.sync(repo=ci), newer, older, older)
+    assert image(world.child("Deployment", "web")) == "nginx:1.26"
 
 
 def test_a_history_rewritten_by_a_force_push_is_applied(world):
-    _, newer = two_commits(world)
+    two_commits(world)
     world.repo.git("checkout", "-q", "--orphan", "rewritten")
     rewritten = world.commit({"web.yaml": app_yaml("web", image="nginx:1.25")}, "rewritten")
     world.repo.git("branch", "-q", "-f", "main", rewritten)
@@ -81,7 +102,19 @@ def test_a_history_rewritten_by_a_force_push_is_applied(world):
     assert image(world.child("Deployment", "web")) == "nginx:1.25"
 
 
-def test_the_same_commit_or_a_newer_one_costs_no_git_call(world, monkeypatch):
+def test_a_commit_off_the_branch_over_another_off_the_branch_is_applied(world, tmp_path):
+    base = world.commit({"web.yaml": app_yaml("web", image="nginx:1.26")})
+    world.repo.git("checkout", "-q", "-b", "preview")
+    first = world.commit({"web.yaml": app_yaml("web", image="nginx:1.27")})
+    world.sync(ref="preview")
+    second = world.commit({"web.yaml": app_yaml("web", image="nginx:1.28")})
+    world.repo.git("checkout", "-q", "main")
+    assert base and first
+    report = world.sync(repo=checkout(world, tmp_path, second))  # a preview of the branch's next commit
+    assert report.commit == second and image(world.child("Deployment", "web")) == "nginx:1.28"
+
+
+def test_the_same_commit_or_a_newer_one_costs_no_look_at_the_ref(world, monkeypatch):
     from agent.source import ancestry
 
     calls = []
@@ -89,22 +122,18 @@ def test_the_same_commit_or_a_newer_one_costs_no_git_call(world, monkeypatch):
     two_commits(world)
     world.commit({"web.yaml": app_yaml("web", image="nginx:1.28")})
     world.sync()
-    world.sync()
+    world.sync(offline=True, known_commit=world.repo.head(), steady=steady.Steady())
     assert calls == []
 
 
-def test_run_behind_a_rollback_does_not_undo_it(world):
-    older, newer = two_commits(world)
-    world.repo.git("reset", "-q", "--hard", older)
-    world.sync()  # another writer applies the rollback
-    assert image(world.child("Deployment", "web")) == "nginx:1.26"
-    report = world.sync(known_commit=newer, offline=True, steady=steady.Steady())  # run, not yet told
-    assert kept_line(report).startswith(f"kept at {older[:12]}") and report.retry_at is not None
-    assert image(world.child("Deployment", "web")) == "nginx:1.26"
 
-
-def test_a_pinned_older_commit_is_judged_by_the_branch(world):
-    older, newer = two_commits(world)
-    report = world.sync(ref=older)  # CI's --ref "$COMMIT_SHA" of a pipeline run again
-    assert kept_line(report).startswith(f"kept at {newer[:12]}: the ref is at {newer[:12]}")
-    assert image(world.child("Deployment", "web")) == "nginx:1.27"
+def test_a_dry_run_of_a_commit_off_the_branch_shows_its_changes(world, tmp_path):
+    two_commits(world)
+    ci = checkout(world, tmp_path, "HEAD")
+    GitRepo(ci).git("checkout", "-q", "-b", "pull-request")
+    (tmp_path / "ci" / "web.yaml").write_text(app_yaml("web", image="nginx:1.28"))
+    GitRepo(ci).git("commit", "-qam", "1.28")
+    world.kube.dry_run = True  # diff: what a pull request's commit would change
+    report = world.sync(repo=ci)
+    assert not [n for n in report.notes if n.startswith("nothing applied")]
+    assert any(c.subject.startswith("Deployment/") and c.action == "configured" for c in report.changes)

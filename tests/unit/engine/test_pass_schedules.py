@@ -130,3 +130,18 @@ def test_a_suspended_application_leaves_its_cronjobs_alone(world):
     assert set(cronjobs(world)) == {"web-cleanup", "web-report"}
     assert cronjobs(world)["web-cleanup"]["spec"]["schedule"] == "@hourly"
     assert report.counts().get(PRUNED) is None
+
+
+def test_the_wait_finds_a_schedules_cronjob_in_its_slot(world):
+    """``sync --once --wait`` of an Application with a schedule (the README's first sync): its
+    CronJob is found (``registry.slot``: ``CronJob/NAME``), not reported Missing."""
+    import threading
+
+    from agent.engine import readiness
+    from tests.unit.engine.passes import rolled_out
+
+    world.commit({"web.yaml": app_yaml("web", schedules={"nightly": {"schedule": "@daily"}})})
+    report = world.sync()
+    rolled_out(world, "web")
+    result = readiness.wait(world.kube, report, 5, threading.Event(), poll=0.01)
+    assert result.result == "healthy", (result, world.app("web")["status"]["health"])
