@@ -66,8 +66,8 @@ def test_run_calls_the_rollout_failed_within_the_grace_without_a_new_commit(
     assert (ready["status"], ready["reason"]) == ("False", "Degraded") and reason in ready["message"]
     # within the grace plus a pass (the recheck): not at the progress deadline (600 s)
     assert at - first_pod_created(cluster, namespace) < GRACE + 20
-    wide = cluster.kubectl("-n", namespace, "get", "applications.heumsi.github.io", "web", "-o", "wide").stdout
-    assert f"Deployment: {reason}: container web:" in wide  # the Message column
+    shown = cluster.kubectl("-n", namespace, "get", "applications.heumsi.github.io", "web").stdout
+    assert f"Deployment: {reason}: container web:" in shown  # the Message column, without -o wide
 
 
 @pytest.mark.parametrize("stage, reason", STAGES)

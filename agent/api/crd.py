@@ -253,11 +253,11 @@ PRINTER_COLUMNS: list = [
     {
         "name": "Message",
         "type": "string",
-        "priority": 1,
         "jsonPath": ".status.health.message"
     }
 ]
-"""``kubectl get applications`` columns (priority 1: only with ``-o wide``)."""
+"""``kubectl get applications`` columns; the last, the health message, says why (a rollout's
+failure: ``ImagePullBackOff: ...``), as Flux's ``kubectl get kustomization`` does (issue 45)."""
 
 
 def status_schema(children: Mapping[str, dict]) -> dict:
