@@ -41,7 +41,7 @@ def test_sync_once_records_when_and_by_what_and_every_reader_shows_it(agent, rep
     live = json.loads(cluster.kubectl("-n", namespace, "get", "app", "web", "-o", "json").stdout)
     assert seen(live) == (health, at, by)
     table = cluster.kubectl("-n", namespace, "get", "app").stdout.splitlines()
-    assert table[0].split()[-2:] == ["OBSERVED", "AGE"]  # the printer column: kubectl's age of observedAt
+    assert table[0].split()[-3:] == ["OBSERVED", "AGE", "MESSAGE"]  # the printer column: kubectl's age of observedAt
     lines = agent.run([sys.executable, "-m", "agent", "get", "-n", namespace,
                        "--kubeconfig", str(agent.kubeconfig)]).stdout.splitlines()
     assert "   OBSERVED   " in lines[0] and " ago by sync --once   " in lines[1]

@@ -19,7 +19,8 @@ from tests.test_drift import _older_agents_deployment
 pytestmark = pytest.mark.usefixtures("crd")
 APPS = 16
 SERIAL, PARALLEL = 1, 16
-TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime", "nextRetryTime", "firstSyncedAt", "lastSyncedAt")  # nextRetryTime: when the pass ran, jittered
+TIME_KEYS = ("lastTransitionTime", "lastSyncTime", "lastSyncedTime", "nextRetryTime", "firstSyncedAt", "lastSyncedAt",
+             "observedAt")  # nextRetryTime: when the pass ran, jittered
 
 
 def sync(agent, repo, namespace, concurrency):
