@@ -11,11 +11,14 @@ looks where the ref points now (``ancestry.tip``: ``git ls-remote``, for a check
 ``origin``'s ref, for a SHA the remote's ``HEAD``), at ``T``:
 
 - ``T`` is ``C``: the pass goes on (a deliberate rollback is a ref moved back: applied);
-- ``S`` is on the branch (``S`` behind or at ``T``), and ``C`` is behind ``S`` or off the branch:
-  the pass would take the cluster back. It changes nothing at all (no apply, create, prune or
-  status) and says so; ``run`` passes again at once, online, at the ref;
+- ``C`` and ``S`` are both on the branch (behind or at ``T``), and ``C`` is behind ``S``: the pass
+  would take the cluster back. It changes nothing at all (no apply, create, prune or status) and
+  says so; ``run`` passes again at once, online, at the ref;
 - not known (the remote did not answer): the same (fail closed: never back on a doubt);
-- else the pass goes on (``S`` is off the branch: a preview of another commit, say).
+- ``C`` off the branch in ``run``'s pass at its remembered commit (the branch was reset since):
+  the same, the online pass decides;
+- else the pass goes on: ``C`` off the branch is a commit asked for by itself (``--ref`` of a pull
+  request's commit, a deleted branch's), ``S`` off the branch a preview of another commit.
 
 Why the whole pass: an Application a newer commit added would be pruned, and one it pruned
 created again, by a pass of an older commit (a CI pipeline run again, ``run`` behind CI).
@@ -94,10 +97,12 @@ def stale(p: Pass, live_apps: list[Obj]) -> Stale | None:
         return _asked(p, Stale(commit, maybe[0], None, str(err)))
     if now.commit == commit:
         return None
-    on_branch = ancestry.is_ancestor(now.where, commit, now.commit)
+    if not ancestry.is_ancestor(now.where, commit, now.commit):
+        if p.steady is not None and not p.report.source_seen:  # run's remembered commit, since left behind
+            return _asked(p, Stale(commit, sorted(shas)[0], now.commit))
+        return None  # a commit off the branch (--ref of a pull request's or a deleted branch's commit): as asked
     for sha in maybe:
-        if ancestry.is_ancestor(now.where, sha, now.commit) and \
-                (not on_branch or not ancestry.is_ancestor(now.where, sha, commit)):
+        if ancestry.is_ancestor(now.where, sha, now.commit) and not ancestry.is_ancestor(now.where, sha, commit):
             return _asked(p, Stale(commit, sha, now.commit))
     return None
 

@@ -1,8 +1,8 @@
 """Commits only move forward (``agent.engine.forward``, issue 46), against the in-memory cluster
 and real Git repositories: a pass that would take the cluster back from a commit another writer
-applied (CI's checkout of an older or an abandoned commit, ``run`` behind) changes nothing at all,
-not an apply, a create, a prune or a status; a ref moved back is applied; another line of
-history (a preview of a commit not on the branch) is applied."""
+applied (CI's checkout of an older commit on the branch, ``run`` behind) changes nothing at all,
+not an apply, a create, a prune or a status; a ref moved back is applied; a commit off the branch
+(asked for by itself) is applied."""
 
 from __future__ import annotations
 
@@ -82,13 +82,13 @@ def test_a_ref_moved_back_is_applied_and_run_behind_does_not_undo_it(world):
     assert image(world.child("Deployment", "web")) == "nginx:1.26"
 
 
-def test_an_abandoned_commit_does_not_undo_a_rollback(world, tmp_path):
+def test_a_commit_off_the_branch_is_applied_as_asked(world, tmp_path):
     older, newer = two_commits(world)
-    ci = checkout(world, tmp_path, newer)  # a CI job of the commit about to be abandoned
+    ci = checkout(world, tmp_path, newer)  # a job of the commit a rollback abandons, or a pull request's
     world.repo.git("reset", "-q", "--hard", older)
     world.sync()
-    nothing_applied(world.sync(repo=ci), newer, older, older)
-    assert image(world.child("Deployment", "web")) == "nginx:1.26"
+    report = world.sync(repo=ci)
+    assert report.commit == newer and image(world.child("Deployment", "web")) == "nginx:1.27"
 
 
 def test_a_history_rewritten_by_a_force_push_is_applied(world):
