@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests import cluster as cluster_mod
-from tests.support import Agent, GitRepo, wait_for
+from tests.support import Agent, GitRepo, established, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,9 +71,7 @@ def api(cluster):
 @pytest.fixture(scope="session")
 def crd(cluster):
     """The Application CRD from ``crd.yaml``, installed and Established."""
-    cluster.kubectl("apply", "-f", str(ROOT / "crd.yaml"))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/applications.heumsi.github.io")
+    established(cluster, ROOT / "crd.yaml", "applications.heumsi.github.io")
     return "applications.heumsi.github.io"
 
 

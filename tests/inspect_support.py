@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import established
+
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA_STATUS = {
     "lastChangedCommit": {"type": "string"},
@@ -33,8 +35,7 @@ def crd_with_history(cluster, crd, tmp_path_factory):
             props.setdefault(key, schema)
     path = tmp_path_factory.mktemp("crd") / "crd.yaml"
     path.write_text(yaml.safe_dump(doc))
-    cluster.kubectl("apply", "-f", str(path))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}")
+    established(cluster, path, crd)
     yield crd
     cluster.kubectl("apply", "-f", str(ROOT / "crd.yaml"))
 

@@ -215,3 +215,19 @@ def api_writes(cluster, resources=("applications", "deployments", "services", "e
 def new_writes(before: dict, after: dict) -> dict:
     """The write counts that grew between two ``api_writes`` readings."""
     return {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
+
+
+def established(cluster, manifest, name: str, timeout: float = 120) -> None:
+    """Apply the CRD ``manifest`` (a path) and wait until ``name`` is Established. Polled, not
+    ``kubectl wait``: right after the control plane starts, that command now and then exited 1 at
+    once (its watch cut), taking a whole worker's session with it. Applied again while not found."""
+    def ready() -> bool:
+        got = cluster.kubectl("get", f"crd/{name}", "-o",
+                              'jsonpath={.status.conditions[?(@.type=="Established")].status}', check=False)
+        if got.returncode != 0:
+            cluster.kubectl("apply", "-f", str(manifest), check=False)
+            return False
+        return got.stdout.strip() == "True"
+
+    cluster.kubectl("apply", "-f", str(manifest), check=False)
+    wait_for(ready, timeout=timeout, interval=0.5, what=f"the CRD {name} to be Established")
