@@ -140,7 +140,8 @@ def _watch_once(open_, kind, label_selector, resource_version, on_event, stop, s
             rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
             resource_version = rv or resource_version
             if event["type"] == "ERROR":  # a Status: 410 Gone when resource_version expired
-                raise ApiException(status=(obj or {}).get("code"), reason=(obj or {}).get("reason"))
+                status = obj if isinstance(obj, dict) else {}
+                raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
             if event["type"] == "BOOKMARK":
                 if store is not None:
                     store.progress(kind, rv)
