@@ -409,13 +409,19 @@ class FakeCluster:
 
     # -- test-side helpers (not verbs of a pass) -----------------------------------------------
 
-    def add(self, obj: dict, manager: str = "kubectl-create") -> dict:
-        """Store ``obj`` as created by ``manager`` (operation Update), whatever ``dry_run``."""
+    def add(self, obj: dict, manager: str = "kubectl-create", *, created: str | None = None) -> dict:
+        """Store ``obj`` as created by ``manager`` (operation Update), whatever ``dry_run``;
+        ``created``: its ``creationTimestamp`` (an object made before the test began; the API
+        server stamps it, a client cannot)."""
         dry, self.dry_run = self.dry_run, False
         try:
-            return self._create(obj, manager)
+            made = self._create(obj, manager)
         finally:
             self.dry_run = dry
+        if created is not None:
+            for stamped in (self.objects[key_of(made)], made):
+                stamped["metadata"]["creationTimestamp"] = created
+        return made
 
     def stored(self, kind: str, namespace: str, name: str, group: str | None = None) -> dict | None:
         """A copy of the stored object (group found from the kind when not given), or None."""
