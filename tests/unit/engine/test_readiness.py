@@ -241,7 +241,9 @@ def test_the_wait_ends_failed_as_soon_as_the_grace_of_a_pod_that_cannot_start_is
     seen = []
     result = readiness.wait(kube, report_for(["web"]), 30, threading.Event(), poll=0.1,
                             on_change=lambda key, health: seen.append(health))
-    assert result.result == "failed" and 0.3 <= result.seconds <= 5
+    # the grace ends 0.5 to 1.5 s in (creationTimestamp is in whole seconds); a lower bound holds under load, and
+    # the upper one is half the 30 s the wait would have taken had it not ended then (the policy in development.md)
+    assert result.result == "failed" and 0.3 <= result.seconds < 15
     assert seen[0]["status"] == "Progressing" and "; ErrImagePull: container web: " in seen[0]["message"]
     assert seen[-1] == {"status": "Degraded",
                         "message": "Deployment: ErrImagePull: container web: pull access denied for \"nope\""}
