@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: test demo cluster unit mutation clean lock bench docs screenshots image image-check dist
+.PHONY: test demo cluster unit unit-under-load mutation clean lock bench docs screenshots image image-check dist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ test: cluster
 
 unit: $(VENV)/.installed
 	$(PY) -m pytest -v tests/unit $(PYTEST_ARGS)
+
+# unit-under-load - the unit tests twice at once on 4 workers each, 5 rounds (ROUNDS, WORKERS):
+# fails when any run fails, as a test that races the clock would under load (docs/development.md)
+unit-under-load: $(VENV)/.installed
+	PY=$(PY) bash scripts/unit_under_load.sh
 
 # BENCH_N, BENCH_REPEATS, BENCH_AGENT_TREE, BENCH_CONCURRENCY, BENCH_SCALE_OUT_N, BENCH_STOP_AT: see bench/__main__.py
 bench: cluster $(VENV)/.bench-installed

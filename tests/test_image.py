@@ -11,7 +11,9 @@ the Deployment's pods: it unpacks the image's layer and starts it with ``runc``,
   bound to that pod, as the kubelet's projected volume asks for), the cluster's CA and the namespace;
 - its environment: the image's, then the container's from deploy/ with the downward API's values
   read from that pod, then ``KUBERNETES_SERVICE_HOST`` and ``_PORT``;
-- its command: the image's entrypoint with deploy/'s args.
+- its command: the image's entrypoint with deploy/'s args;
+- its rights: deploy/'s default, namespaced RBAC (components/namespaced-rbac: no ClusterRole of its
+  own but a list of Ingresses, Roles in team-a and team-b, watches off), so it syncs into team-a.
 
 What differs from a kubelet, and why: the host's network namespace is shared (the control plane
 listens on its loopback), so deploy/'s ports (``:8080``, ``:8082``, ``127.0.0.1:8081``) are moved
@@ -46,7 +48,7 @@ import pytest
 
 from scripts import image as image_mod
 from tests.faults import GitHttpServer, bare_clone, free_port
-from tests.support import app_yaml, tenant_yaml, wait_for
+from tests.support import app_yaml, wait_for
 
 # One worker builds and runs the image; the first test's timeout covers a build on a loaded machine
 # (about 4 minutes at a load of 9 on 2 cores).
@@ -56,6 +58,7 @@ GUIDE = ROOT / "docs" / "guides" / "in-cluster.md"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 NAMESPACE = "gitops-agent"  # deploy/'s
 STOP_LIMIT = 5.0  # seconds from SIGTERM to the container's end
+TEAM = "team-a"  # deploy/'s first tenant namespace: its namespaced Role and tenants.yaml's block are there
 
 
 def missing(what: str) -> None:
@@ -276,6 +279,11 @@ def lease_holder(api) -> str | None:
         raise
 
 
+def clear_team(cluster) -> None:
+    """No Application (hence, through their ownerReferences, no child) left in ``TEAM``."""
+    cluster.kubectl("delete", "applications", "--all", "-n", TEAM, "--wait", "--ignore-not-found", check=False)
+
+
 def https_server(tmp_path: Path, root: Path) -> tuple[GitHttpServer, Path]:
     """An HTTPS Git server on 127.0.0.1 serving ``root``, with a new self-signed certificate."""
     cert, key = tmp_path / "git.crt", tmp_path / "git.key"
@@ -286,11 +294,12 @@ def https_server(tmp_path: Path, root: Path) -> tuple[GitHttpServer, Path]:
 
 
 @pytest.mark.parametrize("transport", ["file", "https"])
-def test_the_image_runs_as_a_pod_of_deploy(cluster, api, built, rootfs, installed, repo, namespaces, objects,
-                                           tmp_path, transport):
-    namespace = namespaces("team")  # deploy/ allows team-*
-    (tmp_path / "tenant.yaml").write_text(tenant_yaml(namespace))
-    cluster.kubectl("apply", "-f", str(tmp_path / "tenant.yaml"))
+def test_the_image_runs_as_a_pod_of_deploy(cluster, api, built, rootfs, installed, repo, objects, tmp_path,
+                                           transport):
+    # deploy/'s namespaced RBAC (its default): the agent's Roles, its tenant and its namespace policy cover
+    # team-a and team-b only, so the Application goes to team-a, emptied before and after
+    namespace = TEAM
+    clear_team(cluster)
     repo.write("web.yaml", app_yaml("web", namespace=namespace))
     head = repo.commit()
     served = tmp_path / "served"
@@ -346,6 +355,7 @@ def test_the_image_runs_as_a_pod_of_deploy(cluster, api, built, rootfs, installe
         [root_mount] = [line.split() for line in Path(f"/proc/{container.pid()}/mountinfo").read_text().splitlines()
                         if line.split()[4] == "/"]
         assert "ro" in root_mount[5].split(","), root_mount  # readOnlyRootFilesystem
+        assert cluster.kubectl("get", "clusterrole", "gitops-agent", check=False).returncode != 0  # namespaced
         wait_for(lambda: lease_holder(api) == name, timeout=60, what=f"the Lease held by {name}")
         wait_for(lambda: ((objects.app(namespace, "web") or {}).get("status") or {}).get("lastSyncedCommit") == head,
                  timeout=90, what="the Application synced from the image")
@@ -373,3 +383,4 @@ def test_the_image_runs_as_a_pod_of_deploy(cluster, api, built, rootfs, installe
         container.remove()
         if server is not None:
             server.__exit__(None, None, None)
+        clear_team(cluster)

@@ -88,6 +88,10 @@ def _serving_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shutdown-grace", type=flags.number(0, 3600), default=_env("SHUTDOWN_GRACE", "20"),
                         help="seconds SIGTERM waits for a running pass; 0 to 3600 (default: 20) "
                              "[env GITOPS_AGENT_SHUTDOWN_GRACE]")
+    parser.add_argument("--stuck-pass-after", type=flags.number(1, 86400), default=_env("STUCK_PASS_AFTER"),
+                        help="seconds a pass may run before /healthz fails, so that the kubelet restarts a pod "
+                             "whose pass is stuck; raise it when a pass of yours takes longer; 1 to 86400 "
+                             "(default: 3 intervals, at least 600) [env GITOPS_AGENT_STUCK_PASS_AFTER]")
     parser.add_argument("--webhook-secret-file", default=_env("WEBHOOK_SECRET_FILE"), type=flags.readable_file,
                         help="enable POST /hooks/git with the secret in this file (or set the secret itself in "
                              "GITOPS_AGENT_WEBHOOK_SECRET); without one the path answers 404 "
@@ -236,7 +240,7 @@ def run_forever(kube: Kube, opts: sync.Options, args: argparse.Namespace, secret
     metrics = Metrics()
     kube.on_wait = metrics.rate_limit_wait.observe
     health = Health(max_age=3 * args.interval + 2 * opts.fetch_timeout,
-                    stuck_after=max(3 * args.interval, STUCK_MINIMUM))
+                    stuck_after=args.stuck_pass_after or max(3 * args.interval, STUCK_MINIMUM))
     cache = Cache() if args.ui_address else None
     notifier = None
     if notify is not None:

@@ -68,8 +68,8 @@ STUCK_MINIMUM = 600.0  # seconds: a pass may run this long whatever the interval
 class Health:
     """Liveness and readiness. Ready when this replica leads and its last pass finished within
     ``max_age`` seconds, or when it is a standby (not leading) whose election loop is alive.
-    Live unless a pass has run for longer than ``stuck_after`` seconds (``run`` gives 3 intervals,
-    at least ``STUCK_MINIMUM``; issue 42: a pass hung for ever on one commit while ``/healthz``
+    Live unless a pass has run for longer than ``stuck_after`` seconds (``run`` gives ``--stuck-pass-after``,
+    by default 3 intervals, at least ``STUCK_MINIMUM``; issue 42: a pass hung for ever on one commit while ``/healthz``
     answered 200, so nothing restarted the pod). ``clock``: monotonic seconds (a fake in tests)."""
 
     def __init__(self, max_age: float, stuck_after: float | None = None,

@@ -35,7 +35,11 @@ too and compares the outcomes:
 Test-side helpers that are not verbs of a pass: ``apply(..., manager=)`` (another manager's
 server-side apply), ``put`` (an update, as ``kubectl edit`` or a controller writes: operation
 Update), ``add``/``stored``/``objects`` (set up and read the store), ``writes`` (every write
-request a pass sent, in order) and ``fail`` (the next write of one object raises an ApiError).
+request a pass sent, in order), ``requests`` (every request, reads too, as ``Request``s),
+``on`` (a hook run before each request of a verb and kind: it raises an ``ApiError`` to answer
+with it, ``ApiError(0, ...)`` for an unreachable server, or changes the store, as a controller
+does between two requests) and ``fail`` (the next write of one object raises an ApiError: an
+``on`` hook).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ import json
 import re
 import threading
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from agent.api.labels import AGENT_NAME
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
@@ -90,6 +96,28 @@ SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 NOW = "%Y-%m-%dT%H:%M:%SZ"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request sent to the fake: ``verb`` (the ``Cluster`` method: ``get``, ``list``,
+    ``list_in``, ``list_unscoped``, ``apply``, ``create``, ``delete``, ``patch_status``, ...),
+    ``kind``, ``namespace`` ("" when cluster-scoped or all namespaces), ``name`` ("" for a list)
+    and a list's label ``selector`` (None: none)."""
+
+    verb: str
+    kind: str
+    namespace: str = ""
+    name: str = ""
+    selector: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """``Kind/namespace/name`` as ``subject`` names objects (a list: ``Kind/namespace``)."""
+        return "/".join(part for part in (self.kind, self.namespace, self.name) if part)
+
+
+Hook = Callable[[Request], None]
 
 
 def _now() -> str:
@@ -367,7 +395,8 @@ class FakeCluster:
         self.objects: dict[Key, dict] = {}
         self.events: list[dict] = []
         self.writes: list[tuple[str, str]] = []  # (verb, subject) of every write request, in order
-        self.faults: dict[tuple[str, str], tuple[ApiError, int | None]] = {}  # (verb, subject) -> (error, times left)
+        self.requests: list[Request] = []  # every request (reads too; not the tests' own helpers), in order
+        self.hooks: list[tuple[str | None, str | None, Hook]] = []  # (verb, kind, hook): ``on``
         self.warnings: dict[str, list[str]] = {}  # kind -> what admission warns of each write of it (``warn``)
         self._warned = threading.local()
         self._versions = itertools.count(1000)
@@ -380,13 +409,19 @@ class FakeCluster:
 
     # -- test-side helpers (not verbs of a pass) -----------------------------------------------
 
-    def add(self, obj: dict, manager: str = "kubectl-create") -> dict:
-        """Store ``obj`` as created by ``manager`` (operation Update), whatever ``dry_run``."""
+    def add(self, obj: dict, manager: str = "kubectl-create", *, created: str | None = None) -> dict:
+        """Store ``obj`` as created by ``manager`` (operation Update), whatever ``dry_run``;
+        ``created``: its ``creationTimestamp`` (an object made before the test began; the API
+        server stamps it, a client cannot)."""
         dry, self.dry_run = self.dry_run, False
         try:
-            return self._create(obj, manager)
+            made = self._create(obj, manager)
         finally:
             self.dry_run = dry
+        if created is not None:
+            for stamped in (self.objects[key_of(made)], made):
+                stamped["metadata"]["creationTimestamp"] = created
+        return made
 
     def stored(self, kind: str, namespace: str, name: str, group: str | None = None) -> dict | None:
         """A copy of the stored object (group found from the kind when not given), or None."""
@@ -398,10 +433,28 @@ class FakeCluster:
         """Copies of the stored objects of ``kind``, by namespace and name."""
         return [copy.deepcopy(o) for k, o in sorted(self.objects.items()) if k[1] == kind]
 
+    def on(self, verb: str | None, kind: str | None, hook: Hook) -> None:
+        """Run ``hook(request)`` before answering each ``verb`` request (a ``Cluster`` method name;
+        None: every verb) of ``kind`` (None: every kind), after it is recorded in ``requests``.
+        The hook raises an ``ApiError`` to answer with it (``ApiError(0, "Unreachable", ...)``
+        as ``Kube`` raises for a server it cannot reach, 403 for a refusal), or changes the store
+        (``put``, ``add``: what a controller does between two requests), or only looks."""
+        self.hooks.append((verb, kind, hook))
+
     def fail(self, verb: str, subj: str, error: ApiError, times: int | None = 1) -> None:
         """The next ``times`` ``verb``s (apply, create, delete, patch_status, ...; None: every one)
-        of ``subj`` (``Kind/namespace/name``) raise ``error``, as the API server's admission would."""
-        self.faults[(verb, subj)] = (error, times)
+        of ``subj`` (``Kind/namespace/name``) raise ``error``, as the API server's admission would
+        (an ``on`` hook)."""
+        left = [times]
+
+        def hook(request: Request) -> None:
+            if request.subject != subj or left[0] == 0:
+                return
+            if left[0] is not None:
+                left[0] -= 1
+            raise error
+
+        self.on(verb, subj.partition("/")[0], hook)
 
     def warn(self, kind: str, *texts: str) -> None:
         """Every later write of ``kind`` is answered with ``texts`` as its ``Warning`` headers (as
@@ -446,23 +499,25 @@ class FakeCluster:
         with self._lock:
             key = key_of(obj)
             self._served_or_404(key[0], key[1], "getting")
+            self._request(Request("get", key[1], key[2], key[3]))
             if self.dry_run and key in self._dry_deleted:
                 return None
             found = self.objects.get(key)
             return copy.deepcopy(found) if found is not None else None
 
     def list(self, group: str, kind: str, label_selector: str | None = None) -> list[dict]:
-        return self._list(group, kind, None, label_selector)
+        return self._list("list", group, kind, None, label_selector)
 
     def list_in(self, group: str, kind: str, namespace: str, label_selector: str | None = None) -> list[dict]:
-        return self._list(group, kind, namespace, label_selector)
+        return self._list("list_in", group, kind, namespace, label_selector)
 
     def list_unscoped(self, group: str, kind: str) -> list[dict]:
-        return self._list(group, kind, None, None)
+        return self._list("list_unscoped", group, kind, None, None)
 
-    def _list(self, group: str, kind: str, namespace: str | None, selector: str | None) -> list[dict]:
+    def _list(self, verb: str, group: str, kind: str, namespace: str | None, selector: str | None) -> list[dict]:
         with self._lock:
             self._served_or_404(group, kind, f"listing {kind}")
+            self._request(Request(verb, kind, namespace or "", "", selector))
             api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
             item = item_of(kind, api_version, share.Memo())
             return [item(copy.deepcopy(obj)) for key, obj in sorted(self.objects.items())
@@ -677,8 +732,8 @@ class FakeCluster:
     # -- inside --------------------------------------------------------------------------------
 
     def _check(self, obj: dict, verb: str) -> Key:
-        """``obj``'s key once its kind is served; records the write request (``writes``; not
-        ``put``, the tests' own) and raises the fault ``fail`` set for it."""
+        """``obj``'s key once its kind is served; records the write request (``writes`` and
+        ``requests``; not ``put``, the tests' own) and runs the hooks ``on`` set for it."""
         key = key_of(obj)
         self._served_or_404(key[0], key[1], verb)
         if verb != "put":
@@ -688,14 +743,16 @@ class FakeCluster:
             if kept is None:
                 kept = self._warned.texts = []
             kept += [t for t in self.warnings[key[1]] if t not in kept]
-        error, times = self.faults.get((verb, subject(key)), (None, None))
-        if error is not None:
-            if times is not None:
-                self.faults[(verb, subject(key))] = (error, times - 1)
-                if times <= 1:
-                    del self.faults[(verb, subject(key))]
-            raise error
+        if verb != "put":
+            self._request(Request(verb, key[1], key[2], key[3]))
         return key
+
+    def _request(self, request: Request) -> None:
+        """Record ``request`` and run the hooks ``on`` set for its verb and kind (one may raise)."""
+        self.requests.append(request)
+        for verb, kind, hook in list(self.hooks):
+            if verb in (None, request.verb) and kind in (None, request.kind):
+                hook(request)
 
     def _served_or_404(self, group: str, kind: str, what: str) -> None:
         if (group, kind) not in RESOURCES or ((group, kind) == (GROUP, KIND) and not self.crd):

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from agent.cli import output
+from agent.common import rfc3339
 from agent.engine import statuses, steady as steady_
 from agent.engine.report import CONFIGURED, CREATED
 from tests.unit.cli.test_ci import SCHEMA
@@ -23,23 +24,15 @@ PSA = 'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation !
 UNSCHEDULABLE = "0/1 nodes are available: 1 Insufficient cpu."
 
 
-class Counting(FakeCluster):
-    """A ``FakeCluster`` that counts the pod lists a pass sends."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.pod_reads = 0
-
-    def list_in(self, group, kind, namespace, label_selector=None):
-        if kind == "Pod":
-            self.pod_reads += 1
-        return super().list_in(group, kind, namespace, label_selector)
+def pod_reads(world: World) -> int:
+    """How many pod lists the passes so far sent (``FakeCluster.requests``)."""
+    return sum((r.verb, r.kind) == ("list_in", "Pod") for r in world.kube.requests)
 
 
 @pytest.fixture
 def world(tmp_path):
     world = World(tmp_path)
-    world.kube = Counting()
+    world.kube = FakeCluster()
     world.kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     return world
 
@@ -118,20 +111,20 @@ def waiting(world: World, available: int = 0) -> None:
 def test_a_pod_no_node_fits_is_named_in_the_health_the_pass_writes(world):
     world.commit({"web.yaml": app_yaml("web")})
     world.sync()
-    assert world.kube.pod_reads == 0  # nothing made yet: nothing to read
+    assert pod_reads(world) == 0  # nothing made yet: nothing to read
     pending_pod(world, "web-1", {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                  "message": UNSCHEDULABLE})
     pending_pod(world, "other", None)
     waiting(world)
     report = world.sync()
-    assert world.kube.pod_reads == 1
+    assert pod_reads(world) == 1
     assert report.health[f"{NS}/web"] == {
         "status": "Progressing", "message": "Deployment: waiting for rollout to finish: 0 of 1 replicas available; "
                                             f"FailedScheduling: {UNSCHEDULABLE}"}
     assert world.app("web")["status"]["health"] == report.health[f"{NS}/web"]
     rolled_out(world, "web")
     report = world.sync()
-    assert world.kube.pod_reads == 1  # healthy: no read
+    assert pod_reads(world) == 1  # healthy: no read
     assert report.health[f"{NS}/web"]["status"] == "Healthy"
 
 
@@ -148,18 +141,18 @@ def test_a_steady_pass_reads_no_pod_and_reads_are_bounded(world, monkeypatch):
         live["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}
         world.kube.put(live, manager="kube-controller-manager", subresource="status")
     report = world.sync(steady=steady)
-    assert world.kube.pod_reads == 2
+    assert pod_reads(world) == 2
     # in a rollout not yet decided: looked at again (run's retry pass), never kept steady
     assert sorted(report.rechecks) == [f"{NS}/{n}" for n in ("a", "b", "c")]
     assert report.retry_at == min(report.rechecks.values())
     world.sync(steady=steady)
-    assert world.kube.pod_reads == 4
+    assert pod_reads(world) == 4
     for n in ("a", "b", "c"):
         rolled_out(world, n)
     report = world.sync(steady=steady)  # available: no read, nothing to look at again
-    assert world.kube.pod_reads == 4 and not report.rechecks
+    assert pod_reads(world) == 4 and not report.rechecks
     world.sync(steady=steady)  # nothing moved: its statuses are not even computed
-    assert world.kube.pod_reads == 4
+    assert pod_reads(world) == 4
 
 
 IMAGE_PULL = 'Back-off pulling image "registry.example/web:nope"'
@@ -190,7 +183,8 @@ def test_a_pod_that_cannot_start_is_degraded_after_fail_after_seconds(world):
     assert health["status"] == "Progressing"
     assert f"; ImagePullBackOff: container web: {IMAGE_PULL} (Degraded at " in health["message"]
     due = report.rechecks[f"{NS}/web"]  # the end of the grace: run's next pass then
-    assert report.retry_at == due and 28 <= (due - datetime.datetime.now(datetime.timezone.utc)).total_seconds() <= 31
+    created = world.child("Pod", "web-1")["metadata"]["creationTimestamp"]  # the failure's since, in whole seconds
+    assert report.retry_at == due and due == rfc3339.parse(created) + datetime.timedelta(seconds=30)
 
 
 def test_past_the_grace_the_reason_is_the_health_message_everywhere(world, monkeypatch):
@@ -228,7 +222,7 @@ def test_a_refused_pod_is_degraded_from_the_conditions_transition_without_a_pod_
          "message": 'pods "web-1" is forbidden: violates PodSecurity "restricted:latest"'}]}
     world.kube.put(live, manager="kube-controller-manager", subresource="status")
     report = world.sync()
-    assert world.kube.pod_reads == 0
+    assert pod_reads(world) == 0
     assert report.health[f"{NS}/web"] == {"status": "Degraded", "message": 'Deployment: FailedCreate: pods "web-1" is '
                                           'forbidden: violates PodSecurity "restricted:latest"'}
 
@@ -248,6 +242,6 @@ def test_run_judges_a_pending_grace_again_without_any_object_moving(world, monke
     report = world.sync(steady=steady)
     assert report.health[f"{NS}/web"]["status"] == "Degraded" and not report.rechecks
     assert world.app("web")["status"]["health"]["message"].startswith("Deployment: ImagePullBackOff: ")
-    reads = world.kube.pod_reads
+    reads = pod_reads(world)
     report = world.sync(steady=steady)  # decided: kept steady, no pod read
-    assert world.kube.pod_reads == reads and report.health[f"{NS}/web"]["status"] == "Degraded"
+    assert pod_reads(world) == reads and report.health[f"{NS}/web"]["status"] == "Degraded"

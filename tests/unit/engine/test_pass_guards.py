@@ -342,7 +342,7 @@ def test_a_failing_application_is_skipped_until_its_retry_time_and_a_new_commit_
     assert world.kube.writes == [] and world.app("web")["status"] == status
     report = world.sync()  # sync --once attempts everything
     assert ("apply", f"Service/{NS}/web") in world.kube.writes and world.app("web")["status"]["failures"] == 2
-    world.kube.faults.clear()
+    world.kube.hooks.clear()
     head = world.commit({"web.yaml": app_yaml("web", replicas=2)})
     report = world.sync(retry=policy)  # a new commit: attempted at once
     assert (f"Service/{NS}/web", CREATED) in actions(report) and report.ok

@@ -1,11 +1,14 @@
-"""agent.scope: which namespaces --allowed-namespaces lets in, and the refusals it makes."""
+"""agent.scope: which namespaces --allowed-namespaces lets in, and the refusals it makes; its
+writes and reads against the in-memory cluster (``tests/unit/fakecluster.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from agent.engine import scope
+from agent.kinds import deployment, render
 from agent.manifests import loader as manifests
+from tests.unit.fakecluster import FakeCluster
 
 
 @pytest.mark.parametrize("namespace, patterns, ok", [
@@ -47,56 +50,46 @@ def test_a_refused_namespace_is_cited_at_its_own_line(metadata, line):
     assert (refused.path, refused.line, refused.field) == ("w.yaml", line, "metadata.namespace")
 
 
-class _Cluster:
-    """Answers like the API server: a write into a namespace not in ``namespaces`` is 404
-    ``namespaces "NAME" not found``; creating a Namespace answers ``create_answer`` if set."""
-
-    def __init__(self, namespaces=(), create_answer=None):
-        self.namespaces, self.create_answer, self.calls = set(namespaces), create_answer, []
-
-    def apply(self, obj, force=True):
-        self.calls.append(("apply", obj["metadata"]["namespace"]))
-        if obj["metadata"]["namespace"] not in self.namespaces:
-            raise scope.ApiError(404, "NotFound", f'namespaces "{obj["metadata"]["namespace"]}" not found', "PATCH x")
-        return obj
-
-    def create(self, obj):
-        self.calls.append(("create", obj["kind"], obj["metadata"]["name"]))
-        if obj["kind"] == "Namespace":
-            if self.create_answer:
-                if self.create_answer.status == 409:  # another write made it meanwhile
-                    self.namespaces.add(obj["metadata"]["name"])
-                raise self.create_answer
-            assert obj["metadata"]["labels"] == {"heumsi.github.io/created-by": "gitops-agent"}
-            self.namespaces.add(obj["metadata"]["name"])
-        return obj
+_APP = {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+        "metadata": {"name": "web", "namespace": "team-new"}, "spec": {"image": "nginx:1.27", "replicas": 1}}
+_WRITE = ("apply", "Application/team-new/web")
 
 
-_APP = {"kind": "Application", "metadata": {"name": "web", "namespace": "team-new"}}
+def _cluster(*namespaces: str) -> FakeCluster:
+    """The in-memory cluster with only ``namespaces``: a write elsewhere is 404 ``namespaces
+    "NAME" not found``, as the API server answers."""
+    return FakeCluster(namespaces=namespaces)
 
 
 def test_plain_names_create_a_missing_namespace_and_write_again_once():
-    cluster = _Cluster()
-    assert scope.ScopedKube(cluster, ("team-new",)).apply(_APP) is _APP
-    assert cluster.calls == [("apply", "team-new"), ("create", "Namespace", "team-new"), ("apply", "team-new")]
+    kube = _cluster()
+    assert scope.ScopedKube(kube, ("team-new",)).apply(_APP)["metadata"]["name"] == "web"
+    assert kube.writes == [_WRITE, ("create", "Namespace/team-new"), _WRITE]
+    made = kube.stored("Namespace", "", "team-new")
+    assert made["metadata"]["labels"] == {"heumsi.github.io/created-by": "gitops-agent"}
+    assert kube.stored("Application", "team-new", "web") is not None
 
 
 def test_a_namespace_another_write_just_made_is_written_into():
-    cluster = _Cluster(create_answer=scope.ApiError(409, "AlreadyExists", 'namespaces "team-new" already exists'))
-    assert scope.ScopedKube(cluster, ("team-new",)).apply(_APP) is _APP
-    assert [c[0] for c in cluster.calls] == ["apply", "create", "apply"]
+    kube = _cluster()
+    # another write makes it just before the agent's create, which the API server answers 409 AlreadyExists
+    kube.on("create", "Namespace", lambda request: kube.add(render.namespace(request.name), manager="kubectl"))
+    assert scope.ScopedKube(kube, ("team-new",)).apply(_APP)["metadata"]["name"] == "web"
+    assert kube.writes == [_WRITE, ("create", "Namespace/team-new"), _WRITE]
+    assert kube.stored("Application", "team-new", "web") is not None
 
 
 def test_a_namespace_the_agent_may_not_create_is_named_with_how_to_make_it():
-    cluster = _Cluster(create_answer=scope.ApiError(403, "Forbidden", "namespaces is forbidden: User cannot create",
-                                                    "POST /api/v1/namespaces"))
+    kube = _cluster()
+    kube.fail("create", "Namespace/team-new", scope.ApiError(
+        403, "Forbidden", "namespaces is forbidden: User cannot create", "POST /api/v1/namespaces"))
     with pytest.raises(scope.ApiError) as caught:
-        scope.ScopedKube(cluster, ("team-new",)).apply(_APP)
+        scope.ScopedKube(kube, ("team-new",)).apply(_APP)
     assert (caught.value.status, caught.value.reason) == (403, "Forbidden")
     assert caught.value.message == ("namespace 'team-new' does not exist and the agent could not create it "
                                     "(namespaces is forbidden: User cannot create); create it (kubectl create "
                                     "namespace team-new) or allow the agent to create namespaces")
-    assert len(cluster.calls) == 2
+    assert kube.writes == [_WRITE, ("create", "Namespace/team-new")]
 
 
 @pytest.mark.parametrize("patterns, err", [
@@ -105,27 +98,20 @@ def test_a_namespace_the_agent_may_not_create_is_named_with_how_to_make_it():
     (("team-new",), scope.ApiError(403, "Forbidden", 'namespaces "team-new" not found')),
 ])
 def test_other_failures_are_raised_as_they_are(patterns, err):
-    class Failing(_Cluster):
-        def apply(self, obj, force=True):
-            self.calls.append("apply")
-            raise err
-    cluster = Failing()
+    kube = _cluster()
+    kube.fail("apply", "Application/team-new/web", err)
     with pytest.raises(scope.ApiError) as caught:
-        scope.ScopedKube(cluster, patterns).apply(_APP)
-    assert caught.value is err and cluster.calls == ["apply"]
-
+        scope.ScopedKube(kube, patterns).apply(_APP)
+    assert caught.value is err and kube.writes == [_WRITE]
 
 
 def test_events_go_through_the_scope_and_none_is_written_outside(caplog):
-    class Recording(_Cluster):
-        def event(self, obj, type_, reason, message):
-            self.calls.append(("event", obj["metadata"]["namespace"], reason, message))
-    cluster = Recording()
-    scoped = scope.ScopedKube(cluster, ("team-*",))
+    kube = _cluster()
+    scoped = scope.ScopedKube(kube, ("team-*",))
     inside = {"kind": "Application", "metadata": {"name": "web", "namespace": "team-a"}}
     assert scoped.event(inside, "Normal", "Created", "made") is None
     assert scoped.event(_APP | {"metadata": {"name": "db", "namespace": "other"}}, "Normal", "Created", "x") is None
-    assert cluster.calls == [("event", "team-a", "Created", "made")]
+    assert [(e["namespace"], e["reason"], e["message"]) for e in kube.events] == [("team-a", "Created", "made")]
     assert [r.getMessage() for r in caplog.records] == [
         f"could not record event Created on db: {scope.refusal('other', ('team-*',))}"]
 
@@ -161,12 +147,13 @@ def test_split_refuses_a_system_namespace_without_the_flag_naming_the_rule_and_h
 
 
 def test_without_the_flag_the_scope_still_refuses_writes_and_hides_reads_in_protected_namespaces():
-    class Listing(_Cluster):
-        def list(self, group, kind, label_selector=None):
-            return [{"metadata": {"name": n, "namespace": n}} for n in ("kube-system", "team-a", "ops")]
-    scoped = scope.ScopedKube(Listing(), None, "ops")
+    kube = _cluster("kube-system", "team-a", "ops")
+    for namespace in ("kube-system", "team-a", "ops"):
+        kube.add(deployment.KIND.render("x", namespace, "u", {"image": "nginx:1.27", "replicas": 1}))
+    scoped = scope.ScopedKube(kube, None, "ops")
     assert [o["metadata"]["namespace"] for o in scoped.list("apps", "Deployment")] == ["team-a"]
     assert scoped.list_in("apps", "Deployment", "kube-system") == []
     with pytest.raises(scope.ApiError) as caught:
         scoped.apply({"kind": "Deployment", "metadata": {"name": "x", "namespace": "kube-system"}})
     assert (caught.value.status, caught.value.reason) == (403, "OutsideAllowedNamespaces")
+    assert [(r.verb, r.namespace) for r in kube.requests] == [("list", "")]  # nothing sent for kube-system

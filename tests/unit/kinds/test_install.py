@@ -23,6 +23,15 @@ def test_the_committed_rbac_rules_are_the_generated_ones(path):
     assert committed == reference.rbac_files(ROOT)[ROOT / path], f"{path} is stale: run make docs"
 
 
+def test_the_development_guide_names_every_generated_rbac_file():
+    """docs/development.md (Generated docs; A new child kind) lists what ``make docs`` rewrites."""
+    guide = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    generated = guide[guide.index("## Generated docs"):]
+    new_kind = guide[guide.index("### A new child kind"):]
+    for path in install.RBAC:
+        assert f"`{path.as_posix()}`" in generated and f"`{path.as_posix()}`" in new_kind, path
+
+
 def granted(path: Path) -> dict[tuple, set[tuple[str, str, str]]]:
     """(kind, namespace, name) of each Role or ClusterRole in ``path`` to its (group, resource, verb)s."""
     found = {}

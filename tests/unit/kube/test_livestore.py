@@ -3,8 +3,10 @@
 import threading
 import time
 
+from agent.kinds import deployment
 from agent.kube.livestore import LiveStore, Served, StoreKube
 from agent.kube.packed import Packed
+from tests.unit.fakecluster import FakeCluster
 
 SELECTOR = "app.kubernetes.io/managed-by=gitops-agent"
 
@@ -138,34 +140,21 @@ def test_kinds_share_equal_metadata_parts_through_one_memo_and_keep_the_rest_pac
     assert isinstance(s, Packed) and s.get("spec") == {"selector": labels}
 
 
-class Lister:
-    def __init__(self):
-        self.calls = []
-
-    def list(self, group, kind, selector=None):
-        self.calls.append((kind, selector))
-        return [dep("listed", "1")]
-
-    def list_in(self, group, kind, namespace, selector=None):
-        self.calls.append((kind, namespace, selector))
-        return []
-
-    def apply(self, obj, force=True):
-        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "40"}}
-
-    def delete(self, obj, propagation="Background"):
-        return True
-
-
 def test_the_pass_kube_reads_the_store_or_lists_and_tells_the_store_its_writes():
-    store, lister = store_with(dep("a", "5")), Lister()
-    kube = StoreKube(lister, store)
+    cluster = FakeCluster(namespaces=("ns",))
+    cluster.add(deployment.KIND.render("listed", "ns", "u", {"image": "nginx:1.27", "replicas": 1}))
+    store = store_with(dep("a", "5"))
+    kube = StoreKube(cluster, store)
     served = kube.list("apps", "Deployment", SELECTOR)
-    assert isinstance(served, Served) and names(served) == ["a"] and lister.calls == []
-    assert names(kube.list("apps", "Deployment", None)) == ["listed"] and lister.calls == [("Deployment", None)]
-    kube.apply(dep("a", "5"))
-    assert store.read("Deployment", SELECTOR, wait=0)[0] is None  # 40 not delivered yet
-    assert names(kube.list("apps", "Deployment", SELECTOR)) == ["listed"]
-    store.event("Deployment", "MODIFIED", dep("a", "40"))
-    kube.delete(dep("a", "40"))
-    assert kube.list_in("apps", "Deployment", "ns", SELECTOR) == []
+    assert isinstance(served, Served) and names(served) == ["a"] and cluster.requests == []
+    assert names(kube.list("apps", "Deployment", None)) == ["listed"]  # the store keeps only the selector's
+    assert [(r.verb, r.kind, r.selector) for r in cluster.requests] == [("list", "Deployment", None)]
+    written = kube.apply(deployment.KIND.render("a", "ns", "u", {"image": "nginx:1.27", "replicas": 1}))
+    version = written["metadata"]["resourceVersion"]
+    assert store.read("Deployment", SELECTOR, wait=0)[0] is None  # its version not delivered yet
+    assert names(kube.list("apps", "Deployment", SELECTOR)) == ["a", "listed"]  # so listed from the cluster
+    store.event("Deployment", "MODIFIED", dep("a", version, uid=written["metadata"]["uid"]))  # the watch delivers it
+    kube.delete(written)
+    sent = len(cluster.requests)
+    assert kube.list_in("apps", "Deployment", "ns", SELECTOR) == []  # from the store, the deleted one hidden
+    assert len(cluster.requests) == sent and cluster.stored("Deployment", "ns", "a") is None
