@@ -144,7 +144,40 @@ def push_table(samples: stats.Samples, details: dict) -> list[str]:
                 f"{_fmt(m('run_peak_rss_mib'), '', 0)} | {details.get(f'{n}|{v}|run_nochange', '')} |")
     if not rows:
         return ["Not measured in this run.", ""]
-    return [PUSH_TARGETS, "", *head, *rows, ""]
+    return [PUSH_TARGETS, "", *head, *rows, "", *memory_lines(samples)]
+
+
+MEMORY_LIMITS = ((512, "512 Mi"), (1024, "1 Gi"))
+"""The memory limits the sizing is given for: ``deploy/``'s, and twice it."""
+
+
+def sizing(points: list[tuple[int, float]]) -> tuple[float, float] | None:
+    """(MiB per Application, MiB at no Application) of ``run``'s peak RSS, the straight line
+    through the smallest and the largest N of ``points`` ((N, peak MiB)); None with fewer than
+    two sizes."""
+    if len({n for n, _ in points}) < 2:
+        return None
+    (n0, m0), (n1, m1) = min(points), max(points)
+    slope = (m1 - m0) / (n1 - n0)
+    return slope, m0 - slope * n0
+
+
+def memory_lines(samples: stats.Samples) -> list[str]:
+    """``run``'s memory per Application and the Applications each limit fits (issue 48), per
+    agent tree measured at two sizes or more."""
+    out = []
+    for v in variants(samples):
+        points = [(n, m) for n in sizes(samples) if (m := samples.median(n, v, "run_peak_rss_mib")) is not None]
+        line = sizing(points)
+        if not v.startswith("agent:") or line is None:
+            continue
+        slope, start = line
+        fits = ", ".join(f"{label}: about {int((limit - start) / slope):,}" if slope > 0 else f"{label}: –"
+                         for limit, label in MEMORY_LIMITS)
+        out += [f"Memory of `run` ({v}): {slope * 1024:.1f} KiB per Application over {start:.0f} MiB "
+                f"(peak RSS, the line through N = {min(points)[0]:,} and {max(points)[0]:,}); Applications that "
+                f"fit a limit: {fits}.", ""]
+    return out
 
 
 def scale_out(samples: stats.Samples, info: dict | None) -> list[str]:

@@ -157,15 +157,17 @@ def _path_of(obj: dict, subresource: str | None = None) -> str:
     return path(group, obj["kind"], meta.get("namespace"), meta["name"], subresource)
 
 
-def item_of(kind: str, api_version: str, memo: share.Memo):
+def item_of(kind: str, api_version: str, memo: share.Memo | None):
     """What ``list`` makes of each item as it is read: apiVersion and kind set (list items omit
     them), managedFields compacted (``fields.compact``), a Deployment's conditions cut to what
-    health reads (``registry.trim``) and equal parts shared (``share``): a pass holds every
-    listed object."""
+    health reads (``registry.trim``) and equal parts shared (``share``; not without a ``memo``:
+    ``run``'s store packs what it keeps, ``agent.kube.packed``): a pass holds every listed
+    object."""
     def item(obj: dict) -> dict:
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
-        return memo.share(registry.trim(fields.compact(obj)))
+        trimmed = registry.trim(fields.compact(obj))
+        return memo.share(trimmed) if memo is not None else trimmed
     return item
 
 

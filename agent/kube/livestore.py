@@ -4,7 +4,8 @@ Why: ``run`` watches the Applications, the agent's children and the Namespaces a
 triggers); listing them again on every pass cost 10 s at 10,000 Applications for a pass that had
 nothing to do (issue 33). Each watch hands its list and events here (``listed``, ``event``,
 ``progress``, ``interrupted``), and a pass reads them back through ``StoreKube``, in the form
-``Kube.list`` gives them (managedFields compacted, equal parts shared: ``client.item_of``).
+``Kube.list`` gives them (managedFields compacted: ``client.item_of``), each kept packed: its
+metadata decoded (equal parts shared), the rest compressed until read (``agent.kube.packed``).
 
 Correctness first. A pass reads a kind from here only while the store can vouch for it, and
 otherwise sends the LIST it always sent (said at DEBUG, with why):
@@ -34,6 +35,7 @@ import logging
 import threading
 import time
 
+from agent.kube import packed
 from agent.kube.client import RESOURCES, item_of
 from agent.kube.cluster import Wrapper
 from agent.kube.share import Memo
@@ -58,7 +60,7 @@ def _rv(obj: dict | None) -> int | None:
 class _Kind:
     """One watched kind: its objects by (namespace, name), its watch's state and resourceVersion."""
 
-    def __init__(self, group: str, kind: str, selector: str | None, memo: Memo):
+    def __init__(self, group: str, kind: str, selector: str | None, pool: packed.Loaded, memo: Memo):
         self.group, self.kind, self.selector = group, kind, selector
         self.objects: dict[tuple[str, str], dict] = {}
         self.synced = False  # a list arrived and no event was lost since
@@ -69,7 +71,8 @@ class _Kind:
         self.hidden: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid a pass deleted
         self.versions: dict[tuple[str, str], int] = {}  # (namespace, name) -> resourceVersion a pass's write returned
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
-        self.item = item_of(kind, api_version, memo)
+        prepare, self.codec = item_of(kind, api_version, None), packed.Codec()
+        self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo)
 
     def why_not(self, selector: str | None) -> tuple[str | None, bool]:
         """(why a pass may not read this kind from the store now, or None; whether waiting helps)."""
@@ -92,8 +95,10 @@ class LiveStore:
     def __init__(self):
         self._cond = threading.Condition()
         self._kinds: dict[str, _Kind] = {}
-        # one memo for every kind (it settles itself: long-lived sharing stays bounded): a
-        # Service shares its labels, selector and ownerReferences with its Deployment
+        # the objects whose packed rest is decoded now, across kinds (agent/kube/packed.py)
+        self.loaded = packed.Loaded()
+        # one memo for every kind's metadata (it settles itself: long-lived sharing stays
+        # bounded): a Service shares its labels and ownerReferences with its Deployment
         self._memo = Memo()
         self.reads = {"store": 0, "list": 0}  # how often a pass read a kind from here or listed it
         self.items_read = 0  # list items handed to ``item``: a list in progress (``runner``)
@@ -101,7 +106,7 @@ class LiveStore:
     def watching(self, group: str, kind: str, selector: str | None) -> None:
         """Declare a watched kind (before its watch starts); others are always listed."""
         with self._cond:
-            self._kinds[kind] = _Kind(group, kind, selector, self._memo)
+            self._kinds[kind] = _Kind(group, kind, selector, self.loaded, self._memo)
 
     # -- fed by the watches ------------------------------------------------------------------
 

@@ -11,30 +11,59 @@ again, and dropped connections reconnect with backoff.
 
 from __future__ import annotations
 
+import json
 import logging
-import re
 import time
 
 import urllib3
-from kubernetes import client, watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
-from agent.kube.client import RESOURCES, path
+from agent.kube.client import path
 from agent.kube.cluster import ApiError
 
 log = logging.getLogger("agent.kube")
 
 
-def _lister(kube, group: str, kind: str):
-    """The client function that lists (and, with ``watch``, watches) ``kind`` across all
-    namespaces, and its leading arguments. A named group's resources share one generic path
-    (``/apis/GROUP/VERSION/PLURAL``, the client's custom-objects call); the core group's are
-    the typed ``CoreV1Api.list_<kind>_for_all_namespaces``."""
-    prefix, plural, namespaced = RESOURCES[(group, kind)]
-    if group:
-        return client.CustomObjectsApi(kube.api).list_cluster_custom_object, (group, prefix.rsplit("/", 1)[1], plural)
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
-    return getattr(client.CoreV1Api(kube.api), f"list_{snake}" + ("_for_all_namespaces" if namespaced else "")), ()
+WATCH_SECONDS = 30
+"""How long one watch request lasts (``timeoutSeconds``: the API server ends it then); the next
+resumes from the last resourceVersion seen."""
+READ_TIMEOUT = 60
+"""Seconds a watch connection may stay silent before it is dropped and opened again (bookmarks
+and the server's own end after ``WATCH_SECONDS`` come well within it)."""
+
+
+def _opener(kube, group: str, kind: str):
+    """A function ``(resource_version, label_selector) -> urllib3 response`` that opens one watch
+    request of ``kind`` across all namespaces (``GET /api[s]/.../PLURAL?watch=true``) through
+    ``kube``'s REST layer (its configuration and authentication). Why not the client's typed
+    ``CoreV1Api``: importing it costs 21 MiB of ``run``'s memory for one call (issue 48)."""
+    url = path(group, kind)
+
+    def open_(resource_version: str | None, label_selector: str | None):
+        query = [("watch", "true"), ("timeoutSeconds", str(WATCH_SECONDS)), ("allowWatchBookmarks", "true")]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        req = kube.api.param_serialize("GET", url, query_params=query, header_params={"Accept": "application/json"},
+                                       auth_settings=["BearerToken"])
+        resp = kube.api.call_api(*req, _request_timeout=(5, READ_TIMEOUT)).response
+        if not 200 <= resp.status <= 299:
+            reason = resp.reason
+            resp.release_conn()
+            raise ApiException(status=resp.status, reason=reason)
+        return resp
+    return open_
+
+
+def _events(resp):
+    """The watch events of ``resp`` (one JSON object per line), as dicts with ``type`` and
+    ``raw_object``."""
+    for line in iter_resp_lines(resp):
+        event = json.loads(line)
+        event["raw_object"] = event.get("object")
+        yield event
 
 
 def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop, on_list=None,
@@ -51,7 +80,7 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
     once its current request ends (None: only after an error), bounding any divergence. Events
     are handed over as the API server's JSON (never the client's models: faster, and the same
     for every kind). Every list and watch request waits for the rate limit first."""
-    func, args = _lister(kube, group, kind)
+    open_ = _opener(kube, group, kind)
     backoff, resource_version, first, listed_at = 0.5, None, True, 0.0
     query = {"labelSelector": label_selector} if label_selector else None
     while not stop.is_set():
@@ -69,8 +98,7 @@ def run(kube, group: str, kind: str, label_selector: str | None, on_event, stop,
             listed_at = time.monotonic()
             first = False
         kube.throttle()  # each (re)connection is a request like any other
-        resource_version, clean = _watch_once(func, args, kind, label_selector, resource_version, on_event, stop,
-                                              store)
+        resource_version, clean = _watch_once(open_, kind, label_selector, resource_version, on_event, stop, store)
         if clean:
             backoff = 0.5
         else:
@@ -97,24 +125,23 @@ def _list(kube, group: str, kind: str, query: dict | None, store, on_list, first
     return resource_version
 
 
-def _watch_once(func, args, kind, label_selector, resource_version, on_event, stop, store):
+def _watch_once(open_, kind, label_selector, resource_version, on_event, stop, store):
     """One watch request from ``resource_version``: (the resourceVersion to go on from, whether
     it ended cleanly). None to go on from when it ended with an error (``410 Gone`` among them:
     list again); the last one seen when the connection dropped, during the TLS handshake too
     (reconnect from there)."""
-    watcher = k8s_watch.Watch()
-    kwargs = {"timeout_seconds": 30, "resource_version": resource_version, "allow_watch_bookmarks": True}
-    if label_selector:
-        kwargs["label_selector"] = label_selector
+    resp = None
     try:
-        for event in watcher.stream(lambda *a, **kw: func(*a, **kw), *args, **kwargs):
+        resp = open_(resource_version, label_selector)
+        for event in _events(resp):
             if stop.is_set():
                 break
             obj = event.get("raw_object")
             rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
             resource_version = rv or resource_version
             if event["type"] == "ERROR":  # a Status: 410 Gone when resource_version expired
-                raise ApiException(status=(obj or {}).get("code"), reason=(obj or {}).get("reason"))
+                status = obj if isinstance(obj, dict) else {}
+                raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
             if event["type"] == "BOOKMARK":
                 if store is not None:
                     store.progress(kind, rv)
@@ -142,4 +169,6 @@ def _watch_once(func, args, kind, label_selector, resource_version, on_event, st
             store.interrupted(kind, lost=False)
         return resource_version, False
     finally:
-        watcher.stop()
+        if resp is not None:  # as the client's Watch ends a stream: closed, then its connection back
+            resp.close()
+            resp.release_conn()

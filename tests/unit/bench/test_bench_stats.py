@@ -181,3 +181,11 @@ def test_the_passs_own_requests_are_its_reads_namespaces_and_the_controllers_eve
                 ("LIST", "applications", ""): 1, ("LIST", "namespaces", ""): 1, ("POST", "namespaces", ""): 10}
     assert stats.per_pass(requests, own_events=1000) == 24 + 10 + 6
     assert stats.per_pass(requests, own_events=2000) == 34  # the controllers never count below none
+
+
+def test_memory_per_application_is_the_line_through_the_smallest_and_largest_n():
+    from bench import report
+
+    assert report.sizing([(1000, 110.0)]) is None
+    slope, start = report.sizing([(10000, 146.0), (1000, 110.0), (3000, 999.0)])
+    assert abs(slope - 0.004) < 1e-9 and abs(start - 106.0) < 1e-9

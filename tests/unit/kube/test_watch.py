@@ -30,7 +30,7 @@ def test_a_watch_keeps_no_reference_to_a_list_it_handed_over(monkeypatch):
         alive.append(refs[0]() is not None)
         stop.set()
         return "1", True
-    monkeypatch.setattr(watch, "_lister", lambda kube, group, kind: (None, ()))
+    monkeypatch.setattr(watch, "_opener", lambda kube, group, kind: None)
     monkeypatch.setattr(watch, "_watch_once", watch_once)
     watch.run(Kube(), "apps", "Deployment", None, lambda *a: None, stop,
               on_list=lambda kind, items, first: handed.append(items))

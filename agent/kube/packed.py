@@ -1,0 +1,196 @@
+"""A watched object kept small: a decoded head and the rest compressed (issue 48).
+
+Why: ``run`` keeps every watched object (at 10,000 Applications, 30,000 of them and more with the
+other child kinds) for its passes, and as decoded dicts they were most of its memory (357 MiB at
+10,000). A pass reads little of most of them: who they are and their resourceVersion, and the
+facts it derived the last time it saw that version (``steady.Steady.fact``). The rest (spec,
+status, labels, managedFields, ...) is read only for the Applications a pass acts on and, one at
+a time, by the status sweep.
+
+So a ``Packed`` object is a ``dict`` that holds its ``apiVersion``, ``kind`` and a ``metadata``
+head with ``name``, ``namespace``, ``uid`` and ``resourceVersion`` (``HEAD``), and keeps the
+rest as JSON compressed with zlib against a preset dictionary of its kind (the first object of
+the kind: similar objects then take a few hundred bytes). Reading any other key decodes the rest
+and keeps it decoded (``load``) until ``Loaded`` sheds it again: at most ``Loaded.limit``
+objects are decoded at once, the least recently loaded shed first. A reader holding a part it
+read (``obj["spec"]``) keeps a valid part: the decoded rest is never changed, only dropped.
+
+Reads behave as the plain dict's would (``[]``, ``get``, ``in``, iteration, ``items``, ``==``,
+``json.dumps``, ``copy.deepcopy``: a plain dict). A ``Packed`` object is shared by every reader
+of the store, so it refuses changes, as ``share.FrozenDict`` does. Thread-safe: a shed racing a
+read makes the read decode again, never see a half object (``_loaded`` is cleared before the keys
+go and set after they come).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import zlib
+from collections import OrderedDict
+
+from agent.kube.share import Memo, _refuse
+
+TOP = ("apiVersion", "kind", "metadata")
+"""What a ``Packed`` object holds decoded: what the passes read of every object."""
+_MISS = object()
+
+
+class Codec:
+    """The compression of one kind: raw deflate against a preset dictionary, the JSON of the
+    kind's first object (set once, read only after)."""
+
+    LEVEL = 6
+
+    def __init__(self):
+        self.zdict: bytes | None = None
+        self.loads = 0  # bodies decoded (a counter for tests and the bench)
+
+    def encode(self, rest: dict) -> bytes:
+        text = json.dumps(rest, separators=(",", ":")).encode()
+        if self.zdict is None:
+            self.zdict = text[-32768:]
+        packer = zlib.compressobj(self.LEVEL, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, self.zdict)
+        return packer.compress(text) + packer.flush()
+
+    def decode(self, blob: bytes) -> dict:
+        self.loads += 1
+        assert self.zdict is not None
+        return json.loads(zlib.decompressobj(-15, zdict=self.zdict).decompress(blob))
+
+
+class Loaded:
+    """The ``Packed`` objects whose rest is decoded, at most ``limit``: loading one more sheds
+    the one loaded longest ago."""
+
+    def __init__(self, limit: int = 1024):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._order: OrderedDict[int, Packed] = OrderedDict()
+
+    def add(self, obj: "Packed") -> None:
+        with self._lock:
+            self._order[id(obj)] = obj
+            self._order.move_to_end(id(obj))
+            shed = [self._order.popitem(last=False)[1] for _ in range(len(self._order) - self.limit)]
+        for old in shed:
+            old.shed()
+
+    def drop(self, obj: "Packed") -> None:
+        with self._lock:
+            self._order.pop(id(obj), None)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+class Packed(dict):
+    """A watched object: ``TOP`` decoded (``metadata`` a ``Meta``), the rest packed (module
+    docstring). ``pack`` makes one."""
+
+    __slots__ = ("_blob", "_codec", "_loaded", "_pool", "__weakref__")
+    __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
+    __hash__ = object.__hash__
+
+    def setdefault(self, key, default=None):
+        """The value of ``key`` when it has one (no change: what a list's reader does to every
+        item); refused otherwise."""
+        if key in self:
+            return self[key]
+        return _refuse(self)
+
+    def load(self) -> dict:
+        """The decoded rest (every key but ``apiVersion`` and ``kind``; ``metadata`` whole), kept
+        in this object until shed. Never changed after: callers only read it."""
+        rest = self._codec.decode(self._blob)
+        for key, value in rest.items():
+            dict.__setitem__(self, key, value)
+        if not self._loaded:
+            self._loaded = True
+            self._pool.add(self)
+        return rest
+
+    def shed(self) -> None:
+        """Drop the decoded rest (``Loaded`` calls it)."""
+        self._loaded = False  # first: a read racing this decodes again
+        for key in [k for k in dict.keys(self) if k not in TOP]:
+            dict.pop(self, key, None)
+
+    def __missing__(self, key):
+        if key in TOP or self._loaded:
+            raise KeyError(key)
+        return self.load()[key]
+
+    def get(self, key, default=None):
+        value = dict.get(self, key, _MISS)
+        if value is not _MISS:
+            return value
+        if key in TOP or self._loaded:
+            return default
+        return self.load().get(key, default)
+
+    def __contains__(self, key):
+        if dict.__contains__(self, key):
+            return True
+        if key in TOP or self._loaded:
+            return False
+        return key in self.load()
+
+    def full(self) -> dict:
+        """A plain dict of the whole object (its parts as they are: ``metadata`` frozen)."""
+        rest = self.load()
+        return {"apiVersion": dict.get(self, "apiVersion"), "kind": dict.get(self, "kind"),
+                "metadata": dict.__getitem__(self, "metadata"), **rest}
+
+    def __bool__(self):
+        return True  # never empty (it has a kind and metadata): ``obj or {}`` decodes nothing
+
+    def keys(self):
+        return self.full().keys()
+
+    def items(self):
+        return self.full().items()
+
+    def values(self):
+        return self.full().values()
+
+    def __iter__(self):
+        return iter(self.full())
+
+    def __len__(self):
+        return len(self.full())
+
+    def __eq__(self, other):
+        return self.full() == other
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __repr__(self):
+        return repr(self.full())
+
+    def copy(self) -> dict:
+        return self.full()
+
+    def __copy__(self) -> dict:
+        return self.full()
+
+    def __deepcopy__(self, memo) -> dict:
+        return copy.deepcopy(self.full(), memo)
+
+    def __reduce__(self):
+        return dict, (self.full(),)
+
+
+def pack(obj: dict, codec: Codec, pool: Loaded, memo: Memo) -> Packed:
+    """``obj`` (a live object with apiVersion, kind and metadata, managedFields compacted) as a
+    ``Packed`` object; its metadata's equal parts shared through ``memo`` (``share``: a Service
+    shares its labels and ownerReferences with its Deployment), frozen."""
+    rest = {k: v for k, v in obj.items() if k not in TOP}
+    packed = Packed()
+    dict.__setitem__(packed, "apiVersion", obj.get("apiVersion"))
+    dict.__setitem__(packed, "kind", obj.get("kind"))
+    dict.__setitem__(packed, "metadata", memo.share({"metadata": obj.get("metadata") or {}})["metadata"])
+    packed._blob, packed._codec, packed._loaded, packed._pool = codec.encode(rest), codec, False, pool
+    return packed
