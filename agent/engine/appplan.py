@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable
 
 from agent.api.objects import Obj
 from agent.api.schema import KIND
@@ -49,8 +48,7 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
             f"{all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return None
-    failing = backoff.failures if p.steady is None else (lambda app: p.steady.fact(app, backoff.failures))
-    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry, failing)  # in backoff: skipped
+    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
     undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
     pruning = prune or files_only
@@ -137,19 +135,18 @@ def _guarded(p: Pass, steps: list[plan.Step], prune: bool, owned: int) -> tuple[
 
 
 def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict[str, str], source_id: str,
-            retry: backoff.Policy, failing: Callable[[Obj], int] = backoff.failures) -> dict[str, backoff.Waiting]:
+            retry: backoff.Policy) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
     with ``retry.skip``), each reported as one skipped Application object with the reason
     (never as unchanged: it is still failing); another source's are not this pass's. One
     unchanged since a pass that synced it cleanly (a hit, ``steady.py``) has no failures in its
-    status, so it is never skipped. ``failing``: ``backoff.failures``, derived once per object in
-    ``run`` (``steady.Steady.fact``): one with none is never skipped, and its status is not read."""
+    status, so it is never skipped."""
     if not retry.skip:
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
     out: dict[str, backoff.Waiting] = {}
     for key, app in live_by_key.items():
-        if not failing(app) or plan.owned(app) and not plan.owned(app, source_id):
+        if plan.owned(app) and not plan.owned(app, source_id):
             continue
         from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
         wait = backoff.waiting(app, report.commit if from_git else None, now)

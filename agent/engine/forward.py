@@ -82,8 +82,7 @@ def stale(p: Pass, live_apps: list[Obj]) -> Stale | None:
     commit, opts = p.report.commit, p.opts
     if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
         return None
-    known = recorded if p.steady is None else (lambda app: p.steady.fact(app, recorded))
-    shas = {sha for app in live_apps if plan.owned(app, opts.source_id) and (sha := known(app)) and sha != commit}
+    shas = {sha for app in live_apps if plan.owned(app, opts.source_id) and (sha := recorded(app)) and sha != commit}
     if not shas:
         return None
     here = mirror.cache_path(opts.cache_dir, opts.repo, opts.credentials)

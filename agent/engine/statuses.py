@@ -45,7 +45,7 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             if entry.readiness is not None:
                 report.readiness[key] = entry.readiness
                 live = applied.in_scope.get(key) or applied.failed.get(key) or {}
-                if commit := (_about(live) if p.steady is None else p.steady.fact(live, _about)):
+                if commit := news.about(live.get("status") or {}):
                     report.attributed[key] = commit
             continue
         app = applied.in_scope.get(key) or applied.failed[key]
@@ -64,11 +64,6 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), report,
             inline=lambda st: not statuswrite.moves(*st[1:], retry=retry, by=by)):
         report.retry_at = backoff.earliest(report.retry_at, next_retry)
-
-
-def _about(app: Obj) -> str | None:
-    """The commit the recorded status of the live Application ``app`` is about (``news.about``)."""
-    return news.about(app.get("status") or {})
 
 
 def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:

@@ -73,29 +73,25 @@ class Steady:
     versions: Versions | None = None
     entries: dict[str, Entry] = field(default_factory=dict)
     source: Source | None = None
-    facts: dict[tuple[int, str], tuple[Obj, object]] = field(default_factory=dict)
+    facts: dict[int, tuple[Obj, object]] = field(default_factory=dict)
     told: dict[str, set[str]] = field(default_factory=dict)
     """Application key -> the ``SUBJECT: TEXT`` admission warnings its ``AdmissionWarning`` Event
     told (``events.Batch.warned``): each is told once, not at every pass that applies again."""
     fights: dict[tuple[str, str, str, str], tuple[int, float, str]] = field(default_factory=dict)
     """Child identity -> (corrections, monotonic time the next may come, digest of the desired
     object) of each object another writer keeps changing (``selfheal``)."""
-    _next: dict[tuple[int, str], tuple[Obj, object]] = field(default_factory=dict)
+    _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
 
     def fact(self, obj: Obj, derive: Callable[[Obj], T]) -> T:
         """``derive(obj)``, computed once for as long as the store hands out the same object
         (the watches replace an object on every change: a changed one is derived again). Pure
-        ``derive`` only; one fact per object and ``derive`` (by its qualified name). ``turn``
-        keeps only the objects of the last pass. Why: in ``run`` the store keeps most of an
-        object packed (``agent/kube/packed.py``), and a pass that read every Application's
-        status again would decode all of them (issue 48)."""
-        slot = (id(obj), derive.__qualname__)
-        known = self._next.get(slot)  # asked before in this pass
+        ``derive`` only. ``turn`` keeps only the objects of the last pass."""
+        known = self._next.get(id(obj))  # asked before in this pass
         if known is not None and known[0] is obj:
             return cast(T, known[1])
-        known = self.facts.get(slot)
+        known = self.facts.get(id(obj))
         value = cast(T, known[1]) if known is not None and known[0] is obj else derive(obj)
-        self._next[slot] = (obj, value)
+        self._next[id(obj)] = (obj, value)
         return value
 
     def turn(self) -> None:

@@ -158,3 +158,13 @@ def test_the_pass_kube_reads_the_store_or_lists_and_tells_the_store_its_writes()
     sent = len(cluster.requests)
     assert kube.list_in("apps", "Deployment", "ns", SELECTOR) == []  # from the store, the deleted one hidden
     assert len(cluster.requests) == sent and cluster.stored("Deployment", "ns", "a") is None
+
+
+def test_applications_are_kept_decoded_and_children_packed():
+    store = LiveStore()
+    store.watching("heumsi.github.io", "Application", None)
+    store.watching("apps", "Deployment", SELECTOR)
+    app = store.item("Application", {"metadata": {"name": "web", "namespace": "ns"}, "status": {"failures": 1}})
+    kept = store.item("Deployment", dep("web", "5"))
+    assert type(app) is dict and app["status"] == {"failures": 1}  # every pass reads its status
+    assert isinstance(kept, Packed)
