@@ -172,7 +172,7 @@ EVERY_VARIABLE = [
     ("LEADER_ELECT", "maybe", "run", "--leader-elect/--no-leader-elect"), ("LEASE_NAME", "Lease", "run", "--lease-name"),
     ("LEASE_NAMESPACE", "a.b", "run", "--lease-namespace"), ("LEASE_DURATION", "2", "run", "--lease-duration"),
     ("IDENTITY", " ", "run", "--identity"), ("WATCH", "of", "run", "--watch/--no-watch"),
-    ("SHUTDOWN_GRACE", "-1", "run", "--shutdown-grace"),
+    ("SHUTDOWN_GRACE", "-1", "run", "--shutdown-grace"), ("STUCK_PASS_AFTER", "0", "run", "--stuck-pass-after"),
     ("DEFAULT_SECURITY_PROFILE", "strict", "sync", "--default-security-profile"),
     ("DEFAULT_SECURITY_PROFILE", "", "run", "--default-security-profile"),
     ("WEBHOOK_SECRET_FILE", "/nonexistent/s", "run", "--webhook-secret-file"),
