@@ -2,15 +2,16 @@
 
 Why: ``run`` keeps every watched object (at 10,000 Applications, 30,000 of them and more with the
 other child kinds) for its passes, and as decoded dicts they were most of its memory (357 MiB at
-10,000). A pass reads little of most of them: who they are and their resourceVersion, and the
-facts it derived the last time it saw that version (``steady.Steady.fact``). The rest (spec,
-status, labels, managedFields, ...) is read only for the Applications a pass acts on and, one at
-a time, by the status sweep.
+10,000). A pass reads the metadata of every child (who it is, its owner, its resourceVersion,
+its labels and annotations) and the facts it derived the last time it saw that version
+(``steady.Steady.fact``). The rest (spec, status, ...) is read only for the children of the
+Applications a pass acts on. The store keeps Applications decoded (``livestore.UNPACKED``):
+every pass reads their status.
 
-So a ``Packed`` object is a ``dict`` that holds its ``apiVersion``, ``kind`` and a ``metadata``
-head with ``name``, ``namespace``, ``uid`` and ``resourceVersion`` (``HEAD``), and keeps the
-rest as JSON compressed with zlib against a preset dictionary of its kind (the first object of
-the kind: similar objects then take a few hundred bytes). Reading any other key decodes the rest
+So a ``Packed`` object is a ``dict`` that holds its ``apiVersion``, ``kind`` and ``metadata``
+decoded (``TOP``; the metadata's equal parts shared, frozen), and keeps the rest as JSON
+compressed with zlib against a preset dictionary of its kind (the first object of the kind:
+similar objects then take a few hundred bytes). Reading any other key decodes the rest
 and keeps it decoded (``load``) until ``Loaded`` sheds it again: at most ``Loaded.limit``
 objects are decoded at once, the least recently loaded shed first. A reader holding a part it
 read (``obj["spec"]``) keeps a valid part: the decoded rest is never changed, only dropped.
@@ -86,8 +87,7 @@ class Loaded:
 
 
 class Packed(dict):
-    """A watched object: ``TOP`` decoded (``metadata`` a ``Meta``), the rest packed (module
-    docstring). ``pack`` makes one."""
+    """A watched object: ``TOP`` decoded, the rest packed (module docstring). ``pack`` makes one."""
 
     __slots__ = ("_blob", "_codec", "_loaded", "_pool", "__weakref__")
     __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
