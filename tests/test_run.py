@@ -391,11 +391,14 @@ def test_watch_recovers_from_dropped_connections(start_agent, repo, remote, name
 def test_deploy_directory_renders_with_kustomize(cluster):
     rendered = cluster.kubectl("kustomize", str(ROOT / "deploy")).stdout
     kinds = re.findall(r"^kind: (\w+)", rendered, re.M)
-    # the agent's own objects, and each tenant's (tenants.yaml: team-a and team-b) Namespace, ServiceAccount and Role
-    assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                    "RoleBinding", "Deployment", "Service", "NetworkPolicy"]
-                                   + ["Namespace", "ServiceAccount", "Role", "RoleBinding"] * 2)
-    assert "secrets" not in rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
+    # the agent's own objects (namespaced RBAC, the default: its leader-election and Events Roles, one
+    # ClusterRole that lists Ingresses), and per tenant namespace (team-a, team-b: tenants.yaml and the
+    # component's roles.yaml) a Namespace, the tenant's ServiceAccount and Role, and the agent's Role
+    assert sorted(kinds) == sorted(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Role",
+                                    "RoleBinding", "RoleBinding", "Deployment", "Service", "NetworkPolicy"]
+                                   + ["Namespace", "ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding"] * 2)
+    cluster_role = rendered.split("kind: ClusterRole\n", 1)[1].split("---", 1)[0]
+    assert "secrets" not in cluster_role and "ingresses" in cluster_role
 
 
 @pytest.fixture
