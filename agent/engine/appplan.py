@@ -32,7 +32,8 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     files_only = opts.prune and bool(git.problems) and not (git.outside or git.forbidden) and bool(git.manifests)
     if git.problems and opts.prune and not files_only:
         report.notes.append(f"pruning skipped: {why_no_prune(len(git.problems), git.outside)}")
-    behind = forward.stale(p, live.apps)  # a pass that would take the cluster back changes nothing
+    owned_live = [app for (_, _, this), app in zip(live.app_facts, live.apps) if this]
+    behind = forward.stale(p, owned_live)  # a pass that would take the cluster back changes nothing
     if behind is not None:
         report.notes.append(behind.message())
         return None
@@ -41,7 +42,6 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     if p.steady is not None:
         log.debug("%d of %d Applications unchanged since the previous pass (steady.py)", len(hits), len(git.manifests))
     desired, notes_of = _render(p, hits)
-    owned_live = [app for (_, _, this), app in zip(live.app_facts, live.apps) if this]
     if prune and not git.manifests and owned_live and not opts.allow_empty:
         report.errors.append(
             f"commit {report.commit} has no Applications under {opts.path!r}, so pruning would delete "

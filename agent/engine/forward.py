@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from agent.api.labels import SOURCE_COMMIT
 from agent.api.objects import Obj
-from agent.engine import plan
 from agent.engine.passvalues import Pass
 from agent.source import ancestry, mirror, origin
 
@@ -76,13 +75,14 @@ def _fresh(p: Pass) -> bool:
         and not (origin.is_local_path(repo) and origin.origin_url(repo))
 
 
-def stale(p: Pass, live_apps: list[Obj]) -> Stale | None:
-    """The ``Stale`` verdict of this pass over the live Applications ``live_apps``, None when it
+def stale(p: Pass, owned: list[Obj]) -> Stale | None:
+    """The ``Stale`` verdict of this pass over ``owned``, the live Applications this source owns
+    (``livestate.app_facts_of``: derived once per object in ``run``, not per pass), None when it
     goes on (module docstring). In ``run`` (``p.steady``) a pass at once is asked for."""
     commit, opts = p.report.commit, p.opts
     if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
         return None
-    shas = {sha for app in live_apps if plan.owned(app, opts.source_id) and (sha := recorded(app)) and sha != commit}
+    shas = {sha for app in owned if (sha := recorded(app)) and sha != commit}
     if not shas:
         return None
     here = mirror.cache_path(opts.cache_dir, opts.repo, opts.credentials)

@@ -22,15 +22,25 @@ A command dies with the agent (issue 42: a ``git fetch`` left running after a ``
 Each command's group is led by a small ``/bin/sh`` (``GROUP_LEADER``) that runs Git and, on
 SIGTERM, sends SIGTERM to its whole group: Git and its helpers (``git-remote-https``, ``ssh``,
 which Git itself does not end when it is signalled). On Linux the kernel sends the leader that
-SIGTERM when the thread that started it ends (``prctl(PR_SET_PDEATHSIG)``, set between fork and
-exec); ``run`` waits in that thread until the command ends, so the signal comes only when the
-agent's process is gone. SIGTERM, not SIGKILL: Git removes its lock files on SIGTERM.
+SIGTERM when the thread that started it ends (``prctl(PR_SET_PDEATHSIG)``); ``run`` waits in that
+thread until the command ends, so the signal comes only when the agent's process is gone.
+SIGTERM, not SIGKILL: Git removes its lock files on SIGTERM.
+
+Fast, because a pass runs several local commands on a push's way to its apply (issue 48). The
+parent-death signal is set by util-linux's ``setpriv --pdeathsig`` (``SETPRIV``), not by a
+``preexec_fn``: Python must ``fork`` the agent for a ``preexec_fn`` (25 ms at 350 MiB, the copy of
+its page tables) and can ``vfork`` it without one (1 ms). Without ``setpriv`` the ``preexec_fn``
+stays. The leader exits at once when the agent is no longer its parent (the agent died before
+the signal was set). The end of a command is awaited on a pidfd (``os.pidfd_open``), not by
+``Popen.wait(timeout)``'s sleeps of up to 50 ms.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,11 +53,12 @@ POLL = 0.1  # seconds between checks of a running command
 LOCAL_TIMEOUT = 60.0  # seconds a local command may take when its caller gives no other bound
 PR_SET_PDEATHSIG = 1  # prctl(2) option, <linux/prctl.h>
 _TERM = int(signal.SIGTERM)
-GROUP_LEADER = ("/bin/sh", "-c", 'trap \'trap "" TERM; kill -TERM 0 2>/dev/null; exit 143\' TERM; "$@" & wait $!',
-                "git-group")
-"""The leader of a command's process group: runs ``git ARGS`` in the background and waits for it,
-its exit status Git's (128 + N when a signal N ended Git); on SIGTERM it ignores further ones,
-sends SIGTERM to the group (``kill 0``) and exits 143."""
+GROUP_LEADER = ("/bin/sh", "-c", '[ "$PPID" = "$1" ] || exit 1; shift; '
+                'trap \'trap "" TERM; kill -TERM 0 2>/dev/null; exit 143\' TERM; "$@" & wait $!', "git-group")
+"""The leader of a command's process group, given the agent's pid then ``git ARGS``: exits 1 when
+the agent is not its parent (it died before the parent-death signal was set), else runs Git in
+the background and waits for it, its exit status Git's (128 + N when a signal N ended Git); on
+SIGTERM it ignores further ones, sends SIGTERM to the group (``kill 0``) and exits 143."""
 
 _lock = threading.Lock()
 _running: set[subprocess.Popen] = set()
@@ -90,6 +101,9 @@ def _libc_prctl():
 
 
 _prctl = _libc_prctl()
+SETPRIV = shutil.which("setpriv") if _prctl is not None else None
+"""util-linux's ``setpriv``, which sets the parent-death signal and execs the leader (module
+docstring); None off Linux or where it is not installed (then a ``preexec_fn`` sets it)."""
 
 
 def _die_with_parent(parent: int):
@@ -102,6 +116,47 @@ def _die_with_parent(parent: int):
         if os.getppid() != parent:
             os._exit(1)
     return preexec
+
+
+def _command(args: list[str]):
+    """(the argv that runs ``git ARGS`` under its group's leader, the ``preexec_fn`` or None)."""
+    leader = [*GROUP_LEADER, str(os.getpid()), "git", *args]
+    if SETPRIV is not None:
+        return [SETPRIV, "--pdeathsig", "TERM", *leader], None
+    return leader, _die_with_parent(os.getpid()) if _prctl is not None else None
+
+
+class _Exit:
+    """The end of ``proc``, awaited on a pidfd where the system has one (``ended`` returns the
+    moment the process ends), else by ``Popen.wait``. ``close`` frees the pidfd."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        try:
+            self.fd: int | None = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            self.fd = None
+
+    def ended(self, seconds: float) -> bool:
+        """True once the process has ended (and is reaped), False while it still runs after
+        waiting ``seconds``."""
+        if self.fd is None:
+            try:
+                self.proc.wait(seconds)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        if not poller.poll(seconds * 1000):
+            return False
+        self.proc.wait()
+        return True
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _signal(proc: subprocess.Popen, sig: int) -> None:
@@ -119,8 +174,8 @@ def run(args: list[str], *, cwd: str | os.PathLike | None, env: dict[str, str] |
     both last cases its process group is ended), OSError when ``git`` cannot be started."""
     if _cancelled.is_set():
         raise Failed(None, "interrupted: the agent is shutting down", cancelled=True)
-    preexec = _die_with_parent(os.getpid()) if _prctl is not None else None
-    proc = subprocess.Popen([*GROUP_LEADER, "git", *args], cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+    command, preexec = _command(args)
+    proc = subprocess.Popen(command, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=preexec)
     with _lock:
@@ -133,15 +188,11 @@ def run(args: list[str], *, cwd: str | os.PathLike | None, env: dict[str, str] |
         reader.start()
     deadline = time.monotonic() + timeout
     ended_by = None
+    exit_ = _Exit(proc)
     try:
         if _cancelled.is_set():  # cancel() ran between the check above and the registration
             _signal(proc, signal.SIGTERM)
-        while True:
-            try:
-                proc.wait(POLL)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while not exit_.ended(POLL):
             if ended_by is None and (_cancelled.is_set() or time.monotonic() > deadline):
                 ended_by = "cancel" if _cancelled.is_set() else "timeout"
                 _signal(proc, signal.SIGTERM)
@@ -152,6 +203,7 @@ def run(args: list[str], *, cwd: str | os.PathLike | None, env: dict[str, str] |
         _signal(proc, signal.SIGTERM)
         raise
     finally:
+        exit_.close()
         with _lock:
             _running.discard(proc)
     for reader in readers:
