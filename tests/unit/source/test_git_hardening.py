@@ -363,3 +363,46 @@ def test_lock_files_a_killed_git_left_in_the_mirror_do_not_stop_the_next_fetch(r
     second = repo.commit("two")
     assert source.fetch(str(repo.path), None, cache).commit == second
     assert not list(mirror.rglob("*.lock"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("setpriv", [True, False], ids=["setpriv", "preexec_fn"])
+def test_a_command_runs_under_its_leader_with_or_without_setpriv(monkeypatch, tmp_path, setpriv):
+    """With util-linux's ``setpriv`` the parent-death signal needs no ``preexec_fn`` (so Python
+    can ``vfork`` a large agent: issue 48); without it the ``preexec_fn`` sets it. Either way the
+    command runs, its output and its failures come back."""
+    if setpriv and gitproc.SETPRIV is None:
+        pytest.skip("no setpriv here")
+    monkeypatch.setattr(gitproc, "SETPRIV", gitproc.SETPRIV if setpriv else None)
+    command, preexec = gitproc._command(["--version"])
+    assert (preexec is None) == setpriv
+    assert command[:3] == ([gitproc.SETPRIV, "--pdeathsig", "TERM"] if setpriv else list(gitproc.GROUP_LEADER[:3]))
+    assert gitproc.run(["--version"], cwd=tmp_path).startswith("git version")
+    with pytest.raises(gitproc.Failed) as err:
+        gitproc.run(["rev-parse", "HEAD"], cwd=tmp_path, env={"GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert err.value.status == 128 and "not a git repository" in err.value.stderr
+
+
+def test_the_leader_runs_nothing_when_the_agent_is_not_its_parent(tmp_path):
+    """The agent died between starting the leader and the parent-death signal taking effect: the
+    leader (now another process's child) exits 1 and never starts Git."""
+    marker = tmp_path / "ran"
+    done = subprocess.run([*gitproc.GROUP_LEADER, "1", "touch", str(marker)], capture_output=True, timeout=30)
+    assert done.returncode == 1 and not marker.exists()
+    done = subprocess.run([*gitproc.GROUP_LEADER, str(os.getpid()), "touch", str(marker)], capture_output=True, timeout=30)
+    assert done.returncode == 0 and marker.exists()
+
+
+def test_the_end_of_a_command_is_seen_when_it_comes():
+    """``_Exit.ended`` is False while the process runs, and True once it ended (reaped, its exit
+    status read): on a pidfd where the system has one."""
+    proc = subprocess.Popen(["/bin/sh", "-c", "cat > /dev/null"], stdin=subprocess.PIPE)
+    exit_ = gitproc._Exit(proc)
+    try:
+        assert not exit_.ended(0.05)
+        proc.stdin.close()
+        assert exit_.ended(30) and proc.returncode == 0
+    finally:
+        exit_.close()
+        if proc.poll() is None:
+            proc.kill()
