@@ -80,11 +80,12 @@ class _Kind:
         self.versions: dict[tuple[str, str], int] = {}  # (namespace, name) -> resourceVersion a pass's write returned
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
         self.codec = packed.Codec()
+        self.tries = packed.Codec()  # the agent's own fieldsV1 tries (packed.Deferred)
         if kind in UNPACKED:
             self.item = item_of(kind, api_version, memo)
         else:
             prepare = item_of(kind, api_version, None)
-            self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo)
+            self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo, self.tries)
 
     def why_not(self, selector: str | None) -> tuple[str | None, bool]:
         """(why a pass may not read this kind from the store now, or None; whether waiting helps)."""
@@ -114,6 +115,13 @@ class LiveStore:
         self._memo = Memo()
         self.reads = {"store": 0, "list": 0}  # how often a pass read a kind from here or listed it
         self.items_read = 0  # list items handed to ``item``: a list in progress (``runner``)
+
+    def settle(self) -> None:
+        """Let the share memo forget the parts only one object still uses (``Memo.settle``):
+        ``run`` calls it between passes. Why: the memo otherwise settles only when it has doubled,
+        and until then it keeps alive every part of every object a status sweep replaced (about
+        a third of its entries after a sweep, issue 48)."""
+        self._memo.settle()
 
     def watching(self, group: str, kind: str, selector: str | None) -> None:
         """Declare a watched kind (before its watch starts); others are always listed."""

@@ -31,7 +31,8 @@ import threading
 import zlib
 from collections import OrderedDict
 
-from agent.kube.share import Memo, _refuse
+from agent.api.labels import AGENT_NAME
+from agent.kube.share import FrozenDict, Memo, _refuse
 
 TOP = ("apiVersion", "kind", "metadata")
 """What a ``Packed`` object holds decoded: what the passes read of every object."""
@@ -183,14 +184,118 @@ class Packed(dict):
         return dict, (self.full(),)
 
 
-def pack(obj: dict, codec: Codec, pool: Loaded, memo: Memo) -> Packed:
+class Deferred(FrozenDict):
+    """A shared, unchangeable mapping kept compressed until read: the ``fieldsV1`` trie of the
+    agent's own apply entry in a packed object's managedFields (``pack``). Why: that trie names
+    what the agent rendered (a Deployment's container is keyed by its Application's name), so
+    no two objects share it; decoded, it was half of a Deployment's head (1.3 of 2.8 KiB, issue
+    48). A pass reads it only for the Applications it plans (``fields.dropped``, ``release``).
+
+    Every read decodes it again into a new plain ``dict`` (a reader may keep or change that).
+    Reads behave as a plain dict's would, as ``Packed``'s do. The dict itself holds one
+    placeholder key (``_HELD``), so that C code asking a dict's size directly (the JSON
+    encoder's empty-mapping shortcut) never takes it for ``{}``; no read shows it."""
+
+    __slots__ = ("_blob", "_codec")
+
+    def value(self) -> dict:
+        """The mapping, decoded (a new ``dict`` each time)."""
+        return self._codec.decode(self._blob)
+
+    def __getitem__(self, key):
+        return self.value()[key]
+
+    def get(self, key, default=None):
+        return self.value().get(key, default)
+
+    def __contains__(self, key):
+        return key in self.value()
+
+    def keys(self):
+        return self.value().keys()
+
+    def items(self):
+        return self.value().items()
+
+    def values(self):
+        return self.value().values()
+
+    def __iter__(self):
+        return iter(self.value())
+
+    def __len__(self):
+        return len(self.value())
+
+    def __bool__(self):
+        return True  # only a non-empty mapping is deferred
+
+    def __eq__(self, other):
+        return self.value() == other
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = FrozenDict.__hash__
+
+    def __or__(self, other):
+        return self.value() | other
+
+    def __ror__(self, other):
+        return dict(other) | self.value()
+
+    def __repr__(self):
+        return repr(self.value())
+
+    def copy(self) -> dict:
+        return self.value()
+
+    def __copy__(self) -> dict:
+        return self.value()
+
+    def __deepcopy__(self, memo) -> dict:
+        return self.value()
+
+    def __reduce__(self):
+        return dict, (self.value(),)
+
+
+_HELD = "\0deferred"  # the placeholder key of a Deferred (no FieldsV1 key starts with NUL)
+
+
+def defer(value: dict, codec: Codec) -> Deferred:
+    """``value`` (a non-empty JSON mapping) as a ``Deferred`` mapping compressed by ``codec``."""
+    out = Deferred()
+    dict.__setitem__(out, _HELD, None)
+    out._blob, out._codec = codec.encode(value), codec
+    return out
+
+
+def _deferring(meta: dict, tries: Codec) -> dict:
+    """``meta`` with the ``fieldsV1`` of the agent's own apply entries deferred (``Deferred``)."""
+    entries = meta.get("managedFields")
+    if not isinstance(entries, list):
+        return meta
+    out = []
+    for entry in entries:
+        trie = entry.get("fieldsV1") if isinstance(entry, dict) else None
+        if trie and isinstance(trie, dict) and entry.get("manager") == AGENT_NAME and entry.get("operation") == "Apply":
+            entry = {**entry, "fieldsV1": defer(trie, tries)}
+        out.append(entry)
+    return {**meta, "managedFields": out}
+
+
+def pack(obj: dict, codec: Codec, pool: Loaded, memo: Memo, tries: Codec | None = None) -> Packed:
     """``obj`` (a live object with apiVersion, kind and metadata, managedFields compacted) as a
     ``Packed`` object; its metadata's equal parts shared through ``memo`` (``share``: a Service
-    shares its labels and ownerReferences with its Deployment), frozen."""
+    shares its labels and ownerReferences with its Deployment), frozen. With ``tries``, the
+    ``fieldsV1`` of the agent's own apply entries are kept compressed by it (``Deferred``)."""
     rest = {k: v for k, v in obj.items() if k not in TOP}
+    meta = obj.get("metadata") or {}
+    if tries is not None:
+        meta = _deferring(meta, tries)
     packed = Packed()
     dict.__setitem__(packed, "apiVersion", obj.get("apiVersion"))
     dict.__setitem__(packed, "kind", obj.get("kind"))
-    dict.__setitem__(packed, "metadata", memo.share({"metadata": obj.get("metadata") or {}})["metadata"])
+    dict.__setitem__(packed, "metadata", memo.share({"metadata": meta})["metadata"])
     packed._blob, packed._codec, packed._loaded, packed._pool = codec.encode(rest), codec, False, pool
     return packed

@@ -29,6 +29,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
+from agent.common import arenas
 from agent.api.schema import GROUP
 from agent.engine import backoff, readiness, sync, sync_now
 from agent.engine.report import Action, Report
@@ -58,16 +59,21 @@ of 0.4 s at 10,000 Applications, issue 33). Cyclic garbage is still collected: b
 collections, and in full after every pass."""
 
 
-def _settle_memory() -> None:
+def _settle_memory(store: LiveStore | None) -> None:
     """Collect the pass's cyclic garbage, then freeze what is left (``gc.freeze``): the watches'
     store and the memory of the previous pass are hundreds of thousands of long-lived objects, and
     a collection that walked them all took seconds of a pass at 10,000 Applications. Frozen
     objects are still freed when no longer referenced (JSON objects hold no cycles); each
     collection walks only what is new since the last pass. Also after watch events were judged
     and were not news: the objects they brought (the tail of a status sweep) are frozen then,
-    not walked by a collection on the next push's way to its apply (issue 33)."""
+    not walked by a collection on the next push's way to its apply (issue 33). Before that, the
+    store's memo forgets the parts of replaced objects (``LiveStore.settle``); after it, glibc
+    hands back the heap that was freed (``arenas.trim``; issue 48)."""
+    if store is not None:
+        store.settle()
     gc.collect()
     gc.freeze()
+    arenas.trim()
 
 
 class Runner:
@@ -301,7 +307,7 @@ class Runner:
             if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
                 return None
             if only_if is not None and not only_if():
-                _settle_memory()  # the events judged since the pass (a status sweep's: 10,000 objects)
+                _settle_memory(self.store)  # the events judged since the pass (a status sweep's: 10,000 objects)
                 return None
             self._first_pass_started = True
             started = time.monotonic()
@@ -328,7 +334,7 @@ class Runner:
                 self.last_commit = report.commit
             self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
             self.last_report = report
-            _settle_memory()
+            _settle_memory(self.store)
             self.last_pass = {"commit": report.commit, "ok": report.ok, "trigger": trigger, "end": time.time(),
                               "seconds": round(duration, 3), "errors": len(report.errors)}
         return report

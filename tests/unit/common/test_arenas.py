@@ -21,3 +21,11 @@ def test_glibc_agrees_to_the_limit():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else ""
     assert out.strip() == ("True" if (libc or "").startswith("glibc") else "False")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_trim_hands_back_the_heap_where_glibc_is_the_c_library():
+    code = "from agent.common import arenas; b = [bytearray(200_000) for _ in range(50)]; del b; print(arenas.trim())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else ""
+    assert out.strip() in (("True", "False") if (libc or "").startswith("glibc") else ("False",))

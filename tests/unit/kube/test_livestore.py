@@ -168,3 +168,12 @@ def test_applications_are_kept_decoded_and_children_packed():
     kept = store.item("Deployment", dep("web", "5"))
     assert type(app) is dict and app["status"] == {"failures": 1}  # every pass reads its status
     assert isinstance(kept, Packed)
+
+
+def test_settle_lets_the_memo_forget_the_parts_of_replaced_objects():
+    store = store_with(dep("a", "5", uid="first"))
+    store.event("Deployment", "MODIFIED", dep("a", "6", uid="second"))  # "5" and "first" used by nothing now
+    before = len(store._memo)
+    store.settle()
+    assert len(store._memo) < before
+    assert store.read("Deployment", SELECTOR, wait=0)[0][0]["metadata"]["resourceVersion"] == "6"

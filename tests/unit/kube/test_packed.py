@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from agent.kube.packed import Codec, Loaded, Packed, pack
+from agent.kube.packed import Codec, Deferred, Loaded, Packed, pack
 from agent.kube.share import Memo
 
 
@@ -103,3 +103,54 @@ def test_reads_racing_sheds_never_see_half_an_object():
     for t in threads:
         t.join()
     assert wrong == [] and codec.loads > 3
+
+
+# -- the agent's own fieldsV1 trie, deferred (issue 48) ---------------------------------------------
+
+OWN = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"web"}': {".": {}, "f:image": {}}}}}}}
+THEIRS = {"f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}}}
+
+
+def with_fields(name: str = "web") -> dict:
+    obj = deployment(name)
+    obj["metadata"]["managedFields"] = [
+        {"manager": "gitops-agent", "operation": "Apply", "apiVersion": "apps/v1", "fieldsV1": copy.deepcopy(OWN)},
+        {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+         "fieldsV1": copy.deepcopy(THEIRS)},
+        {"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]
+    return obj
+
+
+def test_the_agents_own_trie_is_kept_compressed_and_reads_as_the_plain_trie():
+    tries = Codec()
+    obj = pack(with_fields(), Codec(), Loaded(), Memo(), tries)
+    own, theirs, empty = (e["fieldsV1"] for e in obj["metadata"]["managedFields"])
+    assert isinstance(own, Deferred) and type(theirs) is not Deferred and type(empty) is not Deferred
+    assert own == OWN and OWN == own and not (own != OWN) and repr(own) == repr(OWN)
+    assert dict(own) == OWN and {**own} == OWN and own | {} == OWN and {} | own == OWN
+    assert list(own) == list(OWN) and len(own) == 1 and bool(own) and "f:spec" in own and "f:x" not in own
+    assert own["f:spec"] == OWN["f:spec"] and own.get("f:x", 3) == 3 and list(own.items()) == list(OWN.items())
+    assert type(copy.deepcopy(own)) is dict and type(own.copy()) is dict and copy.copy(own) == OWN
+    assert json.dumps(own) == json.dumps(OWN) and json.loads(json.dumps(obj)) == with_fields()
+    assert copy.deepcopy(obj) == with_fields() and tries.loads > 0
+    with pytest.raises(KeyError):
+        own["f:x"]
+    with pytest.raises(TypeError):
+        own["f:x"] = {}
+
+
+def test_each_read_of_a_deferred_trie_is_a_new_dict_a_reader_may_change():
+    own = pack(with_fields(), Codec(), Loaded(), Memo(), Codec())["metadata"]["managedFields"][0]["fieldsV1"]
+    first = own.value()
+    first["f:spec"]["f:x"] = {}
+    assert own == OWN and own.value() is not first
+
+
+def test_without_a_codec_for_tries_nothing_is_deferred_and_others_tries_stay_shared():
+    memo = Memo()
+    a = pack(with_fields("a"), Codec(), Loaded(), memo)
+    assert not any(isinstance(e["fieldsV1"], Deferred) for e in a["metadata"]["managedFields"])
+    tries = Codec()
+    b, c = (pack(with_fields(n), Codec(), Loaded(), memo, tries) for n in "bc")
+    assert b["metadata"]["managedFields"][1] is c["metadata"]["managedFields"][1]  # equal parts still shared
+    assert b["metadata"]["managedFields"][0]["fieldsV1"] is not c["metadata"]["managedFields"][0]["fieldsV1"]
