@@ -87,7 +87,61 @@ class Loaded:
         return len(self._order)
 
 
-class Packed(dict):
+class _ReadsWhole:
+    """Reads of a ``dict`` subclass that keeps (part of) its content elsewhere, answered from
+    ``whole()``, a plain dict of all of it: what a plain dict's would be. Why: C code reads a
+    dict's own storage only for an exact ``dict`` or when ``__iter__`` is the dict's; every
+    other read (``dict(x)``, ``{**x}``, ``json.dumps``, ``==``, ``copy``) comes through these."""
+
+    __slots__ = ()
+
+    def whole(self) -> dict:
+        raise NotImplementedError
+
+    def keys(self):
+        return self.whole().keys()
+
+    def items(self):
+        return self.whole().items()
+
+    def values(self):
+        return self.whole().values()
+
+    def __iter__(self):
+        return iter(self.whole())
+
+    def __len__(self):
+        return len(self.whole())
+
+    def __eq__(self, other):
+        return self.whole() == other
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __or__(self, other):
+        return self.whole() | other
+
+    def __ror__(self, other):
+        return dict(other) | self.whole()
+
+    def __repr__(self):
+        return repr(self.whole())
+
+    def copy(self) -> dict:
+        return self.whole()
+
+    def __copy__(self) -> dict:
+        return self.whole()
+
+    def __deepcopy__(self, memo) -> dict:
+        return copy.deepcopy(self.whole(), memo)
+
+    def __reduce__(self):
+        return dict, (self.whole(),)
+
+
+class Packed(_ReadsWhole, dict):
     """A watched object: ``TOP`` decoded, the rest packed (module docstring). ``pack`` makes one."""
 
     __slots__ = ("_blob", "_codec", "_loaded", "_pool", "__weakref__")
@@ -144,47 +198,13 @@ class Packed(dict):
         return {"apiVersion": dict.get(self, "apiVersion"), "kind": dict.get(self, "kind"),
                 "metadata": dict.__getitem__(self, "metadata"), **rest}
 
+    whole = full
+
     def __bool__(self):
         return True  # never empty (it has a kind and metadata): ``obj or {}`` decodes nothing
 
-    def keys(self):
-        return self.full().keys()
 
-    def items(self):
-        return self.full().items()
-
-    def values(self):
-        return self.full().values()
-
-    def __iter__(self):
-        return iter(self.full())
-
-    def __len__(self):
-        return len(self.full())
-
-    def __eq__(self, other):
-        return self.full() == other
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __repr__(self):
-        return repr(self.full())
-
-    def copy(self) -> dict:
-        return self.full()
-
-    def __copy__(self) -> dict:
-        return self.full()
-
-    def __deepcopy__(self, memo) -> dict:
-        return copy.deepcopy(self.full(), memo)
-
-    def __reduce__(self):
-        return dict, (self.full(),)
-
-
-class Deferred(FrozenDict):
+class Deferred(_ReadsWhole, FrozenDict):
     """A shared, unchangeable mapping kept compressed until read: the ``fieldsV1`` trie of the
     agent's own apply entry in a packed object's managedFields (``pack``). Why: that trie names
     what the agent rendered (a Deployment's container is keyed by its Application's name), so
@@ -211,52 +231,11 @@ class Deferred(FrozenDict):
     def __contains__(self, key):
         return key in self.value()
 
-    def keys(self):
-        return self.value().keys()
-
-    def items(self):
-        return self.value().items()
-
-    def values(self):
-        return self.value().values()
-
-    def __iter__(self):
-        return iter(self.value())
-
-    def __len__(self):
-        return len(self.value())
-
     def __bool__(self):
-        return True  # only a non-empty mapping is deferred
-
-    def __eq__(self, other):
-        return self.value() == other
-
-    def __ne__(self, other):
-        return not self == other
+        return True  # only a non-empty mapping is deferred: ``trie or {}`` decodes nothing
 
     __hash__ = FrozenDict.__hash__
-
-    def __or__(self, other):
-        return self.value() | other
-
-    def __ror__(self, other):
-        return dict(other) | self.value()
-
-    def __repr__(self):
-        return repr(self.value())
-
-    def copy(self) -> dict:
-        return self.value()
-
-    def __copy__(self) -> dict:
-        return self.value()
-
-    def __deepcopy__(self, memo) -> dict:
-        return self.value()
-
-    def __reduce__(self):
-        return dict, (self.value(),)
+    whole = value
 
 
 _HELD = "\0deferred"  # the placeholder key of a Deferred (no FieldsV1 key starts with NUL)

@@ -154,3 +154,9 @@ def test_without_a_codec_for_tries_nothing_is_deferred_and_others_tries_stay_sha
     b, c = (pack(with_fields(n), Codec(), Loaded(), memo, tries) for n in "bc")
     assert b["metadata"]["managedFields"][1] is c["metadata"]["managedFields"][1]  # equal parts still shared
     assert b["metadata"]["managedFields"][0]["fieldsV1"] is not c["metadata"]["managedFields"][0]["fieldsV1"]
+
+
+def test_a_packed_object_merges_as_the_plain_dict_it_stands_for():
+    obj, _, _ = packed()
+    assert obj | {"x": 1} == {**deployment(), "x": 1} and {"x": 1} | obj == {"x": 1, **deployment()}
+    assert "\0deferred" not in json.dumps(pack(with_fields(), Codec(), Loaded(), Memo(), Codec()))
