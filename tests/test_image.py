@@ -104,7 +104,11 @@ def guide_install_block() -> list[str]:
 def installed(cluster, built):
     """The guide's Install commands, as written: ``make image`` is the build above; the archive it
     loads into the cluster is the one built; the kubectl commands run against the control plane.
-    Returns the Deployment's pods once they exist (kwok plays their node: no container runs)."""
+    Returns the Deployment's pods once they exist (kwok plays their node: no container runs).
+    First the cluster-wide RBAC that other tests on this worker's control plane apply
+    (``deploy/rbac.yaml``: the migration guide, the least-privilege tests) is deleted: the guide's
+    default is namespaced, and the pod test asserts that it made no ClusterRole."""
+    cluster.kubectl("delete", "clusterrolebinding,clusterrole", "gitops-agent", "--ignore-not-found", check=False)
     for command in guide_install_block():
         words = command.split()
         if words[:2] == ["make", "image"]:
