@@ -2,8 +2,10 @@
 from a commit another writer of the same source (CI's ``sync --once``, a second replica of
 ``run``) already applied, unless the ref itself went back.
 
-Each Application records the last commit a writer tried to apply to it (``status.
-lastAttemptedCommit``; else ``lastSyncedCommit``, else the ``labels.SOURCE_COMMIT`` annotation).
+Each Application records the last commit a writer tried to apply to it (``recorded``): its status
+(``lastAttemptedCommit``, else ``lastSyncedCommit``) and, while the status is behind the spec
+(``metadata.generation`` is not ``status.observedGeneration``: another writer's pass between its
+apply and its status write) or absent, the ``labels.SOURCE_COMMIT`` annotation that apply set.
 When one of this source's Applications records another commit ``S`` than this pass's ``C``, and
 the pass does not know it stands at the ref (it did not just resolve ``C`` from a branch: a CI
 checkout, ``--ref SHA``, ``run``'s pass on a watch event) or ``S`` is not behind ``C``, the pass
@@ -57,14 +59,18 @@ class Stale:
                 f"from {self.recorded[:12]}, which another writer applied")
 
 
-def recorded(app: Obj) -> str | None:
-    """The last commit a writer tried to apply to the live Application ``app`` (module docstring)."""
-    status = app.get("status") or {}
-    for sha in (status.get("lastAttemptedCommit"), status.get("lastSyncedCommit"),
-                ((app.get("metadata") or {}).get("annotations") or {}).get(SOURCE_COMMIT)):
-        if isinstance(sha, str) and sha:
-            return sha
-    return None
+def recorded(app: Obj) -> tuple[str, ...]:
+    """The commits (full SHAs, none to two) a writer last tried to apply to the live Application
+    ``app`` (module docstring). The annotation alone is not enough: a commit that leaves an
+    Application's content as it was does not apply it again (``plan.PROVENANCE``), so it often
+    names an older commit than the status. The status alone is not either: between another
+    writer's apply and its status write, only the annotation and the spec have moved."""
+    status, meta = app.get("status") or {}, app.get("metadata") or {}
+    found = [next((sha for sha in (status.get("lastAttemptedCommit"), status.get("lastSyncedCommit"))
+                   if isinstance(sha, str) and sha), None)]
+    if not found[0] or meta.get("generation") != status.get("observedGeneration"):
+        found.append((meta.get("annotations") or {}).get(SOURCE_COMMIT))
+    return tuple(sha for sha in dict.fromkeys(found) if isinstance(sha, str) and sha)
 
 
 def _fresh(p: Pass) -> bool:
@@ -82,7 +88,7 @@ def stale(p: Pass, owned: list[Obj]) -> Stale | None:
     commit, opts = p.report.commit, p.opts
     if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
         return None
-    shas = {sha for app in owned if (sha := recorded(app)) and sha != commit}
+    shas = {sha for app in owned for sha in recorded(app) if sha != commit}
     if not shas:
         return None
     here = mirror.cache_path(opts.cache_dir, opts.repo, opts.credentials)

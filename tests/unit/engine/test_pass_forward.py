@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from agent.engine import steady
+from agent.kube.cluster import ApiError
 from tests.support import GitRepo
 from tests.unit.engine.passes import World, app_yaml, image
 
@@ -70,6 +71,21 @@ def test_run_behind_asks_for_a_pass_at_once_and_never_recreates_what_was_pruned(
     assert report.retry_at is not None and world.app("gone") is None and world.kube.writes == []
     report = world.sync(known_commit=older, steady=steady.Steady())  # the pass asked for: online, at the tip
     assert report.commit == newer and image(world.child("Deployment", "web")) == "nginx:1.27"
+
+
+def test_run_behind_another_writers_pass_before_its_status_write_changes_nothing(world):
+    older = world.commit({"web.yaml": app_yaml("web", image="nginx:1.26")})
+    world.sync()
+    newer = world.commit({"web.yaml": app_yaml("web", image="nginx:1.27")})
+    world.kube.fail("patch_status", f"Application/{world.opts.namespace}/web", ApiError(500, "InternalError", "x"),
+                    times=None)  # CI's pass, seen between its apply and its status write
+    world.sync()
+    app = world.app("web")
+    assert app["status"]["lastAttemptedCommit"] == older and app["metadata"]["generation"] == 2
+    world.kube.hooks.clear()
+    report = world.sync(known_commit=older, offline=True, steady=steady.Steady())  # run, on the apply's event
+    nothing_applied(report, older, newer, newer)
+    assert image(world.child("Deployment", "web")) == "nginx:1.27" and world.kube.writes == []
 
 
 def test_a_ref_moved_back_is_applied_and_run_behind_does_not_undo_it(world):
