@@ -187,13 +187,23 @@ def test_the_seed_operators_deployment_is_taken_over_without_a_gap(agent, repo, 
     assert_quiet(proc, written, api_writes(cluster))
 
 
+def without_argo_crd(cluster, argocd: str) -> None:
+    """Remove the Argo CD CRD from the worker's shared control plane: with it, ``kubectl ...
+    application`` names Argo CD's kind (its group sorts first), and later tests' hand edits miss."""
+    cluster.kubectl("-n", argocd, "patch", "applications.argoproj.io", "web", "--type", "merge",
+                    "-p", '{"metadata": {"finalizers": null}}', check=False)
+    cluster.kubectl("delete", "crd", ARGO_CRD["metadata"]["name"], "--ignore-not-found", "--wait=true",
+                    "--timeout=60s", check=False)
+
+
 @pytest.mark.parametrize("section", ["From Argo CD", "Hand-made objects"])
 def test_the_guides_take_over_of_an_argo_cd_or_hand_made_deployment_keeps_serving(
-        section, agent, repo, namespace, namespaces, cluster, objects, endpointslices):
+        section, agent, repo, namespace, namespaces, cluster, objects, endpointslices, request):
     values = {"REPO": str(repo.path), "NAMESPACE": namespace, "NAME": "web"}
     labels = {"app": "web"}
     if section == "From Argo CD":
         argocd = values["ARGOCD_NAMESPACE"] = namespaces("argocd")
+        request.addfinalizer(lambda: without_argo_crd(cluster, argocd))
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ARGO_CRD))
         wait_for(lambda: cluster.kubectl("get", "applications.argoproj.io", "-A", check=False).returncode == 0,
                  timeout=30, what="the Argo CD CRD")

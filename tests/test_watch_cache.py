@@ -249,7 +249,7 @@ def test_a_watch_answered_410_lists_again_and_passes_list_until_then(start_agent
         # Application kind's resourceVersion expires (new storage and watch cache, etcd compacted)
         # retried: a CRD another test changed on this shared control plane answers 429 "storage is
         # (re)initializing" for a moment
-        wait_for(lambda: cluster.kubectl("-n", namespace, "patch", "application", "web", "--type", "merge",
+        wait_for(lambda: cluster.kubectl("-n", namespace, "patch", crd, "web", "--type", "merge",
                                          "-p", '{"spec": {"replicas": 2}}', check=False).returncode == 0,
                  timeout=30, interval=1, what="the API server to take the hand edit of the Application")
         cluster.kubectl("-n", namespace, "delete", "service", "db", "--wait=false")
