@@ -113,6 +113,32 @@ def test_scratch_replays_failed_and_notes_and_reasons():
     assert reasons == {f"ns/a{i}": "InvalidSpec" for i in range(3)}
 
 
+def test_a_scratch_makes_only_the_containers_a_task_uses_and_replays_each():
+    scratch = writes.Scratch()
+    assert not hasattr(scratch, "__dict__") and not scratch
+    with pytest.raises(AttributeError, match="'Scratch' object has no attribute 'health'"):
+        scratch.health  # noqa: B018 (a Report field a task may not record)
+    assert not scratch and scratch.notes == [] and not scratch  # made empty: still nothing to replay
+    scratch.add("ns/a", "Deployment/ns/a", "created")
+    scratch.add("ns/a", "Deployment/ns/a", "failed", message="m")
+    assert scratch and scratch.added == [(("ns/a", "Deployment/ns/a", "created"), {}),
+                                         (("ns/a", "Deployment/ns/a", "failed"), {"message": "m"})]
+    for name, value in [("failed", {"ns/b"}), ("notes", ["n"]), ("notices", ["told"]), ("readiness", {"ns/b": ("True", "")}),
+                        ("attributed", {"ns/b": "abc"}), ("replaced", {"def"}), ("failures", {"ns/b": "f"}),
+                        ("reasons", {"ns/b": "R"})]:
+        alone = writes.Scratch()
+        setattr(alone, name, value)
+        assert alone, name
+        report, failures, reasons = Report(), {}, {}
+        alone.replay(report, failures, reasons)
+        got = {"failures": failures, "reasons": reasons}.get(name, getattr(report, name, None))
+        assert got == value, name
+    report = Report()
+    scratch.replay(report)
+    assert [(c.subject, c.action, c.message) for c in report.changes] == [
+        ("Deployment/ns/a", "created", ""), ("Deployment/ns/a", "failed", "m")]
+
+
 def test_each_missing_namespace_is_created_once_however_many_tasks_need_it():
     class Slow(FakeCluster):  # a slow API server: the tasks overlap
         def create(self, obj):
