@@ -188,12 +188,14 @@ def test_the_seed_operators_deployment_is_taken_over_without_a_gap(agent, repo, 
 
 
 def without_argo_crd(cluster, argocd: str) -> None:
-    """Remove the Argo CD CRD from the worker's shared control plane: with it, ``kubectl ...
-    application`` names Argo CD's kind (its group sorts first), and later tests' hand edits miss."""
+    """Remove the Argo CD CRD from the worker's shared control plane, and kubectl's record of it:
+    with either, ``kubectl ... application`` names Argo CD's kind (its group sorts first), and later
+    tests' hand edits miss."""
     cluster.kubectl("-n", argocd, "patch", "applications.argoproj.io", "web", "--type", "merge",
                     "-p", '{"metadata": {"finalizers": null}}', check=False)
     cluster.kubectl("delete", "crd", ARGO_CRD["metadata"]["name"], "--ignore-not-found", "--wait=true",
                     "--timeout=60s", check=False)
+    cluster.forget_discovery()
 
 
 @pytest.mark.parametrize("section", ["From Argo CD", "Hand-made objects"])

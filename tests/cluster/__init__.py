@@ -154,9 +154,17 @@ class Cluster:
     binaries: Binaries
 
     def kubectl(self, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-        """Run the built kubectl against this cluster; returns the CompletedProcess (text mode)."""
-        cmd = [str(self.binaries.cluster), "kubectl", "--kubeconfig", str(self.kubeconfig), *args]
+        """Run the built kubectl against this cluster; returns the CompletedProcess (text mode).
+        Its discovery cache is this cluster's own (``forget_discovery``), not ``~/.kube/cache``:
+        that one is kept per host and port for hours, across runs that reuse a port."""
+        cmd = [str(self.binaries.cluster), "kubectl", "--kubeconfig", str(self.kubeconfig),
+               "--cache-dir", str(self.state_dir / "kubectl-cache"), *args]
         return subprocess.run(cmd, check=check, capture_output=True, text=True, **kwargs)
+
+    def forget_discovery(self) -> None:
+        """Drop ``kubectl``'s discovery cache: after a test removed a kind, a short name such as
+        ``application`` could still resolve to it."""
+        shutil.rmtree(self.state_dir / "kubectl-cache", ignore_errors=True)
 
 
 class _Processes:
