@@ -478,7 +478,9 @@ def test_run_rolls_out_once_the_task_completes_by_its_job_watch_alone(start_agen
 
     wait_for(lambda: objects.deployment(namespace, "web") is not None, timeout=120, what="the rollout after the task")
     assert len(jobs()) == 1
-    assert objects.app(namespace, "web")["status"]["tasks"][0]["phase"] == "Succeeded"
+    # the pass that created the Deployment writes the status after it: read on until it has
+    wait_for(lambda: objects.app(namespace, "web")["status"]["tasks"][0]["phase"] == "Succeeded", timeout=30,
+             what="the task's phase in the status of the pass that rolled out")
     repo.write("web.yaml", doc("nginx:1.28"))
     remote.push()
     asked = agent.run([sys.executable, "-m", "agent", "reconcile", "web", "--namespace", namespace,
