@@ -66,15 +66,14 @@ def recorded(app: Obj) -> tuple[str, ...]:
     names an older commit than the status. The status alone is not either: between another
     writer's apply and its status write, only the annotation and the spec have moved."""
     status, meta = app.get("status") or {}, app.get("metadata") or {}
-    sha = status.get("lastAttemptedCommit") or status.get("lastSyncedCommit")
-    current = meta.get("generation") == status.get("observedGeneration")
-    if current and isinstance(sha, str) and sha:  # the steady state, asked of 10,000 a pass: no list built
+    attempted, synced = status.get("lastAttemptedCommit"), status.get("lastSyncedCommit")
+    sha = attempted if isinstance(attempted, str) and attempted else \
+        synced if isinstance(synced, str) and synced else ""
+    if sha and meta.get("generation") == status.get("observedGeneration"):  # the steady state
         return (sha,)
-    found = [next((sha for sha in (status.get("lastAttemptedCommit"), status.get("lastSyncedCommit"))
-                   if isinstance(sha, str) and sha), None)]
-    if not found[0] or not current:
-        found.append((meta.get("annotations") or {}).get(SOURCE_COMMIT))
-    return tuple(sha for sha in dict.fromkeys(found) if isinstance(sha, str) and sha)
+    note = (meta.get("annotations") or {}).get(SOURCE_COMMIT)
+    note = note if isinstance(note, str) and note != sha else ""
+    return tuple(found for found in (sha, note) if found)
 
 
 def _fresh(p: Pass) -> bool:

@@ -53,8 +53,8 @@ class Scratch:
 
     Each container is made at its first use (``__getattr__``), and the object has no
     ``__dict__``: ``ordered`` keeps every non-empty scratch of a phase until its replay, one per
-    object (30,000 on ``run``'s first pass at 10,000 Applications), and nine empty containers
-    each cost about 1 KiB (issue 48)."""
+    object (30,000 on ``run``'s first pass at 10,000 Applications), and nine containers made at
+    once cost about 1 KiB a scratch (issue 48)."""
 
     __slots__ = tuple(_CONTAINERS)
 
