@@ -4,8 +4,8 @@ Why: ``run`` watches the Applications, the agent's children and the Namespaces a
 triggers); listing them again on every pass cost 10 s at 10,000 Applications for a pass that had
 nothing to do (issue 33). Each watch hands its list and events here (``listed``, ``event``,
 ``progress``, ``interrupted``), and a pass reads them back through ``StoreKube``, in the form
-``Kube.list`` gives them (managedFields compacted: ``client.item_of``), each kept packed: its
-metadata decoded (equal parts shared), the rest compressed until read (``agent.kube.packed``).
+``Kube.list`` gives them (managedFields compacted: ``client.item_of``), each child kept packed:
+its identity decoded, the rest compressed until read (``agent.kube.packed``).
 
 Correctness first. A pass reads a kind from here only while the store can vouch for it, and
 otherwise sends the LIST it always sent (said at DEBUG, with why):
@@ -80,12 +80,12 @@ class _Kind:
         self.versions: dict[tuple[str, str], int] = {}  # (namespace, name) -> resourceVersion a pass's write returned
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
         self.codec = packed.Codec()
-        self.tries = packed.Codec()  # the agent's own fieldsV1 tries (packed.Deferred)
+        self.heads = packed.Codec()  # the packed metadata's (packed.Head)
         if kind in UNPACKED:
             self.item = item_of(kind, api_version, memo)
         else:
             prepare = item_of(kind, api_version, None)
-            self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo, self.tries)
+            self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo, self.heads)
 
     def why_not(self, selector: str | None) -> tuple[str | None, bool]:
         """(why a pass may not read this kind from the store now, or None; whether waiting helps)."""
@@ -110,8 +110,9 @@ class LiveStore:
         self._kinds: dict[str, _Kind] = {}
         # the objects whose packed rest is decoded now, across kinds (agent/kube/packed.py)
         self.loaded = packed.Loaded()
-        # one memo for every kind's metadata (it settles itself: long-lived sharing stays
-        # bounded): a Service shares its labels and ownerReferences with its Deployment
+        # one memo for every kind (it settles itself: long-lived sharing stays bounded): the
+        # Applications' equal parts, and the strings of the children's identities (a Service's
+        # name is its Deployment's and its Application's)
         self._memo = Memo()
         self.reads = {"store": 0, "list": 0}  # how often a pass read a kind from here or listed it
         self.items_read = 0  # list items handed to ``item``: a list in progress (``runner``)

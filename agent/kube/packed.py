@@ -1,20 +1,23 @@
-"""A watched object kept small: a decoded head and the rest compressed (issue 48).
+"""A watched object kept small: a few decoded fields and the rest compressed (issue 48).
 
 Why: ``run`` keeps every watched object (at 10,000 Applications, 30,000 of them and more with the
 other child kinds) for its passes, and as decoded dicts they were most of its memory (357 MiB at
-10,000). A pass reads the metadata of every child (who it is, its owner, its resourceVersion,
-its labels and annotations) and the facts it derived the last time it saw that version
-(``steady.Steady.fact``). The rest (spec, status, ...) is read only for the children of the
-Applications a pass acts on. The store keeps Applications decoded (``livestore.UNPACKED``):
-every pass reads their status.
+10,000). What a pass reads of every child is small: who it is, its resourceVersion, and the facts
+it derived the last time it saw that version (``steady.Steady.fact``: its owner, from labels and
+ownerReferences). The rest is read only for the Applications a pass acts on, and by the status
+sweep one Application at a time: its children's health (``generation``, ``deletionTimestamp``,
+spec and status). The store keeps Applications decoded (``livestore.UNPACKED``): every pass reads
+their status.
 
 So a ``Packed`` object is a ``dict`` that holds its ``apiVersion``, ``kind`` and ``metadata``
-decoded (``TOP``; the metadata's equal parts shared, frozen), and keeps the rest as JSON
-compressed with zlib against a preset dictionary of its kind (the first object of the kind:
-similar objects then take a few hundred bytes). Reading any other key decodes the rest
-and keeps it decoded (``load``) until ``Loaded`` sheds it again: at most ``Loaded.limit``
-objects are decoded at once, the least recently loaded shed first. A reader holding a part it
-read (``obj["spec"]``) keeps a valid part: the decoded rest is never changed, only dropped.
+decoded (``TOP``), and keeps the rest as JSON compressed with zlib against a preset dictionary of
+its kind (the first object of the kind: similar objects then take a few hundred bytes). Its
+``metadata`` is packed the same way (``Head``): ``HEAD_KEYS`` decoded, the rest (labels,
+annotations, ownerReferences, managedFields, uid) compressed by a codec of its own. Reading any
+other key decodes the rest and keeps it decoded (``load``) until ``Loaded`` sheds it again: at
+most ``Loaded.limit`` rests are decoded at once, the least recently loaded shed first. Asking for
+a key the object lacks decodes nothing (``_shape``). A reader holding a part it read
+(``obj["spec"]``) keeps a valid part: the decoded rest is never changed, only dropped.
 
 Reads behave as the plain dict's would (``[]``, ``get``, ``in``, iteration, ``items``, ``==``,
 ``json.dumps``, ``copy.deepcopy``: a plain dict). A ``Packed`` object is shared by every reader
@@ -31,11 +34,16 @@ import threading
 import zlib
 from collections import OrderedDict
 
-from agent.api.labels import AGENT_NAME
-from agent.kube.share import FrozenDict, Memo, _refuse
+from agent.kube.share import Memo, _refuse
 
 TOP = ("apiVersion", "kind", "metadata")
 """What a ``Packed`` object holds decoded: what the passes read of every object."""
+HEAD_KEYS = ("name", "namespace", "resourceVersion", "generation", "deletionTimestamp")
+"""What a packed object's metadata (``Head``) holds decoded: its identity and version, read for every
+object by every pass, and what its kind's health reads (``health.VIEW_METADATA``), read for every
+child by a status sweep. Anything else of the metadata is read only where the pass acts."""
+_NAMES = ("name", "namespace")
+_SHAPES: dict[tuple[tuple, frozenset], tuple[tuple, frozenset]] = {}
 _MISS = object()
 
 
@@ -141,12 +149,16 @@ class _ReadsWhole:
         return dict, (self.whole(),)
 
 
-class Packed(_ReadsWhole, dict):
-    """A watched object: ``TOP`` decoded, the rest packed (module docstring). ``pack`` makes one."""
+class _Lazy(_ReadsWhole, dict):
+    """A mapping that holds its ``_head`` keys decoded and the rest compressed (``_blob``,
+    decoded by ``_codec`` on the first read of another key, kept until ``Loaded`` sheds it).
+    ``_shape``: (every key in the original order, the rest's keys), one copy per distinct shape
+    (``_shaped``): asking for a key it lacks decodes nothing, and a whole copy keeps the order."""
 
-    __slots__ = ("_blob", "_codec", "_loaded", "_pool", "__weakref__")
+    __slots__ = ("_blob", "_codec", "_loaded", "_pool", "_shape", "__weakref__")
     __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
     __hash__ = object.__hash__
+    _head: frozenset[str] = frozenset()
 
     def setdefault(self, key, default=None):
         """The value of ``key`` when it has one (no change: what a list's reader does to every
@@ -156,8 +168,8 @@ class Packed(_ReadsWhole, dict):
         return _refuse(self)
 
     def load(self) -> dict:
-        """The decoded rest (every key but ``apiVersion`` and ``kind``; ``metadata`` whole), kept
-        in this object until shed. Never changed after: callers only read it."""
+        """The decoded rest (every key but the head's), kept in this object until shed. Never
+        changed after: callers only read it."""
         rest = self._codec.decode(self._blob)
         for key, value in rest.items():
             dict.__setitem__(self, key, value)
@@ -169,11 +181,12 @@ class Packed(_ReadsWhole, dict):
     def shed(self) -> None:
         """Drop the decoded rest (``Loaded`` calls it)."""
         self._loaded = False  # first: a read racing this decodes again
-        for key in [k for k in dict.keys(self) if k not in TOP]:
+        head = self._head
+        for key in [k for k in dict.keys(self) if k not in head]:
             dict.pop(self, key, None)
 
     def __missing__(self, key):
-        if key in TOP or self._loaded:
+        if key in self._head or self._loaded or key not in self._shape[1]:
             raise KeyError(key)
         return self.load()[key]
 
@@ -181,100 +194,66 @@ class Packed(_ReadsWhole, dict):
         value = dict.get(self, key, _MISS)
         if value is not _MISS:
             return value
-        if key in TOP or self._loaded:
+        if key in self._head or self._loaded or key not in self._shape[1]:
             return default
         return self.load().get(key, default)
 
     def __contains__(self, key):
-        if dict.__contains__(self, key):
-            return True
-        if key in TOP or self._loaded:
-            return False
-        return key in self.load()
+        return dict.__contains__(self, key) or key in self._shape[1]
 
     def full(self) -> dict:
-        """A plain dict of the whole object (its parts as they are: ``metadata`` frozen)."""
+        """A plain dict of the whole mapping, in its original order (the head's values as they
+        are: a ``Packed`` object's metadata stays a ``Head``)."""
         rest = self.load()
-        return {"apiVersion": dict.get(self, "apiVersion"), "kind": dict.get(self, "kind"),
-                "metadata": dict.__getitem__(self, "metadata"), **rest}
+        return {k: rest[k] if k in rest else dict.__getitem__(self, k) for k in self._shape[0]}
 
     whole = full
 
     def __bool__(self):
-        return True  # never empty (it has a kind and metadata): ``obj or {}`` decodes nothing
+        return True  # never empty (it has a head): ``obj or {}`` decodes nothing
 
 
-class Deferred(_ReadsWhole, FrozenDict):
-    """A shared, unchangeable mapping kept compressed until read: the ``fieldsV1`` trie of the
-    agent's own apply entry in a packed object's managedFields (``pack``). Why: that trie names
-    what the agent rendered (a Deployment's container is keyed by its Application's name), so
-    no two objects share it; decoded, it cost about 0.7 KiB per Deployment (3,000 listed: 6.9 ->
-    4.9 MB traced, issue 48). A pass reads it only for the Applications it plans (``fields.dropped``, ``release``).
+class Packed(_Lazy):
+    """A watched object: ``TOP`` decoded, the rest packed (module docstring). ``pack`` makes one."""
 
-    Every read decodes it again into a new plain ``dict`` (a reader may keep or change that).
-    Reads behave as a plain dict's would, as ``Packed``'s do. The dict itself holds one
-    placeholder key (``_HELD``), so that C code asking a dict's size directly (the JSON
-    encoder's empty-mapping shortcut) never takes it for ``{}``; no read shows it."""
-
-    __slots__ = ("_blob", "_codec")
-
-    def value(self) -> dict:
-        """The mapping, decoded (a new ``dict`` each time)."""
-        return self._codec.decode(self._blob)
-
-    def __getitem__(self, key):
-        return self.value()[key]
-
-    def get(self, key, default=None):
-        return self.value().get(key, default)
-
-    def __contains__(self, key):
-        return key in self.value()
-
-    def __bool__(self):
-        return True  # only a non-empty mapping is deferred: ``trie or {}`` decodes nothing
-
-    __hash__ = FrozenDict.__hash__
-    whole = value
+    __slots__ = ()
+    _head = frozenset(TOP)
 
 
-_HELD = "\0deferred"  # the placeholder key of a Deferred (no FieldsV1 key starts with NUL)
+class Head(_Lazy):
+    """A packed object's metadata: ``HEAD_KEYS`` decoded, the rest (labels, annotations,
+    ownerReferences, managedFields, uid, ...) packed until read."""
+
+    __slots__ = ()
+    _head = frozenset(HEAD_KEYS)
 
 
-def defer(value: dict, codec: Codec) -> Deferred:
-    """``value`` (a non-empty JSON mapping) as a ``Deferred`` mapping compressed by ``codec``."""
-    out = Deferred()
-    dict.__setitem__(out, _HELD, None)
-    out._blob, out._codec = codec.encode(value), codec
+def _shaped(order: tuple, rest: dict) -> tuple[tuple, frozenset]:
+    """(``order``, the keys of ``rest``): one copy per distinct shape (most objects of a kind share
+    one; the keys are the API's, so shapes are few)."""
+    shape = (order, frozenset(rest))
+    return _SHAPES.setdefault(shape, shape)
+
+
+def _lazy(cls, whole: dict, head: dict, codec: Codec, pool: Loaded):
+    """A ``cls`` (``Packed``, ``Head``) of ``whole``: ``head`` decoded, the rest compressed by ``codec``."""
+    out = cls()
+    for key, value in head.items():
+        dict.__setitem__(out, key, value)
+    rest = {k: v for k, v in whole.items() if k not in head}
+    out._blob, out._codec, out._loaded, out._pool = codec.encode(rest), codec, False, pool
+    out._shape = _shaped(tuple(whole), rest)
     return out
 
 
-def _deferring(meta: dict, tries: Codec) -> dict:
-    """``meta`` with the ``fieldsV1`` of the agent's own apply entries deferred (``Deferred``)."""
-    entries = meta.get("managedFields")
-    if not isinstance(entries, list):
-        return meta
-    out = []
-    for entry in entries:
-        trie = entry.get("fieldsV1") if isinstance(entry, dict) else None
-        if trie and isinstance(trie, dict) and entry.get("manager") == AGENT_NAME and entry.get("operation") == "Apply":
-            entry = {**entry, "fieldsV1": defer(trie, tries)}
-        out.append(entry)
-    return {**meta, "managedFields": out}
-
-
-def pack(obj: dict, codec: Codec, pool: Loaded, memo: Memo, tries: Codec | None = None) -> Packed:
+def pack(obj: dict, codec: Codec, pool: Loaded, memo: Memo, heads: Codec) -> Packed:
     """``obj`` (a live object with apiVersion, kind and metadata, managedFields compacted) as a
-    ``Packed`` object; its metadata's equal parts shared through ``memo`` (``share``: a Service
-    shares its labels and ownerReferences with its Deployment), frozen. With ``tries``, the
-    ``fieldsV1`` of the agent's own apply entries are kept compressed by it (``Deferred``)."""
-    rest = {k: v for k, v in obj.items() if k not in TOP}
+    ``Packed`` object, its rest compressed by ``codec``; its metadata a ``Head`` whose rest
+    ``heads`` compresses (a codec of its own: metadata and spec make different dictionaries). The
+    head's name and namespace are ``memo``'s strings (an Application's name is its children's
+    too; a resourceVersion is one object's own)."""
     meta = obj.get("metadata") or {}
-    if tries is not None:
-        meta = _deferring(meta, tries)
-    packed = Packed()
-    dict.__setitem__(packed, "apiVersion", obj.get("apiVersion"))
-    dict.__setitem__(packed, "kind", obj.get("kind"))
-    dict.__setitem__(packed, "metadata", memo.share({"metadata": meta})["metadata"])
-    packed._blob, packed._codec, packed._loaded, packed._pool = codec.encode(rest), codec, False, pool
-    return packed
+    head = {k: memo.text(meta[k]) if k in _NAMES else meta[k] for k in HEAD_KEYS if k in meta}
+    metadata = _lazy(Head, meta, head, heads, pool)
+    top = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": metadata}
+    return _lazy(Packed, {**top, **obj}, top, codec, pool)

@@ -109,6 +109,14 @@ class Memo:
         self._parts = kept
         self._settle_at = max(SETTLE_AT_LEAST, 2 * len(kept))
 
+    def text(self, value):
+        """The memo's copy of ``value`` when it is a string met before (else ``value``, now
+        remembered); any other value as it is."""
+        if type(value) is not str:
+            return value
+        with self._lock:
+            return self._parts.setdefault(value, value)
+
     def share(self, obj):
         """``obj`` with its parts shared (see the class); a top-level mapping or list stays a
         plain, changeable ``dict`` or ``list`` of shared parts. Safe to call from several

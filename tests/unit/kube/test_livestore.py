@@ -1,11 +1,12 @@
 """The store ``run``'s passes read instead of listing: when it may be read, and what it holds."""
 
+import json
 import threading
 import time
 
 from agent.kinds import deployment
 from agent.kube.livestore import LiveStore, Served, StoreKube
-from agent.kube.packed import Packed
+from agent.kube.packed import Head, Packed
 from tests.unit.fakecluster import FakeCluster
 
 SELECTOR = "app.kubernetes.io/managed-by=gitops-agent"
@@ -124,20 +125,24 @@ def test_list_items_are_kept_in_the_form_a_pass_reads():
     assert store.item("Pod", {"x": 1}) == {"x": 1}  # not watched: as it is
 
 
-def test_kinds_share_equal_metadata_parts_through_one_memo_and_keep_the_rest_packed():
+def test_children_keep_their_metadata_packed_but_their_identity_and_share_its_strings_through_one_memo():
     store = LiveStore()
     store.watching("apps", "Deployment", SELECTOR)
     store.watching("", "Service", SELECTOR)
     labels = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
-    owner = [{"kind": "Application", "name": "web", "uid": "u0", "controller": True}]
-    d = store.item("Deployment", {"metadata": {"name": "web", "namespace": "ns", "labels": dict(labels),
-                                               "ownerReferences": [dict(o) for o in owner]}})
-    s = store.item("Service", {"metadata": {"name": "web", "namespace": "ns", "labels": dict(labels),
-                                            "ownerReferences": [dict(o) for o in owner]},
-                               "spec": {"selector": dict(labels)}})
-    assert s["metadata"]["labels"] is d["metadata"]["labels"]
-    assert s["metadata"]["ownerReferences"] is d["metadata"]["ownerReferences"]
-    assert isinstance(s, Packed) and s.get("spec") == {"selector": labels}
+    owner = [{"kind": "Application", "name": "web-app", "uid": "u0", "controller": True}]
+    d = store.item("Deployment", json.loads(json.dumps({"metadata": {
+        "name": "web-app", "namespace": "team-a", "labels": labels, "resourceVersion": "10007", "ownerReferences": owner}})))
+    s = store.item("Service", json.loads(json.dumps({"metadata": {
+        "name": "web-app", "namespace": "team-a", "labels": labels, "ownerReferences": owner},
+        "spec": {"selector": labels}})))  # decoded apart: equal strings, not the same ones
+    assert isinstance(s, Packed) and isinstance(s["metadata"], Head)
+    assert dict.keys(s["metadata"]) == {"name", "namespace"} and dict.keys(d["metadata"]) == {"name", "namespace",
+                                                                                               "resourceVersion"}
+    assert s["metadata"]["name"] is d["metadata"]["name"] and s["metadata"]["namespace"] is d["metadata"]["namespace"]
+    assert s["metadata"]["labels"] == labels and s["metadata"]["ownerReferences"] == owner
+    assert s.get("spec") == {"selector": labels} and list(d["metadata"]) == ["name", "namespace", "labels",
+                                                                           "resourceVersion", "ownerReferences"]
 
 
 def test_the_pass_kube_reads_the_store_or_lists_and_tells_the_store_its_writes():
@@ -171,9 +176,11 @@ def test_applications_are_kept_decoded_and_children_packed():
 
 
 def test_settle_lets_the_memo_forget_the_parts_of_replaced_objects():
-    store = store_with(dep("a", "5", uid="first"))
-    store.event("Deployment", "MODIFIED", dep("a", "6", uid="second"))  # "5" and "first" used by nothing now
-    before = len(store._memo)
+    old = "-".join(["team", "old"])  # made here: no constant of this module holds it
+    store = store_with(dep("a", "10005", namespace=old), dep("a", "10005", namespace="team-new"))
+    store.event("Deployment", "DELETED", dep("a", "10006", namespace="team-old"))  # ``old`` used by nothing now
+    del old
+    before = set(store._memo._parts)
     store.settle()
-    assert len(store._memo) < before
-    assert store.read("Deployment", SELECTOR, wait=0)[0][0]["metadata"]["resourceVersion"] == "6"
+    assert before - set(store._memo._parts) == {"team-old"}
+    assert [o["metadata"]["namespace"] for o in store.read("Deployment", SELECTOR, wait=0)[0]] == ["team-new"]

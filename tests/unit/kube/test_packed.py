@@ -1,5 +1,6 @@
 """A watched object kept packed (``agent.kube.packed``): read as the plain dict it stands for,
-its metadata decoded, the rest decoded only when read and shed again beyond the pool's limit."""
+its identity decoded, the rest of its metadata and the rest of it decoded only when read and shed
+again beyond the pool's limit."""
 
 import copy
 import json
@@ -7,7 +8,7 @@ import threading
 
 import pytest
 
-from agent.kube.packed import Codec, Deferred, Loaded, Packed, pack
+from agent.kube.packed import HEAD_KEYS, Codec, Head, Loaded, Packed, pack
 from agent.kube.share import Memo
 
 
@@ -21,7 +22,7 @@ def deployment(name: str = "web", replicas: int = 2) -> dict:
 
 def packed(obj: dict | None = None, limit: int = 8) -> tuple[Packed, Codec, Loaded]:
     codec, pool = Codec(), Loaded(limit)
-    return pack(copy.deepcopy(obj or deployment()), codec, pool, Memo()), codec, pool
+    return pack(copy.deepcopy(obj or deployment()), codec, pool, Memo(), Codec()), codec, pool
 
 
 def test_it_reads_as_the_object_it_stands_for():
@@ -38,9 +39,9 @@ def test_it_reads_as_the_object_it_stands_for():
         obj["nothing"]
 
 
-def test_metadata_reads_decode_nothing_and_the_rest_is_decoded_once_until_shed():
+def test_identity_reads_decode_nothing_and_the_rest_is_decoded_once_until_shed():
     obj, codec, pool = packed()
-    assert obj["metadata"]["labels"] == {"app": "web"} and obj.get("kind") == "Deployment"
+    assert obj["metadata"]["name"] == "web" and obj.get("kind") == "Deployment"
     assert bool(obj) and (obj or {}) is obj and "metadata" in obj
     assert codec.loads == 0
     assert obj["spec"]["replicas"] == 2 and obj["status"]["replicas"] == 2 and obj.get("spec")
@@ -52,7 +53,7 @@ def test_metadata_reads_decode_nothing_and_the_rest_is_decoded_once_until_shed()
 
 def test_the_pool_keeps_at_most_its_limit_decoded_the_oldest_shed_first():
     codec, pool, memo = Codec(), Loaded(2), Memo()
-    objs = [pack(deployment(f"web-{i}", i), codec, pool, memo) for i in range(4)]
+    objs = [pack(deployment(f"web-{i}", i), codec, pool, memo, Codec()) for i in range(4)]
     for obj in objs:
         obj.get("spec")
     assert len(pool) == 2
@@ -79,15 +80,15 @@ def test_it_refuses_changes_as_a_shared_part_does():
 
 def test_similar_objects_pack_small_against_the_kinds_dictionary():
     codec, pool, memo = Codec(), Loaded(), Memo()
-    first = pack(deployment("web-0"), codec, pool, memo)
-    later = [pack(deployment(f"web-{i}", i), codec, pool, memo) for i in range(1, 50)]
+    first = pack(deployment("web-0"), codec, pool, memo, Codec())
+    later = [pack(deployment(f"web-{i}", i), codec, pool, memo, Codec()) for i in range(1, 50)]
     rest = len(json.dumps({k: v for k, v in deployment().items() if k not in ("apiVersion", "kind", "metadata")}))
     assert all(len(o._blob) < rest / 3 for o in later) and first["status"]["replicas"] == 2
 
 
 def test_reads_racing_sheds_never_see_half_an_object():
     codec, pool, memo = Codec(), Loaded(1), Memo()
-    objs = [pack(deployment(f"web-{i}", i), codec, pool, memo) for i in range(3)]
+    objs = [pack(deployment(f"web-{i}", i), codec, pool, memo, Codec()) for i in range(3)]
     wrong, stop = [], threading.Event()
 
     def read(obj, replicas):
@@ -105,58 +106,56 @@ def test_reads_racing_sheds_never_see_half_an_object():
     assert wrong == [] and codec.loads > 3
 
 
-# -- the agent's own fieldsV1 trie, deferred (issue 48) ---------------------------------------------
+# -- the metadata, packed but for its identity (issue 48) --------------------------------------------
 
 OWN = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"web"}': {".": {}, "f:image": {}}}}}}}
-THEIRS = {"f:metadata": {"f:annotations": {"f:deployment.kubernetes.io/revision": {}}}}
 
 
 def with_fields(name: str = "web") -> dict:
     obj = deployment(name)
-    obj["metadata"]["managedFields"] = [
-        {"manager": "gitops-agent", "operation": "Apply", "apiVersion": "apps/v1", "fieldsV1": copy.deepcopy(OWN)},
-        {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
-         "fieldsV1": copy.deepcopy(THEIRS)},
-        {"manager": "gitops-agent", "operation": "Apply", "fieldsV1": {}}]
+    obj["metadata"] = {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": "7", "generation": 3,
+                       "labels": {"app": name},
+                       "ownerReferences": [{"kind": "Application", "name": name, "uid": "u0", "controller": True}],
+                       "managedFields": [{"manager": "gitops-agent", "operation": "Apply", "fieldsV1": OWN}]}
     return obj
 
 
-def test_the_agents_own_trie_is_kept_compressed_and_reads_as_the_plain_trie():
-    tries = Codec()
-    obj = pack(with_fields(), Codec(), Loaded(), Memo(), tries)
-    own, theirs, empty = (e["fieldsV1"] for e in obj["metadata"]["managedFields"])
-    assert isinstance(own, Deferred) and type(theirs) is not Deferred and type(empty) is not Deferred
-    assert own == OWN and OWN == own and not (own != OWN) and repr(own) == repr(OWN)
-    assert dict(own) == OWN and {**own} == OWN and own | {} == OWN and {} | own == OWN
-    assert list(own) == list(OWN) and len(own) == 1 and bool(own) and "f:spec" in own and "f:x" not in own
-    assert own["f:spec"] == OWN["f:spec"] and own.get("f:x", 3) == 3 and list(own.items()) == list(OWN.items())
-    assert type(copy.deepcopy(own)) is dict and type(own.copy()) is dict and copy.copy(own) == OWN
-    assert json.dumps(own) == json.dumps(OWN) and json.loads(json.dumps(obj)) == with_fields()
-    assert copy.deepcopy(obj) == with_fields() and tries.loads > 0
+def test_the_metadata_holds_its_identity_decoded_and_the_rest_until_read():
+    heads, pool = Codec(), Loaded(8)
+    obj = pack(with_fields(), Codec(), pool, Memo(), heads)
+    meta = obj["metadata"]
+    assert isinstance(meta, Head) and set(dict.keys(meta)) == {"name", "namespace", "resourceVersion", "generation"}
+    assert (meta["name"], meta.get("namespace"), meta["resourceVersion"], meta["generation"]) == ("web", "ns", "7", 3)
+    assert "deletionTimestamp" not in meta and meta.get("finalizers") is None and "uid" in meta and bool(meta)
     with pytest.raises(KeyError):
-        own["f:x"]
-    with pytest.raises(TypeError):
-        own["f:x"] = {}
+        meta["finalizers"]
+    assert heads.loads == 0  # a key it lacks, or its identity: nothing decoded
+    assert meta["labels"] == {"app": "web"} and meta["managedFields"][0]["fieldsV1"] == OWN
+    assert heads.loads == 1 and len(pool) == 1
+    meta.shed()
+    assert set(dict.keys(meta)) == set(HEAD_KEYS) - {"deletionTimestamp"}
+    assert meta["uid"] == "u-web" and heads.loads == 2
 
 
-def test_each_read_of_a_deferred_trie_is_a_new_dict_a_reader_may_change():
-    own = pack(with_fields(), Codec(), Loaded(), Memo(), Codec())["metadata"]["managedFields"][0]["fieldsV1"]
-    first = own.value()
-    first["f:spec"]["f:x"] = {}
-    assert own == OWN and own.value() is not first
+def test_a_packed_metadata_reads_whole_in_its_order_and_refuses_changes():
+    obj = pack(with_fields(), Codec(), Loaded(), Memo(), Codec())
+    want = with_fields()
+    assert obj == want and obj["metadata"] == want["metadata"] and list(obj["metadata"]) == list(want["metadata"])
+    assert json.dumps(obj) == json.dumps(want) and copy.deepcopy(obj) == want and dict(obj["metadata"]) == want["metadata"]
+    assert type(copy.deepcopy(obj)["metadata"]) is dict and {**obj["metadata"]} == want["metadata"]
+    for change in (lambda: obj["metadata"].__setitem__("name", "x"), lambda: obj["metadata"].pop("labels"),
+                   lambda: obj["metadata"].setdefault("finalizers", [])):
+        with pytest.raises(TypeError):
+            change()
 
 
-def test_without_a_codec_for_tries_nothing_is_deferred_and_others_tries_stay_shared():
+def test_the_identity_strings_are_the_memos_and_shared_between_objects():
     memo = Memo()
-    a = pack(with_fields("a"), Codec(), Loaded(), memo)
-    assert not any(isinstance(e["fieldsV1"], Deferred) for e in a["metadata"]["managedFields"])
-    tries = Codec()
-    b, c = (pack(with_fields(n), Codec(), Loaded(), memo, tries) for n in "bc")
-    assert b["metadata"]["managedFields"][1] is c["metadata"]["managedFields"][1]  # equal parts still shared
-    assert b["metadata"]["managedFields"][0]["fieldsV1"] is not c["metadata"]["managedFields"][0]["fieldsV1"]
+    a, b = (pack(json.loads(json.dumps(with_fields("web-app"))), Codec(), Loaded(), memo, Codec()) for _ in "ab")
+    assert a["metadata"]["name"] is b["metadata"]["name"] and a["metadata"]["namespace"] is b["metadata"]["namespace"]
 
 
 def test_a_packed_object_merges_as_the_plain_dict_it_stands_for():
     obj, _, _ = packed()
     assert obj | {"x": 1} == {**deployment(), "x": 1} and {"x": 1} | obj == {"x": 1, **deployment()}
-    assert "\0deferred" not in json.dumps(pack(with_fields(), Codec(), Loaded(), Memo(), Codec()))
+    assert json.loads(json.dumps(pack(with_fields(), Codec(), Loaded(), Memo(), Codec()))) == with_fields()
