@@ -27,16 +27,42 @@ from agent.kinds import deployment, job, registry
 from agent.kube.cluster import ApiError
 
 
+STATUS_BATCH = 128
+"""Applications whose statuses ``write_statuses`` computes, judges and writes in one step. Why: a
+status sweep (every Application, after a new commit) held the outcome, children and write record
+of each of 10,000 Applications at once, and read each child in three stages, each after the
+store's pool of decoded objects (``packed.Loaded``: 1,024) had shed it, so a Deployment was
+decoded four times a sweep. A batch's children stay decoded from its first stage to its last, and
+its records go into the report before the next batch starts (issue 48)."""
+
+
 def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
     """Write the status of each Application of ``keys`` once, in the pool, only when it
     differs; a status that does not move is checked inline, and one unchanged and at the same
     commit since the previous pass (``steady.Steady.settled``) not at all: its health and
     readiness are the recorded ones. ``children``: the child waves so far, ``live_of`` holding
-    every owned live child. Sets ``report.retry_at`` to the earliest retry."""
-    report = p.report
+    every owned live child. ``STATUS_BATCH`` Applications at a time, in order; the pod reads
+    (``MAX_POD_READS``) are counted across batches. Sets ``report.retry_at`` to the earliest retry."""
     broken_files = {problem.path: str(problem) for problem in p.git.problems}
-    synced = {True: f"children applied from commit {(report.commit or '')[:12]}",  # one string each for the pass
+    synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
+    kube, retry, by = p.kube, p.retry, p.opts.observed_by
+    reads = MAX_POD_READS
+    for start in range(0, len(keys), STATUS_BATCH):
+        statuses = _statuses(p, keys[start:start + STATUS_BATCH], planned, applied, children, broken_files, synced)
+        statuses, reads = _with_pods(p, statuses, reads)
+        record_health(p, statuses, children)
+        for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
+                kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), p.report,
+                inline=lambda st: not statuswrite.moves(*st[1:], retry=retry, by=by)):
+            p.report.retry_at = backoff.earliest(p.report.retry_at, next_retry)
+
+
+def _statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave,
+              broken_files: dict[str, str], synced: dict[bool, str]) -> list[Status]:
+    """The status to write of each Application of ``keys`` whose status may move; a settled one's
+    recorded health and readiness go into the report instead (``write_statuses``)."""
+    report = p.report
     statuses: list[Status] = []
     for key in keys:
         entry = planned.hits.get(key)
@@ -50,20 +76,13 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
             continue
         app = applied.in_scope.get(key) or applied.failed[key]
         outcome = _outcome(p, key, app, broken_files, synced[key in p.git.paths], applied, children)
+        if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
+            outcome = replace(outcome, source_seen=False)
         kinds = children.live_of.get(key, {})
         if key in children.related:  # what its children make (a CronJob's Jobs): read for its status only
             kinds = {**kinds, **children.related[key]}
         statuses.append((key, app, _located(p, key, outcome), kinds, key in report.failures))
-    if not report.source_seen:  # the last commit reused, Git not asked: SourceAvailable stays as it is
-        statuses = [(key, app, replace(outcome, source_seen=False), kinds, failed)
-                    for key, app, outcome, kinds, failed in statuses]
-    statuses = _with_pods(p, statuses)
-    record_health(p, statuses, children)
-    kube, retry, by = p.kube, p.retry, p.opts.observed_by
-    for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
-            kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), report,
-            inline=lambda st: not statuswrite.moves(*st[1:], retry=retry, by=by)):
-        report.retry_at = backoff.earliest(report.retry_at, next_retry)
+    return statuses
 
 
 def _located(p: Pass, key: str, outcome: status_.Outcome) -> status_.Outcome:
@@ -86,18 +105,19 @@ def clock() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
+def _with_pods(p: Pass, statuses: list[Status], reads: int) -> tuple[list[Status], int]:
     """``statuses`` with each Deployment in a rollout judged at the pass's clock
     (``deployment.with_pods``): one that says nothing of why (``deployment.waits_for_pods``) read
     with its pods (one LIST of its namespace's pods by its selector, at most ``MAX_POD_READS`` a
     pass), so that its health names a pod no node fits (``FailedScheduling``) or a container that
     cannot start (``ImagePullBackOff``, ...); one whose pods could not be made
     (``deployment.failed_create``) with none. Either is Degraded once its failure has lasted
-    ``spec.rollout.failAfterSeconds``. A steady pass computes no status (``steady.Steady.settled``)
+    ``spec.rollout.failAfterSeconds``. ``reads``: the pod reads left to this pass; returns the
+    statuses and the reads then left. A steady pass computes no status (``steady.Steady.settled``)
     and an available Deployment is in no rollout: neither sends a request. A read that fails
     leaves the Deployment as it is. Each Deployment not yet decided is rechecked
     (``report.rechecks``, ``report.retry_at``: ``deployment.recheck_at``)."""
-    out, reads = [], 0
+    out: list[Status] = []
     slot = deployment.KIND.kind
     now = clock()
     for key, app, outcome, kinds, failed in statuses:
@@ -105,8 +125,8 @@ def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
         seconds = deployment.fail_after(app.get("spec"))
         if live is not None and deployment.failed_create(live):
             kinds = {**kinds, slot: deployment.with_pods(live, [], now, seconds)}
-        elif live is not None and reads < MAX_POD_READS and deployment.waits_for_pods(live):
-            reads += 1
+        elif live is not None and reads > 0 and deployment.waits_for_pods(live):
+            reads -= 1
             labels_ = deployment.selected(live, app["metadata"]["name"])
             selector = ",".join(f"{k}={v}" for k, v in sorted(labels_.items()))
             try:
@@ -121,7 +141,7 @@ def _with_pods(p: Pass, statuses: list[Status]) -> list[Status]:
             p.report.rechecks[key] = at
             p.report.retry_at = at if p.report.retry_at is None else min(p.report.retry_at, at)
         out.append((key, app, outcome, kinds, failed))
-    return out
+    return out, reads
 
 
 def record_health(p: Pass, statuses: list[Status], children: ChildWave) -> None:

@@ -155,6 +155,26 @@ def test_a_steady_pass_reads_no_pod_and_reads_are_bounded(world, monkeypatch):
     assert pod_reads(world) == 4
 
 
+def test_statuses_written_in_batches_count_pod_reads_across_them_and_say_what_one_batch_says(world, monkeypatch):
+    names = ("a", "b", "c", "d", "e")
+    world.commit({f"{n}.yaml": app_yaml(n) for n in names})
+    world.sync()
+    for n in names:
+        live = world.child("Deployment", n)
+        live["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "unavailableReplicas": 1}
+        world.kube.put(live, manager="kube-controller-manager", subresource="status")
+    monkeypatch.setattr(statuses, "MAX_POD_READS", 3)
+    monkeypatch.setattr(statuses, "STATUS_BATCH", 2)
+    batched = world.sync()
+    assert pod_reads(world) == 3  # the budget of the pass, not of each batch
+    monkeypatch.setattr(statuses, "STATUS_BATCH", 128)
+    whole = world.sync()
+    assert pod_reads(world) == 6
+    assert list(batched.health.items()) == list(whole.health.items())
+    assert [(c.subject, c.action) for c in batched.changes] == [(c.subject, c.action) for c in whole.changes]
+    assert sorted(batched.rechecks) == sorted(whole.rechecks) == [f"{NS}/{n}" for n in names]
+
+
 IMAGE_PULL = 'Back-off pulling image "registry.example/web:nope"'
 
 
