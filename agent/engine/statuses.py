@@ -31,7 +31,7 @@ STATUS_BATCH = 128
 """Applications whose statuses ``write_statuses`` computes, judges and writes in one step. Why: a
 status sweep (every Application, after a new commit) held the outcome, children and write record
 of each of 10,000 Applications at once, and read each child in three stages, each after the
-store's pool of decoded objects (``packed.Loaded``: 1,024) had shed it, so a Deployment was
+store's pool of decoded objects (``packed.LOADED_LIMIT``) had shed it, so a Deployment was
 decoded four times a sweep. A batch's children stay decoded from its first stage to its last, and
 its records go into the report before the next batch starts (issue 48)."""
 

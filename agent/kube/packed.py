@@ -70,11 +70,17 @@ class Codec:
         return json.loads(zlib.decompressobj(-15, zdict=self.zdict).decompress(blob))
 
 
+LOADED_LIMIT = 512
+"""Rests a store keeps decoded at once (``Loaded``). Enough for the children of a batch of a status
+sweep (``statuses.STATUS_BATCH``), which reads each child in three stages; each decoded rest costs
+about 4 KiB, and the pool stays full between passes (1,024: 4.2 MB of a sweep's peak, issue 48)."""
+
+
 class Loaded:
     """The ``Packed`` objects whose rest is decoded, at most ``limit``: loading one more sheds
     the one loaded longest ago."""
 
-    def __init__(self, limit: int = 1024):
+    def __init__(self, limit: int = LOADED_LIMIT):
         self.limit = limit
         self._lock = threading.Lock()
         self._order: OrderedDict[int, Packed] = OrderedDict()
