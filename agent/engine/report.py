@@ -109,6 +109,10 @@ class Report:
     health: dict[str, Obj] = field(default_factory=dict)
     """``namespace/name`` -> ``{"status", "message"}``: the health the pass wrote to each
     Application's status (``status.health_of``); updated by ``sync --wait`` as it waits."""
+    shared_health: dict[tuple[str, str], Obj] = field(default_factory=dict, repr=False, compare=False)
+    """(status, message) -> the one ``health`` value of that content this pass (``statuses.record_health``):
+    most Applications share a health ("all children healthy"), and ``run`` keeps each in its
+    ``steady.Entry``; read-only, as every ``health`` value."""
     synced: dict[str, Any] = field(default_factory=dict)
     """``namespace/name`` -> ``status.Outcome`` (``changed`` False) of each Application from this
     source's Git that the pass synced: what ``sync --wait`` waits for, rewriting its status with

@@ -145,14 +145,16 @@ def _with_pods(p: Pass, statuses: list[Status], reads: int) -> tuple[list[Status
 
 
 def record_health(p: Pass, statuses: list[Status], children: ChildWave) -> None:
-    """Put each Application's health (``status.health_of``) in ``report.health``, and in
+    """Put each Application's health (``status.health_of``; equal ones one dict, kept by the next
+    pass's ``steady.Entry`` too: ``Report.shared_health``) in ``report.health``, and in
     ``report.synced`` each one from this source's Git that synced: its outcome with ``changed``
     False (what ``sync --wait`` rewrites its status with when a child's readiness moves,
     ``readiness``), or None when its health is not its children's: suspended, or a child held
     (not ok, reason ``Suspended``: ``sync --wait`` lists it as skipped, not waited for)."""
     report = p.report
     for key, app, outcome, kinds, _ in statuses:
-        report.health[key] = status_.health_of(app, outcome, kinds).as_status()
+        health = status_.health_of(app, outcome, kinds).as_status()
+        report.health[key] = report.shared_health.setdefault((health["status"], health["message"]), health)
         if outcome.reason in (Reason.TASK_RUNNING, Reason.TASK_FAILED) and key in p.git.paths:
             report.tasks[key] = outcome.reason
         held = outcome.reason == suspend.SUSPENDED and key not in report.failures

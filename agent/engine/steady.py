@@ -36,7 +36,7 @@ Child = tuple[tuple[str, str, str, str], str | None]  # (plan.Identity, resource
 Versions = Callable[[str, str, str, str | None], str | None]  # (kind, namespace, name, read) -> after the pass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per Application, kept across passes: no __dict__
 class Entry:
     """One Application as a pass left it. ``children``: (identity, resourceVersion) of each live
     child, sorted; ``lines``: the subjects of its children's summary lines (each unchanged again); ``health``,

@@ -225,7 +225,8 @@ class LiveStore:
             k = self._kinds.get(kind)
             if k is None or not (isinstance(read, str) and read.isdigit()):
                 return None
-            return str(max(int(read), k.versions.get((namespace, name), 0)))
+            written = k.versions.get((namespace, name), 0)
+            return read if int(read) >= written else str(written)  # ``read`` itself: one string kept, not two
 
     def deleted(self, obj: dict) -> None:
         """A pass is deleting ``obj``: hidden from the next reads until its DELETED event."""

@@ -173,6 +173,7 @@ def test_statuses_written_in_batches_count_pod_reads_across_them_and_say_what_on
     assert list(batched.health.items()) == list(whole.health.items())
     assert [(c.subject, c.action) for c in batched.changes] == [(c.subject, c.action) for c in whole.changes]
     assert sorted(batched.rechecks) == sorted(whole.rechecks) == [f"{NS}/{n}" for n in names]
+    assert whole.health[f"{NS}/d"] is whole.health[f"{NS}/e"]  # equal healths: one dict (d, e: no pod read)
 
 
 IMAGE_PULL = 'Back-off pulling image "registry.example/web:nope"'

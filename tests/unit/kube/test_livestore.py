@@ -132,7 +132,8 @@ def test_children_keep_their_metadata_packed_but_their_identity_and_share_its_st
     labels = {"app.kubernetes.io/instance": "web", "heumsi.github.io/application": "web"}
     owner = [{"kind": "Application", "name": "web-app", "uid": "u0", "controller": True}]
     d = store.item("Deployment", json.loads(json.dumps({"metadata": {
-        "name": "web-app", "namespace": "team-a", "labels": labels, "resourceVersion": "10007", "ownerReferences": owner}})))
+        "name": "web-app", "namespace": "team-a", "labels": labels, "resourceVersion": "10007",
+        "ownerReferences": owner}})))
     s = store.item("Service", json.loads(json.dumps({"metadata": {
         "name": "web-app", "namespace": "team-a", "labels": labels, "ownerReferences": owner},
         "spec": {"selector": labels}})))  # decoded apart: equal strings, not the same ones
@@ -184,3 +185,14 @@ def test_settle_lets_the_memo_forget_the_parts_of_replaced_objects():
     store.settle()
     assert before - set(store._memo._parts) == {"team-old"}
     assert [o["metadata"]["namespace"] for o in store.read("Deployment", SELECTOR, wait=0)[0]] == ["team-new"]
+
+
+def test_the_version_after_the_passes_writes_is_the_read_string_itself_unless_a_write_is_newer():
+    store = store_with(dep("a", "10005"))
+    read = "".join(["100", "05"])
+    assert store.version_after("Deployment", "ns", "a", read) is read
+    store.written(dep("a", "10009"))
+    assert store.version_after("Deployment", "ns", "a", read) == "10009"
+    assert store.version_after("Deployment", "ns", "a", "10012") == "10012"
+    assert store.version_after("Service", "ns", "a", read) is None
+    assert store.version_after("Deployment", "ns", "a", "x") is None
