@@ -67,6 +67,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     fetch_seconds: float | None = None  # None when no fetch ran this pass
     fetch_failed: bool = False
+    stopped: bool = False
+    """The pass stopped part way (the API server unreachable: ``sync.run``): what it holds is what it
+    did until then, e.g. the health of only some Applications (the ``applications`` gauge skips it)."""
     problems: list[Any] = field(default_factory=list)  # manifests.ManifestError behind file errors
     invalid: list[tuple[str, str]] = field(default_factory=list)
     """Refused documents or files: (what, reason), ``what`` being ``namespace/name`` of the

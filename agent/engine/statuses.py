@@ -47,10 +47,10 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
     synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
     kube, retry, by = p.kube, p.retry, p.opts.observed_by
-    reads = MAX_POD_READS
+    reads, now = MAX_POD_READS, clock()  # one budget and one clock for the whole call
     for start in range(0, len(keys), STATUS_BATCH):
         statuses = _statuses(p, keys[start:start + STATUS_BATCH], planned, applied, children, broken_files, synced)
-        statuses, reads = _with_pods(p, statuses, reads)
+        statuses, reads = _with_pods(p, statuses, reads, now)
         record_health(p, statuses, children)
         for _, next_retry in writes.ordered(kube, statuses, lambda st, scratch: statuswrite.write(
                 kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), p.report,
@@ -105,9 +105,10 @@ def clock() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _with_pods(p: Pass, statuses: list[Status], reads: int) -> tuple[list[Status], int]:
-    """``statuses`` with each Deployment in a rollout judged at the pass's clock
-    (``deployment.with_pods``): one that says nothing of why (``deployment.waits_for_pods``) read
+def _with_pods(p: Pass, statuses: list[Status], reads: int,
+               now: datetime.datetime) -> tuple[list[Status], int]:
+    """``statuses`` with each Deployment in a rollout judged at the pass's clock ``now``
+    (``clock``; ``deployment.with_pods``): one that says nothing of why (``deployment.waits_for_pods``) read
     with its pods (one LIST of its namespace's pods by its selector, at most ``MAX_POD_READS`` a
     pass), so that its health names a pod no node fits (``FailedScheduling``) or a container that
     cannot start (``ImagePullBackOff``, ...); one whose pods could not be made
@@ -119,7 +120,6 @@ def _with_pods(p: Pass, statuses: list[Status], reads: int) -> tuple[list[Status
     (``report.rechecks``, ``report.retry_at``: ``deployment.recheck_at``)."""
     out: list[Status] = []
     slot = deployment.KIND.kind
-    now = clock()
     for key, app, outcome, kinds, failed in statuses:
         live = kinds.get(slot)
         seconds = deployment.fail_after(app.get("spec"))

@@ -68,6 +68,7 @@ def run(kube: Cluster, opts: Options, *, known_commit: str | None = None, offlin
             reconcile(Pass(batch, opts, report, git, retry, steady))
     except ApiError as err:
         report.errors.append(f"{err}; the pass stopped, nothing further was pruned or recorded")
+        report.stopped = True
         if steady is not None:
             steady.entries, steady.facts = {}, {}  # what it did is not known: decide everything next time
         return report

@@ -5,8 +5,8 @@ other child kinds) for its passes, and as decoded dicts they were most of its me
 10,000). What a pass reads of every child is small: who it is, its resourceVersion, and the facts
 it derived the last time it saw that version (``steady.Steady.fact``: its owner, from labels and
 ownerReferences). The rest is read only for the Applications a pass acts on, and by the status
-sweep one Application at a time: its children's health (``generation``, ``deletionTimestamp``,
-spec and status). The store keeps Applications decoded (``livestore.UNPACKED``): every pass reads
+sweep a batch at a time: its children's health (``generation``, ``deletionTimestamp``, spec and
+status). The store keeps Applications decoded (``livestore.UNPACKED``): every pass reads
 their status.
 
 So a ``Packed`` object is a ``dict`` that holds its ``apiVersion``, ``kind`` and ``metadata``
@@ -22,8 +22,8 @@ a key the object lacks decodes nothing (``_shape``). A reader holding a part it 
 Reads behave as the plain dict's would (``[]``, ``get``, ``in``, iteration, ``items``, ``==``,
 ``json.dumps``, ``copy.deepcopy``: a plain dict). A ``Packed`` object is shared by every reader
 of the store, so it refuses changes, as ``share.FrozenDict`` does. Thread-safe: a shed racing a
-read makes the read decode again, never see a half object (``_loaded`` is cleared before the keys
-go and set after they come).
+read makes the read decode again, never see a half object: whether a key is in the rest is told by
+the object's shape, never by which keys are decoded at that moment.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ TOP = ("apiVersion", "kind", "metadata")
 HEAD_KEYS = ("name", "namespace", "resourceVersion", "generation", "deletionTimestamp")
 """What a packed object's metadata (``Head``) holds decoded: its identity and version, read for every
 object by every pass, and what its kind's health reads (``health.VIEW_METADATA``), read for every
-child by a status sweep. Anything else of the metadata is read only where the pass acts."""
+child by a status sweep. The rest of the metadata is read for every object whose resourceVersion
+moved (``triggers.fingerprint``; every object on ``run``'s first pass), and otherwise only where
+the pass acts."""
 _NAMES = ("name", "namespace")
 _SHAPES: dict[tuple[tuple, frozenset], tuple[tuple, frozenset]] = {}
 _MISS = object()
@@ -71,21 +73,22 @@ class Codec:
 
 
 LOADED_LIMIT = 512
-"""Rests a store keeps decoded at once (``Loaded``). Enough for the children of a batch of a status
-sweep (``statuses.STATUS_BATCH``), which reads each child in three stages; each decoded rest costs
-about 4 KiB, and the pool stays full between passes (1,024: 4.2 MB of a sweep's peak, issue 48)."""
+"""Rests a store keeps decoded at once (``Loaded``), objects' and metadata's (``Head``) alike. Enough
+for the children of a batch of a status sweep (``statuses.STATUS_BATCH``), which reads each child's
+rest in three stages (their metadata's rest it does not read); a decoded object's rest costs about
+4 KiB, and the pool stays full between passes (1,024: 4.2 MB of a sweep's peak, issue 48)."""
 
 
 class Loaded:
-    """The ``Packed`` objects whose rest is decoded, at most ``limit``: loading one more sheds
-    the one loaded longest ago."""
+    """The objects (``Packed``, ``Head``) whose rest is decoded, at most ``limit``: loading one
+    more sheds the one loaded longest ago. Loading one again counts it as loaded last."""
 
     def __init__(self, limit: int = LOADED_LIMIT):
         self.limit = limit
         self._lock = threading.Lock()
-        self._order: OrderedDict[int, Packed] = OrderedDict()
+        self._order: OrderedDict[int, _Lazy] = OrderedDict()
 
-    def add(self, obj: "Packed") -> None:
+    def add(self, obj: "_Lazy") -> None:
         with self._lock:
             self._order[id(obj)] = obj
             self._order.move_to_end(id(obj))
@@ -93,7 +96,7 @@ class Loaded:
         for old in shed:
             old.shed()
 
-    def drop(self, obj: "Packed") -> None:
+    def drop(self, obj: "_Lazy") -> None:
         with self._lock:
             self._order.pop(id(obj), None)
 
@@ -161,7 +164,7 @@ class _Lazy(_ReadsWhole, dict):
     ``_shape``: (every key in the original order, the rest's keys), one copy per distinct shape
     (``_shaped``): asking for a key it lacks decodes nothing, and a whole copy keeps the order."""
 
-    __slots__ = ("_blob", "_codec", "_loaded", "_pool", "_shape", "__weakref__")
+    __slots__ = ("_blob", "_codec", "_pool", "_shape", "__weakref__")
     __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
     __hash__ = object.__hash__
     _head: frozenset[str] = frozenset()
@@ -174,25 +177,23 @@ class _Lazy(_ReadsWhole, dict):
         return _refuse(self)
 
     def load(self) -> dict:
-        """The decoded rest (every key but the head's), kept in this object until shed. Never
-        changed after: callers only read it."""
+        """The decoded rest (every key but the head's), kept in this object until shed (and the
+        object counted as loaded last). Never changed after: callers only read it (its parts are
+        plain dicts and lists, not frozen)."""
         rest = self._codec.decode(self._blob)
         for key, value in rest.items():
             dict.__setitem__(self, key, value)
-        if not self._loaded:
-            self._loaded = True
-            self._pool.add(self)
+        self._pool.add(self)
         return rest
 
     def shed(self) -> None:
-        """Drop the decoded rest (``Loaded`` calls it)."""
-        self._loaded = False  # first: a read racing this decodes again
-        head = self._head
-        for key in [k for k in dict.keys(self) if k not in head]:
+        """Drop the decoded rest (``Loaded`` calls it, from any thread). A read racing it decodes
+        again: whether a key is in the rest is told by ``_shape``, never by what is decoded now."""
+        for key in self._shape[1]:
             dict.pop(self, key, None)
 
     def __missing__(self, key):
-        if key in self._head or self._loaded or key not in self._shape[1]:
+        if key not in self._shape[1]:
             raise KeyError(key)
         return self.load()[key]
 
@@ -200,7 +201,7 @@ class _Lazy(_ReadsWhole, dict):
         value = dict.get(self, key, _MISS)
         if value is not _MISS:
             return value
-        if key in self._head or self._loaded or key not in self._shape[1]:
+        if key not in self._shape[1]:
             return default
         return self.load().get(key, default)
 
@@ -247,7 +248,7 @@ def _lazy(cls, whole: dict, head: dict, codec: Codec, pool: Loaded):
     for key, value in head.items():
         dict.__setitem__(out, key, value)
     rest = {k: v for k, v in whole.items() if k not in head}
-    out._blob, out._codec, out._loaded, out._pool = codec.encode(rest), codec, False, pool
+    out._blob, out._codec, out._pool = codec.encode(rest), codec, pool
     out._shape = _shaped(tuple(whole), rest)
     return out
 

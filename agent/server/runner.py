@@ -376,7 +376,7 @@ class Runner:
             m.fetch_failures.inc()
         if report.source_seen:  # fetched (or found unchanged on the remote) and read: Git was seen
             m.source_last_success.labels(source=self.opts.source_id).set(time.time())
-        if report.health:  # a pass that wrote statuses (not one that stopped before)
+        if report.health and not report.stopped:  # a pass that wrote every status (a stopped one: some)
             ready = readiness.count_ready(report.health, report.failing())
             for value, count in (("true", ready), ("false", len(report.health) - ready)):
                 m.applications.labels(source=self.opts.source_id, ready=value).set(count)

@@ -156,6 +156,35 @@ def test_the_identity_strings_are_the_memos_and_shared_between_objects():
     assert a["metadata"]["name"] is b["metadata"]["name"] and a["metadata"]["namespace"] is b["metadata"]["namespace"]
 
 
+def test_whole_reads_and_key_reads_of_a_metadata_racing_sheds_see_all_of_it():
+    meta = pack(with_fields(), Codec(), Loaded(), Memo(), Codec())["metadata"]
+    want = with_fields()["metadata"]
+    wrong, stop = [], threading.Event()
+
+    def read():
+        while not stop.is_set():
+            try:
+                if dict(meta) != want or meta["labels"] != {"app": "web"} or meta.get("uid") != "u-web":
+                    wrong.append("differs")
+            except Exception as err:  # noqa: BLE001 (any error is the finding)
+                wrong.append(repr(err))
+
+    def shed():
+        while not stop.is_set():
+            try:
+                meta.shed()
+            except Exception as err:  # noqa: BLE001
+                wrong.append(repr(err))
+    threads = [threading.Thread(target=read), threading.Thread(target=read), threading.Thread(target=shed)]
+    for t in threads:
+        t.start()
+    threading.Event().wait(0.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
 def test_a_packed_object_merges_as_the_plain_dict_it_stands_for():
     obj, _, _ = packed()
     assert obj | {"x": 1} == {**deployment(), "x": 1} and {"x": 1} | obj == {"x": 1, **deployment()}
