@@ -96,14 +96,19 @@ def test_reads_racing_sheds_never_see_half_an_object():
             if obj.get("spec", {}).get("replicas") != replicas or obj["status"]["replicas"] != replicas \
                     or "spec" not in obj:
                 wrong.append(replicas)
-    threads = [threading.Thread(target=read, args=(o, i)) for i, o in enumerate(objs)]
+    for_half_a_second([lambda o=o, i=i: read(o, i) for i, o in enumerate(objs)], stop)
+    assert wrong == [] and codec.loads > 3
+
+
+def for_half_a_second(targets, stop: threading.Event) -> None:
+    """Run each of ``targets`` in a thread of its own for half a second, then set ``stop`` and join them."""
+    threads = [threading.Thread(target=target) for target in targets]
     for t in threads:
         t.start()
     threading.Event().wait(0.5)
     stop.set()
     for t in threads:
         t.join()
-    assert wrong == [] and codec.loads > 3
 
 
 # -- the metadata, packed but for its identity (issue 48) --------------------------------------------
@@ -175,13 +180,7 @@ def test_whole_reads_and_key_reads_of_a_metadata_racing_sheds_see_all_of_it():
                 meta.shed()
             except Exception as err:  # noqa: BLE001
                 wrong.append(repr(err))
-    threads = [threading.Thread(target=read), threading.Thread(target=read), threading.Thread(target=shed)]
-    for t in threads:
-        t.start()
-    threading.Event().wait(0.5)
-    stop.set()
-    for t in threads:
-        t.join()
+    for_half_a_second([read, read, shed], stop)
     assert wrong == []
 
 
