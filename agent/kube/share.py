@@ -13,6 +13,11 @@ change, and whose ``copy.copy``/``copy.deepcopy`` are ordinary mutable dicts and
 level stays a plain dict (it is one object's own). Both are ``dict`` and ``list`` subclasses, so
 ``json.dumps``, ``isinstance`` checks, comparisons and the agent's YAML writer
 (``agent/manifests/yamlwrite.py``) see ordinary JSON values.
+
+``run``'s store shares only the Applications this way and the strings of its children's identities
+(``text``); its children are packed (``agent/kube/packed.py``), and the parts decoded from one are
+plain dicts and lists that every reader shares until they are shed: readers must not change them
+either.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 
 Why here: PyYAML is imported only by ``manifests`` (the import contracts in ``pyproject.toml``),
 so every YAML the agent writes is written by these two functions. Both write any ``dict``,
-``list`` or ``str`` subclass as a plain mapping, list or string (the vocabulary's ``StrEnum``s) (a pass's live objects are ``FrozenDict`` and
-``FrozenList``, ``agent/kube/share.py``), and neither ever writes a Python tag.
+``list`` or ``str`` subclass as a plain mapping, list or string (the vocabulary's ``StrEnum``s; a
+pass's live objects are ``FrozenDict`` and ``FrozenList``, ``agent/kube/share.py``, or the store's
+packed ``dict`` subclasses, ``agent/kube/packed.py``), and neither ever writes a Python tag.
 """
 
 from __future__ import annotations
