@@ -159,15 +159,15 @@ class _ReadsWhole:
 
 
 class _Lazy(_ReadsWhole, dict):
-    """A mapping that holds its ``_head`` keys decoded and the rest compressed (``_blob``,
-    decoded by ``_codec`` on the first read of another key, kept until ``Loaded`` sheds it).
+    """A mapping that holds a few keys decoded (its head: ``TOP``, ``HEAD_KEYS``) and the rest
+    compressed (``_blob``, decoded by ``_codec`` on the first read of another key, kept until
+    ``Loaded`` sheds it).
     ``_shape``: (every key in the original order, the rest's keys), one copy per distinct shape
     (``_shaped``): asking for a key it lacks decodes nothing, and a whole copy keeps the order."""
 
     __slots__ = ("_blob", "_codec", "_pool", "_shape", "__weakref__")
     __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
     __hash__ = object.__hash__
-    _head: frozenset[str] = frozenset()
 
     def setdefault(self, key, default=None):
         """The value of ``key`` when it has one (no change: what a list's reader does to every
@@ -224,7 +224,6 @@ class Packed(_Lazy):
     """A watched object: ``TOP`` decoded, the rest packed (module docstring). ``pack`` makes one."""
 
     __slots__ = ()
-    _head = frozenset(TOP)
 
 
 class Head(_Lazy):
@@ -232,7 +231,6 @@ class Head(_Lazy):
     ownerReferences, managedFields, uid, ...) packed until read."""
 
     __slots__ = ()
-    _head = frozenset(HEAD_KEYS)
 
 
 def _shaped(order: tuple, rest: dict) -> tuple[tuple, frozenset]:
