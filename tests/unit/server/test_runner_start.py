@@ -92,3 +92,19 @@ def test_leading_raises_the_threshold_of_a_full_collection(monkeypatch):
         assert gc.get_threshold() == runner_mod.GC_THRESHOLDS and runner_mod.GC_THRESHOLDS[2] >= 1000
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_pass_that_stopped_part_way_leaves_the_applications_gauge_as_the_last_whole_pass_set_it():
+    import types
+    from agent.engine.report import Report
+    metrics = Metrics()
+    r = runner_mod.Runner(None, types.SimpleNamespace(source_id="s"), interval=60, jitter=0, metrics=metrics,
+                          health=Health(max_age=60))
+    healthy = {"status": "Healthy", "message": ""}
+
+    def ready() -> tuple[float, float]:
+        return tuple(metrics.applications.labels(source="s", ready=v)._value.get() for v in ("true", "false"))
+    r._observe(Report(commit="c1", health={"ns/a": healthy, "ns/b": healthy}), 0.1, "interval")
+    assert ready() == (2, 0)
+    r._observe(Report(commit="c1", health={"ns/a": healthy}, stopped=True), 0.1, "interval")  # some of them
+    assert ready() == (2, 0)
