@@ -155,7 +155,7 @@ def reconcile(p: Pass) -> None:
     prune.prune_all(p, prune.plan_prunes(p, live, idx, done, planned.prune), planned, applied)
     statuses.write_statuses(p, sorted(set(applied.failed) | set(rest)), planned, applied, _with_live(done, idx))
     if p.steady is not None:
-        remember_.remember(p, p.steady, planned, applied, _with_live(done, idx))
+        remember_.remember(p, p.steady, planned, applied, _with_live(done, idx), live)
 
 
 def _with_live(done: ChildWave, idx: ChildIndex) -> ChildWave:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.engine import remember as remember_
-from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, Pass, Wanted
+from agent.engine.passvalues import AppPlan, AppsApplied, ChildWave, LiveState, Pass, Wanted
 from agent.engine.report import CONFIGURED, FAILED, UNCHANGED, Change, Report
 from agent.engine.steady import Entry, Steady
 from agent.manifests.manifest import Manifest
@@ -160,5 +160,42 @@ def test_an_entry_of_a_document_whose_blob_is_unknown_names_no_blob():
     planned = AppPlan(prune=False, live={}, hits={}, desired=(), notes_of={}, waiting={}, steps=[],
                       refused=frozenset())
     m = Manifest("ns", "web", {}, "apps/web.yaml", 3)
-    entry = remember_._entry(p, Steady(versions=versions), KEY, m, app(), (), ChildWave(), planned)
+    entry = remember_._entry(p, Steady(versions=versions), KEY, m, app(), (), ChildWave(), planned, {})
     assert entry is not None and entry.document == ("apps/web.yaml", 3, "")
+
+
+def test_a_child_the_pass_did_not_write_keeps_the_version_tuple_the_pass_read():
+    """The entry's (identity, resourceVersion) of an unwritten child is the pass's own read tuple
+    (one tuple per child kept, not two); a written child's is new, at the written version."""
+    read_deploy = (("apps", "Deployment", "ns", "web"), "5")
+    read_service = (("", "Service", "ns", "web"), "3")
+    live = LiveState(apps=[], app_facts=[], children=[DEPLOY, SERVICE],
+                     child_facts=[(read_deploy[0], KEY, read_deploy), (read_service[0], KEY, read_service)],
+                     children_of={}, namespaces=set(), related={})
+
+    def only_the_service_written(kind, namespace, name, read):
+        return "4" if kind == "Service" else read
+    r = report()
+    p = Pass(kube=None, opts=None, report=r, git=Wanted([Manifest("ns", "web", {}, "apps/web.yaml", 3)],
+                                                        blobs={"apps/web.yaml": BLOB}))
+    steady = Steady(versions=only_the_service_written)
+    planned = AppPlan(prune=False, live={}, hits={}, desired=(), notes_of={}, waiting={}, steps=[], refused=frozenset())
+    applied = AppsApplied(in_scope={KEY: app()}, failed={}, written=frozenset(), holds={})
+    children = ChildWave(live_of={KEY: {"Service": SERVICE, "Deployment": DEPLOY}}, held={})
+    remember_.remember(p, steady, planned, applied, children, live)
+    service, deploy = steady.entries[KEY].children  # sorted by identity: the core group first
+    assert deploy is read_deploy
+    assert service == (read_service[0], "4") and service[0] is read_service[0]
+
+
+def test_an_entry_equal_in_parts_to_the_hit_holds_the_hit_s_parts():
+    """A new entry of an unchanged Application (a new commit) is built over the previous one:
+    every equal part is the previous entry's object, every other the new one."""
+    old = hit(document=("apps/web.yaml", 3, BLOB), lines=("Deployment/ns/web",), notes=("a",))
+    new = Entry(document=("apps/web.yaml", 3, BLOB), version="9", children=(), commit="c2", source_seen=True,
+                lines=("Deployment/ns/web",), health={"status": "Healthy"}, readiness=None, synced="new",
+                notes=("a",))
+    both = Entry.over(old, new)
+    assert both == new
+    assert both.document is old.document and both.lines is old.lines and both.notes is old.notes
+    assert both.health is new.health and both.commit is new.commit and both.synced is new.synced

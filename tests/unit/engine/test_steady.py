@@ -87,3 +87,14 @@ def test_the_facts_of_objects_the_pass_wrote_are_not_kept():
     assert [id(v[0]) for v in steady.facts.values()] == [id(b)]  # ``a`` was written: its old object let go
     steady.fact(a, derive), steady.fact(b, derive)
     assert derived == ["a", "b", "a"]
+
+
+def test_a_fact_kept_across_passes_is_the_same_pair_not_a_copy():
+    """The next pass keeps the last pass's (object, fact) pair itself: one per live object."""
+    steady, obj = Steady(), {"metadata": {"name": "a"}}
+    steady.fact(obj, lambda o: ("fact",))
+    steady.turn()
+    (pair,) = steady.facts.values()
+    steady.fact(obj, lambda o: ("derived again",))
+    steady.turn()
+    assert next(iter(steady.facts.values())) is pair and pair[1] == ("fact",)
