@@ -198,3 +198,14 @@ def test_a_served_list_once_recorded_does_not_keep_its_objects():
     del obj
     gc.collect()
     assert gone() is None and not known.news("MODIFIED", deployment())
+
+
+def test_the_sightings_of_a_sweep_share_their_kind_and_namespace_strings():
+    """Events decoded one by one bring their own strings; a Sighting keeps the interned ones
+    (10,000 waiting events name one kind and a few namespaces), equal to the identity."""
+    import json
+    raw = '{"kind": "Application", "metadata": {"namespace": "team-a", "name": "web-%d", "resourceVersion": "1"}}'
+    a, b = (triggers.Sighting.of("MODIFIED", json.loads(raw % i)) for i in (1, 2))
+    assert a.key == ("Application", "team-a", "web-1") and b.key == ("Application", "team-a", "web-2")
+    assert a.key[0] is b.key[0] and a.key[1] is b.key[1]
+    assert triggers.Sighting.of("DELETED", {"kind": "X", "metadata": {"name": "n"}}).key == ("X", "", "n")
