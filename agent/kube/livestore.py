@@ -81,11 +81,11 @@ class _Kind:
         api_version = RESOURCES[(group, kind)][0].split("/", 2)[-1]
         self.codec = packed.Codec()
         self.heads = packed.Codec()  # the packed metadata's (packed.Head)
-        if kind in UNPACKED:
-            self.item = item_of(kind, api_version, memo)
+        prepare = item_of(kind, api_version, None)
+        if kind in UNPACKED:  # a replaced one keeps the parts of the one it replaces (``Memo.share_over``)
+            self.item = lambda obj, old=None: memo.share_over(prepare(obj), old)
         else:
-            prepare = item_of(kind, api_version, None)
-            self.item = lambda obj: packed.pack(prepare(obj), self.codec, pool, memo, self.heads)
+            self.item = lambda obj, old=None: packed.pack(prepare(obj), self.codec, pool, memo, self.heads)
 
     def why_not(self, selector: str | None) -> tuple[str | None, bool]:
         """(why a pass may not read this kind from the store now, or None; whether waiting helps)."""
@@ -175,7 +175,7 @@ class LiveStore:
                 if k.hidden.get(key) == meta.get("uid"):
                     del k.hidden[key]
             elif event_type in ("ADDED", "MODIFIED"):
-                k.objects[key] = k.item(_copy(obj))
+                k.objects[key] = k.item(_copy(obj), k.objects.get(key))
             k.connected = True
             if rv is None:
                 k.usable = False

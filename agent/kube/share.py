@@ -129,6 +129,36 @@ class Memo:
         with self._lock:
             return self._share(obj)
 
+    def share_over(self, obj: dict, old: dict | None) -> dict:
+        """``share(obj)`` of an object that replaces ``old`` (the same object at an older
+        resourceVersion; None: ``share``): each top-level value and each ``metadata`` value
+        equal to ``old``'s (``equal``) is ``old``'s own, the others are shared as ``share``
+        shares them. Why: after a status sweep the watches replace every Application while the
+        pass still holds the ones it read; most of each is unchanged, and the memo forgets what
+        only one object uses (``settle``: an Application's own annotations, its uid), so the
+        new object was a whole second copy (issue 48). Thread-safe as ``share``."""
+        if not old:
+            return self.share(obj)
+        with self._lock:
+            if len(self._parts) > self._settle_at:
+                self._settle()
+            return {self._parts.setdefault(key, key): self._over(key, value, old.get(key, _MISSING))
+                    for key, value in obj.items()}
+
+    def _over(self, key, value, was):
+        """``value`` of top-level ``key`` shared over ``was``, the replaced object's (``share_over``)."""
+        if key == "metadata" and type(value) is dict and isinstance(was, dict):
+            text = self._parts.setdefault
+            return FrozenDict({text(k, k): w if (w := was.get(k, _MISSING)) is not _MISSING and equal(w, v)
+                               else self._value(v) for k, v in value.items()})
+        if was is not _MISSING and equal(was, value):
+            return was
+        return self._value(value)
+
+    def _value(self, value):
+        """``value`` shared as a part of an object is (``_share``'s values)."""
+        return value if type(value) in _ATOMS else self._part(value)
+
     def _share(self, obj):
         if len(self._parts) > self._settle_at:
             self._settle()
@@ -182,6 +212,26 @@ _FROZEN = (FrozenDict, FrozenList)
 
 
 _ATOMS = frozenset({int, float, bool, type(None)})  # JSON scalars other than strings: kept as they are
+
+
+_MISSING = object()
+_MAPPINGS = frozenset({dict, FrozenDict})
+_LISTS = frozenset({list, FrozenList})
+
+
+def equal(a, b) -> bool:
+    """True when the JSON values ``a`` and ``b`` are the same JSON: mappings with the same keys in
+    the same order, lists of the same length, equal scalars of the same type (``1``, ``1.0`` and
+    ``True`` are equal in Python, not in JSON); a ``FrozenDict`` or ``FrozenList`` is its plain
+    counterpart."""
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta in _MAPPINGS and tb in _MAPPINGS:
+        return len(a) == len(b) and tuple(a) == tuple(b) and all(equal(v, b[k]) for k, v in a.items())
+    if ta in _LISTS and tb in _LISTS:
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    return ta is tb and a == b
 
 
 def _same(known, part) -> bool:

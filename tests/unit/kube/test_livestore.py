@@ -196,3 +196,24 @@ def test_the_version_after_the_passes_writes_is_the_read_string_itself_unless_a_
     assert store.version_after("Deployment", "ns", "a", "10012") == "10012"
     assert store.version_after("Service", "ns", "a", read) is None
     assert store.version_after("Deployment", "ns", "a", "x") is None
+
+
+def test_a_replaced_application_keeps_the_parts_of_the_one_it_replaces():
+    """A MODIFIED Application (its status written) holds the spec and annotations objects of the
+    Application it replaces; what changed is new."""
+    store = LiveStore()
+    store.watching("heumsi.github.io", "Application", None)
+
+    def app(rv: str, revision: str) -> dict:
+        return {"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+                "metadata": {"name": "web", "namespace": "ns", "resourceVersion": rv, "uid": "u1",
+                             "annotations": {"heumsi.github.io/source-path": "apps/web.yaml"}},
+                "spec": {"image": "nginx:1", "port": 80}, "status": {"revision": revision}}
+    store.listed("Application", [store.item("Application", app("5", "c1"))], "5")
+    (old,), _ = store.read("Application", None, wait=0)
+    store.settle()  # between passes: the memo forgets what one object alone uses
+    store.event("Application", "MODIFIED", app("6", "c2"))
+    (new,), _ = store.read("Application", None, wait=0)
+    assert new == app("6", "c2")
+    assert new["spec"] is old["spec"] and new["metadata"]["annotations"] is old["metadata"]["annotations"]
+    assert new["status"] is not old["status"] and new["metadata"]["resourceVersion"] == "6"

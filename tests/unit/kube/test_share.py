@@ -218,3 +218,36 @@ def test_threads_sharing_through_one_memo_while_it_settles_get_equal_objects(mon
         sys.setswitchinterval(switch)
     assert failures == []
     assert len(kept) == 2400 and kept[0]["spec"] is kept[-1]["spec"]
+
+
+def test_an_object_shared_over_the_one_it_replaces_keeps_that_one_s_equal_parts():
+    """``share_over``: each top-level and metadata value equal to the replaced object's is that
+    object's own (even once the memo forgot it), the changed ones are new; the whole is equal to
+    the new object and frozen below its top level as ``share`` makes it."""
+    memo = share.Memo()
+    old = memo.share({**deployment("a", "1"), "status": {"replicas": 1}})
+    memo.settle()  # forgets what only ``old`` uses: its labels, its uid
+    new_plain = {**deployment("a", "1"), "status": {"replicas": 2}}
+    new_plain["metadata"]["resourceVersion"] = "9"
+    new = memo.share_over(copy.deepcopy(new_plain), old)
+    assert new == new_plain and list(new) == list(new_plain) and list(new["metadata"]) == list(new_plain["metadata"])
+    assert new["spec"] is old["spec"] and new["metadata"]["labels"] is old["metadata"]["labels"]
+    assert new["metadata"]["uid"] is old["metadata"]["uid"]
+    assert new["status"] is not old["status"] and new["status"] == {"replicas": 2}
+    assert type(new) is dict and type(new["metadata"]) is share.FrozenDict and type(new["status"]) is share.FrozenDict
+    with pytest.raises(TypeError):
+        new["metadata"]["labels"] = {}
+    assert memo.share_over(copy.deepcopy(new_plain), None) == new_plain
+
+
+@pytest.mark.parametrize("was, now", [
+    ({"replicas": 1}, {"replicas": 1.0}), ({"replicas": 1}, {"replicas": True}), ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+    ([1, 2], [1, 2, 3]), ({"a": [1]}, {"a": [True]}), ({"a": {"b": "x"}}, {"a": {"b": "y"}}), ({"a": None}, {"a": 0}),
+])
+def test_a_part_that_differs_as_json_is_not_reused(was, now):
+    """1, 1.0 and True are equal in Python, not in JSON; key order is kept as the new object has it."""
+    memo = share.Memo()
+    old = memo.share({"kind": "X", "spec": was})
+    new = memo.share_over({"kind": "X", "spec": copy.deepcopy(now)}, old)
+    assert new["spec"] is not old["spec"] and json.dumps(new["spec"]) == json.dumps(now)
+    assert not share.equal(was, now) and share.equal(now, copy.deepcopy(now))
