@@ -292,3 +292,20 @@ def test_a_save_that_fails_leaves_no_temporary_file(tmp_path):
     said = cache.save()
     assert said and "could not write the parse cache" in said
     assert [p.name for p in tmp_path.iterdir()] == [file.name]
+
+
+def test_the_file_is_the_compact_json_of_every_entry_written_one_at_a_time(tmp_path):
+    """The file written entry by entry is byte for byte the one-string JSON it replaced (non-ASCII
+    escaped, NUL-separated keys), and an empty cache is an empty object of entries."""
+    cache = parsecache.ParseCache(tmp_path / "c.json", "v\u00e9")
+    files = {**FILES, "\u00fc.yaml": "apiVersion: heumsi.github.io/v1\nkind: Application\nmetadata:\n  name: u\n"
+                                      "spec:\n  image: nginx\n  env: {GREETING: \"gr\u00fc\u00df \U0001f680\"}\n".encode()}
+    manifests.load(files, "prod", blobs={**BLOBS, "\u00fc.yaml": "5" * 40}, cache=cache)
+    cache.save()
+    want = json.dumps({"format": parsecache.FORMAT, "version": "v\u00e9", "entries": cache._entries},
+                      separators=(",", ":"))
+    assert (tmp_path / "c.json").read_text(encoding="utf-8") == want and len(cache._entries) >= 3
+    empty = parsecache.ParseCache(tmp_path / "e.json", "v")
+    empty._dirty = True
+    empty.save()
+    assert json.loads((tmp_path / "e.json").read_text()) == {"format": parsecache.FORMAT, "version": "v", "entries": {}}
