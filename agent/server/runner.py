@@ -93,7 +93,6 @@ class Runner:
         self.steady = Steady(versions=self.store.version_after if self.store else None)  # see engine/steady.py
         self.notifier = notifier  # agent.notify.notifier.Notifier: told of each pass, never waited for
         self.cache = cache  # the status page's (``agent.server.cache.Cache``), None without the page
-        self.last_report: Report | None = None  # the newest finished pass's, for the status page
         self.last_pass: dict = {}  # its commit, result, trigger, end (Unix time) and duration
         self.interval, self.jitter = interval, jitter
         self.metrics, self.health = metrics, health
@@ -333,7 +332,6 @@ class Runner:
             if report.commit and not report.fetch_failed:
                 self.last_commit = report.commit
             self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
-            self.last_report = report
             _settle_memory(self.store)
             self.last_pass = {"commit": report.commit, "ok": report.ok, "trigger": trigger, "end": time.time(),
                               "seconds": round(duration, 3), "errors": len(report.errors)}
