@@ -84,8 +84,11 @@ class Sighting:
     def of(cls, event_type: str, obj: dict | None) -> "Sighting":
         if not obj or not obj.get("kind"):
             return cls(event_type, None, None)
-        key = tuple(sys.intern(part) if type(part) is str else part for part in identity(obj))
-        # an event's own strings, interned: a sweep's 10,000 events name one kind and a few namespaces
+        kind, namespace, name = identity(obj)
+        # the event's own kind and namespace strings, interned: a sweep's 10,000 events name one kind and
+        # a few namespaces (not the names: some CPython 3.12 releases never free an interned string)
+        key = (sys.intern(kind) if type(kind) is str else kind,
+               sys.intern(namespace) if type(namespace) is str else namespace, name)
         return cls(event_type, key, None if event_type == "DELETED" else mark(obj))
 
 
