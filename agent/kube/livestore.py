@@ -135,12 +135,21 @@ class LiveStore:
         """``obj`` (a list item, the caller's own: changed in place) in the form the store keeps
         (``client.item_of``); as it is for a kind not watched. A watch hands each item of its list
         through this as it is read, so a list of 10,000 Deployments is never whole in memory.
-        Counted in ``items_read``."""
+        Counted in ``items_read``. An object the store holds at the same resourceVersion (one
+        write of one object: the same content) is the store's own; another Application is shared
+        over the one it replaces (``Memo.share_over``). Why: ``run``'s watches list again every
+        10 minutes, and each re-list made a second copy of everything the store holds while the
+        first was still in use (issue 48)."""
         k = self._kinds.get(kind)
         if k is None:
             return obj
         self.items_read += 1  # one thread per kind; an increment lost to a race is harmless
-        return k.item(obj)
+        meta = obj.get("metadata") or {}
+        old = k.objects.get((meta.get("namespace") or "", meta.get("name") or ""))
+        version = meta.get("resourceVersion")
+        if old is not None and version and (old.get("metadata") or {}).get("resourceVersion") == version:
+            return old  # the same write of the same object: a re-list keeps what the store holds
+        return k.item(obj, old)
 
     def listed(self, kind: str, items: list[dict], resource_version: str | None) -> None:
         """A watch's (re-)list, its items in the store's form (``item``): it replaces the kind's

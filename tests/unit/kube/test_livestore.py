@@ -217,3 +217,18 @@ def test_a_replaced_application_keeps_the_parts_of_the_one_it_replaces():
     assert new == app("6", "c2")
     assert new["spec"] is old["spec"] and new["metadata"]["annotations"] is old["metadata"]["annotations"]
     assert new["status"] is not old["status"] and new["metadata"]["resourceVersion"] == "6"
+
+
+def test_a_relist_keeps_each_object_the_store_holds_at_the_same_resource_version():
+    """A re-list hands back the store's own object for every unchanged item (same
+    resourceVersion), a new one for a changed item; the new list still replaces everything."""
+    store = store_with(dep("a", "5"), dep("b", "6"))
+    before, _ = store.read("Deployment", SELECTOR, wait=0)
+    old = {i["metadata"]["name"]: i for i in before}
+    again = [store.item("Deployment", dep("a", "5")), store.item("Deployment", dep("b", "9", spec_changed=True)),
+             store.item("Deployment", dep("c", "10"))]
+    assert again[0] is old["a"] and again[1] is not old["b"] and again[1]["spec_changed"]
+    store.listed("Deployment", again, "20")
+    after, _ = store.read("Deployment", SELECTOR, wait=0)
+    assert names(after) == ["a", "b", "c"] and next(i for i in after if i["metadata"]["name"] == "a") is old["a"]
+    assert store.item("Deployment", dep("a", "")) is not old["a"]  # no version: nothing to tell it by
