@@ -199,3 +199,12 @@ def test_an_entry_equal_in_parts_to_the_hit_holds_the_hit_s_parts():
     assert both == new
     assert both.document is old.document and both.lines is old.lines and both.notes is old.notes
     assert both.health is new.health and both.commit is new.commit and both.synced is new.synced
+
+
+def test_the_entry_of_an_unchanged_application_holds_the_previous_entry_s_equal_parts():
+    """``remember`` builds a hit's new entry over it (``Entry.over``): the equal document and lines
+    are the previous entry's own objects, the rest is this pass's."""
+    previous = hit(document=("apps/web.yaml", 3, BLOB), commit="c0", lines=("Deployment/ns/web", "Service/ns/web"))
+    kept = run(hits={KEY: previous}, notes_of={})[KEY]  # a new commit: not settled, a new entry
+    assert kept.document is previous.document and kept.lines is previous.lines
+    assert kept.version == "8" and kept.commit == "c1" and kept.health is HEALTH

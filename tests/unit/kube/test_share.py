@@ -251,3 +251,17 @@ def test_a_part_that_differs_as_json_is_not_reused(was, now):
     new = memo.share_over({"kind": "X", "spec": copy.deepcopy(now)}, old)
     assert new["spec"] is not old["spec"] and json.dumps(new["spec"]) == json.dumps(now)
     assert not share.equal(was, now) and share.equal(now, copy.deepcopy(now))
+
+
+def test_an_object_shared_over_another_has_the_memo_s_key_strings_even_for_a_key_the_old_one_lacks():
+    """Every key of the new object, new ones included, is the memo's string (the one equal key
+    of every object), never a placeholder."""
+    memo = share.Memo()
+    old = memo.share({"kind": "X", "metadata": {"name": "a"}})
+    new = memo.share_over(json.loads('{"kind": "X", "metadata": {"name": "a", "uid": "u"}, "status": {"ok": null}}'),
+                          old)
+    assert list(new) == ["kind", "metadata", "status"] and list(new["metadata"]) == ["name", "uid"]
+    assert new["status"] == {"ok": None}
+    again = memo.share(json.loads('{"status": {}, "metadata": {"uid": "v"}}'))
+    assert next(k for k in new if k == "status") is next(k for k in again if k == "status")
+    assert next(k for k in new["metadata"] if k == "uid") is next(k for k in again["metadata"] if k == "uid")
