@@ -59,11 +59,11 @@ def keep_live(p: Pass, live: LiveState, planned: AppPlan, applied: AppsApplied) 
     (``suspend.application``: ``holds``)."""
     pruned = {key_of(s.target) for s in planned.steps if s.action == plan.PRUNE}
     facts = list(zip(live.app_facts, live.apps))
-    foreign = frozenset(key for (key, ours, this), _ in facts if ours and not this)
+    foreign = frozenset(f.key for f, _ in facts if f.ours and not f.this)
     in_scope = dict(applied.in_scope)
     failures = p.report.failures
-    for (key, _, _), app in facts:
-        if key not in in_scope and key not in pruned and key not in failures and key not in foreign \
+    for f, app in facts:
+        if (key := f.key) not in in_scope and key not in pruned and key not in failures and key not in foreign \
                 and key not in planned.waiting and not app["metadata"].get("deletionTimestamp"):
             in_scope[key] = app
     desired = {key_of(d): d for d in planned.desired}

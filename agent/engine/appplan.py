@@ -32,8 +32,8 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
     files_only = opts.prune and bool(git.problems) and not (git.outside or git.forbidden) and bool(git.manifests)
     if git.problems and opts.prune and not files_only:
         report.notes.append(f"pruning skipped: {why_no_prune(len(git.problems), git.outside)}")
-    owned_live = [app for (_, _, this), app in zip(live.app_facts, live.apps) if this]
-    behind = forward.stale(p, owned_live)  # a pass that would take the cluster back changes nothing
+    owned_live = [app for facts, app in zip(live.app_facts, live.apps) if facts.this]
+    behind = forward.stale(p, [facts.recorded for facts in live.app_facts if facts.this])  # would it take the cluster back?
     if behind is not None:
         report.notes.append(behind.message())
         return None
@@ -48,9 +48,9 @@ def plan_applications(p: Pass, live: LiveState) -> AppPlan | None:
             f"{all_owned(len(owned_live))} the agent owns; nothing was changed. If that is intended, "
             "run again with --allow-empty")
         return None
-    skipped = waiting(report, live_by_key, git.paths, opts.source_id, p.retry)  # in backoff: skipped
+    skipped = waiting(report, live, git.paths, p.retry)  # in backoff: skipped
     # an Application unchanged since the previous pass is neither decided nor pruned: left out
-    undecided = [app for (key, _, _), app in zip(live.app_facts, live.apps) if key not in hits] if hits else live.apps
+    undecided = [app for facts, app in zip(live.app_facts, live.apps) if facts.key not in hits] if hits else live.apps
     pruning = prune or files_only
     steps = plan.plan(desired, undecided, prune=pruning, source=opts.source_id)
     if pruning and opts.former_source_ids:  # a former id's Applications Git no longer has are this source's
@@ -134,21 +134,23 @@ def _guarded(p: Pass, steps: list[plan.Step], prune: bool, owned: int) -> tuple[
     return steps, prune
 
 
-def waiting(report: Report, live_by_key: dict[str, Obj], git_paths: dict[str, str], source_id: str,
+def waiting(report: Report, live: LiveState, git_paths: dict[str, str],
             retry: backoff.Policy) -> dict[str, backoff.Waiting]:
     """Applications this pass skips because they are backing off (``backoff.waiting``; only
     with ``retry.skip``), each reported as one skipped Application object with the reason
-    (never as unchanged: it is still failing); another source's are not this pass's. One
+    (never as unchanged: it is still failing); another source id's are not this pass's. One
     unchanged since a pass that synced it cleanly (a hit, ``steady.py``) has no failures in its
-    status, so it is never skipped."""
+    status, so it is never skipped. Only those whose status counts failures are read
+    (``AppFacts.failing``): a push's pass at 10,000 Applications reads no other status."""
     if not retry.skip:
         return {}
     now = datetime.datetime.now(datetime.timezone.utc)
     out: dict[str, backoff.Waiting] = {}
-    for key, app in live_by_key.items():
-        if plan.owned(app) and not plan.owned(app, source_id):
+    for facts, app in zip(live.app_facts, live.apps):
+        if not facts.failing or (facts.ours and not facts.mine):
             continue
-        from_git = key in git_paths or plan.owned(app, source_id)  # as the status write decides
+        key = facts.key
+        from_git = key in git_paths or facts.mine  # as the status write decides
         wait = backoff.waiting(app, report.commit if from_git else None, now)
         if wait is not None:
             out[key] = report.backing_off[key] = wait

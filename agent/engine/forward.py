@@ -84,14 +84,15 @@ def _fresh(p: Pass) -> bool:
         and not (origin.is_local_path(repo) and origin.origin_url(repo))
 
 
-def stale(p: Pass, owned: list[Obj]) -> Stale | None:
-    """The ``Stale`` verdict of this pass over ``owned``, the live Applications this source owns
-    (``livestate.app_facts_of``: derived once per object in ``run``, not per pass), None when it
-    goes on (module docstring). In ``run`` (``p.steady``) a pass at once is asked for."""
+def stale(p: Pass, owned: list[tuple[str, ...]]) -> Stale | None:
+    """The ``Stale`` verdict of this pass over ``owned``, the ``recorded`` commits of each live
+    Application this source owns (``AppFacts.recorded``: derived once per object in ``run``, not
+    per pass), None when it goes on (module docstring). In ``run`` (``p.steady``) a pass at once
+    is asked for."""
     commit, opts = p.report.commit, p.opts
     if not commit or p.kube.dry_run:  # diff and --dry-run show what this commit would change
         return None
-    shas = {sha for app in owned for sha in recorded(app) if sha != commit}
+    shas = {sha for commits in owned for sha in commits if sha != commit}
     if not shas:
         return None
     here = mirror.cache_path(opts.cache_dir, opts.repo, opts.credentials)

@@ -11,15 +11,19 @@ look at again.
 
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 from agent.api import labels
 from agent.api.objects import Obj
 from agent.api.schema import GROUP, KIND, PLURAL, VERSION
-from agent.engine import plan, statuswrite, steady as steady_
-from agent.engine.passvalues import ChildFacts, LiveState, Pass, Version, key_of
+from agent.engine import backoff, forward, plan, statuswrite, steady as steady_
+from agent.engine.options import Options
+from agent.engine.passvalues import AppFacts, ChildFacts, LiveState, Pass, Version, key_of
 from agent.engine.plan import Identity
 from agent.kinds import registry
 
 CRD_NAME = statuswrite.CRD_NAME
+SHARED_RECORDS = 64  # distinct ``recorded`` tuples one ``deriver`` keeps to share (then it starts again)
 
 
 def read_live(p: Pass) -> LiveState | None:
@@ -37,7 +41,7 @@ def read_live(p: Pass) -> LiveState | None:
                                "project's crd.yaml (kubectl apply -f crd.yaml); nothing was changed")
         return None
     apps = p.kube.list(GROUP, KIND)
-    app_facts = [app_facts_of(p, app) for app in apps]
+    facts = app_facts(p, apps)
     selector = f"{labels.MANAGED_BY}={labels.AGENT_NAME}"
     children = [child for k in registry.CHILD_KINDS for child in p.kube.list(k.group, k.kind, selector)]
     namespaces = {ns["metadata"]["name"] for ns in p.kube.list("", "Namespace")}
@@ -46,7 +50,7 @@ def read_live(p: Pass) -> LiveState | None:
     for child, (ident, owner, version) in zip(children, child_facts):
         if owner is not None:
             children_of.setdefault(owner, []).append((child, ident, version))
-    return LiveState(apps, app_facts, children, child_facts, children_of, namespaces, _related(p, children_of))
+    return LiveState(apps, facts, children, child_facts, children_of, namespaces, _related(p, children_of))
 
 
 def _related(p: Pass, children_of: dict[str, list[tuple[Obj, Identity, Version]]]) -> dict[str, dict[str, Obj]]:
@@ -83,18 +87,35 @@ def _facts(steady: steady_.Steady | None, child: Obj) -> ChildFacts:
     return child_facts(child) if steady is None else steady.fact(child, child_facts)
 
 
-def app_facts_of(p: Pass, app: Obj) -> tuple[str, bool, bool]:
-    """(key, owned by an agent: ``plan.owned``, owned by this source) of a live Application,
-    derived once per object in ``run``. One a former id of this source holds
-    (``Options.former_source_ids``) is this source's."""
-    former = p.opts.former_source_ids
+def app_facts(p: Pass, apps: list[Obj]) -> list[AppFacts]:
+    """The ``AppFacts`` of each live Application, derived once per object in ``run``."""
+    derive, steady = deriver(p.opts), p.steady
+    return [derive(app) for app in apps] if steady is None else [steady.fact(app, derive) for app in apps]
 
-    def derive(obj: Obj) -> tuple[str, bool, bool]:
-        ours, this = plan.owned_both(obj, p.opts.source_id)
-        if ours and not this and former:
-            this = (obj["metadata"].get("labels") or {}).get(labels.SOURCE_LABEL) in former
-        return key_of(obj), ours, this
-    return derive(app) if p.steady is None else p.steady.fact(app, derive)
+
+def deriver(opts: Options) -> Callable[[Obj], AppFacts]:
+    """The function that derives a live Application's ``AppFacts`` under ``opts`` (pure). One a
+    former id of this source holds (``Options.former_source_ids``) is this source's. Equal
+    ``recorded`` tuples are one (10,000 Applications record one commit)."""
+    source, former = opts.source_id, opts.former_source_ids
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def derive(obj: Obj) -> AppFacts:
+        ours, mine = plan.owned_both(obj, source)
+        this = mine or (ours and bool(former) and (obj["metadata"].get("labels") or {}).get(labels.SOURCE_LABEL) in former)
+        recorded = forward.recorded(obj)
+        if len(shared) > SHARED_RECORDS:
+            shared.clear()
+        return AppFacts(key_of(obj), ours, this, mine, shared.setdefault(recorded, recorded), backoff.failures(obj) > 0)
+    return derive
+
+
+def warm(steady: steady_.Steady, opts: Options, apps: Iterable[Obj], stop: Callable[[], bool]) -> int:
+    """Derive the ``AppFacts`` of ``apps`` (the store's Applications) between two passes of
+    ``run`` (``Steady.warm``; ``stop()``: a pass is wanted, it derives the rest). Why: a status
+    sweep replaces every Application, and the next push's pass would derive 10,000 facts on its
+    way to its apply (issue 48). Returns how many were looked at."""
+    return steady.warm(apps, deriver(opts), stop)
 
 
 def unchanged(p: Pass, live: LiveState, live_apps: dict[str, Obj]) -> dict[str, steady_.Entry]:
@@ -104,7 +125,7 @@ def unchanged(p: Pass, live: LiveState, live_apps: dict[str, Obj]) -> dict[str, 
         return {}
     hits: dict[str, steady_.Entry] = {}
     blobs, children_of, same = p.git.blobs, live.children_of, p.steady.unchanged
-    this_source = {key for key, _, this in live.app_facts if this}
+    this_source = {f.key for f in live.app_facts if f.this}
     for key, m in zip(p.git.keys, p.git.manifests):
         app = live_apps.get(key)
         blob = blobs.get(m.path)

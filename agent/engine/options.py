@@ -37,7 +37,7 @@ class Options:
     ``repository.identity(repo)``); ``former_source_ids``: ids this source had before (a checkout
     with an ``origin`` was its path until issue 46): an Application one of them holds is this
     source's: its next apply relabels it (``sources.refuse``), and it is pruned when Git no longer has it
-    (``livestate.app_facts_of``, ``appplan.plan_applications``);
+    (``livestate.app_facts``, ``appplan.plan_applications``);
     ``observed_by``: the command running the pass, recorded as ``status.observedBy``
     (``status.observed``: ``sync --once`` or ``run``)."""
 

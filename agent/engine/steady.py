@@ -26,7 +26,7 @@ another source's, from this source's Git. Anything else is decided in full every
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Callable, TypeGuard, TypeVar, cast
+from typing import Callable, Iterable, TypeGuard, TypeVar, cast
 
 from agent.api.objects import Obj
 
@@ -92,6 +92,7 @@ class Steady:
     """Child identity -> (corrections, monotonic time the next may come, digest of the desired
     object) of each object another writer keeps changing (``selfheal``)."""
     _next: dict[int, tuple[Obj, object]] = field(default_factory=dict)
+    _ahead: dict[int, tuple[Obj, object]] = field(default_factory=dict)  # ``warm``'s
 
     def fact(self, obj: Obj, derive: Callable[[Obj], T]) -> T:
         """``derive(obj)``, computed once for as long as the store hands out the same object
@@ -102,9 +103,32 @@ class Steady:
             return cast(T, known[1])
         known = self.facts.get(id(obj))
         if known is None or known[0] is not obj:
-            known = (obj, derive(obj))
+            known = self._ahead.get(id(obj))  # derived between passes (``warm``)
+            if known is None or known[0] is not obj:
+                known = (obj, derive(obj))
         self._next[id(obj)] = known  # the last pass's pair itself: 30,000 of them at 10,000 Applications
         return cast(T, known[1])
+
+    def warm(self, objs: Iterable[Obj], derive: Callable[[Obj], object], stop: Callable[[], bool],
+             batch: int = 256) -> int:
+        """Between two passes: derive the facts of ``objs`` now, so that the next pass finds them
+        (``fact``) instead of deriving them on its way to its apply. Held apart (``_ahead``): they
+        replace what an earlier warm-up held, and ``turn`` keeps only those the pass asked for
+        (objects the watches have replaced or deleted since are not kept alive). ``stop()`` is
+        asked every ``batch`` objects: True ends the warm-up there (a pass is wanted; it derives
+        the rest). Returns how many objects were looked at."""
+        ahead: dict[int, tuple[Obj, object]] = {}
+        n = 0
+        for n, obj in enumerate(objs, 1):
+            if n % batch == 0 and stop():
+                n -= 1
+                break
+            known = self.facts.get(id(obj))
+            if known is None or known[0] is not obj:
+                known = self._ahead.get(id(obj))
+            ahead[id(obj)] = known if known is not None and known[0] is obj else (obj, derive(obj))
+        self._ahead = ahead
+        return n
 
     def turn(self) -> None:
         """End of a pass: keep the facts of the objects it read, forget the others, and those
@@ -115,7 +139,7 @@ class Steady:
         if self.versions is not None:
             kept = {k: v for k, v in kept.items()
                     if self.after(v[0]) == (v[0].get("metadata") or {}).get("resourceVersion")}
-        self.facts, self._next = kept, {}
+        self.facts, self._next, self._ahead = kept, {}, {}
 
     def unchanged(self, key: str, document: Document, app: Obj, children: tuple[Child, ...]) -> Entry | None:
         """The entry of ``key`` when its ``document``, live Application ``app`` and live

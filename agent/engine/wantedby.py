@@ -27,8 +27,8 @@ def mark_wanted(p: Pass, live: LiveState, refused: frozenset[str]) -> None:
     source_id, paths = p.opts.source_id, p.git.paths
     name = sources.wanted_by(source_id)
     patches: list[tuple[Obj, str, dict[str, str | None]]] = []
-    for (key, _, _), app in zip(live.app_facts, live.apps):
-        if key in refused:
+    for facts, app in zip(live.app_facts, live.apps):
+        if (key := facts.key) in refused:
             want = f"{source_id} {paths[key]}"
         elif key in paths or not p.git.problems:
             want = None

@@ -245,6 +245,13 @@ class LiveStore:
             if k is not None and meta.get("name"):
                 k.hidden[(meta.get("namespace") or "", meta["name"])] = meta.get("uid")
 
+    def held(self, kind: str) -> list[dict]:
+        """The objects of ``kind`` the store holds now (none for a kind not watched), as they are:
+        not waited for, not counted as a pass's read (``reads``)."""
+        with self._cond:
+            k = self._kinds.get(kind)
+            return [] if k is None else list(k.objects.values())
+
     def read(self, kind: str, selector: str | None, namespace: str | None = None,
              wait: float = REACH_WAIT) -> tuple[list[dict] | None, str]:
         """(the kind's objects, in ``namespace`` when given, or None, why not). Waits up to

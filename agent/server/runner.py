@@ -30,8 +30,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from agent.api.labels import AGENT_NAME, APPLICATION_LABEL, MANAGED_BY
 from agent.common import arenas
-from agent.api.schema import GROUP
-from agent.engine import backoff, readiness, sync, sync_now
+from agent.api.schema import GROUP, KIND
+from agent.engine import backoff, livestate, readiness, sync, sync_now
 from agent.engine.report import Action, Report
 from agent.engine.steady import Steady
 from agent.kinds import registry
@@ -104,6 +104,7 @@ class Runner:
         self._trigger = threading.Event()
         self._request_lock = threading.Lock()
         self._online_requested_at: float | None = None  # monotonic time of the newest webhook request
+        self._last_requested: float | None = None  # the same, kept once its pass is under way
         self._online_trigger = "webhook"  # what asked for it, for the pass's log line
         self._last_online_start: float | None = None
         self._events: dict = {}  # identity -> the newest triggers.Sighting not judged yet (see triggers)
@@ -231,7 +232,7 @@ class Runner:
         if not self.health.leading or self.stopping.is_set():
             return False
         with self._request_lock:
-            self._online_requested_at = time.monotonic()
+            self._online_requested_at = self._last_requested = time.monotonic()
             self._online_trigger = trigger
             self._trigger.set()
         return True
@@ -306,7 +307,8 @@ class Runner:
             if requested_at is not None and (self._last_online_start or float("-inf")) >= requested_at:
                 return None
             if only_if is not None and not only_if():
-                _settle_memory(self.store)  # the events judged since the pass (a status sweep's: 10,000 objects)
+                self._warm()  # the Applications those events brought (a status sweep's: 10,000)
+                _settle_memory(self.store)  # the events judged since the pass
                 return None
             self._first_pass_started = True
             started = time.monotonic()
@@ -332,10 +334,33 @@ class Runner:
             if report.commit and not report.fetch_failed:
                 self.last_commit = report.commit
             self._observe(report, duration, trigger)  # inside: shutdown waits for the pass's log line
+            self._warm()
             _settle_memory(self.store)
             self.last_pass = {"commit": report.commit, "ok": report.ok, "trigger": trigger, "end": time.time(),
                               "seconds": round(duration, 3), "errors": len(report.errors)}
         return report
+
+    def _warm(self) -> None:
+        """Derive the facts of the store's Applications now, between passes (``livestate.warm``),
+        unless a push is waiting for its pass (``_push_waits``: then that pass derives them).
+        Called with the pass lock held. A fault here is a bug: logged, and the next pass derives
+        what is missing."""
+        apps = self.store.held(KIND) if self.store is not None else []
+        try:
+            if apps:
+                started = time.monotonic()
+                n = livestate.warm(self.steady, self.opts, apps, self._push_waits)
+                log.debug("facts of %d of %d Applications derived between passes in %.3fs", n, len(apps),
+                          time.monotonic() - started)
+        except Exception:  # never let it stop the trigger loop that called it
+            log.exception("deriving the Applications' facts between passes failed")
+
+    def _push_waits(self) -> bool:
+        """True when an online pass was asked for (a webhook, sync-now) after the last one started,
+        or the agent is stopping. Not ``_online_requested_at``: the trigger loop takes that before
+        it waits for the pass lock."""
+        asked, started = self._last_requested, self._last_online_start
+        return self.stopping.is_set() or (asked is not None and (started is None or asked > started))
 
     def _await_first_lists(self) -> None:
         """Before the first pass: wait for the watches' first lists, so that the pass reads after

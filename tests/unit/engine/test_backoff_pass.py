@@ -2,11 +2,12 @@
 and the retry pass the runner schedules before the interval pass."""
 
 import datetime
+from types import SimpleNamespace
 
 import pytest
 
-from agent.engine import appplan, backoff, sync
-from agent.engine.passvalues import key_of
+from agent.engine import appplan, backoff, livestate, sync
+from agent.engine.passvalues import LiveState
 from agent.engine.report import SKIPPED, Change, Report
 from agent.server.endpoints import Health, Metrics
 from agent.server.runner import Runner
@@ -28,13 +29,19 @@ def live(name, next_retry=FUTURE, failures=2, commit=COMMIT, source="src", manag
                        "lastAttemptedCommit": commit}}
 
 
+def waiting(report, apps, git, retry, former=()):
+    """``appplan.waiting`` over ``apps`` as the live state, their facts derived for source ``src``."""
+    derive = livestate.deriver(SimpleNamespace(source_id="src", former_source_ids=former))
+    return appplan.waiting(report, LiveState(apps, [derive(a) for a in apps], [], [], {}, set()), git, retry)
+
+
 def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
     report = Report(commit=COMMIT)
     apps = [live("waits"), live("due", next_retry=PAST), live("newer", commit="b" * 40),
             live("other", source="elsewhere"), live("hand", managed=False, commit="b" * 40),
             live("later", next_retry=LATER)]
     git = {"ns/waits": "a.yaml", "ns/due": "a.yaml", "ns/newer": "a.yaml"}
-    skipped = appplan.waiting(report, {key_of(a): a for a in apps}, git, "src", backoff.Policy(skip=True))
+    skipped = waiting(report, apps, git, backoff.Policy(skip=True))
     # "hand" is not from Git: a commit does not reset it; "other" is another source's business
     assert skipped == {"ns/waits": backoff.Waiting(2, FUTURE), "ns/hand": backoff.Waiting(2, FUTURE),
                        "ns/later": backoff.Waiting(2, LATER)}
@@ -53,12 +60,23 @@ def test_a_run_pass_skips_and_reports_only_what_is_backing_off():
 
 def test_an_owned_application_kept_out_of_git_resets_on_a_new_commit():
     report = Report(commit="b" * 40)
-    assert appplan.waiting(report, {"ns/kept": live("kept")}, {}, "src", backoff.Policy(skip=True)) == {}
+    assert waiting(report, [live("kept")], {}, backoff.Policy(skip=True)) == {}
+
+
+def test_only_an_application_whose_status_counts_failures_is_read_and_a_former_ids_is_not_this_passes():
+    report = Report(commit=COMMIT)
+    clean = live("clean", failures=0)
+    facts = livestate.deriver(SimpleNamespace(source_id="src", former_source_ids=()))(clean)
+    assert not facts.failing and facts.this and facts.mine
+    # a former id's Application in backoff is left to the pass, as another source id's (its status is not this id's)
+    assert waiting(report, [clean, live("old", source="before")], {"ns/clean": "a.yaml", "ns/old": "a.yaml"},
+                   backoff.Policy(skip=True), former=("before",)) == {}
+    assert waiting(report, [live("old", source="before")], {}, backoff.Policy(skip=True)) == {}
 
 
 def test_sync_once_skips_nothing():
     report = Report(commit=COMMIT)
-    assert appplan.waiting(report, {"ns/waits": live("waits")}, {"ns/waits": "a.yaml"}, "src", backoff.ONE_SHOT) == {}
+    assert waiting(report, [live("waits")], {"ns/waits": "a.yaml"}, backoff.ONE_SHOT) == {}
     assert report.notes == [] and report.retry_at is None and report.backing_off == {}
 
 

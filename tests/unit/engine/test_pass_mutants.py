@@ -11,7 +11,7 @@ import pytest
 from agent.api.labels import REPOSITORY, SOURCE_PATH
 from agent.engine import (appapply, apply, appplan, backoff, guards, livestate, news, plan, prune, sourceread, sources,
                           status, statuses, suspend, sync, wantedby, writes)
-from agent.engine.passvalues import AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
+from agent.engine.passvalues import AppFacts, AppsApplied, ChildIndex, ChildWave, LiveState, Wanted
 from agent.engine.plan import Op, Step
 from agent.engine.report import CONFIGURED, CREATED, KEPT, PRUNED, UNCHANGED, Report
 from agent.kinds import health
@@ -488,7 +488,7 @@ def marked(apps: dict[str, dict | None], refused: set[str], problems: list | Non
         if wanted is None:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
         live.append({"metadata": meta})
-    state = LiveState(live, [(f"ns/{name}", True, False) for name in apps], [], [], {}, set())
+    state = LiveState(live, [AppFacts(f"ns/{name}", True, False, False, (), False) for name in apps], [], [], {}, set())
     wantedby.mark_wanted(p, state, frozenset(f"ns/{name}" for name in refused))
     return patched
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from agent.engine import livestate
-from agent.engine.passvalues import ChildWave, LiveState, Wanted, key_of
+from agent.engine.passvalues import AppFacts, ChildWave, LiveState, Wanted, key_of
 from agent.engine.steady import Entry, Steady
 from agent.manifests.manifest import Manifest
 
@@ -36,7 +36,8 @@ def test_wanted_indexes_its_manifests_by_key():
 
 def test_the_live_applications_by_key():
     apps = [{"metadata": {"namespace": "ns", "name": "a"}}, {"metadata": {"namespace": "ns", "name": "b"}}]
-    live = LiveState(apps, [("ns/a", True, True), ("ns/b", True, False)], [], [], {}, set())
+    live = LiveState(apps, [AppFacts("ns/a", True, True, True, (), False), AppFacts("ns/b", True, False, False, (), False)],
+                     [], [], {}, set())
     assert live.by_key() == {"ns/a": apps[0], "ns/b": apps[1]}
 
 
@@ -74,7 +75,7 @@ def unchanged_hits(*, steady: Steady | None, this: bool = True, blobs=None, live
                  else blobs)
     p = SimpleNamespace(steady=steady, git=git)
     app = {"metadata": {"namespace": "ns", "name": "web", "resourceVersion": "7"}}
-    live = LiveState([app], [("ns/web", True, this)], [], [],
+    live = LiveState([app], [AppFacts("ns/web", True, this, this, (), False)], [], [],
                      {"ns/web": [({}, DEPLOY_ID, (DEPLOY_ID, "5"))]} if children_of is None else children_of, set())
     return livestate.unchanged(p, live, {"ns/web": app} if live_apps is None else live_apps)
 
@@ -120,9 +121,29 @@ def test_the_facts_of_a_live_application():
                                                      "heumsi.github.io/source": "other"},
         "managedFields": [{"manager": "gitops-agent", "operation": "Apply"}]}}
     p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine", former_source_ids=()))
-    assert livestate.app_facts_of(p, app) == ("ns/web", True, False)
+    assert livestate.app_facts(p, [app])[0] == AppFacts("ns/web", True, False, False, (), False)
     p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine", former_source_ids=("other",)))
-    assert livestate.app_facts_of(p, app) == ("ns/web", True, True)  # a former id of this source (issue 46)
+    # a former id of this source (issue 46): this source's, not this id's
+    assert livestate.app_facts(p, [app])[0] == AppFacts("ns/web", True, True, False, (), False)
     p = SimpleNamespace(steady=Steady(), opts=SimpleNamespace(source_id="other", former_source_ids=()))
-    assert livestate.app_facts_of(p, app) == ("ns/web", True, True)
-    assert p.steady.fact(app, lambda obj: "not derived again") == ("ns/web", True, True)
+    assert livestate.app_facts(p, [app])[0] == AppFacts("ns/web", True, True, True, (), False)
+    assert p.steady.fact(app, lambda obj: "not derived again") == AppFacts("ns/web", True, True, True, (), False)
+    hand = {**app, "metadata": {**app["metadata"], "labels": {}}}
+    assert livestate.app_facts(p, [hand])[0] == AppFacts("ns/web", False, False, False, (), False)
+    p = SimpleNamespace(steady=None, opts=SimpleNamespace(source_id="mine", former_source_ids=("before",)))
+    assert not livestate.app_facts(p, [app])[0].this  # another id than a former one
+    failing = {**app, "status": {"lastSyncedCommit": "c" * 40, "failures": 2, "observedGeneration": 3},
+               "metadata": {**app["metadata"], "generation": 3}}
+    assert livestate.app_facts(p, [failing])[0] == AppFacts("ns/web", True, False, False, ("c" * 40,), True)
+
+
+def test_equal_recorded_commits_are_one_tuple():
+    derive = livestate.deriver(SimpleNamespace(source_id="mine", former_source_ids=()))
+    apps = [{"metadata": {"namespace": "ns", "name": n, "generation": 1},
+             "status": {"lastSyncedCommit": "c" * 40, "observedGeneration": 1}} for n in ("a", "b")]
+    one, two = (derive(app).recorded for app in apps)
+    assert one == ("c" * 40,) and one is two
+    for i in range(livestate.SHARED_RECORDS + 2):  # distinct ones: kept up to a bound
+        derive({"metadata": {"namespace": "ns", "name": "x", "generation": 1},
+                "status": {"lastSyncedCommit": f"{i:040d}", "observedGeneration": 1}})
+    assert derive(apps[0]).recorded == ("c" * 40,)

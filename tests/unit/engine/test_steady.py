@@ -98,3 +98,48 @@ def test_a_fact_kept_across_passes_is_the_same_pair_not_a_copy():
     steady.fact(obj, lambda o: ("derived again",))
     steady.turn()
     assert next(iter(steady.facts.values())) is pair and pair[1] == ("fact",)
+
+
+def test_a_warm_up_between_passes_derives_what_the_next_pass_asks_and_keeps_no_replaced_object():
+    """``warm``: a status sweep replaced every Application; the next push's pass should not derive
+    10,000 facts on its way to its apply (issue 48)."""
+    steady, derived = Steady(), []
+
+    def derive(obj):
+        derived.append(obj["metadata"]["name"])
+        return obj["metadata"]["name"].upper()
+    kept, swept = {"metadata": {"name": "kept"}}, {"metadata": {"name": "swept"}}
+    steady.fact(kept, derive)
+    steady.turn()
+    assert steady.warm([kept, swept], derive, lambda: False) == 2
+    assert derived == ["kept", "swept"]  # the last pass's fact of ``kept`` is taken, not derived again
+    assert [steady.fact(o, derive) for o in (kept, swept)] == ["KEPT", "SWEPT"] and len(derived) == 2
+    replaced = {"metadata": {"name": "swept"}}  # the watches replaced it again before the pass
+    pair = steady._ahead[id(kept)]
+    assert steady.warm([kept, replaced], derive, lambda: False) == 2
+    assert steady._ahead[id(kept)] is pair  # an earlier warm-up's pair itself
+    assert [v[0] for v in steady._ahead.values()] == [kept, replaced]  # ``swept`` is not kept alive
+    assert derived == ["kept", "swept", "swept"]
+
+
+def test_a_warm_up_stops_when_a_pass_is_wanted():
+    steady, asked = Steady(), []
+    objs = [{"metadata": {"name": str(i)}} for i in range(10)]
+
+    def wanted():
+        asked.append(1)
+        return True
+    assert steady.warm(objs, lambda o: 1, wanted, batch=4) == 3  # asked before the 4th: the pass derives the rest
+    assert len(asked) == 1 and len(steady._ahead) == 3
+    assert steady.warm(objs, lambda o: 1, lambda: False, batch=4) == 10 and len(steady._ahead) == 10
+    assert steady.warm([], lambda o: 1, wanted) == 0 and steady._ahead == {}
+
+
+def test_a_pass_keeps_only_the_warmed_facts_it_asked_for():
+    """A warmed object the watches replaced or deleted before the pass is not kept alive by it."""
+    steady = Steady()
+    asked, gone = {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}
+    steady.warm([asked, gone], lambda o: o["metadata"]["name"], lambda: False)
+    assert steady.fact(asked, lambda o: "derived again") == "a"
+    steady.turn()
+    assert [v[0] for v in steady.facts.values()] == [asked] and steady._ahead == {} and steady._next == {}

@@ -130,3 +130,27 @@ def test_a_finished_pass_s_report_is_not_kept_by_the_runner(monkeypatch):
     gone = weakref.ref(made.pop())
     gc.collect()
     assert gone() is None
+
+
+def test_the_applications_facts_are_derived_between_passes_unless_a_push_waits():
+    """A status sweep replaced every Application: their facts are derived when its events are
+    judged (not news), so the next push's pass does not on its way to its apply (issue 48)."""
+    import types
+
+    r = runner_mod.Runner(None, types.SimpleNamespace(source_id="s", former_source_ids=()), interval=60, jitter=0,
+                          metrics=Metrics(), health=Health(max_age=60))
+    r.store.watching("heumsi.github.io", "Application", None)
+    apps = [{"kind": "Application", "metadata": {"namespace": "ns", "name": f"a{i}", "resourceVersion": "1"}}
+            for i in range(300)]
+    r.store.listed("Application", apps, "1")
+    assert r.run_pass(offline=True, trigger="watch", only_if=lambda: False) is None
+    held = r.store.held("Application")
+    assert [pair[0] for pair in r.steady._ahead.values()] == held
+    assert [pair[1].key for pair in r.steady._ahead.values()] == [f"ns/a{i}" for i in range(300)]
+    r.steady._ahead = {}
+    r._last_requested, r._last_online_start = 2.0, 1.0  # served by a pass that started before it:
+    assert r.run_pass(offline=True, trigger="watch", only_if=lambda: False) is None  # a push waits,
+    assert len(r.steady._ahead) == 255  # and derives them itself
+    r._last_online_start = 3.0  # its pass has started
+    assert r.run_pass(offline=True, trigger="watch", only_if=lambda: False) is None
+    assert len(r.steady._ahead) == 300
