@@ -89,3 +89,44 @@ def test_is_local_path():
     assert not origin.is_local_path("file:///srv/repo")
     assert not origin.is_local_path("git@github.com:Org/repo")
     assert not origin.is_local_path("https://github.com/Org/repo")
+
+
+def test_origin_is_asked_again_only_when_a_config_file_changed(tmp_path, monkeypatch):
+    """``run`` asks at every pass; a Git process on a push's way to its apply costs (issue 48)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    path = checkout(tmp_path / "work", "https://github.com/Org/one.git")
+    runs = []
+    real = origin.gitproc.run
+    monkeypatch.setattr(origin.gitproc, "run", lambda *a, **k: runs.append(a) or real(*a, **k))
+    assert origin.origin_url(path) == origin.origin_url(path) == "https://github.com/Org/one.git"
+    assert len(runs) == 1
+    git("remote", "set-url", "origin", "https://github.com/Org/two.git", cwd=path)
+    assert origin.origin_url(path) == "https://github.com/Org/two.git" and len(runs) == 2
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".gitconfig").write_text('[url "https://example.com/"]\n\tinsteadOf = https://github.com/\n')
+    assert origin.origin_url(path) == "https://example.com/Org/two.git" and len(runs) == 3  # a global rewrite
+    assert origin.origin_url(path) == "https://example.com/Org/two.git" and len(runs) == 3
+    (tmp_path / "home" / ".gitconfig").write_text("[include]\n\tpath = other\n")  # what it reads is not known
+    assert origin.origin_url(path) == "https://github.com/Org/two.git" and len(runs) == 4
+    assert origin.origin_url(path) == "https://github.com/Org/two.git" and len(runs) == 5
+    git("remote", "remove", "origin", cwd=path)
+    (tmp_path / "home" / ".gitconfig").unlink()
+    assert origin.origin_url(path) is None and origin.origin_url(path) is None and len(runs) == 6
+
+
+def test_a_legacy_remotes_file_or_a_worktree_config_is_read_again_when_it_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = checkout(tmp_path / "work")
+    assert origin.origin_url(path) is None
+    (tmp_path / "work" / ".git" / "remotes").mkdir(exist_ok=True)
+    (tmp_path / "work" / ".git" / "remotes" / "origin").write_text("URL: https://github.com/Org/legacy.git\n")
+    assert origin.origin_url(path) == "https://github.com/Org/legacy.git"
+    (tmp_path / "work" / ".git" / "remotes" / "origin").unlink()
+    git("config", "extensions.worktreeConfig", "true", cwd=path)
+    git("config", "--worktree", "remote.origin.url", "https://github.com/Org/tree.git", cwd=path)
+    assert origin.origin_url(path) == "https://github.com/Org/tree.git"
+    git("config", "--worktree", "remote.origin.url", "https://github.com/Org/tree2.git", cwd=path)
+    assert origin.origin_url(path) == "https://github.com/Org/tree2.git"
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "work" / ".git"))
+    assert origin._configs(os.path.realpath(path)) is None  # what Git reads is not known here
