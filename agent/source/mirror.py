@@ -24,7 +24,7 @@ from pathlib import Path
 import git
 
 from agent.common import redaction
-from agent.source import cachedir, gitproc
+from agent.source import cachedir, gitproc, mirrorrepo
 from agent.source.repository import identity as repository_identity  # pure; see repository.py
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -288,6 +288,7 @@ def _mirror(url, cache_dir, target: Path, timeout, *, credentials, what, unchang
         if staging is not None:
             os.replace(staging, target)
             staging = None
+            mirrorrepo.forget(target)
             repo = git.Repo(target)
     except (git.GitCommandError, gitproc.Failed) as err:
         detail = _failure(err, url, credentials, commit_ref, timeout, quiet)

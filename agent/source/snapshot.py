@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import git
 
 from agent.manifests.loader import MAX_FILE_BYTES  # pure: the limit load() applies too
-from agent.source import gitproc, mirror, submodules as gitlinks
+from agent.source import gitproc, mirror, mirrorrepo, submodules as gitlinks
 
 MAX_FILES = 20_000
 """Manifest files a snapshot may hold (over all submodules): room for 10,000 Applications of
@@ -118,7 +118,7 @@ def read(url: str, commit: str, cache_dir: str | os.PathLike, path: str = ".", *
         raise mirror.SourceError(f"--path {path!r} leaves the repository; give a path inside it")
     clean, credentials = mirror.effective(url, credentials)
     try:
-        repo = git.Repo(mirror.cache_path(cache_dir, clean, credentials))
+        repo = git.Repo(mirror.cache_path(cache_dir, clean, credentials))  # also the status page's: its own
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
         raise mirror.SourceError(f"{mirror.redact(clean)} has no mirror in the cache {cache_dir} fetched with these "
                           "credentials; fetch it first") from None
@@ -169,7 +169,7 @@ def read_since(url: str, before: Snapshot, commit: str, cache_dir: str | os.Path
     root = posixpath.normpath(path.replace(os.sep, "/")) if path else "."
     clean, credentials = mirror.effective(url, credentials)
     try:
-        repo = git.Repo(mirror.cache_path(cache_dir, clean, credentials))
+        repo = mirrorrepo.opened(mirror.cache_path(cache_dir, clean, credentials))  # a pass's only
         raw = gitproc.run(["diff-tree", "-r", "-z", "--raw", "--no-renames", before.commit, commit],
                           cwd=repo.git_dir, text=False)
         changes = _changes(raw.decode("utf-8"))
