@@ -147,3 +147,6 @@ def test_equal_recorded_commits_are_one_tuple():
         derive({"metadata": {"namespace": "ns", "name": "x", "generation": 1},
                 "status": {"lastSyncedCommit": f"{i:040d}", "observedGeneration": 1}})
     assert derive(apps[0]).recorded == ("c" * 40,)
+    other = {"metadata": {"namespace": "ns", "name": "d", "generation": 1},
+             "status": {"lastSyncedCommit": "d" * 40, "observedGeneration": 1}}
+    assert derive(other).recorded == ("d" * 40,) and derive(apps[1]).recorded == ("c" * 40,)  # each its own
