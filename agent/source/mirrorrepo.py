@@ -15,7 +15,7 @@ Safe to keep: ``git cat-file --batch`` looks again for packs it does not know wh
 missing (a fetch since it started added them). A mirror made anew (a first fetch moves a
 staging directory into place, also after someone deleted the cache) is forgotten by the fetch
 that made it (``forget``), a directory with another device or inode is another mirror, and a
-``Repo`` is opened afresh after ``MAX_AGE`` seconds (its processes keep the packs a repack
+``Repo`` is opened afresh after ``MAX_AGE`` seconds or when one of its processes has ended (its processes keep the packs a repack
 deleted open: disk not given back until then). A closed ``Repo`` ends its processes. At most
 ``KEPT`` mirrors are held (a source, its submodules, a checkout's ``origin``), the least
 recently used is closed first.
@@ -51,7 +51,7 @@ def opened(path: str | os.PathLike) -> git.Repo:
     key, now = (real, st.st_dev, st.st_ino), time.monotonic()
     with _lock:
         held = _open.get(key)
-        if held is not None and now - held[1] < MAX_AGE:
+        if held is not None and now - held[1] < MAX_AGE and _alive(held[0]):
             _open.move_to_end(key)
             return held[0]
     repo = git.Repo(real)
@@ -61,6 +61,16 @@ def opened(path: str | os.PathLike) -> git.Repo:
         while len(_open) > KEPT:
             _open.popitem(last=False)[1][0].close()
     return repo
+
+
+def _alive(repo: git.Repo) -> bool:
+    """False when one of the ``cat-file`` processes GitPython started for ``repo`` has ended
+    (killed, out of memory): GitPython would not start it again, and every read would fail."""
+    for cmd in (repo.git.cat_file_all, repo.git.cat_file_header):
+        proc = getattr(cmd, "proc", None)
+        if proc is not None and proc.poll() is not None:
+            return False
+    return True
 
 
 def forget(path: str | os.PathLike) -> None:

@@ -91,3 +91,15 @@ def test_a_mirror_is_opened_once_while_it_is_the_same_directory(tmp_path, monkey
     for path in [first, *(tmp_path / f"o{i}.git" for i in range(mirrorrepo.KEPT))]:
         mirrorrepo.forget(path)
     assert not [k for k in mirrorrepo._open if k[0].startswith(str(tmp_path.resolve()))]
+
+
+def test_a_mirror_whose_cat_file_ended_is_opened_afresh(history):
+    """GitPython does not start an ended ``cat-file`` again: every read through it would fail."""
+    work, c = history
+    repo = mirrorrepo.opened(work)
+    assert ancestry._near(work, c["c"], c["merge"])  # starts the processes
+    repo.git.cat_file_all.proc.kill()
+    repo.git.cat_file_all.proc.wait()
+    fresh = mirrorrepo.opened(work)
+    assert fresh is not repo and ancestry._near(work, c["c"], c["merge"])
+    mirrorrepo.forget(work)
