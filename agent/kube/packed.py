@@ -163,9 +163,13 @@ class _Lazy(_ReadsWhole, dict):
     compressed (``_blob``, decoded by ``_codec`` on the first read of another key, kept until
     ``Loaded`` sheds it).
     ``_shape``: (every key in the original order, the rest's keys), one copy per distinct shape
-    (``_shaped``): asking for a key it lacks decodes nothing, and a whole copy keeps the order."""
+    (``_shaped``): asking for a key it lacks decodes nothing, and a whole copy keeps the order.
+    ``_rest``: the decoded rest while loaded, else None; never put in the dict itself. Why: a
+    dict's table grows to hold the rest and never shrinks when keys are removed, so each object
+    loaded once (every one, on ``run``'s first pass) kept a table for all its keys: about 88
+    bytes more for each of 60,000 objects and metadata at 10,000 Applications (issue 48)."""
 
-    __slots__ = ("_blob", "_codec", "_pool", "_shape", "__weakref__")
+    __slots__ = ("_blob", "_codec", "_pool", "_shape", "_rest", "__weakref__")
     __setitem__ = __delitem__ = pop = popitem = update = clear = __ior__ = _refuse
     __hash__ = object.__hash__
 
@@ -181,21 +185,25 @@ class _Lazy(_ReadsWhole, dict):
         object counted as loaded last). Never changed after: callers only read it (its parts are
         plain dicts and lists, not frozen)."""
         rest = self._codec.decode(self._blob)
-        for key, value in rest.items():
-            dict.__setitem__(self, key, value)
+        self._rest = rest
         self._pool.add(self)
         return rest
 
     def shed(self) -> None:
         """Drop the decoded rest (``Loaded`` calls it, from any thread). A read racing it decodes
         again: whether a key is in the rest is told by ``_shape``, never by what is decoded now."""
-        for key in self._shape[1]:
-            dict.pop(self, key, None)
+        self._rest = None
+
+    def _loaded(self) -> dict:
+        """The decoded rest: the one held, else ``load()``'s (one read of ``_rest``: a shed
+        racing it leaves the reader a whole rest)."""
+        rest = self._rest
+        return rest if rest is not None else self.load()
 
     def __missing__(self, key):
         if key not in self._shape[1]:
             raise KeyError(key)
-        return self.load()[key]
+        return self._loaded()[key]
 
     def get(self, key, default=None):
         value = dict.get(self, key, _MISS)
@@ -203,7 +211,7 @@ class _Lazy(_ReadsWhole, dict):
             return value
         if key not in self._shape[1]:
             return default
-        return self.load().get(key, default)
+        return self._loaded().get(key, default)
 
     def __contains__(self, key):
         return dict.__contains__(self, key) or key in self._shape[1]
@@ -246,7 +254,7 @@ def _lazy(cls, whole: dict, head: dict, codec: Codec, pool: Loaded):
     for key, value in head.items():
         dict.__setitem__(out, key, value)
     rest = {k: v for k, v in whole.items() if k not in head}
-    out._blob, out._codec, out._pool = codec.encode(rest), codec, pool
+    out._blob, out._codec, out._pool, out._rest = codec.encode(rest), codec, pool, None
     out._shape = _shaped(tuple(whole), rest)
     return out
 
