@@ -181,7 +181,7 @@ class _Lazy(_ReadsWhole, dict):
         return _refuse(self)
 
     def load(self) -> dict:
-        """The decoded rest (every key but the head's), kept in this object until shed (and the
+        """The decoded rest (every key but the head's), held in ``_rest`` until shed (and the
         object counted as loaded last). Never changed after: callers only read it (its parts are
         plain dicts and lists, not frozen)."""
         rest = self._codec.decode(self._blob)

@@ -15,10 +15,10 @@ Safe to keep: ``git cat-file --batch`` looks again for packs it does not know wh
 missing (a fetch since it started added them). A mirror made anew (a first fetch moves a
 staging directory into place, also after someone deleted the cache) is forgotten by the fetch
 that made it (``forget``), a directory with another device or inode is another mirror, and a
-``Repo`` is opened afresh after ``MAX_AGE`` seconds or when one of its processes has ended (its processes keep the packs a repack
-deleted open: disk not given back until then). A closed ``Repo`` ends its processes. At most
-``KEPT`` mirrors are held (a source, its submodules, a checkout's ``origin``), the least
-recently used is closed first.
+``Repo`` is opened afresh after ``MAX_AGE`` seconds (its processes keep the packs a repack
+deleted open: disk not given back until then) or when one of its processes has ended. A
+closed ``Repo`` ends its processes. At most ``KEPT`` mirrors are held (a source, its submodules,
+a checkout's ``origin``), the least recently used is closed first.
 """
 
 from __future__ import annotations
