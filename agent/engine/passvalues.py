@@ -149,6 +149,29 @@ class AppsApplied:
     foreign: frozenset[str] = frozenset()
     holds: dict[str, Hold] = field(default_factory=dict)
 
+    def let_go(self, keys: list[str]) -> list[Obj]:
+        """Replace, in place, the live Application of each of ``keys`` (in ``in_scope`` or
+        ``failed``) by its identity: apiVersion, kind and metadata name, namespace, uid and
+        resourceVersion, what the pass reads of it once its status is written (``remember``:
+        ``steady.Steady.after``). Returns the Applications let go. The one change made to a
+        stage's value after it was returned, and only by the status sweep, its last stage. Why:
+        the sweep writes every Application's status, the watches replace each, and while the
+        pass held the ones it read, all 10,000 were alive twice at the sweep's end (issue 48)."""
+        gone: list[Obj] = []
+        for key in keys:
+            held = self.in_scope if key in self.in_scope else self.failed
+            app = held.get(key)
+            if app is None:
+                continue
+            meta = app.get("metadata") or {}
+            held[key] = {"apiVersion": app.get("apiVersion"), "kind": app.get("kind"),
+                         "metadata": {k: meta[k] for k in _IDENTITY if k in meta}}
+            gone.append(app)
+        return gone
+
+
+_IDENTITY = ("name", "namespace", "uid", "resourceVersion")
+
 
 @dataclass(frozen=True)
 class ChildIndex:

@@ -36,13 +36,17 @@ decoded four times a sweep. A batch's children stay decoded from its first stage
 its records go into the report before the next batch starts (issue 48)."""
 
 
-def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave) -> None:
+def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave,
+                   let_go: bool = False) -> None:
     """Write the status of each Application of ``keys`` once, in the pool, only when it
     differs; a status that does not move is checked inline, and one unchanged and at the same
     commit since the previous pass (``steady.Steady.settled``) not at all: its health and
     readiness are the recorded ones. ``children``: the child waves so far, ``live_of`` holding
     every owned live child. ``STATUS_BATCH`` Applications at a time, in order; the pod reads
-    (``MAX_POD_READS``) are counted across batches. Sets ``report.retry_at`` to the earliest retry."""
+    (``MAX_POD_READS``) are counted across batches. Sets ``report.retry_at`` to the earliest retry.
+    ``let_go`` (the sweep, the pass's last writes): once a batch is written, the pass holds
+    only the identity of its Applications (``AppsApplied.let_go``) and no facts of those it
+    wrote (``steady.Steady.release``)."""
     broken_files = {problem.path: str(problem) for problem in p.git.problems}
     synced = {True: f"children applied from commit {(p.report.commit or '')[:12]}",  # one string each for the pass
               False: "children applied from the live Application"}
@@ -56,6 +60,11 @@ def write_statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsAppl
                 kube, cast(Report, scratch), *st[:4], failed=st[4], retry=retry, by=by), p.report,
                 inline=lambda st: not statuswrite.moves(*st[1:], retry=retry, by=by)):
             p.report.retry_at = backoff.earliest(p.report.retry_at, next_retry)
+        if let_go:
+            del statuses  # this batch's (key, Application, ...) tuples
+            gone = applied.let_go(keys[start:start + STATUS_BATCH])
+            if p.steady is not None:
+                p.steady.release(gone)
 
 
 def _statuses(p: Pass, keys: list[str], planned: AppPlan, applied: AppsApplied, children: ChildWave,

@@ -132,14 +132,31 @@ class Steady:
 
     def turn(self) -> None:
         """End of a pass: keep the facts of the objects it read, forget the others, and those
-        of the objects it wrote (``after`` is past the resourceVersion read): the watches replace
-        each of those, and its fact would keep the old object alive for one more pass (after a
-        status sweep, every Application: ~14 MiB at 10,000, issue 33)."""
+        of the objects it wrote (``written``): the watches replace each of those, and its fact
+        would keep the old object alive for one more pass (after a status sweep, every
+        Application: ~14 MiB at 10,000, issue 33)."""
         kept = self._next
         if self.versions is not None:
-            kept = {k: v for k, v in kept.items()
-                    if self.after(v[0]) == (v[0].get("metadata") or {}).get("resourceVersion")}
+            kept = {k: v for k, v in kept.items() if not self.written(v[0])}
         self.facts, self._next, self._ahead = kept, {}, {}
+
+    def release(self, objs: Iterable[Obj]) -> None:
+        """Forget now, not at ``turn``, the facts of each of ``objs`` this pass wrote
+        (``written``), wherever they are held. Why: a status sweep writes every Application, and
+        while its facts held the ones it read, the watches' replacements of all 10,000 were alive
+        beside them at the sweep's end (issue 48)."""
+        if self.versions is None:
+            return
+        for obj in objs:
+            if self.written(obj):
+                for held in (self._next, self.facts, self._ahead):
+                    known = held.get(id(obj))
+                    if known is not None and known[0] is obj:
+                        del held[id(obj)]
+
+    def written(self, obj: Obj) -> bool:
+        """True when this pass wrote ``obj`` (``after`` is past the resourceVersion it was read at)."""
+        return self.after(obj) != (obj.get("metadata") or {}).get("resourceVersion")
 
     def unchanged(self, key: str, document: Document, app: Obj, children: tuple[Child, ...]) -> Entry | None:
         """The entry of ``key`` when its ``document``, live Application ``app`` and live

@@ -143,7 +143,7 @@ def reconcile(p: Pass) -> None:
     if live is None or planned is None:
         return
     applied = appapply.keep_live(p, live, planned, appapply.apply_applications(p, live, planned))
-    planned = replace(planned, desired=(), steps=[s for s in planned.steps if s.action == plan.PRUNE])  # let go
+    planned = replace(planned, live={}, desired=(), steps=[s for s in planned.steps if s.action == plan.PRUNE])  # let go
     first, rest = childapply.waves(p, planned, applied)
     idx = childapply.index(live)
     listed: dict[tuple[str, str, str], list[Obj]] = {}  # ``apply.claim``'s lists, for every batch
@@ -153,7 +153,9 @@ def reconcile(p: Pass) -> None:
     wantedby.mark_wanted(p, live, planned.refused)
     done = done.merged(childapply.apply_wave(p, rest, planned, applied, idx, listed, before=done))
     prune.prune_all(p, prune.plan_prunes(p, live, idx, done, planned.prune), planned, applied)
-    statuses.write_statuses(p, sorted(set(applied.failed) | set(rest)), planned, applied, _with_live(done, idx))
+    live = replace(live, apps=[], app_facts=[])  # let go: the sweep replaces each Application it writes
+    statuses.write_statuses(p, sorted(set(applied.failed) | set(rest)), planned, applied, _with_live(done, idx),
+                            let_go=True)
     if p.steady is not None:
         remember_.remember(p, p.steady, planned, applied, _with_live(done, idx), live)
 

@@ -92,6 +92,14 @@ class Sighting:
         return cls(event_type, key, None if event_type == "DELETED" else mark(obj))
 
 
+FLUSH_AFTER = 256
+"""Objects a pass records (``Known.seen``) after it read a served list, beyond which the lists
+kept back (``Known.seen_served``) are recorded at once. Why: a push's pass writes a handful of
+objects before its apply is done, and a status sweep writes every Application; a list kept back
+through the sweep held each Application it read alive beside the one the watches replaced it
+with (issue 48)."""
+
+
 class Known:
     """The newest fingerprint (its ``mark``) of every object the agent's passes read or wrote
     (``GONE`` for what they deleted). Thread-safe: the pass's write pool records while watches ask."""
@@ -115,6 +123,9 @@ class Known:
             print_ = mark(obj)
             with self._lock:
                 self._put(key, version, print_)
+                sweeping = len(self._touched) >= FLUSH_AFTER
+            if sweeping:
+                self.flush()
 
     def _put(self, key: tuple[str, str, str], version: str | None, print_: bytes) -> None:
         """Record ``print_`` for ``key`` (the lock held)."""
@@ -135,7 +146,8 @@ class Known:
         resourceVersion recorded for it is skipped: it was recorded then. Kept by version, not by
         the Python object: holding the objects kept the ones the watches replaced alive for one
         more pass (issue 33); and not by the last list's versions too: a second record of 30,000
-        objects was 3 MB of ``run`` at 10,000 Applications (issue 48)."""
+        objects was 3 MB of ``run`` at 10,000 Applications (issue 48). Also once the pass has
+        recorded ``FLUSH_AFTER`` objects since (a status sweep)."""
         with self._lock:
             self._pending.append((where, objs))
 

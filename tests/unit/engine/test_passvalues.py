@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from agent.engine import livestate
-from agent.engine.passvalues import AppFacts, ChildWave, LiveState, Wanted, key_of
+from agent.engine.passvalues import AppFacts, AppsApplied, ChildWave, LiveState, Wanted, key_of
 from agent.engine.steady import Entry, Steady
 from agent.manifests.manifest import Manifest
 
@@ -20,6 +20,21 @@ def test_the_key_of_an_object_is_namespace_slash_name():
 def test_the_key_is_interned():
     one = key_of({"metadata": {"namespace": "ns", "name": "w" + "eb"}})
     assert one is key_of({"metadata": {"namespace": "n" + "s", "name": "web"}})
+
+
+def test_the_sweep_lets_go_of_an_application_keeping_only_what_remember_reads():
+    def app(name: str) -> dict:
+        return {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "spec": {"image": "x"},
+                "metadata": {"namespace": "ns", "name": name, "uid": "u-" + name, "resourceVersion": "4",
+                             "labels": {"a": "b"}}, "status": {"health": {}}}
+    web, bad, kept = app("web"), app("bad"), app("kept")
+    applied = AppsApplied({"ns/web": web, "ns/kept": kept}, {"ns/bad": bad}, frozenset())
+    assert applied.let_go(["ns/web", "ns/bad", "ns/gone"]) == [web, bad]
+    assert applied.in_scope["ns/web"] == {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {
+        "namespace": "ns", "name": "web", "uid": "u-web", "resourceVersion": "4"}}
+    assert applied.failed["ns/bad"]["metadata"] == {"namespace": "ns", "name": "bad", "uid": "u-bad", "resourceVersion": "4"}
+    assert applied.in_scope["ns/kept"] is kept and "ns/gone" not in applied.in_scope and "ns/gone" not in applied.failed
+    assert Steady(versions=lambda kind, ns, name, read: read).after(applied.in_scope["ns/web"]) == "4"
 
 
 def test_wanted_indexes_its_manifests_by_key():

@@ -89,6 +89,30 @@ def test_the_facts_of_objects_the_pass_wrote_are_not_kept():
     assert derived == ["a", "b", "a"]
 
 
+def test_a_release_forgets_at_once_the_facts_of_the_objects_the_pass_wrote_wherever_held():
+    """``release``: a status sweep lets go of each Application it wrote as it goes, so the
+    watches' replacements are not alive beside all of them at its end (issue 48)."""
+    written: dict[str, str] = {}
+
+    def versions(kind, namespace, name, read):
+        return str(max(int(read), int(written.get(name, 0))))
+    steady = Steady(versions=versions)
+    a, b, c = ({"kind": "Application", "metadata": {"name": n, "resourceVersion": "5"}} for n in "abc")
+    steady.fact(a, str), steady.fact(b, str)
+    steady.turn()
+    steady.warm([a, b, c], str, lambda: False)
+    steady.fact(a, str), steady.fact(b, str)
+    written["a"] = "9"  # the sweep wrote ``a``'s status
+    other = {"kind": "Application", "metadata": {"name": "a", "resourceVersion": "5"}}  # equal, not the same
+    steady.release([other])
+    assert id(a) in steady._next and id(a) in steady.facts and id(a) in steady._ahead
+    steady.release([a, b, c])
+    for held in (steady._next, steady.facts, steady._ahead):
+        assert id(a) not in held and id(b) in held  # ``b`` and ``c`` were not written: kept
+    assert id(c) in steady._ahead
+    Steady().release([a])  # no versions: nothing can be told, nothing forgotten
+
+
 def test_a_fact_kept_across_passes_is_the_same_pair_not_a_copy():
     """The next pass keeps the last pass's (object, fact) pair itself: one per live object."""
     steady, obj = Steady(), {"metadata": {"name": "a"}}

@@ -200,6 +200,23 @@ def test_a_served_list_once_recorded_does_not_keep_its_objects():
     assert gone() is None and not known.news("MODIFIED", deployment())
 
 
+def test_a_served_list_is_recorded_once_a_pass_has_written_a_sweep_s_worth_of_objects():
+    """A status sweep writes every Application: the lists kept back are recorded during it, not
+    held through it (their objects are the ones the watches replace, issue 48)."""
+    from agent.kube.livestore import Served
+    known = triggers.Known()
+    listed = deployment()
+    known.seen_served(("Deployment", None), Served([listed]))
+    apps = [{"apiVersion": "heumsi.github.io/v1", "kind": "Application",
+             "metadata": {"namespace": "ns", "name": f"a{i}", "resourceVersion": "2"}} for i in range(triggers.FLUSH_AFTER)]
+    for app in apps[:-1]:
+        known.seen(app)
+    assert known._pending  # a push's handful of writes: kept back
+    known.seen(apps[-1])
+    assert not known._pending and not known._touched
+    assert not known.news("MODIFIED", deployment()) and not known.news("MODIFIED", apps[0])
+
+
 def test_the_sightings_of_a_sweep_share_their_kind_and_namespace_strings():
     """Events decoded one by one bring their own strings; a Sighting keeps the interned ones
     (10,000 waiting events name one kind and a few namespaces), equal to the identity."""
