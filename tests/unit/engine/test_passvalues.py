@@ -29,7 +29,7 @@ def test_the_sweep_lets_go_of_an_application_keeping_only_what_remember_reads():
                              "labels": {"a": "b"}}, "status": {"health": {}}}
     web, bad, kept = app("web"), app("bad"), app("kept")
     applied = AppsApplied({"ns/web": web, "ns/kept": kept}, {"ns/bad": bad}, frozenset())
-    assert applied.let_go(["ns/web", "ns/bad", "ns/gone"]) == [web, bad]
+    assert applied.let_go(["ns/web", "ns/gone", "ns/bad"]) == [web, bad]
     assert applied.in_scope["ns/web"] == {"apiVersion": "heumsi.github.io/v1", "kind": "Application", "metadata": {
         "namespace": "ns", "name": "web", "uid": "u-web", "resourceVersion": "4"}}
     assert applied.failed["ns/bad"]["metadata"] == {"namespace": "ns", "name": "bad", "uid": "u-bad", "resourceVersion": "4"}
